@@ -1,0 +1,45 @@
+use object_store::path::Path;
+
+/// Errors of lancet-file, each naming the file and the rule broken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// lance-file could not read or write the file (I/O, or bytes it cannot decode).
+    #[error("lance file {path}: {source}")]
+    Lance {
+        path: Path,
+        #[source]
+        source: lance_core::Error,
+    },
+    /// The file's bytes break a rule of the Lance v2 file layout.
+    #[error("lance file {path}: corrupt: {rule}")]
+    Corrupt { path: Path, rule: String },
+    /// The object store failed.
+    #[error("lance file {path}: object store: {source}")]
+    Store {
+        path: Path,
+        #[source]
+        source: object_store::Error,
+    },
+    /// The stored schema differs from the one the caller requires.
+    #[error("lance file {path}: schema mismatch: {rule}")]
+    SchemaMismatch { path: Path, rule: String },
+    /// A requested row range or global buffer does not exist.
+    #[error("lance file {path}: {rule}")]
+    OutOfRange { path: Path, rule: String },
+    /// The caller's batches or arguments are unusable.
+    #[error("lance file {path}: invalid input: {rule}")]
+    InvalidInput { path: Path, rule: String },
+    /// The store URI cannot be used.
+    #[error("invalid store URI {uri:?}: {reason}")]
+    InvalidUri { uri: String, reason: String },
+}
+
+pub type Result<T, E = FileError> = std::result::Result<T, E>;
+
+pub(crate) fn lance_err(path: &Path) -> impl FnOnce(lance_core::Error) -> FileError + '_ {
+    move |source| FileError::Lance {
+        path: path.clone(),
+        source,
+    }
+}

@@ -1,0 +1,24 @@
+//! Thin helpers over `lance-file` 14.0.2 for the Lance files lancet reads and writes (tree
+//! leaves, BTree pages, FRI row maps, demo data files).
+//!
+//! - [`write_file`] writes record batches with an exact Arrow schema, schema metadata and global
+//!   buffers.
+//! - [`LanceFile`] opens a file and reads all rows, a row range, several ranges in one coalesced
+//!   request set, or a global buffer; [`LanceFile::check_schema`] compares the stored schema
+//!   exactly (field order, types including dictionary value types and list item fields,
+//!   nullability).
+//!
+//! The page encodings are lance-encoding's; this crate never encodes pages by hand.
+
+mod error;
+mod footer;
+mod read;
+mod schema;
+mod store;
+mod write;
+
+pub use error::{FileError, Result};
+pub use read::LanceFile;
+pub use schema::{check_schema_exact, manifest_fields};
+pub use store::FileStore;
+pub use write::{write_file, FileVersion, WriteOptions, WrittenFile};

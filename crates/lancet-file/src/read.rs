@@ -1,0 +1,257 @@
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use bytes::Bytes;
+use futures::FutureExt;
+use futures::TryStreamExt;
+use lance_core::cache::LanceCache;
+use lance_encoding::decoder::{DecoderPlugins, FilterExpression};
+use lance_file::reader::{FileReader, FileReaderOptions};
+use lance_io::utils::CachedFileSize;
+use lance_io::ReadBatchParams;
+use object_store::path::Path;
+use object_store::ObjectStoreExt;
+
+use crate::error::{lance_err, FileError, Result};
+use crate::footer::{check_offset_table, parse_footer, FOOTER_LEN};
+use crate::schema::check_schema_exact;
+use crate::store::FileStore;
+
+const READ_BATCH_ROWS: u32 = 8192;
+const READAHEAD: u32 = 4;
+
+/// An open Lance v2 file.
+pub struct LanceFile {
+    path: Path,
+    reader: FileReader,
+    schema: SchemaRef,
+}
+
+impl std::fmt::Debug for LanceFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LanceFile")
+            .field("path", &self.path)
+            .field("num_rows", &self.reader.num_rows())
+            .finish()
+    }
+}
+
+impl LanceFile {
+    /// Opens `path`. With `known_size`, lance-io skips a HEAD request.
+    ///
+    /// The footer and offset tables are checked by lancet first (see `footer.rs`); anything
+    /// lance-file still cannot decode is a [`FileError::Lance`] or [`FileError::Corrupt`], never a
+    /// panic.
+    pub async fn open(fs: &FileStore, path: &Path, known_size: Option<u64>) -> Result<Self> {
+        let size = match known_size {
+            Some(size) => size,
+            None => {
+                fs.raw
+                    .head(path)
+                    .await
+                    .map_err(|e| FileError::Store {
+                        path: path.clone(),
+                        source: e,
+                    })?
+                    .size
+            }
+        };
+        check_footer(fs, path, size).await?;
+        let file = fs
+            .scheduler
+            .open_file(path, &CachedFileSize::new(size))
+            .await
+            .map_err(lance_err(path))?;
+        let reader = guard(
+            path,
+            FileReader::try_open(
+                file,
+                None,
+                Arc::<DecoderPlugins>::default(),
+                &LanceCache::no_cache(),
+                FileReaderOptions::default(),
+            ),
+        )
+        .await?
+        .map_err(lance_err(path))?;
+        let lance_schema = reader.schema();
+        let mut schema = Schema::from(lance_schema.as_ref());
+        schema.metadata = lance_schema.metadata.clone();
+        Ok(Self {
+            path: path.clone(),
+            reader,
+            schema: Arc::new(schema),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn num_rows(&self) -> u64 {
+        self.reader.num_rows()
+    }
+
+    /// The stored Arrow schema, with the file's schema metadata.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The file's schema metadata.
+    pub fn metadata(&self) -> &HashMap<String, String> {
+        &self.schema.metadata
+    }
+
+    /// Fails with `SchemaMismatch` unless the stored schema is exactly `expected`.
+    pub fn check_schema(&self, expected: &Schema) -> Result<()> {
+        check_schema_exact(&self.schema, expected).map_err(|rule| FileError::SchemaMismatch {
+            path: self.path.clone(),
+            rule,
+        })
+    }
+
+    /// Reads every row.
+    pub async fn read_all(&self) -> Result<RecordBatch> {
+        self.read_range(0..self.num_rows()).await
+    }
+
+    /// Reads rows `range`.
+    pub async fn read_range(&self, range: Range<u64>) -> Result<RecordBatch> {
+        self.check_range(&range)?;
+        if range.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        self.collect(ReadBatchParams::Range(range_usize(&range)?))
+            .await
+    }
+
+    /// Reads several row ranges with one request set (lance-io merges adjacent ranges into
+    /// shared reads) and returns their rows concatenated in the order given.
+    pub async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        for r in ranges {
+            self.check_range(r)?;
+        }
+        let ranges: Arc<[Range<u64>]> = ranges.iter().filter(|r| !r.is_empty()).cloned().collect();
+        if ranges.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        self.collect(ReadBatchParams::Ranges(ranges)).await
+    }
+
+    /// Reads global buffer `index` (0 is the file descriptor).
+    pub async fn global_buffer(&self, index: u32) -> Result<Bytes> {
+        guard(&self.path, self.reader.read_global_buffer(index))
+            .await?
+            .map_err(|e| FileError::OutOfRange {
+                path: self.path.clone(),
+                rule: format!("global buffer {index}: {e}"),
+            })
+    }
+
+    fn check_range(&self, range: &Range<u64>) -> Result<()> {
+        if range.start > range.end || range.end > self.num_rows() {
+            return Err(FileError::OutOfRange {
+                path: self.path.clone(),
+                rule: format!("rows {range:?} outside 0..{}", self.num_rows()),
+            });
+        }
+        Ok(())
+    }
+
+    async fn collect(&self, params: ReadBatchParams) -> Result<RecordBatch> {
+        let read = async {
+            let stream = self
+                .reader
+                .read_stream(
+                    params,
+                    READ_BATCH_ROWS,
+                    READAHEAD,
+                    FilterExpression::no_filter(),
+                )
+                .await?;
+            stream.try_collect::<Vec<RecordBatch>>().await
+        };
+        let batches = guard(&self.path, read)
+            .await?
+            .map_err(lance_err(&self.path))?;
+        let schema = batches
+            .first()
+            .map_or_else(|| self.schema.clone(), |b| b.schema());
+        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| FileError::Lance {
+            path: self.path.clone(),
+            source: lance_core::Error::from(e),
+        })
+    }
+}
+
+fn range_usize(range: &Range<u64>) -> Result<Range<usize>> {
+    let conv = |v: u64| {
+        usize::try_from(v).map_err(|_| FileError::InvalidInput {
+            path: Path::default(),
+            rule: format!("row {v} does not fit usize"),
+        })
+    };
+    Ok(conv(range.start)?..conv(range.end)?)
+}
+
+/// Runs a lance-file future, turning a panic inside it into `FileError::Corrupt`. lance-file
+/// and lance-encoding are third-party decoders; lancet's contract is "no panic on any bytes".
+async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Result<T> {
+    std::panic::AssertUnwindSafe(fut)
+        .catch_unwind()
+        .await
+        .map_err(|panic| {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "decoder panicked".to_string());
+            FileError::Corrupt {
+                path: path.clone(),
+                rule: format!("lance-file could not decode the file: {msg}"),
+            }
+        })
+}
+
+/// Validates the footer and both offset tables before lance-file trusts them.
+async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
+    let corrupt = |rule: String| FileError::Corrupt {
+        path: path.clone(),
+        rule,
+    };
+    if size < FOOTER_LEN {
+        return Err(corrupt(format!(
+            "file is {size} bytes, shorter than the 40-byte v2 footer"
+        )));
+    }
+    let store_err = |e| FileError::Store {
+        path: path.clone(),
+        source: e,
+    };
+    let tail = fs
+        .raw
+        .get_range(path, size - FOOTER_LEN..size)
+        .await
+        .map_err(store_err)?;
+    let footer = parse_footer(&tail, size).map_err(corrupt)?;
+    // Both tables sit between cmo_table_start and the footer; parse_footer bounded them by size.
+    let tables = fs
+        .raw
+        .get_range(path, footer.cmo_table_start..size - FOOTER_LEN)
+        .await
+        .map_err(|e| FileError::Store {
+            path: path.clone(),
+            source: e,
+        })?;
+    let split = usize::try_from(footer.gbo_table_start - footer.cmo_table_start)
+        .map_err(|_| corrupt("offset tables too large".into()))?;
+    let (cmo, gbo) = tables
+        .split_at_checked(split)
+        .ok_or_else(|| corrupt("offset tables truncated".into()))?;
+    check_offset_table(cmo, footer.cmo_table_start, "column metadata").map_err(corrupt)?;
+    check_offset_table(gbo, footer.cmo_table_start, "global buffer").map_err(corrupt)?;
+    Ok(())
+}

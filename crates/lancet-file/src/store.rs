@@ -1,0 +1,50 @@
+use std::sync::Arc;
+
+use lance_io::object_store::ObjectStore as LanceStore;
+use lance_io::scheduler::{ScanScheduler, SchedulerConfig};
+
+use crate::error::{FileError, Result};
+
+/// An object store as lance-file needs it: lance-io's wrapper plus one scan scheduler, built
+/// from a plain `object_store` handle so that lancet and lance-file share one store.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    pub(crate) store: Arc<LanceStore>,
+    pub(crate) scheduler: Arc<ScanScheduler>,
+    /// The plain handle, for lancet's own footer checks.
+    pub(crate) raw: Arc<dyn object_store::ObjectStore>,
+}
+
+impl FileStore {
+    /// Wraps `store`. `uri` names its location (`file:///`, `memory:///`, `s3://bucket`); only
+    /// its scheme and authority are used, to pick lance-io's block size and I/O parallelism.
+    pub fn new(store: Arc<dyn object_store::ObjectStore>, uri: &str) -> Result<Self> {
+        let url = url::Url::parse(uri).map_err(|e| FileError::InvalidUri {
+            uri: uri.to_string(),
+            reason: e.to_string(),
+        })?;
+        let parallelism = if url.scheme() == "file" || url.scheme() == "memory" {
+            8
+        } else {
+            64
+        };
+        let raw = store.clone();
+        let store = Arc::new(LanceStore::new(
+            store,
+            url,
+            None,
+            None,
+            false,
+            true,
+            parallelism,
+            3,
+            None,
+        ));
+        let scheduler = ScanScheduler::new(store.clone(), SchedulerConfig::max_bandwidth(&store));
+        Ok(Self {
+            store,
+            scheduler,
+            raw,
+        })
+    }
+}

@@ -1,0 +1,114 @@
+use std::collections::HashMap;
+
+use arrow_array::RecordBatch;
+use arrow_schema::Schema;
+use bytes::Bytes;
+use lance_file::version::ConcreteFileVersion;
+use lance_file::writer::FileWriterOptions;
+use object_store::path::Path;
+
+use crate::error::{lance_err, FileError, Result};
+use crate::schema::check_schema_exact;
+use crate::store::FileStore;
+
+/// Lance file format versions lancet writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileVersion {
+    /// 2.0: the version `LanceIndexStore` writes index files in.
+    V2_0,
+    /// 2.1: what Lance writes FRI row maps and new datasets in.
+    #[default]
+    V2_1,
+    /// 2.2: lance-file's stable version.
+    V2_2,
+}
+
+impl FileVersion {
+    fn concrete(self) -> ConcreteFileVersion {
+        match self {
+            Self::V2_0 => ConcreteFileVersion::V2_0,
+            Self::V2_1 => ConcreteFileVersion::V2_1,
+            Self::V2_2 => ConcreteFileVersion::V2_2,
+        }
+    }
+
+    /// `(major, minor)` as a `DataFile` records it.
+    pub fn data_file_version(self) -> (u32, u32) {
+        match self {
+            Self::V2_0 => (2, 0),
+            Self::V2_1 => (2, 1),
+            Self::V2_2 => (2, 2),
+        }
+    }
+}
+
+/// What to write besides the rows.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub version: FileVersion,
+    /// Schema metadata (string → string) stored in the file descriptor.
+    pub metadata: HashMap<String, String>,
+    /// Global buffers, written after the data pages; see [`WrittenFile::global_buffers`].
+    pub global_buffers: Vec<Bytes>,
+}
+
+/// Summary of a written file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenFile {
+    pub num_rows: u64,
+    pub size_bytes: u64,
+    /// File indexes of the global buffers in the order given (1-based: buffer 0 is the file
+    /// descriptor).
+    pub global_buffers: Vec<u32>,
+}
+
+/// Writes `batches` to `path` as one Lance file whose schema is exactly `schema`.
+/// Every batch must have that schema (metadata aside), otherwise nothing is written.
+pub async fn write_file(
+    fs: &FileStore,
+    path: &Path,
+    schema: &Schema,
+    batches: &[RecordBatch],
+    options: &WriteOptions,
+) -> Result<WrittenFile> {
+    for (i, batch) in batches.iter().enumerate() {
+        check_schema_exact(batch.schema().as_ref(), schema).map_err(|rule| {
+            FileError::InvalidInput {
+                path: path.clone(),
+                rule: format!("batch {i}: {rule}"),
+            }
+        })?;
+    }
+    let lance_schema = lance_core::datatypes::Schema::try_from(schema).map_err(lance_err(path))?;
+    let object_writer = fs.store.create(path).await.map_err(lance_err(path))?;
+    let mut writer = lance_file::versions::create_writer(
+        options.version.concrete(),
+        object_writer,
+        lance_schema,
+        FileWriterOptions::default(),
+    )
+    .map_err(lance_err(path))?;
+    for batch in batches {
+        writer.write_batch(batch).await.map_err(lance_err(path))?;
+    }
+    let mut global_buffers = Vec::with_capacity(options.global_buffers.len());
+    for buffer in &options.global_buffers {
+        global_buffers.push(
+            writer
+                .add_global_buffer(buffer.clone())
+                .await
+                .map_err(lance_err(path))?,
+        );
+    }
+    let mut keys: Vec<_> = options.metadata.iter().collect();
+    keys.sort();
+    for (k, v) in keys {
+        writer.add_schema_metadata(k.clone(), v.clone());
+    }
+    let summary = writer.finish().await.map_err(lance_err(path))?;
+    Ok(WrittenFile {
+        num_rows: summary.num_rows,
+        size_bytes: summary.size_bytes,
+        global_buffers,
+    })
+}

@@ -1,0 +1,82 @@
+use object_store::path::Path;
+
+/// Errors of lancet-paths. Every variant names the offending object or path and the rule broken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathsError {
+    /// A tree object path breaks a path rule of the fragment-tree spec.
+    #[error("invalid tree object path {path:?}: {rule}")]
+    InvalidTreePath { path: String, rule: &'static str },
+    /// A relative file path (data, deletion or external file) is not a safe relative path.
+    #[error("invalid relative path {path:?}: {rule}")]
+    InvalidRelativePath { path: String, rule: &'static str },
+    /// A UUID field does not hold exactly 16 bytes.
+    #[error("object UUID must be exactly 16 bytes, got {len}")]
+    InvalidUuidLength { len: usize },
+    /// A UUID string does not parse.
+    #[error("invalid UUID text {text:?}")]
+    InvalidUuidText { text: String },
+    /// A `base_id` names no `BasePath` of the manifest.
+    #[error("base_id {id} names no BasePath in the manifest")]
+    UnknownBaseId { id: u32 },
+    /// Two `BasePath` entries share an id.
+    #[error("BasePath id {id} appears more than once in the manifest")]
+    DuplicateBaseId { id: u32 },
+    /// A reference that must name another dataset's root names a plain directory.
+    #[error("base_id {id} must name a BasePath with is_dataset_root = true (path {path:?})")]
+    NotDatasetRoot { id: u32, path: String },
+    /// A dataset URI or a `BasePath.path` cannot be used.
+    #[error("invalid URI {uri:?}: {reason}")]
+    InvalidUri { uri: String, reason: String },
+    /// The object store failed.
+    #[error("object store error at {path}: {source}")]
+    Store {
+        path: Path,
+        #[source]
+        source: object_store::Error,
+    },
+    /// An object that must exist does not.
+    #[error("object {path} not found")]
+    NotFound { path: Path },
+    /// An object's size differs from the size its reference records.
+    #[error("object {path} is {actual} bytes, its reference says {expected}")]
+    SizeMismatch {
+        path: Path,
+        expected: u64,
+        actual: u64,
+    },
+    /// A put-if-absent found the object already there (a commit lost a race).
+    #[error("object {path} already exists")]
+    AlreadyExists { path: Path },
+    /// A manifest file breaks a rule of the manifest layout or of its contents.
+    #[error("corrupt manifest {path}: {rule}")]
+    CorruptManifest { path: Path, rule: String },
+    /// A dataset has no manifest versions.
+    #[error("no manifest versions under {path}")]
+    NoVersions { path: Path },
+    /// The requested version does not exist.
+    #[error("version {version} not found under {path}")]
+    VersionNotFound { path: Path, version: u64 },
+}
+
+impl PathsError {
+    pub(crate) fn corrupt(path: &Path, rule: impl Into<String>) -> Self {
+        Self::CorruptManifest {
+            path: path.clone(),
+            rule: rule.into(),
+        }
+    }
+
+    pub(crate) fn store(path: &Path, source: object_store::Error) -> Self {
+        match source {
+            object_store::Error::NotFound { .. } => Self::NotFound { path: path.clone() },
+            object_store::Error::AlreadyExists { .. } => Self::AlreadyExists { path: path.clone() },
+            source => Self::Store {
+                path: path.clone(),
+                source,
+            },
+        }
+    }
+}
+
+pub type Result<T, E = PathsError> = std::result::Result<T, E>;

@@ -1,0 +1,27 @@
+//! Object paths, UUID object names, `base_id` resolution, the object-store handle and manifest
+//! files of Lance 14 tables.
+//!
+//! - [`tree_paths`]: `_bt/{root,node,leaf}/{uuid}.{root,node,lance}` and the path rules a stored
+//!   tree reference must obey.
+//! - [`bases`]: `BasePath` lookup by id and inheritance of an absent `base_id`.
+//! - [`files`]: where data, deletion, external and index files live.
+//! - [`store`]: [`DatasetStore`], reads with size checks and the put-if-absent commit write.
+//! - [`manifest`]: naming schemes, the manifest layout, listing, reading and committing versions.
+//! - [`flags`]: feature-flag names and the pairing rules.
+
+pub mod bases;
+pub mod error;
+pub mod files;
+pub mod flags;
+pub mod manifest;
+pub mod object_uuid;
+pub mod store;
+pub mod tree_paths;
+
+pub use bases::{BaseRequirement, BaseTable, ResolvedBase};
+pub use error::{PathsError, Result};
+pub use files::ObjectLocation;
+pub use manifest::{DecodedManifest, ManifestFile, NamingScheme, VersionEntry};
+pub use object_uuid::ObjectUuid;
+pub use store::DatasetStore;
+pub use tree_paths::{validate_tree_path, TreeObjectKind};

@@ -1,0 +1,663 @@
+//! Manifest files: `_versions/*.manifest` naming, the on-disk layout, reading and committing.
+//!
+//! Layout of one manifest object (FORMAT-FACTS §3), as lancet writes it:
+//!
+//! ```text
+//! [u32 LE length][IndexSection protobuf]      <- Manifest.index_section = offset of this prefix
+//! [u32 LE length][Manifest protobuf]          <- footer position = offset of this prefix
+//! [i64 LE position][i16 LE 0][i16 LE 2]["LANC"]   16-byte footer
+//! ```
+//!
+//! Readers require the footer magic, a position inside the file and a manifest length that
+//! reaches exactly to the footer; every offset and length is bounds-checked before use, and
+//! nothing is allocated from a length field before it has been checked against the object size.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use lancet_proto::table::{IndexMetadata, IndexSection, Manifest};
+use lancet_proto::wire;
+use object_store::path::Path;
+use prost::Message;
+
+use crate::error::{PathsError, Result};
+use crate::flags::{self, validate_flags};
+use crate::store::DatasetStore;
+
+/// Directory of manifest files, relative to the dataset root.
+pub const VERSIONS_DIR: &str = "_versions";
+/// Optional `{"version": N}` hint for stores without ordered listing.
+pub const LATEST_HINT: &str = "_versions/latest_version_hint.json";
+/// Footer magic of manifest and Lance files.
+pub const MAGIC: &[u8; 4] = b"LANC";
+const FOOTER_LEN: usize = 16;
+/// Footer version numbers Lance 14 writers put (lance-file's 0.2); readers check only the magic.
+const FOOTER_MAJOR: i16 = 0;
+const FOOTER_MINOR: i16 = 2;
+/// Bit 63 marks a detached version (`_versions/d{n}.manifest`).
+pub const DETACHED_VERSION_MASK: u64 = 0x8000_0000_0000_0000;
+
+/// Manifest fields lancet models; every other field is kept raw (see [`DecodedManifest::unknown_fields`]).
+const KNOWN_MANIFEST_FIELDS: [u32; 23] = [
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24,
+];
+const FRAGMENTS_FIELD: u32 = 2;
+
+/// How version numbers map to manifest file names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamingScheme {
+    /// `_versions/{n}.manifest`
+    V1,
+    /// `_versions/{u64::MAX - n:020}.manifest`, so that lexical listing puts the newest first.
+    V2,
+}
+
+impl NamingScheme {
+    /// File name of `version` in this scheme.
+    pub fn file_name(self, version: u64) -> String {
+        match self {
+            Self::V1 => format!("{version}.manifest"),
+            Self::V2 => format!("{:020}.manifest", u64::MAX - version),
+        }
+    }
+
+    /// Path of `version`, relative to the dataset root.
+    pub fn relative_path(self, version: u64) -> String {
+        format!("{VERSIONS_DIR}/{}", self.file_name(version))
+    }
+}
+
+/// A parsed manifest file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManifestName {
+    Version {
+        version: u64,
+        scheme: NamingScheme,
+    },
+    /// `d{n}.manifest`: detached versions are not part of the version list.
+    Detached {
+        version: u64,
+    },
+}
+
+/// Parses a file name under `_versions/` the way Lance 14 detects schemes: `d…` is detached; a
+/// 29-character `….manifest` name is V2; any other `{digits}.manifest` is V1.
+pub fn parse_manifest_name(name: &str) -> Option<ManifestName> {
+    if !name.ends_with(".manifest") {
+        return None;
+    }
+    let (stem, _) = name.split_once('.')?;
+    if let Some(digits) = stem.strip_prefix('d') {
+        let version: u64 = digits.parse().ok()?;
+        return Some(ManifestName::Detached { version });
+    }
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let number: u64 = stem.parse().ok()?;
+    if name.len() == 29 {
+        Some(ManifestName::Version {
+            version: u64::MAX - number,
+            scheme: NamingScheme::V2,
+        })
+    } else {
+        Some(ManifestName::Version {
+            version: number,
+            scheme: NamingScheme::V1,
+        })
+    }
+}
+
+/// A decoded manifest object.
+#[derive(Debug, Clone)]
+pub struct DecodedManifest {
+    pub manifest: Manifest,
+    /// The index section's entries; empty when the manifest has none.
+    pub indices: Vec<IndexMetadata>,
+    /// Raw bytes (tags included) of manifest fields lancet does not model, in stored order.
+    pub unknown_fields: Vec<u8>,
+    /// The Manifest protobuf as stored.
+    pub manifest_bytes: Bytes,
+    /// Span of each fragment's `DataFragment` bytes in `manifest_bytes`, in stored order.
+    pub fragment_spans: Vec<Range<usize>>,
+}
+
+impl DecodedManifest {
+    /// The exact stored `DataFragment` bytes of fragment `i` (in stored order).
+    pub fn fragment_bytes(&self, i: usize) -> Option<&[u8]> {
+        self.manifest_bytes.get(self.fragment_spans.get(i)?.clone())
+    }
+}
+
+fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
+    let bytes: [u8; 4] = buf.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_le_bytes(bytes))
+}
+
+/// Decodes one manifest object. Pure: no I/O, so fuzz targets call it directly.
+pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
+    let corrupt = |rule: String| PathsError::corrupt(path, rule);
+    let size = bytes.len();
+    if size < FOOTER_LEN {
+        return Err(corrupt(format!(
+            "file is {size} bytes, shorter than the 16-byte footer"
+        )));
+    }
+    let footer_start = size - FOOTER_LEN;
+    let footer = bytes
+        .get(footer_start..)
+        .ok_or_else(|| corrupt("footer out of range".into()))?;
+    if footer.get(12..16) != Some(MAGIC.as_slice()) {
+        return Err(corrupt("footer magic is not \"LANC\"".into()));
+    }
+    let pos_bytes: [u8; 8] = footer
+        .get(0..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("footer out of range".into()))?;
+    let pos = i64::from_le_bytes(pos_bytes);
+    let pos = usize::try_from(pos)
+        .ok()
+        .filter(|p| p.checked_add(4).is_some_and(|end| end <= footer_start))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "manifest position {pos} is outside the file (footer at {footer_start})"
+            ))
+        })?;
+    let len =
+        read_u32(&bytes, pos).ok_or_else(|| corrupt("manifest length out of range".into()))?;
+    let expected = footer_start - pos - 4;
+    if len as usize != expected {
+        return Err(corrupt(format!(
+            "manifest length prefix is {len} but {expected} bytes lie between it and the footer"
+        )));
+    }
+    let manifest_bytes = bytes.slice(pos + 4..footer_start);
+    let manifest = Manifest::decode(manifest_bytes.clone())
+        .map_err(|e| corrupt(format!("Manifest protobuf does not decode: {e}")))?;
+
+    let mut fragment_spans = Vec::with_capacity(manifest.fragments.len());
+    for field in wire::fields(&manifest_bytes) {
+        let field = field.map_err(|e| corrupt(format!("Manifest protobuf: {e}")))?;
+        if field.number == FRAGMENTS_FIELD {
+            fragment_spans.push(field.value);
+        }
+    }
+    let unknown_fields = wire::unknown_fields(&manifest_bytes, &KNOWN_MANIFEST_FIELDS)
+        .map_err(|e| corrupt(format!("Manifest protobuf: {e}")))?;
+
+    let indices = match manifest.index_section {
+        None => Vec::new(),
+        Some(offset) => decode_index_section(&bytes, offset, pos).map_err(corrupt)?,
+    };
+    check_contents(&manifest, &indices).map_err(corrupt)?;
+    Ok(DecodedManifest {
+        manifest,
+        indices,
+        unknown_fields,
+        manifest_bytes,
+        fragment_spans,
+    })
+}
+
+/// The index section must lie wholly before the manifest's length prefix.
+fn decode_index_section(
+    bytes: &[u8],
+    offset: u64,
+    manifest_pos: usize,
+) -> std::result::Result<Vec<IndexMetadata>, String> {
+    let start = usize::try_from(offset)
+        .ok()
+        .filter(|s| s.checked_add(4).is_some_and(|e| e <= manifest_pos))
+        .ok_or_else(|| {
+            format!("index_section offset {offset} is not before the manifest at {manifest_pos}")
+        })?;
+    let len = read_u32(bytes, start).ok_or("index section length out of range")? as usize;
+    let body = bytes
+        .get(start + 4..)
+        .and_then(|b| b.get(..len))
+        .filter(|_| start + 4 + len <= manifest_pos)
+        .ok_or_else(|| format!("index section of {len} bytes at {start} overlaps the manifest"))?;
+    let section = IndexSection::decode(body)
+        .map_err(|e| format!("IndexSection protobuf does not decode: {e}"))?;
+    for (i, index) in section.indices.iter().enumerate() {
+        let uuid = index
+            .uuid
+            .as_ref()
+            .ok_or_else(|| format!("index {i} ({:?}) has no uuid", index.name))?;
+        if uuid.uuid.len() != 16 {
+            return Err(format!(
+                "index {i} ({:?}) uuid is {} bytes, not 16",
+                index.name,
+                uuid.uuid.len()
+            ));
+        }
+    }
+    Ok(section.indices)
+}
+
+/// Rules on a decoded manifest's contents that Lance 14 and the tree spec impose.
+fn check_contents(m: &Manifest, _indices: &[IndexMetadata]) -> std::result::Result<(), String> {
+    validate_flags(m)?;
+    if m.reader_feature_flags & flags::STABLE_ROW_IDS != 0 {
+        if let Some(f) = m.fragments.iter().find(|f| f.row_id_sequence.is_none()) {
+            return Err(format!(
+                "stable row ids are enabled but fragment {} has no row id sequence",
+                f.id
+            ));
+        }
+    }
+    for pair in m.fragments.windows(2) {
+        if let [a, b] = pair {
+            if a.id >= b.id {
+                return Err(format!(
+                    "fragment ids must strictly increase, found {} then {}",
+                    a.id, b.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Encodes a manifest object. The index section is written when `indices` is non-empty;
+/// `unknown_fields` (from [`DecodedManifest::unknown_fields`]) are appended to the Manifest
+/// protobuf so fields lancet does not model survive. Section offsets are set to what this
+/// object holds: a transaction section is never written, so its offsets are cleared.
+pub fn encode_manifest(
+    manifest: &Manifest,
+    indices: &[IndexMetadata],
+    unknown_fields: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
+    let mut m = manifest.clone();
+    m.transaction_section = None;
+    m.transaction_section_deprecated = None;
+    let mut out = Vec::new();
+    if indices.is_empty() {
+        m.index_section = None;
+    } else {
+        let section = IndexSection {
+            indices: indices.to_vec(),
+        }
+        .encode_to_vec();
+        let len = u32::try_from(section.len()).map_err(|_| "index section exceeds 4 GiB")?;
+        m.index_section = Some(0);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&section);
+    }
+    let body_len = m.encoded_len() + unknown_fields.len();
+    let len = u32::try_from(body_len).map_err(|_| "manifest exceeds 4 GiB")?;
+    let pos = out.len() as i64;
+    out.extend_from_slice(&len.to_le_bytes());
+    m.encode(&mut out).map_err(|e| e.to_string())?;
+    out.extend_from_slice(unknown_fields);
+    out.extend_from_slice(&pos.to_le_bytes());
+    out.extend_from_slice(&FOOTER_MAJOR.to_le_bytes());
+    out.extend_from_slice(&FOOTER_MINOR.to_le_bytes());
+    out.extend_from_slice(MAGIC);
+    Ok(out)
+}
+
+/// One listed version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionEntry {
+    pub version: u64,
+    pub scheme: NamingScheme,
+    pub path: Path,
+    pub size: u64,
+}
+
+/// A manifest read from a store.
+#[derive(Debug, Clone)]
+pub struct ManifestFile {
+    pub entry: VersionEntry,
+    pub decoded: DecodedManifest,
+}
+
+/// Lists the dataset's versions, ascending. Detached versions and other files are skipped.
+pub async fn list_versions(store: &DatasetStore) -> Result<Vec<VersionEntry>> {
+    let mut out = Vec::new();
+    for meta in store.list(VERSIONS_DIR).await? {
+        let Some(name) = meta.location.filename() else {
+            continue;
+        };
+        if let Some(ManifestName::Version { version, scheme }) = parse_manifest_name(name) {
+            out.push(VersionEntry {
+                version,
+                scheme,
+                path: meta.location.clone(),
+                size: meta.size,
+            });
+        }
+    }
+    out.sort_by_key(|e| e.version);
+    if let Some(pair) = out
+        .windows(2)
+        .find(|w| matches!(w, [a, b] if a.version == b.version))
+    {
+        if let Some(dup) = pair.first() {
+            return Err(PathsError::corrupt(
+                &dup.path,
+                format!(
+                    "version {} is stored under both naming schemes",
+                    dup.version
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads version `version`, or the latest when `None`.
+pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result<ManifestFile> {
+    let versions = list_versions(store).await?;
+    let entry = match version {
+        None => versions
+            .last()
+            .cloned()
+            .ok_or_else(|| PathsError::NoVersions {
+                path: store.path(VERSIONS_DIR),
+            })?,
+        Some(v) => versions
+            .iter()
+            .find(|e| e.version == v)
+            .cloned()
+            .ok_or_else(|| PathsError::VersionNotFound {
+                path: store.path(VERSIONS_DIR),
+                version: v,
+            })?,
+    };
+    let bytes = store.get(&entry.path, Some(entry.size)).await?;
+    let decoded = decode_manifest(&entry.path, bytes)?;
+    if decoded.manifest.version != entry.version {
+        return Err(PathsError::corrupt(
+            &entry.path,
+            format!(
+                "file name says version {} but the manifest says {}",
+                entry.version, decoded.manifest.version
+            ),
+        ));
+    }
+    Ok(ManifestFile { entry, decoded })
+}
+
+/// Commits `manifest` as its `version` with put-if-absent, then updates the latest-version
+/// hint. Losing the race to another writer gives `AlreadyExists`.
+pub async fn write_manifest(
+    store: &DatasetStore,
+    manifest: &Manifest,
+    indices: &[IndexMetadata],
+    unknown_fields: &[u8],
+    scheme: NamingScheme,
+) -> Result<VersionEntry> {
+    let path = store.path(&scheme.relative_path(manifest.version));
+    let bytes = encode_manifest(manifest, indices, unknown_fields)
+        .map_err(|rule| PathsError::corrupt(&path, rule))?;
+    let size = bytes.len() as u64;
+    store.put_if_absent(&path, Bytes::from(bytes)).await?;
+    write_latest_hint(store, manifest.version).await?;
+    Ok(VersionEntry {
+        version: manifest.version,
+        scheme,
+        path,
+        size,
+    })
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LatestHint {
+    version: u64,
+}
+
+/// Writes `{"version": N}` to the hint file.
+pub async fn write_latest_hint(store: &DatasetStore, version: u64) -> Result<()> {
+    let body = serde_json::to_vec(&LatestHint { version }).unwrap_or_default();
+    store.put(&store.path(LATEST_HINT), Bytes::from(body)).await
+}
+
+/// Reads the hint; `None` when absent. A hint that does not parse is corrupt.
+pub async fn read_latest_hint(store: &DatasetStore) -> Result<Option<u64>> {
+    let path = store.path(LATEST_HINT);
+    match store.get(&path, None).await {
+        Ok(bytes) => serde_json::from_slice::<LatestHint>(&bytes)
+            .map(|h| Some(h.version))
+            .map_err(|e| PathsError::corrupt(&path, format!("hint is not {{\"version\":N}}: {e}"))),
+        Err(PathsError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::{DataFragment, Uuid};
+
+    fn sample() -> Manifest {
+        Manifest {
+            version: 3,
+            fragments: vec![
+                DataFragment {
+                    id: 0,
+                    physical_rows: 10,
+                    ..Default::default()
+                },
+                DataFragment {
+                    id: 4,
+                    physical_rows: 20,
+                    ..Default::default()
+                },
+            ],
+            max_fragment_id: Some(4),
+            ..Default::default()
+        }
+    }
+
+    fn index() -> IndexMetadata {
+        IndexMetadata {
+            uuid: Some(Uuid { uuid: vec![7; 16] }),
+            name: "idx".into(),
+            fields: vec![0],
+            ..Default::default()
+        }
+    }
+
+    fn path() -> Path {
+        Path::from("_versions/3.manifest")
+    }
+
+    #[test]
+    fn names_both_schemes() {
+        assert_eq!(NamingScheme::V1.file_name(5), "5.manifest");
+        assert_eq!(
+            NamingScheme::V2.file_name(1),
+            "18446744073709551614.manifest"
+        );
+        for v in [0u64, 1, 42, u64::MAX - 1] {
+            for s in [NamingScheme::V1, NamingScheme::V2] {
+                assert_eq!(
+                    parse_manifest_name(&s.file_name(v)),
+                    Some(ManifestName::Version {
+                        version: v,
+                        scheme: s
+                    }),
+                    "{s:?} {v}"
+                );
+            }
+        }
+        let detached = DETACHED_VERSION_MASK | 9;
+        assert_eq!(
+            parse_manifest_name(&format!("d{detached}.manifest")),
+            Some(ManifestName::Detached { version: detached })
+        );
+        assert_eq!(parse_manifest_name("latest_version_hint.json"), None);
+        assert_eq!(parse_manifest_name("x.manifest"), None);
+        assert_eq!(parse_manifest_name("-1.manifest"), None);
+    }
+
+    #[test]
+    fn round_trips_with_index_section_and_unknown_fields() {
+        // field 26 (max_clustering_id) = 5, which lancet does not model
+        let unknown = vec![0xd0, 0x01, 0x05];
+        let bytes = encode_manifest(&sample(), &[index()], &unknown).unwrap();
+        let d = decode_manifest(&path(), Bytes::from(bytes)).unwrap();
+        assert_eq!(d.manifest.fragments, sample().fragments);
+        assert_eq!(d.indices, vec![index()]);
+        assert_eq!(d.unknown_fields, unknown);
+        assert_eq!(d.fragment_spans.len(), 2);
+        let f1 = DataFragment::decode(d.fragment_bytes(1).unwrap()).unwrap();
+        assert_eq!(f1.id, 4);
+        assert_eq!(d.manifest.index_section, Some(0));
+    }
+
+    fn expect_corrupt(bytes: Vec<u8>, needle: &str) {
+        match decode_manifest(&path(), Bytes::from(bytes)) {
+            Err(PathsError::CorruptManifest { path: p, rule }) => {
+                assert_eq!(p, path());
+                assert!(rule.contains(needle), "{rule:?} should mention {needle:?}");
+            }
+            other => panic!("expected CorruptManifest({needle}), got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_bad_footers_and_lengths() {
+        let good = encode_manifest(&sample(), &[index()], &[]).unwrap();
+        expect_corrupt(good[..10].to_vec(), "shorter than the 16-byte footer");
+        let mut bad_magic = good.clone();
+        let n = bad_magic.len();
+        bad_magic[n - 1] = b'X';
+        expect_corrupt(bad_magic, "magic");
+        // position past the footer
+        let mut far = good.clone();
+        far[n - 16..n - 8].copy_from_slice(&(n as i64).to_le_bytes());
+        expect_corrupt(far, "outside the file");
+        let mut negative = good.clone();
+        negative[n - 16..n - 8].copy_from_slice(&(-4i64).to_le_bytes());
+        expect_corrupt(negative, "outside the file");
+        // truncated: drop a byte from the middle of the manifest
+        let mut truncated = good.clone();
+        let pos = i64::from_le_bytes(good[n - 16..n - 8].try_into().unwrap()) as usize;
+        truncated.remove(pos + 6);
+        let m = truncated.len();
+        truncated[m - 16..m - 8].copy_from_slice(&(pos as i64).to_le_bytes());
+        expect_corrupt(truncated, "length prefix");
+        // a length prefix that does not reach the footer
+        let mut short = good.clone();
+        let len = u32::from_le_bytes(good[pos..pos + 4].try_into().unwrap());
+        short[pos..pos + 4].copy_from_slice(&(len - 1).to_le_bytes());
+        expect_corrupt(short, "length prefix");
+    }
+
+    #[test]
+    fn rejects_bad_index_sections_and_contents() {
+        let mut m = sample();
+        // index section offset past the manifest
+        m.index_section = Some(1_000_000);
+        let mut bytes = Vec::new();
+        let body = m.encode_to_vec();
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        bytes.extend_from_slice(&0i64.to_le_bytes());
+        bytes.extend_from_slice(&[0, 0, 2, 0]);
+        bytes.extend_from_slice(MAGIC);
+        expect_corrupt(bytes, "index_section offset");
+
+        let no_uuid = IndexMetadata {
+            uuid: None,
+            ..index()
+        };
+        expect_corrupt(
+            encode_manifest(&sample(), &[no_uuid], &[]).unwrap(),
+            "has no uuid",
+        );
+        let short_uuid = IndexMetadata {
+            uuid: Some(Uuid { uuid: vec![1; 15] }),
+            ..index()
+        };
+        expect_corrupt(
+            encode_manifest(&sample(), &[short_uuid], &[]).unwrap(),
+            "not 16",
+        );
+
+        let mut unsorted = sample();
+        unsorted.fragments.reverse();
+        expect_corrupt(
+            encode_manifest(&unsorted, &[], &[]).unwrap(),
+            "strictly increase",
+        );
+        let mut stable = sample();
+        stable.reader_feature_flags = flags::STABLE_ROW_IDS;
+        stable.writer_feature_flags = flags::STABLE_ROW_IDS;
+        expect_corrupt(
+            encode_manifest(&stable, &[], &[]).unwrap(),
+            "no row id sequence",
+        );
+        let mut one_sided = sample();
+        one_sided.reader_feature_flags = flags::FRAGMENT_REUSE_INDEX;
+        expect_corrupt(encode_manifest(&one_sided, &[], &[]).unwrap(), "both");
+    }
+
+    #[tokio::test]
+    async fn commit_list_read_and_race() {
+        let store = DatasetStore::open("memory://").unwrap();
+        assert!(matches!(
+            read_manifest(&store, None).await,
+            Err(PathsError::NoVersions { .. })
+        ));
+        let mut m = sample();
+        for v in 1..=3 {
+            m.version = v;
+            write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            write_manifest(&store, &m, &[], &[], NamingScheme::V2).await,
+            Err(PathsError::AlreadyExists { .. })
+        ));
+        let versions: Vec<u64> = list_versions(&store)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.version)
+            .collect();
+        assert_eq!(versions, vec![1, 2, 3]);
+        assert_eq!(read_manifest(&store, None).await.unwrap().entry.version, 3);
+        assert_eq!(
+            read_manifest(&store, Some(2))
+                .await
+                .unwrap()
+                .decoded
+                .manifest
+                .version,
+            2
+        );
+        assert!(matches!(
+            read_manifest(&store, Some(9)).await,
+            Err(PathsError::VersionNotFound { version: 9, .. })
+        ));
+        assert_eq!(read_latest_hint(&store).await.unwrap(), Some(3));
+
+        // a file whose name and content disagree
+        let mut wrong = sample();
+        wrong.version = 7;
+        let bytes = encode_manifest(&wrong, &[], &[]).unwrap();
+        store
+            .put(
+                &store.path(&NamingScheme::V1.relative_path(8)),
+                Bytes::from(bytes),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            read_manifest(&store, Some(8)).await,
+            Err(PathsError::CorruptManifest { .. })
+        ));
+        store
+            .put(&store.path(LATEST_HINT), Bytes::from_static(b"{"))
+            .await
+            .unwrap();
+        assert!(read_latest_hint(&store).await.is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! The object-store handle lancet reads and writes a dataset through.
+//!
+//! Two guarantees matter to callers: reads can check an expected size (a reference that records
+//! `file_size_bytes` or `object_size` must match the object), and the commit write is
+//! put-if-absent (`PutMode::Create`), so two writers racing for one version cannot both win.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use crate::error::{PathsError, Result};
+
+/// A dataset root (or any base directory) on an object store.
+#[derive(Debug, Clone)]
+pub struct DatasetStore {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    uri: String,
+    local_root: Option<std::path::PathBuf>,
+}
+
+impl DatasetStore {
+    /// Opens a URI: a local path, `file://...`, `memory://` (a fresh empty in-memory store), or
+    /// `s3://bucket/prefix` with the `s3` feature. Local directories are created if missing.
+    pub fn open(uri: &str) -> Result<Self> {
+        let invalid = |reason: String| PathsError::InvalidUri {
+            uri: uri.to_string(),
+            reason,
+        };
+        if uri.starts_with("memory://") {
+            return Ok(Self::from_store(
+                Arc::new(InMemory::new()),
+                Path::default(),
+                uri,
+            ));
+        }
+        let local = if let Some(rest) = uri.strip_prefix("file://") {
+            Some(std::path::PathBuf::from(rest))
+        } else if !uri.contains("://") {
+            Some(std::path::PathBuf::from(uri))
+        } else {
+            None
+        };
+        if let Some(dir) = local {
+            std::fs::create_dir_all(&dir).map_err(|e| invalid(e.to_string()))?;
+            let dir = dir.canonicalize().map_err(|e| invalid(e.to_string()))?;
+            let fs = LocalFileSystem::new_with_prefix(&dir).map_err(|e| invalid(e.to_string()))?;
+            let mut store = Self::from_store(Arc::new(fs), Path::default(), &dir.to_string_lossy());
+            store.local_root = Some(dir);
+            return Ok(store);
+        }
+        let url = url::Url::parse(uri).map_err(|e| invalid(e.to_string()))?;
+        let (store, root) = object_store::parse_url(&url).map_err(|e| invalid(e.to_string()))?;
+        Ok(Self::from_store(Arc::from(store), root, uri))
+    }
+
+    /// Wraps an existing store; `root` is the dataset's prefix in it.
+    pub fn from_store(store: Arc<dyn ObjectStore>, root: Path, uri: &str) -> Self {
+        Self {
+            store,
+            root,
+            uri: uri.trim_end_matches('/').to_string(),
+            local_root: None,
+        }
+    }
+
+    /// The URI this handle was opened with (no trailing `/`).
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The local directory, when the store is the local file system.
+    pub fn local_root(&self) -> Option<&std::path::Path> {
+        self.local_root.as_deref()
+    }
+
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The store path of `relative` (a `/`-separated path below the dataset root).
+    pub fn path(&self, relative: &str) -> Path {
+        relative
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .fold(self.root.clone(), |p, part| p.join(part))
+    }
+
+    /// Reads a whole object. With `expected_size`, an object of any other size is an error.
+    pub async fn get(&self, path: &Path, expected_size: Option<u64>) -> Result<Bytes> {
+        let result = self
+            .store
+            .get(path)
+            .await
+            .map_err(|e| PathsError::store(path, e))?;
+        let actual = result.meta.size;
+        if let Some(expected) = expected_size {
+            if expected != actual {
+                return Err(PathsError::SizeMismatch {
+                    path: path.clone(),
+                    expected,
+                    actual,
+                });
+            }
+        }
+        let bytes = result
+            .bytes()
+            .await
+            .map_err(|e| PathsError::store(path, e))?;
+        if bytes.len() as u64 != actual {
+            return Err(PathsError::SizeMismatch {
+                path: path.clone(),
+                expected: actual,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Reads `range` of an object.
+    pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        self.store
+            .get_range(path, range)
+            .await
+            .map_err(|e| PathsError::store(path, e))
+    }
+
+    /// Size of an object.
+    pub async fn size(&self, path: &Path) -> Result<u64> {
+        Ok(self
+            .store
+            .head(path)
+            .await
+            .map_err(|e| PathsError::store(path, e))?
+            .size)
+    }
+
+    /// Writes an object, replacing any previous one. For immutable objects with fresh UUID names.
+    pub async fn put(&self, path: &Path, bytes: Bytes) -> Result<()> {
+        self.store
+            .put(path, PutPayload::from(bytes))
+            .await
+            .map_err(|e| PathsError::store(path, e))?;
+        Ok(())
+    }
+
+    /// Writes an object only if nothing is there yet; otherwise `AlreadyExists`.
+    pub async fn put_if_absent(&self, path: &Path, bytes: Bytes) -> Result<()> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        self.store
+            .put_opts(path, PutPayload::from(bytes), opts)
+            .await
+            .map_err(|e| PathsError::store(path, e))?;
+        Ok(())
+    }
+
+    /// Lists the objects below `prefix` (relative to the dataset root), recursively.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        let path = self.path(prefix);
+        self.store
+            .list(Some(&path))
+            .try_collect()
+            .await
+            .map_err(|e| PathsError::store(&path, e))
+    }
+
+    /// The object's path relative to the dataset root.
+    pub fn relative<'a>(&self, path: &'a Path) -> Option<String> {
+        let mut parts = path.parts();
+        for root_part in self.root.parts() {
+            if parts.next()? != root_part {
+                return None;
+            }
+        }
+        Some(
+            parts
+                .map(|p| p.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One conformance check that every backend must pass.
+    async fn conformance(store: DatasetStore) {
+        let p = store.path("_versions/1.manifest");
+        assert!(matches!(
+            store.get(&p, None).await,
+            Err(PathsError::NotFound { .. })
+        ));
+        store
+            .put_if_absent(&p, Bytes::from_static(b"abc"))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.put_if_absent(&p, Bytes::from_static(b"xyz")).await,
+            Err(PathsError::AlreadyExists { .. })
+        ));
+        assert_eq!(store.get(&p, Some(3)).await.unwrap().as_ref(), b"abc");
+        assert!(matches!(
+            store.get(&p, Some(4)).await,
+            Err(PathsError::SizeMismatch {
+                expected: 4,
+                actual: 3,
+                ..
+            })
+        ));
+        assert_eq!(store.get_range(&p, 1..3).await.unwrap().as_ref(), b"bc");
+        assert_eq!(store.size(&p).await.unwrap(), 3);
+        let listed = store.list("_versions").await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            store.relative(&listed[0].location).unwrap(),
+            "_versions/1.manifest"
+        );
+        store.put(&p, Bytes::from_static(b"abcd")).await.unwrap();
+        assert_eq!(store.size(&p).await.unwrap(), 4);
+    }
+
+    #[tokio::test]
+    async fn memory_backend_conforms() {
+        conformance(DatasetStore::open("memory://").unwrap()).await;
+        let prefixed = DatasetStore::from_store(
+            Arc::new(InMemory::new()),
+            Path::from("bucket/table"),
+            "memory://bucket/table",
+        );
+        conformance(prefixed).await;
+    }
+
+    #[tokio::test]
+    async fn local_backend_conforms() {
+        let dir = tempfile::tempdir().unwrap();
+        conformance(DatasetStore::open(dir.path().to_str().unwrap()).unwrap()).await;
+        let dir2 = tempfile::tempdir().unwrap();
+        let uri = format!("file://{}", dir2.path().display());
+        let s = DatasetStore::open(&uri).unwrap();
+        assert!(s.local_root().is_some());
+        conformance(s).await;
+    }
+}

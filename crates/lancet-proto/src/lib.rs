@@ -1,0 +1,83 @@
+//! Protobuf messages of the Lance 14 table format, written for lancet from the wire facts in
+//! `FORMAT-FACTS.md` (never copied from Lance). Package names match Lance's, so `Any` type
+//! URLs (`"/lance.table.BTreeIndexDetails"`) and field numbers are interchangeable with pylance.
+//!
+//! Codegen is plain `prost-build` (what tonic-build runs underneath when services are off), fed
+//! by the `protoc-bin-vendored` binary.
+//!
+//! Besides the generated types this crate has [`wire`], a bounds-checked walker over raw
+//! protobuf fields. Lance readers and tools rely on bytes surviving a decode/encode round trip
+//! (fields lancet does not model, the exact `DataFragment` bytes), which prost alone drops.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+pub mod wire;
+
+/// `lance.file`: schema fields and the v2 file descriptor.
+pub mod file {
+    #![allow(missing_docs, clippy::all)]
+    include!(concat!(env!("OUT_DIR"), "/lance.file.rs"));
+}
+
+/// `lance.table`: manifest, fragments, tree messages, index metadata, row ids, FRI details.
+pub mod table {
+    #![allow(missing_docs, clippy::all)]
+    include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
+}
+
+pub use prost;
+pub use prost_types;
+
+/// `Any` type URL of BTree index details as Lance 14 writes it.
+pub const BTREE_DETAILS_TYPE_URL: &str = "/lance.table.BTreeIndexDetails";
+/// `Any` type URL of Fragment Reuse Index details as Lance 14 writes it.
+pub const FRI_DETAILS_TYPE_URL: &str = "/lance.table.FragmentReuseIndexDetails";
+
+/// The last `/`-separated part of a type URL, which Lance compares against full message names.
+pub fn type_url_message_name(type_url: &str) -> Option<&str> {
+    type_url.rsplit_once('/').map(|(_, name)| name)
+}
+
+/// Whether `type_url` names a BTree index, accepting what Lance 14 accepts: the text after the last
+/// `/`, compared case-insensitively with `lance.table.BTreeIndexDetails` or the Lance 0.36 alias
+/// `lance.index.pb.BTreeIndexDetails`. A URL without `/` is rejected.
+pub fn is_btree_type_url(type_url: &str) -> bool {
+    type_url_message_name(type_url).is_some_and(|name| {
+        name.eq_ignore_ascii_case("lance.table.BTreeIndexDetails")
+            || name.eq_ignore_ascii_case("lance.index.pb.BTreeIndexDetails")
+    })
+}
+
+/// Whether `type_url` names Fragment Reuse Index details (case-insensitive, as Lance's entry
+/// detection).
+pub fn is_fri_type_url(type_url: &str) -> bool {
+    type_url_message_name(type_url)
+        .is_some_and(|name| name.eq_ignore_ascii_case("lance.table.FragmentReuseIndexDetails"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Name;
+
+    #[test]
+    fn type_urls_match_lance() {
+        assert_eq!(table::BTreeIndexDetails::type_url(), BTREE_DETAILS_TYPE_URL);
+        assert_eq!(
+            table::FragmentReuseIndexDetails::type_url(),
+            FRI_DETAILS_TYPE_URL
+        );
+    }
+
+    #[test]
+    fn btree_type_url_rules() {
+        assert!(is_btree_type_url("/lance.table.BTreeIndexDetails"));
+        assert!(is_btree_type_url(
+            "type.googleapis.com/LANCE.TABLE.BTREEINDEXDETAILS"
+        ));
+        assert!(is_btree_type_url("/lance.index.pb.BTreeIndexDetails"));
+        assert!(!is_btree_type_url("BTreeIndexDetails"));
+        assert!(!is_btree_type_url("/.lance.table.BTreeIndexDetails"));
+        assert!(is_fri_type_url("/lance.table.FragmentReuseIndexDetails"));
+        assert!(!is_fri_type_url("/lance.table.BTreeIndexDetails"));
+    }
+}

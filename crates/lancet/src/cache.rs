@@ -1,0 +1,243 @@
+//! Byte-weighted caches shared by the subsystems (manifests, BTree pages, tree nodes, ...).
+//!
+//! Each cache is a moka cache whose capacity is a number of bytes; an entry weighs what its
+//! [`Weighted::weight_bytes`] says. Concurrent loads of one missing key run the loader once
+//! (moka's `try_get_with`). Hits and misses are counted per cache.
+
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Something that knows how many bytes it keeps resident.
+pub trait Weighted {
+    fn weight_bytes(&self) -> u64;
+}
+
+impl<T: Weighted + ?Sized> Weighted for Arc<T> {
+    fn weight_bytes(&self) -> u64 {
+        (**self).weight_bytes()
+    }
+}
+
+/// Byte capacities, one per cache. Zero disables a cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Decoded manifests, keyed by dataset URI and version.
+    pub manifest_bytes: u64,
+    /// Decoded BTree pages.
+    pub page_bytes: u64,
+    /// Index metadata and lookups (BTree page directories, RowIdIndex, FRI histories).
+    pub index_bytes: u64,
+    /// Fragment-tree nodes and leaves.
+    pub node_bytes: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            manifest_bytes: 256 << 20,
+            page_bytes: 512 << 20,
+            index_bytes: 256 << 20,
+            node_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Hit and miss counts of one cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Sum of the weights of resident entries; moka updates it lazily.
+    pub weighted_bytes: u64,
+}
+
+/// One byte-weighted cache.
+pub struct ByteCache<K, V> {
+    inner: moka::future::Cache<K, V>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl<K, V> std::fmt::Debug for ByteCache<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByteCache")
+            .field("hits", &self.hits)
+            .field("misses", &self.misses)
+            .finish()
+    }
+}
+
+impl<K, V> ByteCache<K, V>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Weighted + Clone + Send + Sync + 'static,
+{
+    pub fn new(capacity_bytes: u64) -> Self {
+        let inner = moka::future::Cache::builder()
+            .max_capacity(capacity_bytes)
+            .weigher(|_k: &K, v: &V| u32::try_from(v.weight_bytes()).unwrap_or(u32::MAX))
+            .build();
+        Self {
+            inner,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The cached value, or the loader's value (cached on success). Concurrent callers with the
+    /// same key share one load.
+    pub async fn get_or_try_load<E, F>(&self, key: K, load: F) -> Result<V, Arc<E>>
+    where
+        F: std::future::Future<Output = Result<V, E>>,
+        E: Send + Sync + 'static,
+    {
+        let loaded = std::sync::atomic::AtomicBool::new(false);
+        let result = self
+            .inner
+            .try_get_with(key, async {
+                loaded.store(true, Ordering::Relaxed);
+                load.await
+            })
+            .await;
+        if loaded.load(Ordering::Relaxed) {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    pub async fn get(&self, key: &K) -> Option<V> {
+        let v = self.inner.get(key).await;
+        let counter = if v.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        v
+    }
+
+    pub async fn insert(&self, key: K, value: V) {
+        self.inner.insert(key, value).await;
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            weighted_bytes: self.inner.weighted_size(),
+        }
+    }
+}
+
+/// Decoded manifest as cached: the manifest file plus its weight.
+#[derive(Debug, Clone)]
+pub(crate) struct CachedManifest(pub Arc<lancet_paths::ManifestFile>);
+
+impl Weighted for CachedManifest {
+    fn weight_bytes(&self) -> u64 {
+        // The stored protobuf is a fair proxy of the decoded size.
+        self.0.entry.size.max(1)
+    }
+}
+
+/// The caches of one lancet session, shared by every dataset opened with it.
+#[derive(Debug)]
+pub struct Caches {
+    config: CacheConfig,
+    pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
+}
+
+impl Caches {
+    pub fn new(config: CacheConfig) -> Arc<Self> {
+        Arc::new(Self {
+            config,
+            manifests: ByteCache::new(config.manifest_bytes),
+        })
+    }
+
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    /// Creates a cache for a subsystem with this session's capacity for that kind.
+    pub fn new_page_cache<K, V>(&self) -> ByteCache<K, V>
+    where
+        K: Hash + Eq + Send + Sync + 'static,
+        V: Weighted + Clone + Send + Sync + 'static,
+    {
+        ByteCache::new(self.config.page_bytes)
+    }
+
+    pub fn manifest_stats(&self) -> CacheStats {
+        self.manifests.stats()
+    }
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        let config = CacheConfig::default();
+        Self {
+            config,
+            manifests: ByteCache::new(config.manifest_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone)]
+    struct Blob(u64);
+    impl Weighted for Blob {
+        fn weight_bytes(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[tokio::test]
+    async fn counts_hits_and_loads_once() {
+        let cache: Arc<ByteCache<u32, Blob>> = Arc::new(ByteCache::new(1 << 20));
+        let loads = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let cache = cache.clone();
+            let loads = loads.clone();
+            tasks.push(tokio::spawn(async move {
+                cache
+                    .get_or_try_load(1, async {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        Ok::<_, std::convert::Infallible>(Blob(100))
+                    })
+                    .await
+                    .map(|b| b.0)
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap(), 100);
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        let s = cache.stats();
+        assert_eq!(s.hits + s.misses, 8);
+        assert!(s.misses >= 1);
+        assert!(cache.get(&2).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn capacity_is_in_bytes() {
+        let cache: ByteCache<u32, Blob> = ByteCache::new(1000);
+        for k in 0..50 {
+            cache.insert(k, Blob(100)).await;
+        }
+        cache.inner.run_pending_tasks().await;
+        assert!(cache.inner.weighted_size() <= 1000);
+        // an entry larger than the whole cache is not kept
+        cache.insert(99, Blob(5000)).await;
+        cache.inner.run_pending_tasks().await;
+        assert!(cache.inner.get(&99).await.is_none());
+    }
+}

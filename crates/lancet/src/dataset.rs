@@ -1,0 +1,240 @@
+//! The `Dataset` handle: one version of one table, with its store, base paths and caches.
+
+use std::sync::Arc;
+
+use lancet_file::FileStore;
+use lancet_paths::manifest::{self, NamingScheme};
+use lancet_paths::{
+    files, BaseTable, DatasetStore, ManifestFile, ObjectLocation, PathsError, ResolvedBase,
+};
+use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+
+use crate::cache::{CachedManifest, Caches};
+use crate::error::{Error, Result};
+
+/// One version of a Lance table.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    store: DatasetStore,
+    file_store: FileStore,
+    manifest: Arc<ManifestFile>,
+    bases: BaseTable,
+    caches: Arc<Caches>,
+}
+
+/// Counts of one fragment, with what is unknown left as `None` (Lance 14 writes 0 for "unknown"
+/// `physical_rows` and `num_deleted_rows` in flat manifests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentSummary {
+    pub id: u64,
+    pub physical_rows: Option<u64>,
+    pub num_deleted_rows: Option<u64>,
+}
+
+impl FragmentSummary {
+    pub fn of(f: &DataFragment) -> Self {
+        let deleted = match &f.deletion_file {
+            None => Some(0),
+            Some(d) if d.num_deleted_rows == 0 => None,
+            Some(d) => Some(d.num_deleted_rows),
+        };
+        Self {
+            id: f.id,
+            physical_rows: (f.physical_rows != 0).then_some(f.physical_rows),
+            num_deleted_rows: deleted,
+        }
+    }
+
+    /// Visible rows, when both counts are known.
+    pub fn visible_rows(&self) -> Option<u64> {
+        self.physical_rows?.checked_sub(self.num_deleted_rows?)
+    }
+}
+
+fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
+    let uri = if store.local_root().is_some() {
+        "file:///".to_string()
+    } else if store.uri().starts_with("memory://") {
+        "memory:///".to_string()
+    } else {
+        store.uri().to_string()
+    };
+    Ok(FileStore::new(store.object_store().clone(), &uri)?)
+}
+
+impl Dataset {
+    /// Opens the latest version of the table at `uri` with default caches.
+    pub async fn open(uri: &str) -> Result<Self> {
+        Self::open_with(
+            DatasetStore::open(uri)?,
+            None,
+            Caches::new(Default::default()),
+        )
+        .await
+    }
+
+    /// Opens `version` (latest when `None`) of the table in `store`, sharing `caches`.
+    pub async fn open_with(
+        store: DatasetStore,
+        version: Option<u64>,
+        caches: Arc<Caches>,
+    ) -> Result<Self> {
+        let manifest = Self::load_manifest(&store, version, &caches).await?;
+        let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
+        let file_store = file_store_for(&store)?;
+        Ok(Self {
+            store,
+            file_store,
+            manifest,
+            bases,
+            caches,
+        })
+    }
+
+    async fn load_manifest(
+        store: &DatasetStore,
+        version: Option<u64>,
+        caches: &Caches,
+    ) -> Result<Arc<ManifestFile>> {
+        let version = match version {
+            Some(v) => v,
+            // Resolve "latest" first so the cache key is a concrete version.
+            None => manifest::list_versions(store)
+                .await?
+                .last()
+                .map(|e| e.version)
+                .ok_or_else(|| PathsError::NoVersions {
+                    path: store.path(manifest::VERSIONS_DIR),
+                })?,
+        };
+        let key = (store.uri().to_string(), version);
+        let cached = caches
+            .manifests
+            .get_or_try_load(key, async {
+                manifest::read_manifest(store, Some(version))
+                    .await
+                    .map(|m| CachedManifest(Arc::new(m)))
+            })
+            .await
+            .map_err(|e| match Arc::try_unwrap(e) {
+                Ok(e) => Error::Paths(e),
+                Err(shared) => Error::Paths(PathsError::CorruptManifest {
+                    path: store.path(manifest::VERSIONS_DIR),
+                    rule: shared.to_string(),
+                }),
+            })?;
+        Ok(cached.0)
+    }
+
+    /// Another version of the same table, sharing this handle's store and caches.
+    pub async fn checkout(&self, version: u64) -> Result<Self> {
+        Self::open_with(self.store.clone(), Some(version), self.caches.clone()).await
+    }
+
+    pub fn uri(&self) -> &str {
+        self.store.uri()
+    }
+
+    pub fn version(&self) -> u64 {
+        self.manifest.entry.version
+    }
+
+    pub fn manifest_file(&self) -> &ManifestFile {
+        &self.manifest
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest.decoded.manifest
+    }
+
+    /// Path of this version's manifest object, relative to the dataset root.
+    pub fn manifest_path(&self) -> String {
+        self.store
+            .relative(&self.manifest.entry.path)
+            .unwrap_or_else(|| self.manifest.entry.path.to_string())
+    }
+
+    pub fn naming_scheme(&self) -> NamingScheme {
+        self.manifest.entry.scheme
+    }
+
+    /// The flat fragment list, in id order.
+    pub fn fragments(&self) -> &[DataFragment] {
+        &self.manifest().fragments
+    }
+
+    pub fn indices(&self) -> &[IndexMetadata] {
+        &self.manifest.decoded.indices
+    }
+
+    pub fn store(&self) -> &DatasetStore {
+        &self.store
+    }
+
+    pub fn file_store(&self) -> &FileStore {
+        &self.file_store
+    }
+
+    pub fn bases(&self) -> &BaseTable {
+        &self.bases
+    }
+
+    pub fn caches(&self) -> &Arc<Caches> {
+        &self.caches
+    }
+
+    /// This dataset as a resolved base, for references with no `base_id`.
+    pub fn root(&self) -> ResolvedBase {
+        ResolvedBase::current_dataset(self.store.uri())
+    }
+
+    pub fn has_stable_row_ids(&self) -> bool {
+        self.manifest().reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0
+    }
+
+    /// Visible rows of the version, when every fragment's counts are known.
+    pub fn num_rows(&self) -> Option<u64> {
+        self.fragments()
+            .iter()
+            .map(|f| FragmentSummary::of(f).visible_rows())
+            .sum()
+    }
+
+    /// Where each data file of `fragment` lives.
+    pub fn data_file_locations(&self, fragment: &DataFragment) -> Result<Vec<ObjectLocation>> {
+        fragment
+            .files
+            .iter()
+            .map(|f| Ok(files::data_file_location(f, &self.bases, &self.root())?))
+            .collect()
+    }
+
+    /// Where the deletion file of `fragment` lives, if it has one.
+    pub fn deletion_file_location(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<Option<ObjectLocation>> {
+        fragment
+            .deletion_file
+            .as_ref()
+            .map(|d| files::deletion_file_location(fragment.id, d, &self.bases, &self.root()))
+            .transpose()
+            .map_err(Error::from)
+    }
+
+    /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping the
+    /// fields lancet does not model from this version's manifest. Losing a race gives
+    /// `PathsError::AlreadyExists`; nothing is overwritten.
+    pub async fn commit(&self, mut manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+        manifest.version = self.version() + 1;
+        manifest::write_manifest(
+            &self.store,
+            &manifest,
+            indices,
+            &self.manifest.decoded.unknown_fields,
+            self.naming_scheme(),
+        )
+        .await?;
+        self.checkout(manifest.version).await
+    }
+}

@@ -1,0 +1,18 @@
+//! lancet: the table-metadata machinery of the Lance columnar format, composed.
+//!
+//! This crate is deliberately thin. It opens a dataset ([`Dataset::open`],
+//! [`Dataset::checkout`]) over `lancet-paths` (object store, manifest files, base paths) and
+//! `lancet-file` (Lance files), commits new manifest versions, and owns one cache configuration
+//! ([`Caches`]) that the subsystem crates plug into. Format logic lives in the subsystem crates.
+
+mod cache;
+mod dataset;
+mod error;
+
+pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, Weighted};
+pub use dataset::{Dataset, FragmentSummary};
+pub use error::{Error, Result};
+
+pub use lancet_file as file;
+pub use lancet_paths as paths;
+pub use lancet_proto as proto;
