@@ -480,7 +480,10 @@ mod tests {
                     // as V2: such versions are only representable in V2.
                     assert!(matches!(
                         parse_manifest_name(&s.file_name(v)),
-                        Some(ManifestName::Version { scheme: NamingScheme::V2, .. })
+                        Some(ManifestName::Version {
+                            scheme: NamingScheme::V2,
+                            ..
+                        })
                     ));
                     continue;
                 }

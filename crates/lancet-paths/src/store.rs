@@ -27,8 +27,17 @@ pub struct DatasetStore {
 
 impl DatasetStore {
     /// Opens a URI: a local path, `file://...`, `memory://` (a fresh empty in-memory store), or
-    /// `s3://bucket/prefix` with the `s3` feature. Local directories are created if missing.
+    /// `s3://bucket/prefix` with the `s3` feature. A local directory must exist.
     pub fn open(uri: &str) -> Result<Self> {
+        Self::open_local_or_remote(uri, false)
+    }
+
+    /// Like [`DatasetStore::open`], but creates a missing local directory (for writers).
+    pub fn create(uri: &str) -> Result<Self> {
+        Self::open_local_or_remote(uri, true)
+    }
+
+    fn open_local_or_remote(uri: &str, create: bool) -> Result<Self> {
         let invalid = |reason: String| PathsError::InvalidUri {
             uri: uri.to_string(),
             reason,
@@ -48,10 +57,23 @@ impl DatasetStore {
             None
         };
         if let Some(dir) = local {
-            std::fs::create_dir_all(&dir).map_err(|e| invalid(e.to_string()))?;
+            if create {
+                std::fs::create_dir_all(&dir).map_err(|e| invalid(e.to_string()))?;
+            }
+            if !dir.is_dir() {
+                return Err(PathsError::NotFound {
+                    path: Path::from(dir.to_string_lossy().as_ref()),
+                });
+            }
             let dir = dir.canonicalize().map_err(|e| invalid(e.to_string()))?;
-            let fs = LocalFileSystem::new_with_prefix(&dir).map_err(|e| invalid(e.to_string()))?;
-            let mut store = Self::from_store(Arc::new(fs), Path::default(), &dir.to_string_lossy());
+            // Object paths are absolute file-system paths (a store rooted at `/`), which is
+            // also how lance-io addresses local files, so both see the same objects.
+            let root = Path::from_absolute_path(&dir).map_err(|e| invalid(e.to_string()))?;
+            let mut store = Self::from_store(
+                Arc::new(LocalFileSystem::new()),
+                root,
+                &dir.to_string_lossy(),
+            );
             store.local_root = Some(dir);
             return Ok(store);
         }
@@ -245,6 +267,12 @@ mod tests {
     async fn local_backend_conforms() {
         let dir = tempfile::tempdir().unwrap();
         conformance(DatasetStore::open(dir.path().to_str().unwrap()).unwrap()).await;
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            DatasetStore::open(missing.to_str().unwrap()),
+            Err(PathsError::NotFound { .. })
+        ));
+        assert!(DatasetStore::create(missing.to_str().unwrap()).is_ok());
         let dir2 = tempfile::tempdir().unwrap();
         let uri = format!("file://{}", dir2.path().display());
         let s = DatasetStore::open(&uri).unwrap();

@@ -51,7 +51,7 @@ impl FragmentSummary {
     }
 }
 
-fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
+fn file_store_for_impl(store: &DatasetStore) -> Result<FileStore> {
     let uri = if store.local_root().is_some() {
         "file:///".to_string()
     } else if store.uri().starts_with("memory://") {
@@ -63,6 +63,11 @@ fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
 }
 
 impl Dataset {
+    /// The lance-file view of a dataset store (shares its object store).
+    pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
+        file_store_for_impl(store)
+    }
+
     /// Opens the latest version of the table at `uri` with default caches.
     pub async fn open(uri: &str) -> Result<Self> {
         Self::open_with(
@@ -81,7 +86,7 @@ impl Dataset {
     ) -> Result<Self> {
         let manifest = Self::load_manifest(&store, version, &caches).await?;
         let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
-        let file_store = file_store_for(&store)?;
+        let file_store = file_store_for_impl(&store)?;
         Ok(Self {
             store,
             file_store,

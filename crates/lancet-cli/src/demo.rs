@@ -1,0 +1,135 @@
+//! `lancet demo`: writes a small real Lance table. Its data files are written with lance-file
+//! (through lancet-file) and its manifest by lancet-paths; pylance 14.0.2 opens and scans it.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
+use lancet::paths::manifest::{self, NamingScheme};
+use lancet::paths::{DatasetStore, ObjectUuid};
+use lancet::proto::prost_types::Timestamp;
+use lancet::proto::table::manifest::{DataStorageFormat, WriterVersion};
+use lancet::proto::table::{DataFile, DataFragment, Manifest};
+use lancet::Dataset;
+
+use crate::error::CliError;
+
+/// Rows per fragment and number of fragments of the demo table.
+const ROWS_PER_FRAGMENT: i64 = 1000;
+const FRAGMENTS: i64 = 3;
+const FILE_VERSION: FileVersion = FileVersion::V2_1;
+
+pub fn schema() -> Schema {
+    Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("value", DataType::Float64, true),
+    ])
+}
+
+/// Rows `start..start+n`: `id = i`, `name = "name-{i}"` (NULL every 10th row), `value = i / 2`.
+pub fn rows(start: i64, n: i64) -> RecordBatch {
+    let ids: Vec<i64> = (start..start + n).collect();
+    let names: Vec<Option<String>> = ids
+        .iter()
+        .map(|i| (i % 10 != 9).then(|| format!("name-{i}")))
+        .collect();
+    let values: Vec<f64> = ids.iter().map(|i| *i as f64 / 2.0).collect();
+    RecordBatch::try_new(
+        Arc::new(schema()),
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(names)),
+            Arc::new(Float64Array::from(values)),
+        ],
+    )
+    .unwrap_or_else(|_| RecordBatch::new_empty(Arc::new(schema())))
+}
+
+fn now() -> Timestamp {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// Creates the demo dataset at `uri` and returns it opened.
+pub async fn create(uri: &str) -> Result<Dataset, CliError> {
+    let store = DatasetStore::create(uri)?;
+    if !manifest::list_versions(&store).await?.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{uri} already holds a dataset; choose an empty directory"
+        )));
+    }
+    let fs = lancet::Dataset::file_store_for(&store)?;
+    let schema = schema();
+    let fields = manifest_fields(&schema)?;
+    let field_ids: Vec<i32> = fields.iter().map(|f| f.id).collect();
+    let (major, minor) = FILE_VERSION.data_file_version();
+    let mut fragments = Vec::new();
+    for id in 0..FRAGMENTS {
+        let name = format!("{}.lance", ObjectUuid::new_v4());
+        let path = store.path(&format!("data/{name}"));
+        let batch = rows(id * ROWS_PER_FRAGMENT, ROWS_PER_FRAGMENT);
+        let options = WriteOptions {
+            version: FILE_VERSION,
+            ..Default::default()
+        };
+        let written = write_file(&fs, &path, &schema, &[batch], &options).await?;
+        fragments.push(DataFragment {
+            id: id as u64,
+            files: vec![DataFile {
+                path: name,
+                fields: field_ids.clone(),
+                column_indices: (0..field_ids.len() as i32).collect(),
+                file_major_version: major,
+                file_minor_version: minor,
+                file_size_bytes: written.size_bytes,
+                base_id: None,
+            }],
+            physical_rows: written.num_rows,
+            ..Default::default()
+        });
+    }
+    let manifest = Manifest {
+        fields,
+        fragments,
+        version: 1,
+        timestamp: Some(now()),
+        max_fragment_id: Some((FRAGMENTS - 1) as u32),
+        writer_version: Some(WriterVersion {
+            library: "lancet".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            prerelease: None,
+            build_metadata: None,
+        }),
+        data_format: Some(DataStorageFormat {
+            file_format: "lance".into(),
+            version: format!("{major}.{minor}"),
+        }),
+        ..Default::default()
+    };
+    manifest::write_manifest(&store, &manifest, &[], &[], NamingScheme::V2).await?;
+    Ok(Dataset::open_with(store, None, lancet::Caches::new(Default::default())).await?)
+}
+
+pub async fn run(dir: &str) -> Result<(), CliError> {
+    let ds = create(dir).await?;
+    println!(
+        "created Lance dataset at {} (version {}, {} fragments, {} rows)",
+        ds.uri(),
+        ds.version(),
+        ds.fragments().len(),
+        ds.num_rows().unwrap_or(0)
+    );
+    println!(
+        "open it with: python -c \"import lance; print(lance.dataset('{}').to_table())\"",
+        ds.uri()
+    );
+    Ok(())
+}

@@ -1,0 +1,14 @@
+/// What a `lancet` command can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Lancet(#[from] lancet::Error),
+    #[error(transparent)]
+    Paths(#[from] lancet::paths::PathsError),
+    #[error(transparent)]
+    File(#[from] lancet::file::FileError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("writing output: {0}")]
+    Output(#[from] std::io::Error),
+}

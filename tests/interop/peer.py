@@ -1,0 +1,72 @@
+"""What pylance 14.0.2 sees of objects lancet wrote, and objects pylance writes for lancet.
+
+Every subcommand prints one JSON object on stdout.
+
+  scan URI [VERSION]            rows (sorted by every column), count and indices of a version
+  read-file PATH                a Lance file read with LanceFileReader
+  write-file PATH               write a Lance file with LanceFileWriter (known rows, metadata,
+                                one global buffer)
+"""
+import json
+import sys
+
+import lance
+import lance.file as lf
+import pyarrow as pa
+
+
+def rows_of(table):
+    cols = table.column_names
+    out = [list(r.values()) for r in table.to_pylist()]
+    out.sort(key=lambda r: [(v is None, v) for v in r])
+    return cols, out
+
+
+def scan(uri, version=None):
+    ds = lance.dataset(uri, version=int(version) if version is not None else None)
+    cols, rows = rows_of(ds.to_table())
+    return {
+        "version": ds.version,
+        "count": ds.count_rows(),
+        "columns": cols,
+        "rows": rows,
+        "indices": sorted(i["name"] for i in ds.list_indices()),
+    }
+
+
+def read_file(path):
+    r = lf.LanceFileReader(path)
+    m = r.metadata()
+    table = r.read_all().to_table()
+    return {
+        "num_rows": m.num_rows,
+        "version": [m.major_version, m.minor_version],
+        "schema": [[f.name, str(f.type), f.nullable] for f in m.schema],
+        "metadata": {k.decode(): v.decode() for k, v in (m.schema.metadata or {}).items()},
+        "global_buffer_1": r.read_global_buffer(1).hex(),
+        "columns": {c: table.column(c).to_pylist() for c in table.column_names},
+    }
+
+
+def write_file(path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("label", pa.uint16())])
+    table = pa.table(
+        {"id": pa.array(range(300), pa.int64()), "label": pa.array([i % 7 if i % 5 else None for i in range(300)], pa.uint16())},
+        schema=schema,
+    )
+    w = lf.LanceFileWriter(path, schema, version="2.1")
+    w.write_batch(table)
+    w.add_schema_metadata("lance:test", "from-pylance")
+    idx = w.add_global_buffer(b"LSPC-peer")
+    w.close()
+    return {"global_buffer": idx, "num_rows": 300}
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    fn = {"scan": scan, "read-file": read_file, "write-file": write_file}[cmd]
+    json.dump(fn(*args), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
