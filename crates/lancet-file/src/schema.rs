@@ -66,6 +66,30 @@ fn types_match(a: &arrow_schema::DataType, e: &arrow_schema::DataType) -> bool {
     }
 }
 
+/// The `lance.file.Field` list a manifest records for `schema` (ids assigned depth-first from 0,
+/// Lance's logical type names), produced by lance-core's own Arrow conversion so that lancet
+/// names types exactly as pylance does.
+pub fn manifest_fields(
+    schema: &Schema,
+) -> Result<Vec<lancet_proto::file::Field>, crate::FileError> {
+    use prost::Message;
+    let invalid = |rule: String| crate::FileError::InvalidInput {
+        path: object_store::path::Path::default(),
+        rule,
+    };
+    let lance_schema =
+        lance_core::datatypes::Schema::try_from(schema).map_err(|e| invalid(e.to_string()))?;
+    let fields = lance_file::datatypes::Fields::from(&lance_schema);
+    fields
+        .0
+        .iter()
+        .map(|f| {
+            lancet_proto::file::Field::decode(f.encode_to_vec().as_slice())
+                .map_err(|e| invalid(format!("re-decoding lance field: {e}")))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,28 +150,4 @@ mod tests {
             .unwrap_err()
             .contains("fields"));
     }
-}
-
-/// The `lance.file.Field` list a manifest records for `schema` (ids assigned depth-first from 0,
-/// Lance's logical type names), produced by lance-core's own Arrow conversion so that lancet
-/// names types exactly as pylance does.
-pub fn manifest_fields(
-    schema: &Schema,
-) -> Result<Vec<lancet_proto::file::Field>, crate::FileError> {
-    use prost::Message;
-    let invalid = |rule: String| crate::FileError::InvalidInput {
-        path: object_store::path::Path::default(),
-        rule,
-    };
-    let lance_schema =
-        lance_core::datatypes::Schema::try_from(schema).map_err(|e| invalid(e.to_string()))?;
-    let fields = lance_file::datatypes::Fields::from(&lance_schema);
-    fields
-        .0
-        .iter()
-        .map(|f| {
-            lancet_proto::file::Field::decode(f.encode_to_vec().as_slice())
-                .map_err(|e| invalid(format!("re-decoding lance field: {e}")))
-        })
-        .collect()
 }

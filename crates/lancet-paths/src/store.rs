@@ -196,7 +196,7 @@ impl DatasetStore {
     }
 
     /// The object's path relative to the dataset root.
-    pub fn relative<'a>(&self, path: &'a Path) -> Option<String> {
+    pub fn relative(&self, path: &Path) -> Option<String> {
         let mut parts = path.parts();
         for root_part in self.root.parts() {
             if parts.next()? != root_part {

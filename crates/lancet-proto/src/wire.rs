@@ -148,6 +148,7 @@ pub fn unknown_fields(buf: &[u8], known: &[u32]) -> Result<Vec<u8>, WireError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,137 @@
+//! Target `manifest`: the manifest file decoder (`lancet_paths::manifest::decode_manifest`).
+
+use bytes::Bytes;
+use lancet_paths::flags;
+use lancet_paths::manifest::{decode_manifest, encode_manifest};
+use lancet_proto::table::{
+    deletion_file::DeletionFileType, BasePath, DataFile, DataFragment, DeletionFile, IndexMetadata,
+    Manifest, Uuid,
+};
+use prost::Message;
+
+use super::Target;
+
+pub struct ManifestTarget;
+
+fn fragment(id: u64, deletions: bool) -> DataFragment {
+    DataFragment {
+        id,
+        files: vec![DataFile {
+            path: format!("{id}.lance"),
+            fields: vec![0, 1],
+            column_indices: vec![0, 1],
+            file_major_version: 2,
+            file_minor_version: 1,
+            file_size_bytes: 1234,
+            base_id: id.is_multiple_of(2).then_some(0),
+        }],
+        deletion_file: deletions.then_some(DeletionFile {
+            file_type: DeletionFileType::Bitmap as i32,
+            read_version: 3,
+            id: 77,
+            num_deleted_rows: 4,
+            base_id: None,
+        }),
+        physical_rows: 100,
+        row_id_sequence: Some(
+            lancet_proto::table::data_fragment::RowIdSequence::InlineRowIds(vec![
+                10, 2, 8, 0, 16, 100,
+            ]),
+        ),
+        ..Default::default()
+    }
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let index = IndexMetadata {
+        uuid: Some(Uuid { uuid: vec![9; 16] }),
+        fields: vec![0],
+        name: "id_idx".into(),
+        dataset_version: 2,
+        fragment_bitmap: vec![
+            0x3a, 0x30, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 16, 0, 0, 0, 0, 0, 1, 0,
+        ],
+        ..Default::default()
+    };
+    let full = Manifest {
+        version: 4,
+        fragments: (0..4).map(|i| fragment(i, i % 2 == 1)).collect(),
+        max_fragment_id: Some(3),
+        reader_feature_flags: flags::DELETION_FILES | flags::STABLE_ROW_IDS | flags::BASE_PATHS,
+        writer_feature_flags: flags::DELETION_FILES | flags::STABLE_ROW_IDS | flags::BASE_PATHS,
+        next_row_id: 400,
+        base_paths: vec![BasePath {
+            id: 0,
+            name: Some("src".into()),
+            is_dataset_root: true,
+            path: "/src".into(),
+        }],
+        ..Default::default()
+    };
+    let unknown = [0xd0u8, 0x01, 0x05, 0xca, 0x01, 0x02, 0x08, 0x01];
+    let mut out = vec![
+        encode_manifest(&Manifest::default(), &[], &[]).unwrap_or_default(),
+        encode_manifest(&full, &[], &[]).unwrap_or_default(),
+        encode_manifest(&full, &[index.clone(), index], &unknown).unwrap_or_default(),
+    ];
+    let mut flat = full.clone();
+    flat.reader_feature_flags = 0;
+    flat.writer_feature_flags = 0;
+    out.push(encode_manifest(&flat, &[], &[]).unwrap_or_default());
+    out
+}
+
+impl Target for ManifestTarget {
+    fn name(&self) -> &'static str {
+        "manifest"
+    }
+
+    fn seeds(&self) -> Vec<Vec<u8>> {
+        seeds()
+    }
+
+    fn hot_offsets(&self, seed: &[u8]) -> Vec<usize> {
+        let n = seed.len();
+        let mut hot = vec![n.saturating_sub(16), n.saturating_sub(12), 0];
+        if let Some(pos) = seed
+            .get(n.saturating_sub(16)..n.saturating_sub(8))
+            .and_then(|b| b.try_into().ok())
+            .map(i64::from_le_bytes)
+        {
+            hot.push(usize::try_from(pos).unwrap_or(0));
+        }
+        hot
+    }
+
+    fn check(&self, input: &[u8]) -> bool {
+        let path = object_store_path();
+        let Ok(d) = decode_manifest(&path, Bytes::copy_from_slice(input)) else {
+            return false;
+        };
+        // What decodes is internally consistent and re-encodes to the same content.
+        assert_eq!(d.fragment_spans.len(), d.manifest.fragments.len());
+        for (i, f) in d.manifest.fragments.iter().enumerate() {
+            let bytes = d.fragment_bytes(i).expect("span inside the manifest");
+            assert_eq!(
+                &DataFragment::decode(bytes).expect("fragment bytes decode"),
+                f
+            );
+        }
+        assert!(d
+            .indices
+            .iter()
+            .all(|i| i.uuid.as_ref().is_some_and(|u| u.uuid.len() == 16)));
+        assert!(flags::validate_flags(&d.manifest).is_ok());
+        let again = encode_manifest(&d.manifest, &d.indices, &d.unknown_fields)
+            .expect("a decoded manifest re-encodes");
+        let d2 = decode_manifest(&path, Bytes::from(again)).expect("re-encoded manifest decodes");
+        assert_eq!(d2.manifest.fragments, d.manifest.fragments);
+        assert_eq!(d2.indices, d.indices);
+        assert_eq!(d2.unknown_fields, d.unknown_fields);
+        true
+    }
+}
+
+fn object_store_path() -> object_store::path::Path {
+    object_store::path::Path::from("_versions/fuzz.manifest")
+}
