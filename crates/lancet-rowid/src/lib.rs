@@ -1,0 +1,30 @@
+//! Stable row ids of Lance 14 tables.
+//!
+//! - [`U64Segment`] and [`EncodedArray`]: the five segment encodings and Lance's byte-cost rule
+//!   for choosing one, so sequences lancet writes are the ones pylance would write, and stored
+//!   sequences re-encode byte for byte.
+//! - [`RowIdSequence`]: the ids of one fragment's physical rows; strict decoding, `get`,
+//!   `position`, `extend`, `slice`, `mask`, and [`rechunk`] for compaction.
+//! - [`VersionSequence`]: `_row_created_at_version` / `_row_last_updated_at_version` runs.
+//! - [`deletion`]: `.arrow` and `.bin` deletion files as roaring bitmaps of offsets.
+//! - [`RowIdIndex`]: row id → row address, built from runs rather than rows.
+//!
+//! The bitmap with rank/select is hand-written (see [`bitmap`]) because its wire layout must
+//! round-trip exactly; everything else leans on `roaring`, `prost` and `rayon`.
+
+pub mod bitmap;
+pub mod deletion;
+pub mod encoded;
+pub mod error;
+pub mod index;
+pub mod segment;
+pub mod sequence;
+mod strict;
+pub mod version;
+
+pub use encoded::EncodedArray;
+pub use error::{DecodeError, Result, RowIdError};
+pub use index::{row_address, FragmentRowIds, RowIdIndex};
+pub use segment::U64Segment;
+pub use sequence::{rechunk, RowIdSequence};
+pub use version::VersionSequence;
