@@ -105,7 +105,26 @@ def fri(uri):
     ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=True)
 
 
-BUILDERS = {"basic": basic, "stable": stable, "fri": fri}
+def stable_history(uri):
+    # Stable row ids through every kind of change: append, update, delete, merge_insert and two
+    # compactions (sequences move between fragments and become holes, bitmaps and arrays).
+    lance.write_dataset(table(0, 3000), uri, max_rows_per_file=1000, enable_stable_row_ids=True)
+    lance.write_dataset(table(3000, 1500), uri, mode="append", max_rows_per_file=700)
+    ds = lance.dataset(uri)
+    ds.update({"value": "value + 1"}, where="id % 7 = 0 AND id < 2000")
+    ds.delete("id % 11 = 0")
+    new = table(4300, 400)
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(new)
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=1500)
+    ds = lance.dataset(uri)
+    ds.delete("id % 13 = 0")
+    ds.update({"value": "value * 2"}, where="id % 17 = 0")
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=2500)
+
+
+BUILDERS = {"basic": basic, "stable": stable, "fri": fri, "stable_history": stable_history}
 
 
 def main():

@@ -3,6 +3,7 @@
 Every subcommand prints one JSON object on stdout.
 
   scan URI [VERSION]            rows (sorted by every column), count and indices of a version
+  rowids URI VERSION            every live (_rowid, _rowaddr), sorted by _rowid
   read-file PATH                a Lance file read with LanceFileReader
   write-file PATH               write a Lance file with LanceFileWriter (known rows, metadata,
                                 one global buffer)
@@ -32,6 +33,13 @@ def scan(uri, version=None):
         "rows": rows,
         "indices": sorted(i["name"] for i in ds.list_indices()),
     }
+
+
+def rowids(uri, version):
+    ds = lance.dataset(uri, version=int(version))
+    t = ds.scanner(columns=[], with_row_id=True, with_row_address=True).to_table()
+    pairs = sorted(zip(t.column("_rowid").to_pylist(), t.column("_rowaddr").to_pylist()))
+    return {"row_ids": [p[0] for p in pairs], "row_addrs": [p[1] for p in pairs]}
 
 
 def read_file(path):
@@ -64,7 +72,7 @@ def write_file(path):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "read-file": read_file, "write-file": write_file}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "read-file": read_file, "write-file": write_file}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

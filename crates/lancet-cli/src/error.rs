@@ -7,6 +7,8 @@ pub enum CliError {
     Paths(#[from] lancet::paths::PathsError),
     #[error(transparent)]
     File(#[from] lancet::file::FileError),
+    #[error(transparent)]
+    RowId(#[from] lancet::rowid::RowIdError),
     #[error("{0}")]
     Usage(String),
     #[error("writing output: {0}")]

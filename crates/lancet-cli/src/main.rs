@@ -3,6 +3,7 @@
 mod demo;
 mod error;
 mod inspect;
+mod rowid;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Stable row ids: every live row's id and address, lookups, segment encodings.
+    Rowid {
+        /// Dataset URI or local path.
+        dataset: String,
+        /// Version (default: latest).
+        #[arg(long)]
+        version: Option<u64>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print the address of each of these row ids (null when not live) instead of the listing.
+        #[arg(long, num_args = 1..)]
+        lookup: Vec<u64>,
+        /// Add each fragment's segment encodings and whether they re-encode byte for byte.
+        #[arg(long)]
+        segments: bool,
+    },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
         /// Directory to create (must not hold a dataset yet).
@@ -47,6 +65,13 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             version,
             json,
         } => inspect::run(&dataset, version, json).await,
+        Command::Rowid {
+            dataset,
+            version,
+            json,
+            lookup,
+            segments,
+        } => rowid::run(&dataset, version, json, &lookup, segments).await,
         Command::Demo { dir } => demo::run(&dir).await,
     }
 }

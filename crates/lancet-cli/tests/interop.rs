@@ -71,7 +71,7 @@ fn fixtures() -> &'static Path {
     })
 }
 
-const DATASETS: [&str; 3] = ["basic", "stable", "fri"];
+const DATASETS: [&str; 4] = ["basic", "stable", "fri", "stable_history"];
 
 fn lancet(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
@@ -181,6 +181,77 @@ fn inspect_matches_pylance_for_every_version() {
         }
     }
     assert!(checked >= 15, "only {checked} versions checked");
+}
+
+fn expected_versions(name: &str) -> Vec<u64> {
+    let expect: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join(format!("{name}.expect.json"))).unwrap(),
+    )
+    .unwrap();
+    expect["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn rowid_mapping_equals_pylance_for_every_version() {
+    let mut checked = 0;
+    for name in DATASETS {
+        let uri = fixtures().join(name);
+        let uri = uri.to_str().unwrap();
+        for v in expected_versions(name) {
+            let v = v.to_string();
+            let got: Value = serde_json::from_str(&lancet(&[
+                "rowid",
+                uri,
+                "--version",
+                &v,
+                "--json",
+                "--segments",
+            ]))
+            .unwrap();
+            let want = peer(&["rowids", uri, &v]);
+            assert_eq!(got["row_ids"], want["row_ids"], "{name} v{v}: row ids");
+            assert_eq!(
+                got["row_addrs"], want["row_addrs"],
+                "{name} v{v}: row addresses"
+            );
+            for f in got["fragments"].as_array().unwrap() {
+                assert_eq!(
+                    f["byte_identical"],
+                    json!(true),
+                    "{name} v{v}: fragment {}",
+                    f["id"]
+                );
+            }
+            // lookups agree with the listing, and an id that is not live maps to null
+            let ids = got["row_ids"].as_array().unwrap();
+            if let Some(first) = ids.first() {
+                let probe = [first.to_string(), u64::MAX.to_string()];
+                let looked: Value = serde_json::from_str(&lancet(&[
+                    "rowid",
+                    uri,
+                    "--version",
+                    &v,
+                    "--json",
+                    "--lookup",
+                    &probe[0],
+                    &probe[1],
+                ]))
+                .unwrap();
+                assert_eq!(
+                    looked["lookups"],
+                    json!([got["row_addrs"][0], null]),
+                    "{name} v{v}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "only {checked} versions checked");
 }
 
 #[tokio::test]

@@ -143,11 +143,28 @@ impl Weighted for CachedManifest {
     }
 }
 
+/// A type-erased cached structure with its weight (row id indexes, index lookups, ...).
+#[derive(Clone)]
+pub(crate) struct CachedAny {
+    pub value: Arc<dyn std::any::Any + Send + Sync>,
+    pub weight: u64,
+}
+
+impl Weighted for CachedAny {
+    fn weight_bytes(&self) -> u64 {
+        self.weight.max(1)
+    }
+}
+
+/// Key of a per-version structure: dataset URI, version, and what it is.
+pub(crate) type VersionKey = (String, u64, &'static str);
+
 /// The caches of one lancet session, shared by every dataset opened with it.
 #[derive(Debug)]
 pub struct Caches {
     config: CacheConfig,
     pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
+    pub(crate) indexes: ByteCache<VersionKey, CachedAny>,
 }
 
 impl Caches {
@@ -155,6 +172,7 @@ impl Caches {
         Arc::new(Self {
             config,
             manifests: ByteCache::new(config.manifest_bytes),
+            indexes: ByteCache::new(config.index_bytes),
         })
     }
 
@@ -174,6 +192,11 @@ impl Caches {
     pub fn manifest_stats(&self) -> CacheStats {
         self.manifests.stats()
     }
+
+    /// Stats of the cache of per-version index structures (RowIdIndex, ...).
+    pub fn index_stats(&self) -> CacheStats {
+        self.indexes.stats()
+    }
 }
 
 impl Default for Caches {
@@ -182,6 +205,7 @@ impl Default for Caches {
         Self {
             config,
             manifests: ByteCache::new(config.manifest_bytes),
+            indexes: ByteCache::new(config.index_bytes),
         }
     }
 }

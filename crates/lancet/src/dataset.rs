@@ -121,13 +121,7 @@ impl Dataset {
                     .map(|m| CachedManifest(Arc::new(m)))
             })
             .await
-            .map_err(|e| match Arc::try_unwrap(e) {
-                Ok(e) => Error::Paths(e),
-                Err(shared) => Error::Paths(PathsError::CorruptManifest {
-                    path: store.path(manifest::VERSIONS_DIR),
-                    rule: shared.to_string(),
-                }),
-            })?;
+            .map_err(crate::error::unshare)?;
         Ok(cached.0)
     }
 

@@ -6,6 +6,11 @@ pub enum Error {
     Paths(#[from] lancet_paths::PathsError),
     #[error(transparent)]
     File(#[from] lancet_file::FileError),
+    #[error(transparent)]
+    RowId(#[from] lancet_rowid::RowIdError),
+    /// A load shared with other callers through a cache failed; the message is the original's.
+    #[error("{0}")]
+    Shared(String),
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {
@@ -16,3 +21,14 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Recovers the typed error of a cached load when no other caller still holds it.
+pub(crate) fn unshare<E: Into<Error>>(e: std::sync::Arc<E>) -> Error
+where
+    E: std::fmt::Display,
+{
+    match std::sync::Arc::try_unwrap(e) {
+        Ok(e) => e.into(),
+        Err(shared) => Error::Shared(shared.to_string()),
+    }
+}

@@ -8,6 +8,7 @@
 mod cache;
 mod dataset;
 mod error;
+mod rowids;
 
 pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, Weighted};
 pub use dataset::{Dataset, FragmentSummary};
@@ -16,3 +17,4 @@ pub use error::{Error, Result};
 pub use lancet_file as file;
 pub use lancet_paths as paths;
 pub use lancet_proto as proto;
+pub use lancet_rowid as rowid;

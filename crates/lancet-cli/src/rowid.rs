@@ -1,0 +1,165 @@
+//! `lancet rowid`: the stable row id → address mapping of one version.
+
+use std::io::Write;
+
+use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
+use lancet::rowid::{row_address, RowIdSequence};
+use lancet::Dataset;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::CliError;
+
+#[derive(Serialize)]
+struct FragmentSegments {
+    id: u64,
+    segments: Vec<&'static str>,
+    /// Whether re-encoding the decoded sequence gives the stored bytes.
+    byte_identical: bool,
+}
+
+/// Every live `(row_id, address)` sorted by row id.
+async fn mapping(ds: &Dataset) -> Result<Vec<(u64, u64)>, CliError> {
+    if ds.has_stable_row_ids() {
+        return Ok(ds.row_id_index().await?.iter().collect());
+    }
+    // Without stable row ids, _rowid is the row address.
+    let deletions = ds.deletion_vectors().await?;
+    let mut out = Vec::new();
+    for (f, deleted) in ds.fragments().iter().zip(deletions) {
+        let frag = u32::try_from(f.id)
+            .map_err(|_| CliError::Usage(format!("fragment id {} exceeds 32 bits", f.id)))?;
+        for offset in 0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX) {
+            if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
+                continue;
+            }
+            let addr = row_address(frag, offset);
+            out.push((addr, addr));
+        }
+    }
+    Ok(out)
+}
+
+async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError> {
+    if ds.has_stable_row_ids() {
+        let index = ds.row_id_index().await?;
+        return Ok(ids.iter().map(|id| index.get(*id)).collect());
+    }
+    let deletions = ds.deletion_vectors().await?;
+    Ok(ids
+        .iter()
+        .map(|&id| {
+            let (frag, offset) = (id >> 32, (id & 0xffff_ffff) as u32);
+            let k = ds.fragments().iter().position(|f| f.id == frag)?;
+            let f = ds.fragments().get(k)?;
+            let deleted = deletions
+                .get(k)?
+                .as_ref()
+                .is_some_and(|d| d.contains(offset));
+            (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
+        })
+        .collect())
+}
+
+fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
+    let mut out = Vec::new();
+    for f in ds.fragments() {
+        let Some(seq) = ds.row_id_sequence(f)? else {
+            continue;
+        };
+        let stored = match &f.row_id_sequence {
+            Some(PbRowIds::InlineRowIds(bytes)) => bytes.as_slice(),
+            _ => &[],
+        };
+        out.push(FragmentSegments {
+            id: f.id,
+            segments: seq.segments().iter().map(|s| s.kind()).collect(),
+            byte_identical: RowIdSequence::encode(&seq) == stored,
+        });
+    }
+    Ok(out)
+}
+
+pub async fn run(
+    uri: &str,
+    version: Option<u64>,
+    json: bool,
+    lookup: &[u64],
+    with_segments: bool,
+) -> Result<(), CliError> {
+    let store = lancet::paths::DatasetStore::open(uri)?;
+    let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
+    let mut obj = Map::new();
+    obj.insert("version".into(), ds.version().into());
+    obj.insert("stable_row_ids".into(), ds.has_stable_row_ids().into());
+    if !ds.has_stable_row_ids() {
+        obj.insert(
+            "note".into(),
+            "table has no stable row ids: _rowid is the row address".into(),
+        );
+    }
+    if lookup.is_empty() {
+        let pairs = mapping(&ds).await?;
+        obj.insert(
+            "row_ids".into(),
+            pairs.iter().map(|p| p.0).collect::<Vec<_>>().into(),
+        );
+        obj.insert(
+            "row_addrs".into(),
+            pairs.iter().map(|p| p.1).collect::<Vec<_>>().into(),
+        );
+    } else {
+        let found = lookups(&ds, lookup).await?;
+        obj.insert(
+            "lookups".into(),
+            found
+                .into_iter()
+                .map(|a| a.map_or(Value::Null, Value::from))
+                .collect::<Vec<_>>()
+                .into(),
+        );
+    }
+    if with_segments {
+        obj.insert(
+            "fragments".into(),
+            serde_json::to_value(segments(&ds)?).map_err(std::io::Error::other)?,
+        );
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json {
+        serde_json::to_writer(&mut out, &Value::Object(obj)).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "version {}", ds.version())?;
+    if let Some(note) = obj.get("note").and_then(Value::as_str) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(ids) = obj.get("row_ids").and_then(Value::as_array) {
+        writeln!(out, "{} live rows", ids.len())?;
+    }
+    if let Some(found) = obj.get("lookups").and_then(Value::as_array) {
+        for (id, addr) in lookup.iter().zip(found) {
+            match addr.as_u64() {
+                Some(a) => writeln!(
+                    out,
+                    "row id {id} -> fragment {} offset {}",
+                    a >> 32,
+                    a & 0xffff_ffff
+                )?,
+                None => writeln!(out, "row id {id} -> not live")?,
+            }
+        }
+    }
+    if let Some(frags) = obj.get("fragments").and_then(Value::as_array) {
+        for f in frags {
+            writeln!(
+                out,
+                "fragment {}: {} (byte identical: {})",
+                f["id"], f["segments"], f["byte_identical"]
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! Row ids of a `Dataset`: sequences, deletion vectors and the cached `RowIdIndex`.
+
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt};
+use lancet_paths::DatasetStore;
+use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
+use lancet_proto::table::DataFragment;
+use lancet_rowid::deletion::read_deletion_vector;
+use lancet_rowid::{FragmentRowIds, RowIdError, RowIdIndex, RowIdSequence};
+use roaring::RoaringBitmap;
+
+use crate::cache::CachedAny;
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// How many deletion files are read at once while building an index.
+const DELETION_READ_CONCURRENCY: usize = 32;
+
+impl Dataset {
+    /// The object store of the base a resolved location lives in.
+    pub fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
+        if base.base_id.is_none() {
+            Ok(self.store().clone())
+        } else {
+            Ok(DatasetStore::open(&base.uri)?)
+        }
+    }
+
+    /// The fragment's stable row id sequence, if it has one inline.
+    pub fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
+        match &fragment.row_id_sequence {
+            None => Ok(None),
+            Some(PbRowIds::InlineRowIds(bytes)) => RowIdSequence::decode(bytes)
+                .map(Some)
+                .map_err(|source| {
+                    Error::from(RowIdError::Corrupt {
+                        what: format!("row id sequence of fragment {}", fragment.id),
+                        source,
+                    })
+                }),
+            Some(PbRowIds::ColumnRowIds(_)) => Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "fragment {} keeps its row ids in a spilled column (flag 2048), which lancet does not read yet",
+                    fragment.id
+                ),
+            }),
+        }
+    }
+
+    /// The fragment's deleted offsets, if it has a deletion file.
+    pub async fn deletion_vector(&self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
+        let (Some(file), Some(loc)) = (
+            &fragment.deletion_file,
+            self.deletion_file_location(fragment)?,
+        ) else {
+            return Ok(None);
+        };
+        let store = self.store_for(&loc.base)?;
+        let path = store.path(&loc.path);
+        Ok(Some(read_deletion_vector(&store, &path, file).await?))
+    }
+
+    /// Every fragment's deletion vector (None where it has none), read concurrently, in
+    /// fragment order.
+    pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
+        futures::stream::iter(self.fragments().iter())
+            .map(|f| async move { Ok::<_, Error>(self.deletion_vector(f).await?.map(Arc::new)) })
+            .buffered(DELETION_READ_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
+    /// kept in the session's index cache.
+    pub async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
+        if !self.has_stable_row_ids() {
+            return Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: "the table has no stable row ids; _rowid is the row address".into(),
+            });
+        }
+        let key = (self.uri().to_string(), self.version(), "row_id_index");
+        let cached = self
+            .caches()
+            .indexes
+            .get_or_try_load(key, async {
+                let index = self.build_row_id_index().await?;
+                let weight = index.resident_bytes() as u64;
+                Ok::<_, Error>(CachedAny {
+                    value: Arc::new(index),
+                    weight,
+                })
+            })
+            .await
+            .map_err(crate::error::unshare)?;
+        cached
+            .value
+            .downcast::<RowIdIndex>()
+            .map_err(|_| Error::Shared("row id index cache holds another type".into()))
+    }
+
+    async fn build_row_id_index(&self) -> Result<RowIdIndex> {
+        let deletions = self.deletion_vectors().await?;
+        let mut inputs = Vec::with_capacity(self.fragments().len());
+        for (f, deleted) in self.fragments().iter().zip(deletions) {
+            let sequence = self
+                .row_id_sequence(f)?
+                .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
+            inputs.push(FragmentRowIds {
+                fragment_id: f.id,
+                physical_rows: f.physical_rows,
+                sequence: Arc::new(sequence),
+                deletions: deleted,
+            });
+        }
+        Ok(RowIdIndex::build(inputs)?)
+    }
+}
