@@ -37,9 +37,18 @@ def scan(uri, version=None):
 
 def rowids(uri, version):
     ds = lance.dataset(uri, version=int(version))
+    out = {}
     t = ds.scanner(columns=[], with_row_id=True, with_row_address=True).to_table()
     pairs = sorted(zip(t.column("_rowid").to_pylist(), t.column("_rowaddr").to_pylist()))
-    return {"row_ids": [p[0] for p in pairs], "row_addrs": [p[1] for p in pairs]}
+    out["row_ids"] = [p[0] for p in pairs]
+    out["row_addrs"] = [p[1] for p in pairs]
+    if ds.has_stable_row_ids:
+        cols = ["_row_created_at_version", "_row_last_updated_at_version"]
+        v = ds.scanner(columns=cols, with_row_id=True).to_table()
+        rows = sorted(zip(v.column("_rowid").to_pylist(), *(v.column(c).to_pylist() for c in cols)))
+        out["created_at"] = [r[1] for r in rows]
+        out["last_updated_at"] = [r[2] for r in rows]
+    return out
 
 
 def read_file(path):

@@ -49,6 +49,9 @@ enum Command {
         /// Add each fragment's segment encodings and whether they re-encode byte for byte.
         #[arg(long)]
         segments: bool,
+        /// Add `created_at` and `last_updated_at`: each listed row's dataset versions.
+        #[arg(long)]
+        versions: bool,
     },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
@@ -71,7 +74,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             json,
             lookup,
             segments,
-        } => rowid::run(&dataset, version, json, &lookup, segments).await,
+            versions,
+        } => rowid::run(&dataset, version, json, &lookup, segments, versions).await,
         Command::Demo { dir } => demo::run(&dir).await,
     }
 }

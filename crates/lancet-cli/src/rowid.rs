@@ -80,12 +80,36 @@ fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
     Ok(out)
 }
 
+/// `(created_at, last_updated_at)` of each listed row, null where a fragment stores none.
+fn row_versions(ds: &Dataset, pairs: &[(u64, u64)]) -> Result<(Vec<Value>, Vec<Value>), CliError> {
+    let mut by_fragment = std::collections::HashMap::new();
+    for f in ds.fragments() {
+        by_fragment.insert(f.id, ds.version_sequences(f)?);
+    }
+    let mut created = Vec::with_capacity(pairs.len());
+    let mut updated = Vec::with_capacity(pairs.len());
+    for (_, addr) in pairs {
+        let (c, u) = by_fragment
+            .get(&(addr >> 32))
+            .map_or((None, None), |(c, u)| {
+                let at = |s: &Option<lancet::rowid::VersionSequence>| {
+                    s.as_ref().and_then(|s| s.version_at(addr & 0xffff_ffff))
+                };
+                (at(c), at(u))
+            });
+        created.push(c.map_or(Value::Null, Value::from));
+        updated.push(u.map_or(Value::Null, Value::from));
+    }
+    Ok((created, updated))
+}
+
 pub async fn run(
     uri: &str,
     version: Option<u64>,
     json: bool,
     lookup: &[u64],
     with_segments: bool,
+    with_versions: bool,
 ) -> Result<(), CliError> {
     let store = lancet::paths::DatasetStore::open(uri)?;
     let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
@@ -108,6 +132,11 @@ pub async fn run(
             "row_addrs".into(),
             pairs.iter().map(|p| p.1).collect::<Vec<_>>().into(),
         );
+        if with_versions {
+            let (created, updated) = row_versions(&ds, &pairs)?;
+            obj.insert("created_at".into(), created.into());
+            obj.insert("last_updated_at".into(), updated.into());
+        }
     } else {
         let found = lookups(&ds, lookup).await?;
         obj.insert(

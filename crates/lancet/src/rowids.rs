@@ -7,7 +7,7 @@ use lancet_paths::DatasetStore;
 use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet_proto::table::DataFragment;
 use lancet_rowid::deletion::read_deletion_vector;
-use lancet_rowid::{FragmentRowIds, RowIdError, RowIdIndex, RowIdSequence};
+use lancet_rowid::{FragmentRowIds, RowIdError, RowIdIndex, RowIdSequence, VersionSequence};
 use roaring::RoaringBitmap;
 
 use crate::cache::CachedAny;
@@ -48,6 +48,33 @@ impl Dataset {
                 ),
             }),
         }
+    }
+
+    /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
+    pub fn version_sequences(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
+        use lancet_proto::table::data_fragment::{
+            CreatedAtVersionSequence as Created, LastUpdatedAtVersionSequence as Updated,
+        };
+        let decode = |bytes: &[u8], what: &str| {
+            VersionSequence::decode(bytes).map_err(|source| {
+                Error::from(RowIdError::Corrupt {
+                    what: format!("{what} version sequence of fragment {}", fragment.id),
+                    source,
+                })
+            })
+        };
+        let created = match &fragment.created_at_version_sequence {
+            Some(Created::InlineCreatedAtVersions(b)) => Some(decode(b, "created-at")?),
+            _ => None,
+        };
+        let updated = match &fragment.last_updated_at_version_sequence {
+            Some(Updated::InlineLastUpdatedAtVersions(b)) => Some(decode(b, "last-updated-at")?),
+            _ => None,
+        };
+        Ok((created, updated))
     }
 
     /// The fragment's deleted offsets, if it has a deletion file.
