@@ -60,11 +60,127 @@ pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
     Ok(bitmap)
 }
 
-/// Decodes an `.arrow` deletion file.
-pub fn decode_arrow(bytes: &[u8]) -> Result<RoaringBitmap, String> {
-    // arrow-ipc is a third-party decoder: a panic inside it is a corrupt file, not a crash.
+/// Decodes an `.arrow` deletion file of a fragment with at most `max_rows` physical rows.
+///
+/// arrow-ipc trusts the lengths inside a file (a hostile ZSTD buffer header made it allocate
+/// exabytes under `cargo xtask fuzz deletion_arrow`), so the file's structure is checked first
+/// by [`check_ipc_structure`]; a panic inside arrow-ipc is still reported as corruption.
+pub fn decode_arrow(bytes: &[u8], max_rows: u64) -> Result<RoaringBitmap, String> {
+    check_ipc_structure(bytes, max_rows)?;
     std::panic::catch_unwind(|| decode_arrow_inner(bytes))
         .unwrap_or_else(|_| Err("Arrow IPC decoder panicked".into()))
+}
+
+const ARROW_MAGIC: &[u8; 6] = b"ARROW1";
+/// Sentinel for an uncompressed buffer inside a compressed batch.
+const NOT_COMPRESSED: i64 = -1;
+
+fn i32_at(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn i64_at(b: &[u8], at: usize) -> Option<i64> {
+    Some(i64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+fn to_usize(v: i64, what: &str) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("negative {what} {v}"))
+}
+
+/// Checks an Arrow IPC file before arrow-ipc reads it: magic at both ends, a footer inside the
+/// file with no dictionaries and exactly one record batch whose block, message and body lie
+/// inside the file; a row count and field node lengths of at most `max_rows`; every buffer
+/// inside the body; and every compressed buffer declaring an uncompressed size a UInt32
+/// column of `max_rows` rows could need.
+fn check_ipc_structure(bytes: &[u8], max_rows: u64) -> Result<(), String> {
+    let n = bytes.len();
+    if n < 18 || bytes.get(..6) != Some(ARROW_MAGIC.as_slice()) {
+        return Err("not an Arrow IPC file (magic)".into());
+    }
+    if bytes.get(n - 6..) != Some(ARROW_MAGIC.as_slice()) {
+        return Err("Arrow IPC file has no trailing magic".into());
+    }
+    let footer_len = to_usize(
+        i64::from(i32_at(bytes, n - 10).ok_or("footer length")?),
+        "footer length",
+    )?;
+    let footer_start = (n - 10)
+        .checked_sub(footer_len)
+        .filter(|s| *s >= 8)
+        .ok_or_else(|| format!("footer of {footer_len} bytes does not fit the file"))?;
+    let footer = arrow_ipc::root_as_footer(bytes.get(footer_start..n - 10).ok_or("footer")?)
+        .map_err(|e| format!("footer: {e}"))?;
+    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return Err("deletion files have no dictionaries".into());
+    }
+    let blocks = footer
+        .recordBatches()
+        .ok_or("footer lists no record batches")?;
+    if blocks.len() != 1 {
+        return Err(format!(
+            "{} record batches, expected exactly 1",
+            blocks.len()
+        ));
+    }
+    let block = blocks.get(0);
+    let start = to_usize(block.offset(), "block offset")?;
+    let meta_len = to_usize(i64::from(block.metaDataLength()), "metadata length")?;
+    let body_len = to_usize(block.bodyLength(), "body length")?;
+    let body_start = start.checked_add(meta_len).ok_or("block overflows")?;
+    let body_end = body_start.checked_add(body_len).ok_or("block overflows")?;
+    if start < 8 || body_end > footer_start {
+        return Err("record batch block lies outside the file's data".into());
+    }
+    let meta = bytes.get(start..body_start).ok_or("metadata")?;
+    let (len_at, fb_at): (usize, usize) = if meta.get(..4) == Some([0xff; 4].as_slice()) {
+        (4, 8)
+    } else {
+        (0, 4)
+    };
+    let fb_len = to_usize(
+        i64::from(i32_at(meta, len_at).ok_or("message length")?),
+        "message length",
+    )?;
+    let fb = meta
+        .get(fb_at..fb_at.checked_add(fb_len).ok_or("message length")?)
+        .ok_or("message runs past its block")?;
+    let message = arrow_ipc::root_as_message(fb).map_err(|e| format!("message: {e}"))?;
+    let batch = message
+        .header_as_record_batch()
+        .ok_or("block is not a record batch")?;
+    let rows = u64::try_from(batch.length()).map_err(|_| "negative row count")?;
+    if rows > max_rows {
+        return Err(format!(
+            "{rows} deleted rows in a fragment of at most {max_rows}"
+        ));
+    }
+    for node in batch.nodes().iter().flat_map(|v| v.iter()) {
+        if u64::try_from(node.length()).map_or(true, |l| l > max_rows) {
+            return Err(format!("field node length {} out of range", node.length()));
+        }
+    }
+    let body = bytes.get(body_start..body_end).ok_or("body")?;
+    let max_uncompressed = max_rows.saturating_mul(4).saturating_add(64);
+    for buffer in batch.buffers().iter().flat_map(|v| v.iter()) {
+        let offset = to_usize(buffer.offset(), "buffer offset")?;
+        let len = to_usize(buffer.length(), "buffer length")?;
+        if offset.checked_add(len).is_none_or(|end| end > body.len()) {
+            return Err("buffer lies outside the record batch body".into());
+        }
+        if batch.compression().is_some() && len >= 8 {
+            let declared = i64_at(body, offset).ok_or("buffer header")?;
+            if declared != NOT_COMPRESSED
+                && u64::try_from(declared).map_or(true, |d| d > max_uncompressed)
+            {
+                return Err(format!("compressed buffer declares {declared} bytes"));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn decode_arrow_inner(bytes: &[u8]) -> Result<RoaringBitmap, String> {
@@ -132,24 +248,37 @@ pub fn file_type_for(deleted: &RoaringBitmap) -> DeletionFileType {
     }
 }
 
-/// Reads the deletion file `file` at `path` (resolved by lancet-paths). A non-zero
-/// `num_deleted_rows` must equal the number of offsets read.
+/// Reads the deletion file `file` at `path` (resolved by lancet-paths) of a fragment with
+/// `physical_rows` rows (0 = unknown). A non-zero `num_deleted_rows` must equal the number of
+/// offsets read, and every offset must be below a known `physical_rows`.
 pub async fn read_deletion_vector(
     store: &DatasetStore,
     path: &Path,
     file: &DeletionFile,
+    physical_rows: u64,
 ) -> Result<RoaringBitmap> {
+    let max_rows = match physical_rows {
+        0 => 1u64 << 32,
+        n => n,
+    };
     let corrupt = |rule: String| RowIdError::CorruptDeletionFile {
         path: path.to_string(),
         rule,
     };
     let bytes = store.get(path, None).await?;
     let bitmap = match DeletionFileType::try_from(file.file_type) {
-        Ok(DeletionFileType::ArrowArray) => decode_arrow(&bytes),
+        Ok(DeletionFileType::ArrowArray) => decode_arrow(&bytes, max_rows),
         Ok(DeletionFileType::Bitmap) => decode_bitmap(&bytes),
         Err(_) => Err(format!("unknown deletion file type {}", file.file_type)),
     }
     .map_err(corrupt)?;
+    if let Some(max) = bitmap.max() {
+        if u64::from(max) >= max_rows {
+            return Err(corrupt(format!(
+                "deletes offset {max} of a fragment with {max_rows} rows"
+            )));
+        }
+    }
     if file.num_deleted_rows != 0 && file.num_deleted_rows != bitmap.len() {
         return Err(corrupt(format!(
             "holds {} offsets but its reference says num_deleted_rows = {}",
@@ -170,7 +299,7 @@ mod tests {
         let deleted: RoaringBitmap = [0u32, 5, 77, 4096, 100_000].into_iter().collect();
         assert_eq!(decode_bitmap(&encode_bitmap(&deleted)).unwrap(), deleted);
         assert_eq!(
-            decode_arrow(&encode_arrow(&deleted).unwrap()).unwrap(),
+            decode_arrow(&encode_arrow(&deleted).unwrap(), 1 << 20).unwrap(),
             deleted
         );
         let empty = RoaringBitmap::new();
@@ -197,7 +326,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_arrow_files() {
-        assert!(decode_arrow(b"not arrow").is_err());
+        assert!(decode_arrow(b"not arrow", 100).is_err());
         // wrong type: Int32
         let schema = Arc::new(Schema::new(vec![Field::new(
             "row_id",
@@ -214,7 +343,7 @@ mod tests {
         w.write(&batch).unwrap();
         w.finish().unwrap();
         drop(w);
-        assert!(decode_arrow(&out).unwrap_err().contains("schema"));
+        assert!(decode_arrow(&out, 100).unwrap_err().contains("schema"));
         // two batches
         let schema = Arc::new(deletion_schema());
         let batch = RecordBatch::try_new(
@@ -228,8 +357,19 @@ mod tests {
         w.write(&batch).unwrap();
         w.finish().unwrap();
         drop(w);
-        assert!(decode_arrow(&out).unwrap_err().contains("exactly 1"));
+        assert!(decode_arrow(&out, 100).unwrap_err().contains("exactly 1"));
         let good = encode_arrow(&[1u32].into_iter().collect()).unwrap();
-        assert!(decode_arrow(&good[..good.len() - 3]).is_err());
+        assert!(decode_arrow(&good[..good.len() - 3], 100).is_err());
+        // the input the fuzzer found: a ZSTD buffer header declaring ~1.3 EB
+        let many: RoaringBitmap = (0..50u32).collect();
+        let mut hostile = encode_arrow(&many).unwrap();
+        let zstd_frame = hostile
+            .windows(4)
+            .position(|w| w == [0x28, 0xb5, 0x2f, 0xfd])
+            .expect("a ZSTD frame");
+        hostile[zstd_frame - 8..zstd_frame].copy_from_slice(&(1i64 << 60).to_le_bytes());
+        assert!(decode_arrow(&hostile, 100)
+            .unwrap_err()
+            .contains("declares"));
     }
 }

@@ -87,7 +87,9 @@ impl Dataset {
         };
         let store = self.store_for(&loc.base)?;
         let path = store.path(&loc.path);
-        Ok(Some(read_deletion_vector(&store, &path, file).await?))
+        Ok(Some(
+            read_deletion_vector(&store, &path, file, fragment.physical_rows).await?,
+        ))
     }
 
     /// Every fragment's deletion vector (None where it has none), read concurrently, in

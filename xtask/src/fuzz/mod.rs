@@ -15,6 +15,7 @@ mod alloc;
 mod base_id;
 mod manifest;
 mod mutate;
+mod rowid;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -45,6 +46,10 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(manifest::ManifestTarget),
         Box::new(base_id::BaseIdTarget),
         Box::new(base_id::TreePathTarget),
+        Box::new(rowid::SequenceTarget),
+        Box::new(rowid::VersionTarget),
+        Box::new(rowid::ArrowDeletionTarget),
+        Box::new(rowid::BitmapDeletionTarget),
     ]
 }
 
