@@ -141,6 +141,47 @@ impl LanceFile {
         self.collect(ReadBatchParams::Ranges(ranges)).await
     }
 
+    /// Reads only the columns `names` of rows `range` (all rows when `None`).
+    pub async fn read_columns(
+        &self,
+        names: &[&str],
+        range: Option<Range<u64>>,
+    ) -> Result<RecordBatch> {
+        let range = range.unwrap_or(0..self.num_rows());
+        self.check_range(&range)?;
+        let projection = lance_file::versions::reader_projection_from_column_names(
+            self.reader.version(),
+            self.reader.schema(),
+            names,
+        )
+        .map_err(lance_err(&self.path))?;
+        let schema = Arc::new(Schema::from(projection.schema.as_ref()));
+        if range.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let params = ReadBatchParams::Range(range_usize(&range)?);
+        let read = async {
+            let stream = self
+                .reader
+                .read_stream_projected(
+                    params,
+                    READ_BATCH_ROWS,
+                    READAHEAD,
+                    projection,
+                    FilterExpression::no_filter(),
+                )
+                .await?;
+            stream.try_collect::<Vec<RecordBatch>>().await
+        };
+        let batches = guard(&self.path, read)
+            .await?
+            .map_err(lance_err(&self.path))?;
+        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| FileError::Lance {
+            path: self.path.clone(),
+            source: lance_core::Error::from(e),
+        })
+    }
+
     /// Reads global buffer `index` (0 is the file descriptor).
     pub async fn global_buffer(&self, index: u32) -> Result<Bytes> {
         guard(&self.path, self.reader.read_global_buffer(index))

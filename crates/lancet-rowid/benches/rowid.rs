@@ -69,7 +69,9 @@ fn range_table() -> Vec<FragmentRowIds> {
 
 async fn cold_open(uri: &str) -> RowIdIndex {
     let store = DatasetStore::open(uri).expect("table dir");
-    let m = manifest::read_manifest(&store, None).await.expect("manifest");
+    let m = manifest::read_manifest(&store, None)
+        .await
+        .expect("manifest");
     let m = &m.decoded.manifest;
     let bases = BaseTable::new(&m.base_paths).expect("bases");
     let root = ResolvedBase::current_dataset(store.uri());
@@ -117,17 +119,27 @@ fn bench(c: &mut Criterion) {
     let mut build = c.benchmark_group("build");
     build.sample_size(20);
     build.bench_function("1M_rows_1k_fragments_5pct_updates", |b| {
-        b.iter_batched(|| updated.clone(), |f| RowIdIndex::build(f).unwrap(), BatchSize::LargeInput)
+        b.iter_batched(
+            || updated.clone(),
+            |f| RowIdIndex::build(f).unwrap(),
+            BatchSize::LargeInput,
+        )
     });
     build.bench_function("1B_rows_20k_range_fragments", |b| {
-        b.iter_batched(|| ranges.clone(), |f| RowIdIndex::build(f).unwrap(), BatchSize::LargeInput)
+        b.iter_batched(
+            || ranges.clone(),
+            |f| RowIdIndex::build(f).unwrap(),
+            BatchSize::LargeInput,
+        )
     });
     build.finish();
 
     let index = RowIdIndex::build(updated).unwrap();
     let live: Vec<u64> = index.iter().map(|(id, _)| id).collect();
     let mut rng = SmallRng::seed_from_u64(7);
-    let probes: Vec<u64> = (0..1_000_000).map(|_| live[rng.random_range(0..live.len())]).collect();
+    let probes: Vec<u64> = (0..1_000_000)
+        .map(|_| live[rng.random_range(0..live.len())])
+        .collect();
     eprintln!(
         "index after 5% updates: {} live rows, {} runs, {} resident bytes",
         index.len(),

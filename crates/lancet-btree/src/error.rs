@@ -1,0 +1,20 @@
+/// Errors of lancet-btree, each naming the index file and the rule broken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BTreeError {
+    /// A stored index file breaks a rule of the BTree layout.
+    #[error("corrupt BTree index {path}: {rule}")]
+    Corrupt { path: String, rule: String },
+    /// The index uses a layout or type lancet does not handle.
+    #[error("BTree index {path}: unsupported: {rule}")]
+    Unsupported { path: String, rule: String },
+    /// A query or training input is unusable.
+    #[error("invalid BTree input: {0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    File(#[from] lancet_file::FileError),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+}
+
+pub type Result<T, E = BTreeError> = std::result::Result<T, E>;

@@ -1,0 +1,245 @@
+//! An opened BTree segment: the lookup in memory, `page_data.lance` opened on the first cache
+//! miss, selected pages read in one coalesced request set and kept in a byte-weighted cache.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::{Array, UInt64Array};
+use lancet_file::{FileStore, LanceFile};
+use object_store::path::Path;
+use tokio::sync::{Mutex, OnceCell};
+
+use crate::error::{BTreeError, Result};
+use crate::lookup::PageLookup;
+use crate::page::Page;
+use crate::query::Query;
+use crate::result::NullableIdSet;
+use crate::schema::{page_data_schema, page_lookup_schema, PAGE_DATA_FILE, PAGE_LOOKUP_FILE};
+use crate::select::select;
+
+/// Cache key of one page: the segment (its directory) and the data page number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    pub segment: Arc<str>,
+    pub page: u32,
+}
+
+/// Where decoded pages are kept between searches. The facade backs it with moka.
+pub trait PageCache: Send + Sync {
+    fn get(&self, key: &PageKey) -> Option<Arc<Page>>;
+    fn insert(&self, key: PageKey, page: Arc<Page>);
+}
+
+/// A cache that keeps nothing.
+#[derive(Debug, Default)]
+pub struct NoCache;
+
+impl PageCache for NoCache {
+    fn get(&self, _: &PageKey) -> Option<Arc<Page>> {
+        None
+    }
+    fn insert(&self, _: PageKey, _: Arc<Page>) {}
+}
+
+/// One BTree segment (one `_indices/{uuid}/` directory).
+pub struct BTreeIndex {
+    key: Arc<str>,
+    fs: FileStore,
+    data_path: Path,
+    data_size: Option<u64>,
+    lookup: PageLookup,
+    data: OnceCell<(LanceFile, u64)>,
+    cache: Arc<dyn PageCache>,
+    /// Serializes cold loads so concurrent searches load a page once.
+    load: Mutex<()>,
+    pages_read: AtomicU64,
+}
+
+impl std::fmt::Debug for BTreeIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTreeIndex")
+            .field("segment", &self.key)
+            .field("pages", &self.lookup.num_pages())
+            .finish()
+    }
+}
+
+impl BTreeIndex {
+    /// Opens the segment in `dir`: reads and validates `page_lookup.lance` only. `sizes` are
+    /// the recorded file sizes (from `IndexMetadata.files`), when known.
+    pub async fn open(
+        fs: &FileStore,
+        dir: &Path,
+        cache: Arc<dyn PageCache>,
+        sizes: &HashMap<String, u64>,
+    ) -> Result<Self> {
+        let lookup_path = dir.clone().join(PAGE_LOOKUP_FILE);
+        let file = LanceFile::open(fs, &lookup_path, sizes.get(PAGE_LOOKUP_FILE).copied()).await?;
+        let value_type = file
+            .schema()
+            .field_with_name("min")
+            .map_err(|_| BTreeError::Corrupt {
+                path: lookup_path.to_string(),
+                rule: "page_lookup.lance has no min column".into(),
+            })?
+            .data_type()
+            .clone();
+        if !crate::schema::is_supported(&value_type) {
+            return Err(BTreeError::Unsupported {
+                path: lookup_path.to_string(),
+                rule: format!("value type {value_type}"),
+            });
+        }
+        file.check_schema(&page_lookup_schema(&value_type))?;
+        let batch = file.read_all().await?;
+        let lookup = PageLookup::from_batch(lookup_path.as_ref(), &batch, file.metadata())?;
+        Ok(Self {
+            key: Arc::from(dir.as_ref()),
+            fs: fs.clone(),
+            data_path: dir.clone().join(PAGE_DATA_FILE),
+            data_size: sizes.get(PAGE_DATA_FILE).copied(),
+            lookup,
+            data: OnceCell::new(),
+            cache,
+            load: Mutex::new(()),
+            pages_read: AtomicU64::new(0),
+        })
+    }
+
+    pub fn lookup(&self) -> &PageLookup {
+        &self.lookup
+    }
+
+    /// Pages read from storage so far (cache misses).
+    pub fn pages_read(&self) -> u64 {
+        self.pages_read.load(Ordering::Relaxed)
+    }
+
+    async fn data(&self) -> Result<&(LanceFile, u64)> {
+        self.data
+            .get_or_try_init(|| async {
+                let file = LanceFile::open(&self.fs, &self.data_path, self.data_size).await?;
+                file.check_schema(&page_data_schema(self.lookup.value_type()))?;
+                let rows = file.num_rows();
+                self.lookup
+                    .check_data_rows(rows)
+                    .map_err(|rule| BTreeError::Corrupt {
+                        path: self.data_path.to_string(),
+                        rule,
+                    })?;
+                Ok::<_, BTreeError>((file, rows))
+            })
+            .await
+    }
+
+    fn key(&self, page: u32) -> PageKey {
+        PageKey {
+            segment: self.key.clone(),
+            page,
+        }
+    }
+
+    /// The data pages `pages`, from the cache or read together in one coalesced request set.
+    async fn pages(&self, pages: &[u32]) -> Result<HashMap<u32, Arc<Page>>> {
+        let mut out = HashMap::with_capacity(pages.len());
+        let mut missing: Vec<u32> = Vec::new();
+        for &p in pages {
+            match self.cache.get(&self.key(p)) {
+                Some(page) => {
+                    out.insert(p, page);
+                }
+                None => missing.push(p),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let _guard = self.load.lock().await;
+        // Another search may have loaded some of them while we waited.
+        missing.retain(|p| match self.cache.get(&self.key(*p)) {
+            Some(page) => {
+                out.insert(*p, page);
+                false
+            }
+            None => true,
+        });
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        missing.sort_unstable();
+        let (file, rows) = self.data().await?;
+        let ranges: Vec<_> = missing
+            .iter()
+            .map(|p| self.lookup.data_rows_of(*p, *rows))
+            .collect();
+        let batch = file.read_ranges(&ranges).await?;
+        let ids = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .ok_or_else(|| BTreeError::Corrupt {
+                path: self.data_path.to_string(),
+                rule: "ids column is not UInt64".into(),
+            })?;
+        if ids.null_count() > 0 {
+            return Err(BTreeError::Corrupt {
+                path: self.data_path.to_string(),
+                rule: "ids column has NULLs".into(),
+            });
+        }
+        let mut offset = 0usize;
+        for (p, r) in missing.iter().zip(&ranges) {
+            let n = (r.end - r.start) as usize;
+            let page = Arc::new(Page {
+                values: batch.column(0).slice(offset, n),
+                ids: Arc::new(ids.slice(offset, n)),
+            });
+            offset += n;
+            self.cache.insert(self.key(*p), page.clone());
+            out.insert(*p, page);
+        }
+        self.pages_read
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Exact answer of `query` over every row of this segment.
+    pub async fn search(&self, query: &Query) -> Result<NullableIdSet> {
+        if let Query::Range(lo, hi) = query {
+            for b in [lo, hi] {
+                if let std::ops::Bound::Included(v) | std::ops::Bound::Excluded(v) = b {
+                    self.check_scalar(v)?;
+                }
+            }
+        }
+        if let Query::Equals(v) | Query::IsIn(v) = query {
+            self.check_scalar(v)?;
+        }
+        let selection = select(&self.lookup, query)?;
+        let data_pages: Vec<u32> = selection
+            .keys()
+            .filter_map(|&i| self.lookup.page_idx.get(i).copied())
+            .collect();
+        let pages = self.pages(&data_pages).await?;
+        let mut result = NullableIdSet::default();
+        for (&i, &m) in &selection {
+            let Some(page) = self.lookup.page_idx.get(i).and_then(|p| pages.get(p)) else {
+                continue;
+            };
+            result.union_disjoint(page.evaluate(&self.lookup, query, m)?);
+        }
+        Ok(result)
+    }
+
+    fn check_scalar(&self, v: &arrow_array::ArrayRef) -> Result<()> {
+        if v.data_type() != self.lookup.value_type() {
+            return Err(BTreeError::InvalidInput(format!(
+                "query value of type {} against an index of {}",
+                v.data_type(),
+                self.lookup.value_type()
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! The Lance 14 scalar BTree index: `page_lookup.lance` (one row per page: min, max,
+//! null_count, page_idx) and `page_data.lance` (every `(value, id)` sorted, NULLs first).
+//!
+//! - [`train`]: sort pairs and write both files, usable by pylance in place of its own.
+//! - [`BTreeIndex`]: open a segment (the lookup only), select pages by binary search, read the
+//!   selected pages in one coalesced request set through a [`PageCache`], and evaluate exactly
+//!   with Arrow kernels; whole-page matches skip per-row comparison.
+//! - [`NullableIdSet`]: SQL three-valued results (TRUE ids and NULL ids) with Kleene AND, OR
+//!   and NOT.
+//!
+//! Floats order as IEEE total order (NaN above +inf), with -0.0 = +0.0 for comparisons, which
+//! is what pylance's filters answer.
+
+pub mod error;
+pub mod index;
+pub mod lookup;
+pub mod page;
+pub mod query;
+pub mod result;
+pub mod schema;
+pub mod select;
+pub mod train;
+
+pub use error::{BTreeError, Result};
+pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
+pub use page::Page;
+pub use query::Query;
+pub use result::NullableIdSet;
+pub use train::{train, write_sorted, TrainOptions, TrainedIndex};
+
+/// First `i` in `0..n` for which `pred(i)` is false, given `pred` is true then false.
+pub(crate) fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}

@@ -1,0 +1,168 @@
+//! One page of `page_data.lance` and exact evaluation of a query on it.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use arrow_arith::boolean::and_kleene;
+use arrow_array::{Array, ArrayRef, BooleanArray, Datum, Scalar, UInt64Array};
+use arrow_ord::cmp;
+use arrow_ord::ord::make_comparator;
+use arrow_ord::sort::sort;
+use roaring::RoaringTreemap;
+
+use crate::error::Result;
+use crate::lookup::{PageLookup, NULLS_FIRST};
+use crate::query::Query;
+use crate::result::NullableIdSet;
+use crate::select::{prefix_bounds, Bounds, PageMatch};
+
+/// A decoded page: sorted values and their row ids (or addresses).
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub values: ArrayRef,
+    pub ids: Arc<UInt64Array>,
+}
+
+impl Page {
+    /// Bytes the page keeps in memory (its cache weight).
+    pub fn size_bytes(&self) -> usize {
+        self.values.get_array_memory_size() + self.ids.get_array_memory_size()
+    }
+
+    fn ids_where(&self, mask: &BooleanArray) -> RoaringTreemap {
+        let mut out = RoaringTreemap::new();
+        for (i, id) in self.ids.values().iter().enumerate() {
+            if mask.is_valid(i) && mask.value(i) {
+                out.insert(*id);
+            }
+        }
+        out
+    }
+
+    fn null_ids(&self) -> RoaringTreemap {
+        (0..self.values.len())
+            .filter(|&i| self.values.is_null(i))
+            .filter_map(|i| self.ids.values().get(i).copied())
+            .collect()
+    }
+
+    fn all_ids(&self) -> RoaringTreemap {
+        self.ids.values().iter().copied().collect()
+    }
+
+    fn range_mask(&self, b: &Bounds) -> Result<Option<BooleanArray>> {
+        let mut mask: Option<BooleanArray> = None;
+        let mut apply = |m: BooleanArray| -> Result<()> {
+            mask = Some(match mask.take() {
+                None => m,
+                Some(prev) => and_kleene(&prev, &m)?,
+            });
+            Ok(())
+        };
+        match &b.lo {
+            Bound::Included(v) => apply(cmp::gt_eq(&self.values, &scalar(v))?)?,
+            Bound::Excluded(v) => apply(cmp::gt(&self.values, &scalar(v))?)?,
+            Bound::Unbounded => {}
+        }
+        match &b.hi {
+            Bound::Included(v) => apply(cmp::lt_eq(&self.values, &scalar(v))?)?,
+            Bound::Excluded(v) => apply(cmp::lt(&self.values, &scalar(v))?)?,
+            Bound::Unbounded => {}
+        }
+        Ok(mask)
+    }
+
+    fn eval_range(&self, b: &Bounds, m: PageMatch) -> Result<NullableIdSet> {
+        let nulls = self.null_ids();
+        if m == PageMatch::All {
+            return Ok(NullableIdSet::new(self.all_ids() - &nulls, nulls));
+        }
+        let trues = match self.range_mask(b)? {
+            Some(mask) => self.ids_where(&mask),
+            // unbounded on both sides: every non-NULL row
+            None => self.all_ids() - &nulls,
+        };
+        Ok(NullableIdSet::new(trues, nulls))
+    }
+
+    /// Evaluates `query` on this page exactly.
+    pub fn evaluate(
+        &self,
+        lookup: &PageLookup,
+        query: &Query,
+        m: PageMatch,
+    ) -> Result<NullableIdSet> {
+        match query {
+            Query::IsNull => Ok(NullableIdSet::new(self.null_ids(), RoaringTreemap::new())),
+            Query::Equals(v) if v.is_null(0) => {
+                Ok(NullableIdSet::new(RoaringTreemap::new(), self.all_ids()))
+            }
+            Query::Equals(v) => self.eval_range(
+                &Bounds::new(Bound::Included(v.clone()), Bound::Included(v.clone())),
+                m,
+            ),
+            Query::Range(lo, hi) => self.eval_range(&Bounds::new(lo.clone(), hi.clone()), m),
+            Query::LikePrefix(p) => {
+                let (lo, hi) = prefix_bounds(lookup, p)?;
+                self.eval_range(&Bounds::new(lo, hi), m)
+            }
+            Query::IsIn(values) => self.eval_in(values),
+        }
+    }
+
+    /// `IN`: the list is sorted once; each row is one binary search in it. Float zeros are
+    /// compared as equal, as SQL does.
+    fn eval_in(&self, values: &ArrayRef) -> Result<NullableIdSet> {
+        let list_has_null = values.null_count() > 0;
+        let sorted = sort(values.as_ref(), Some(NULLS_FIRST))?;
+        let non_null = sorted.slice(sorted.null_count(), sorted.len() - sorted.null_count());
+        let with_zeros = add_other_zero(&non_null)?;
+        let cmp = make_comparator(self.values.as_ref(), with_zeros.as_ref(), NULLS_FIRST)?;
+        let k = with_zeros.len();
+        let nulls = self.null_ids();
+        let mut trues = RoaringTreemap::new();
+        for (i, id) in self.ids.values().iter().enumerate() {
+            if self.values.is_null(i) {
+                continue;
+            }
+            let pos = crate::partition_point(k, |j| cmp(i, j).is_gt());
+            if pos < k && cmp(i, pos).is_eq() {
+                trues.insert(*id);
+            }
+        }
+        let null_ids = if list_has_null {
+            self.all_ids() - &trues
+        } else {
+            nulls
+        };
+        Ok(NullableIdSet::new(trues, null_ids))
+    }
+}
+
+fn scalar(v: &ArrayRef) -> impl Datum {
+    Scalar::new(v.clone())
+}
+
+/// For float lists holding ±0.0, adds the other zero so total-order equality matches SQL's.
+fn add_other_zero(sorted: &ArrayRef) -> Result<ArrayRef> {
+    use arrow_array::{Float32Array, Float64Array};
+    if let Some(a) = sorted.as_any().downcast_ref::<Float64Array>() {
+        if a.values().iter().any(|v| *v == 0.0) {
+            let mut v: Vec<f64> = a.values().to_vec();
+            v.extend([-0.0, 0.0]);
+            v.sort_by(|x, y| x.total_cmp(y));
+            v.dedup_by(|x, y| x.to_bits() == y.to_bits());
+            return Ok(Arc::new(Float64Array::from(v)));
+        }
+    }
+    if let Some(a) = sorted.as_any().downcast_ref::<Float32Array>() {
+        if a.values().iter().any(|v| *v == 0.0) {
+            let mut v: Vec<f32> = a.values().to_vec();
+            v.extend([-0.0, 0.0]);
+            v.sort_by(|x, y| x.total_cmp(y));
+            v.dedup_by(|x, y| x.to_bits() == y.to_bits());
+            return Ok(Arc::new(Float32Array::from(v)));
+        }
+    }
+    Ok(sorted.clone())
+}

@@ -1,0 +1,185 @@
+//! Page selection: which pages a query must look at, and which of them match whole.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_ord::sort::sort;
+
+use crate::error::Result;
+use crate::lookup::{PageLookup, NULLS_FIRST};
+use crate::query::{canonical_zero, prefix_upper_bound, Query};
+
+/// How a selected page is evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PageMatch {
+    /// Compare every row.
+    Some,
+    /// Every row is TRUE (the page has no NULLs and lies inside the bounds).
+    All,
+}
+
+/// Lookup rows to read, with how to evaluate each.
+pub type Selection = BTreeMap<usize, PageMatch>;
+
+/// A range with canonical float zero bounds.
+pub(crate) struct Bounds {
+    pub lo: Bound<ArrayRef>,
+    pub hi: Bound<ArrayRef>,
+}
+
+impl Bounds {
+    pub fn new(lo: Bound<ArrayRef>, hi: Bound<ArrayRef>) -> Self {
+        Self {
+            lo: canonical_zero(lo, true),
+            hi: canonical_zero(hi, false),
+        }
+    }
+}
+
+/// Adds the pages that may hold rows in `bounds`: from the first page whose `max` reaches
+/// `lo` to the last whose `min` is within `hi`; all-NULL pages never hold a match.
+fn select_range(lookup: &PageLookup, b: &Bounds, out: &mut Selection) -> Result<()> {
+    let n = lookup.num_pages();
+    let first_non_null = lookup.all_null_pages();
+    let start = match &b.lo {
+        Bound::Unbounded => first_non_null,
+        Bound::Included(v) | Bound::Excluded(v) => {
+            let cmp = lookup.comparator(true, v)?;
+            let strict = matches!(b.lo, Bound::Excluded(_));
+            first_non_null
+                + crate::partition_point(n - first_non_null, |k| {
+                    let i = first_non_null + k;
+                    if strict {
+                        cmp(i, 0).is_le()
+                    } else {
+                        cmp(i, 0).is_lt()
+                    }
+                })
+        }
+    };
+    let end = match &b.hi {
+        Bound::Unbounded => n,
+        Bound::Included(v) | Bound::Excluded(v) => {
+            let cmp = lookup.comparator(false, v)?;
+            let strict = matches!(b.hi, Bound::Excluded(_));
+            crate::partition_point(n, |i| {
+                if strict {
+                    cmp(i, 0).is_lt()
+                } else {
+                    cmp(i, 0).is_le()
+                }
+            })
+        }
+    };
+    let lo_cmp = match &b.lo {
+        Bound::Included(v) | Bound::Excluded(v) => Some(lookup.comparator(false, v)?),
+        Bound::Unbounded => None,
+    };
+    let hi_cmp = match &b.hi {
+        Bound::Included(v) | Bound::Excluded(v) => Some(lookup.comparator(true, v)?),
+        Bound::Unbounded => None,
+    };
+    for i in start.max(first_non_null)..end {
+        let whole = !lookup.mins.is_null(i)
+            && lo_cmp.as_ref().is_none_or(|c| match b.lo {
+                Bound::Excluded(_) => c(i, 0).is_gt(),
+                _ => c(i, 0).is_ge(),
+            })
+            && hi_cmp.as_ref().is_none_or(|c| match b.hi {
+                Bound::Excluded(_) => c(i, 0).is_lt(),
+                _ => c(i, 0).is_le(),
+            });
+        let m = if whole {
+            PageMatch::All
+        } else {
+            PageMatch::Some
+        };
+        let e = out.entry(i).or_insert(m);
+        *e = (*e).max(m);
+    }
+    Ok(())
+}
+
+/// Pages with NULL rows must be read by every comparison so that its NULL results are known.
+fn add_null_pages(lookup: &PageLookup, out: &mut Selection) {
+    for i in 0..lookup.pages_with_nulls() {
+        out.entry(i).or_insert(PageMatch::Some);
+    }
+}
+
+fn all_pages(lookup: &PageLookup, out: &mut Selection) {
+    for i in 0..lookup.num_pages() {
+        out.entry(i).or_insert(PageMatch::Some);
+    }
+}
+
+/// The pages `query` must read.
+pub fn select(lookup: &PageLookup, query: &Query) -> Result<Selection> {
+    let mut out = Selection::new();
+    match query {
+        Query::IsNull => {
+            let all_null = lookup.all_null_pages();
+            for i in 0..lookup.pages_with_nulls() {
+                let m = if i < all_null {
+                    PageMatch::All
+                } else {
+                    PageMatch::Some
+                };
+                out.insert(i, m);
+            }
+        }
+        Query::Equals(v) if v.is_null(0) => all_pages(lookup, &mut out),
+        Query::Equals(v) => {
+            let b = Bounds::new(Bound::Included(v.clone()), Bound::Included(v.clone()));
+            select_range(lookup, &b, &mut out)?;
+            add_null_pages(lookup, &mut out);
+        }
+        Query::Range(lo, hi) => {
+            let b = Bounds::new(lo.clone(), hi.clone());
+            select_range(lookup, &b, &mut out)?;
+            add_null_pages(lookup, &mut out);
+        }
+        Query::LikePrefix(prefix) => {
+            let (lo, hi) = prefix_bounds(lookup, prefix)?;
+            select_range(lookup, &Bounds::new(lo, hi), &mut out)?;
+            add_null_pages(lookup, &mut out);
+        }
+        Query::IsIn(values) => {
+            if values.null_count() > 0 {
+                // x IN (.., NULL) is NULL on every row that matches no value.
+                all_pages(lookup, &mut out);
+            } else {
+                let sorted = sort(values.as_ref(), Some(NULLS_FIRST))?;
+                for k in 0..sorted.len() {
+                    let v = sorted.slice(k, 1);
+                    let b = Bounds::new(Bound::Included(v.clone()), Bound::Included(v));
+                    select_range(lookup, &b, &mut out)?;
+                }
+                // a page matches whole only when every row equals one value; Some is exact
+                for m in out.values_mut() {
+                    *m = PageMatch::Some;
+                }
+                add_null_pages(lookup, &mut out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `[prefix, next(prefix))` as bounds of the index's string type.
+pub(crate) fn prefix_bounds(
+    lookup: &PageLookup,
+    prefix: &str,
+) -> Result<(Bound<ArrayRef>, Bound<ArrayRef>)> {
+    let scalar = |s: &str| -> Result<ArrayRef> {
+        let arr: ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec![s]));
+        Ok(arrow_cast::cast(&arr, lookup.value_type())?)
+    };
+    let lo = Bound::Included(scalar(prefix)?);
+    let hi = match prefix_upper_bound(prefix) {
+        Some(next) => Bound::Excluded(scalar(&next)?),
+        None => Bound::Unbounded,
+    };
+    Ok((lo, hi))
+}

@@ -1,0 +1,364 @@
+//! lancet-btree against a brute-force filter: random data (duplicates across pages, NULL-only
+//! pages, float NaN/±0/±inf, unicode strings), random predicates including three-valued NOT,
+//! AND and OR, random page sizes.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::DataType;
+use lancet_btree::{train, BTreeIndex, NoCache, NullableIdSet, Query, TrainOptions};
+use lancet_file::FileStore;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use proptest::prelude::*;
+use roaring::RoaringTreemap;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum V {
+    Null,
+    I(i64),
+    F(f64),
+}
+
+/// SQL comparison: NULL if either side is NULL; floats in total order with -0.0 = 0.0.
+fn sql_cmp(a: V, b: V) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (V::Null, _) | (_, V::Null) => None,
+        (V::I(x), V::I(y)) => Some(x.cmp(&y)),
+        (V::F(x), V::F(y)) => {
+            let norm = |v: f64| if v == 0.0 { 0.0 } else { v };
+            Some(norm(x).total_cmp(&norm(y)))
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Pred {
+    Eq(V),
+    Lt(V, bool),
+    Gt(V, bool),
+    Between(V, V),
+    In(Vec<V>),
+    IsNull,
+    Not(Box<Pred>),
+    And(Box<Pred>, Box<Pred>),
+    Or(Box<Pred>, Box<Pred>),
+}
+
+/// Kleene evaluation of one row: Some(true/false) or None (NULL).
+fn eval(p: &Pred, x: V) -> Option<bool> {
+    use std::cmp::Ordering::*;
+    match p {
+        Pred::Eq(v) => sql_cmp(x, *v).map(|o| o == Equal),
+        Pred::Lt(v, incl) => sql_cmp(x, *v).map(|o| o == Less || (*incl && o == Equal)),
+        Pred::Gt(v, incl) => sql_cmp(x, *v).map(|o| o == Greater || (*incl && o == Equal)),
+        Pred::Between(a, b) => {
+            let lo = sql_cmp(x, *a).map(|o| o != Less);
+            let hi = sql_cmp(x, *b).map(|o| o != Greater);
+            kleene_and(lo, hi)
+        }
+        Pred::In(vs) => {
+            let mut any_null = false;
+            for v in vs {
+                match sql_cmp(x, *v) {
+                    Some(Equal) => return Some(true),
+                    None => any_null = true,
+                    _ => {}
+                }
+            }
+            if any_null {
+                None
+            } else {
+                Some(false)
+            }
+        }
+        Pred::IsNull => Some(x == V::Null),
+        Pred::Not(q) => eval(q, x).map(|b| !b),
+        Pred::And(a, b) => kleene_and(eval(a, x), eval(b, x)),
+        Pred::Or(a, b) => match (eval(a, x), eval(b, x)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+    }
+}
+
+fn kleene_and(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+fn scalar(v: V, t: &DataType) -> ArrayRef {
+    match (v, t) {
+        (V::I(x), _) => Arc::new(Int64Array::from(vec![x])),
+        (V::F(x), _) => Arc::new(Float64Array::from(vec![x])),
+        (V::Null, DataType::Int64) => Arc::new(Int64Array::from(vec![None::<i64>])),
+        (V::Null, _) => Arc::new(Float64Array::from(vec![None::<f64>])),
+    }
+}
+
+/// Evaluates `p` with the index, combining leaves with Kleene logic as the CLI does.
+async fn search(index: &BTreeIndex, p: &Pred, t: &DataType, all: &RoaringTreemap) -> NullableIdSet {
+    Box::pin(async move {
+        let leaf = |q: Query| async move { index.search(&q).await.unwrap() };
+        match p {
+            Pred::Eq(v) => leaf(Query::Equals(scalar(*v, t))).await,
+            Pred::Lt(v, incl) => {
+                let b = if *incl {
+                    Bound::Included(scalar(*v, t))
+                } else {
+                    Bound::Excluded(scalar(*v, t))
+                };
+                if *v == V::Null {
+                    return leaf(Query::Equals(scalar(V::Null, t))).await;
+                }
+                leaf(Query::Range(Bound::Unbounded, b)).await
+            }
+            Pred::Gt(v, incl) => {
+                let b = if *incl {
+                    Bound::Included(scalar(*v, t))
+                } else {
+                    Bound::Excluded(scalar(*v, t))
+                };
+                if *v == V::Null {
+                    return leaf(Query::Equals(scalar(V::Null, t))).await;
+                }
+                leaf(Query::Range(b, Bound::Unbounded)).await
+            }
+            Pred::Between(a, b) => {
+                if *a == V::Null || *b == V::Null {
+                    // x BETWEEN NULL AND b = (x >= NULL) AND (x <= b)
+                    let lo = search(index, &Pred::Gt(*a, true), t, all).await;
+                    let hi = search(index, &Pred::Lt(*b, true), t, all).await;
+                    return lo.and(&hi);
+                }
+                leaf(Query::Range(
+                    Bound::Included(scalar(*a, t)),
+                    Bound::Included(scalar(*b, t)),
+                ))
+                .await
+            }
+            Pred::In(vs) => {
+                let arrs: Vec<ArrayRef> = vs.iter().map(|v| scalar(*v, t)).collect();
+                let list = arrow_select::concat::concat(
+                    &arrs.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+                )
+                .unwrap();
+                leaf(Query::IsIn(list)).await
+            }
+            Pred::IsNull => leaf(Query::IsNull).await,
+            Pred::Not(q) => search(index, q, t, all).await.not(all),
+            Pred::And(a, b) => search(index, a, t, all)
+                .await
+                .and(&search(index, b, t, all).await),
+            Pred::Or(a, b) => search(index, a, t, all)
+                .await
+                .or(&search(index, b, t, all).await),
+        }
+    })
+    .await
+}
+
+fn value_strategy(float: bool) -> BoxedStrategy<V> {
+    if float {
+        prop_oneof![
+            3 => Just(V::Null),
+            1 => Just(V::F(f64::NAN)),
+            1 => Just(V::F(-0.0)),
+            1 => Just(V::F(0.0)),
+            1 => Just(V::F(f64::INFINITY)),
+            1 => Just(V::F(f64::NEG_INFINITY)),
+            10 => (-20i32..20).prop_map(|x| V::F(f64::from(x) / 2.0)),
+        ]
+        .boxed()
+    } else {
+        prop_oneof![
+            3 => Just(V::Null),
+            1 => Just(V::I(i64::MIN)),
+            1 => Just(V::I(i64::MAX)),
+            10 => (-15i64..15).prop_map(V::I),
+        ]
+        .boxed()
+    }
+}
+
+fn pred_strategy(float: bool) -> BoxedStrategy<Pred> {
+    let v = value_strategy(float);
+    let leaf = prop_oneof![
+        v.clone().prop_map(Pred::Eq),
+        (v.clone(), any::<bool>()).prop_map(|(x, i)| Pred::Lt(x, i)),
+        (v.clone(), any::<bool>()).prop_map(|(x, i)| Pred::Gt(x, i)),
+        (v.clone(), v.clone()).prop_map(|(a, b)| Pred::Between(a, b)),
+        proptest::collection::vec(v, 1..5).prop_map(Pred::In),
+        Just(Pred::IsNull),
+    ];
+    leaf.prop_recursive(3, 12, 2, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|p| Pred::Not(Box::new(p))),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Pred::And(Box::new(a), Box::new(b))),
+            (inner.clone(), inner).prop_map(|(a, b)| Pred::Or(Box::new(a), Box::new(b))),
+        ]
+    })
+    .boxed()
+}
+
+async fn build(values: &[V], float: bool, page_rows: u64) -> (BTreeIndex, DataType) {
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let dir = Path::from("_indices/x");
+    let t = if float {
+        DataType::Float64
+    } else {
+        DataType::Int64
+    };
+    let arr: ArrayRef = if float {
+        Arc::new(Float64Array::from(
+            values
+                .iter()
+                .map(|v| match v {
+                    V::F(x) => Some(*x),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ))
+    } else {
+        Arc::new(Int64Array::from(
+            values
+                .iter()
+                .map(|v| match v {
+                    V::I(x) => Some(*x),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ))
+    };
+    // ids are not in value order, as row addresses are not
+    let ids = UInt64Array::from_iter_values(
+        (0..values.len() as u64).map(|i| i * 7 % 1_000_003 + (i << 32)),
+    );
+    let batch =
+        RecordBatch::try_from_iter([("value", arr), ("id", Arc::new(ids) as ArrayRef)]).unwrap();
+    let opts = TrainOptions {
+        page_rows,
+        ..Default::default()
+    };
+    train(&fs, &dir, &t, futures::stream::iter([Ok(batch)]), opts)
+        .await
+        .unwrap();
+    let index = BTreeIndex::open(&fs, &dir, Arc::new(NoCache), &HashMap::new())
+        .await
+        .unwrap();
+    (index, t)
+}
+
+fn id_of(i: usize) -> u64 {
+    let i = i as u64;
+    i * 7 % 1_000_003 + (i << 32)
+}
+
+fn case() -> impl Strategy<Value = (bool, Vec<V>, u64, Vec<Pred>)> {
+    any::<bool>().prop_flat_map(|float| {
+        (
+            Just(float),
+            proptest::collection::vec(value_strategy(float), 0..150),
+            1u64..9,
+            proptest::collection::vec(pred_strategy(float), 1..12),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn index_answers_equal_brute_force((float, values, page_rows, preds) in case()) {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let (index, t) = rt.block_on(build(&values, float, page_rows));
+        let all: RoaringTreemap = (0..values.len()).map(id_of).collect();
+        for p in &preds {
+            let got = rt.block_on(search(&index, p, &t, &all));
+            let mut want_t = RoaringTreemap::new();
+            let mut want_n = RoaringTreemap::new();
+            for (i, v) in values.iter().enumerate() {
+                match eval(p, *v) {
+                    Some(true) => { want_t.insert(id_of(i)); }
+                    None => { want_n.insert(id_of(i)); }
+                    Some(false) => {}
+                }
+            }
+            prop_assert_eq!(&got.true_ids, &want_t, "TRUE rows of {:?} over {:?}", p, values);
+            prop_assert_eq!(&got.null_ids, &want_n, "NULL rows of {:?} over {:?}", p, values);
+        }
+    }
+}
+
+#[tokio::test]
+async fn strings_prefix_and_ranges() {
+    let words = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abd",
+        "ac",
+        "b",
+        "é",
+        "éa",
+        "\u{10FFFF}",
+        "a\u{10FFFF}",
+        "a\u{10FFFF}z",
+    ];
+    let mut values: Vec<Option<&str>> = words.iter().map(|w| Some(*w)).collect();
+    values.push(None);
+    values.extend(words.iter().map(|w| Some(*w))); // duplicates across pages
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let dir = Path::from("s");
+    let arr: ArrayRef = Arc::new(StringArray::from(values.clone()));
+    let ids = UInt64Array::from_iter_values(0..values.len() as u64);
+    let batch =
+        RecordBatch::try_from_iter([("value", arr), ("id", Arc::new(ids) as ArrayRef)]).unwrap();
+    let opts = TrainOptions {
+        page_rows: 3,
+        ..Default::default()
+    };
+    train(
+        &fs,
+        &dir,
+        &DataType::Utf8,
+        futures::stream::iter([Ok(batch)]),
+        opts,
+    )
+    .await
+    .unwrap();
+    let index = BTreeIndex::open(&fs, &dir, Arc::new(NoCache), &HashMap::new())
+        .await
+        .unwrap();
+    for prefix in ["", "a", "ab", "é", "a\u{10FFFF}", "\u{10FFFF}", "zz"] {
+        let got = index
+            .search(&Query::LikePrefix(prefix.to_string()))
+            .await
+            .unwrap();
+        let want: RoaringTreemap = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_some_and(|s| s.starts_with(prefix)))
+            .map(|(i, _)| i as u64)
+            .collect();
+        assert_eq!(got.true_ids, want, "prefix {prefix:?}");
+        assert_eq!(got.null_ids.len(), 1, "the NULL row is NULL for LIKE");
+    }
+    let eq = index
+        .search(&Query::Equals(Arc::new(StringArray::from(vec!["ab"]))))
+        .await
+        .unwrap();
+    assert_eq!(eq.true_ids.iter().collect::<Vec<_>>(), vec![2, 15]);
+    let wrong_type = index
+        .search(&Query::Equals(Arc::new(Int64Array::from(vec![1]))))
+        .await;
+    assert!(wrong_type.is_err());
+}
