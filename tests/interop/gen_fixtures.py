@@ -124,7 +124,35 @@ def stable_history(uri):
     ds.optimize.compact_files(target_rows_per_fragment=2500)
 
 
-BUILDERS = {"basic": basic, "stable": stable, "fri": fri, "stable_history": stable_history}
+def btree(uri):
+    # One column per BTree case, each indexed with 64-row pages; then deletions (version 6+).
+    import math
+    n = 5000
+    ints, floats, strs, mostly_null = [], [], [], []
+    specials = [float("nan"), -0.0, 0.0, float("inf"), float("-inf"), None]
+    words = ["", "a", "ab", "abc", "abd", "b", "é", "éa", "日本", "日本語", "z\u00ff", "\U0010ffff"]
+    for i in range(n):
+        # heavy duplicates across pages, plus the int64 extremes
+        ints.append(None if i % 97 == 0 else [-(2**63) + 1, 2**63 - 1][i % 2] if i % 500 == 1 else (i * 7919) % 60 - 30)
+        floats.append(specials[i % len(specials)] if i % 7 == 0 else ((i * 31) % 200 - 100) / 4.0)
+        strs.append(None if i % 89 == 0 else words[i % len(words)] + ("" if i % 3 else str(i % 11)))
+        mostly_null.append(i % 50 if i % 400 == 0 else None)
+    t = pa.table(
+        {
+            "i": pa.array(ints, pa.int64()),
+            "f": pa.array(floats, pa.float64()),
+            "s": pa.array(strs, pa.utf8()),
+            "m": pa.array(mostly_null, pa.int64()),
+        }
+    )
+    ds = lance.write_dataset(t, uri, max_rows_per_file=1200)
+    for col in ["i", "f", "s", "m"]:
+        ds.create_scalar_index(col, lance.indices.IndexConfig("btree", {"zone_size": 64}))
+        ds = lance.dataset(uri)
+    ds.delete("i = 3 OR f = 2.5 OR s = 'ab'")
+
+
+BUILDERS = {"basic": basic, "stable": stable, "fri": fri, "stable_history": stable_history, "btree": btree}
 
 
 def main():

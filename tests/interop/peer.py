@@ -4,6 +4,7 @@ Every subcommand prints one JSON object on stdout.
 
   scan URI [VERSION]            rows (sorted by every column), count and indices of a version
   rowids URI VERSION            every live (_rowid, _rowaddr), sorted by _rowid
+  filters URI VERSION JSON [I]  TRUE and NULL _rowids of each filter (full scan, or indexed if I=true)
   read-file PATH                a Lance file read with LanceFileReader
   write-file PATH               write a Lance file with LanceFileWriter (known rows, metadata,
                                 one global buffer)
@@ -16,10 +17,17 @@ import lance.file as lf
 import pyarrow as pa
 
 
+def json_value(v):
+    # JSON has no NaN or infinity: spell them as strings so both sides compare them
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return repr(v)
+    return v
+
+
 def rows_of(table):
     cols = table.column_names
-    out = [list(r.values()) for r in table.to_pylist()]
-    out.sort(key=lambda r: [(v is None, v) for v in r])
+    out = [[json_value(v) for v in r.values()] for r in table.to_pylist()]
+    out.sort(key=lambda r: [(v is None, str(type(v)), v if v is not None else 0) for v in r])
     return cols, out
 
 
@@ -49,6 +57,30 @@ def rowids(uri, version):
         out["created_at"] = [r[1] for r in rows]
         out["last_updated_at"] = [r[2] for r in rows]
     return out
+
+
+def filters(uri, version, filters_json, use_index="false"):
+    """For each filter: the _rowid of rows where it is TRUE and where it is NULL (neither TRUE
+    nor FALSE), by pylance's full scan (or with its scalar indexes when use_index is true)."""
+    ds = lance.dataset(uri, version=int(version))
+    index = use_index == "true"
+
+    def ids(f):
+        t = ds.to_table(filter=f, columns=[], with_row_id=True, use_scalar_index=index)
+        return set(t.column("_rowid").to_pylist())
+
+    everything = set(ds.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist())
+    out = []
+    for f in json.loads(filters_json):
+        true = ids(f)
+        false = ids(f"NOT ({f})")
+        out.append({"row_ids": sorted(true), "null_row_ids": sorted(everything - true - false)})
+    return out
+
+
+def explain(uri, f):
+    ds = lance.dataset(uri)
+    return {"plan": ds.scanner(filter=f, columns=[], with_row_id=True).explain_plan()}
 
 
 def read_file(path):
@@ -81,7 +113,7 @@ def write_file(path):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "read-file": read_file, "write-file": write_file}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "read-file": read_file, "write-file": write_file}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -92,6 +92,21 @@ impl Page {
         query: &Query,
         m: PageMatch,
     ) -> Result<NullableIdSet> {
+        self.evaluate_as(lookup.value_type(), query, m)
+    }
+
+    /// Evaluates `query` on values that are not part of an index (a fragment's column read
+    /// directly, for fragments an index does not cover). The values need not be sorted.
+    pub fn evaluate_unindexed(&self, query: &Query) -> Result<NullableIdSet> {
+        self.evaluate_as(&self.values.data_type().clone(), query, PageMatch::Some)
+    }
+
+    fn evaluate_as(
+        &self,
+        value_type: &arrow_schema::DataType,
+        query: &Query,
+        m: PageMatch,
+    ) -> Result<NullableIdSet> {
         match query {
             Query::IsNull => Ok(NullableIdSet::new(self.null_ids(), RoaringTreemap::new())),
             Query::Equals(v) if v.is_null(0) => {
@@ -103,7 +118,7 @@ impl Page {
             ),
             Query::Range(lo, hi) => self.eval_range(&Bounds::new(lo.clone(), hi.clone()), m),
             Query::LikePrefix(p) => {
-                let (lo, hi) = prefix_bounds(lookup, p)?;
+                let (lo, hi) = prefix_bounds(value_type, p)?;
                 self.eval_range(&Bounds::new(lo, hi), m)
             }
             Query::IsIn(values) => self.eval_in(values),
@@ -147,7 +162,7 @@ fn scalar(v: &ArrayRef) -> impl Datum {
 fn add_other_zero(sorted: &ArrayRef) -> Result<ArrayRef> {
     use arrow_array::{Float32Array, Float64Array};
     if let Some(a) = sorted.as_any().downcast_ref::<Float64Array>() {
-        if a.values().iter().any(|v| *v == 0.0) {
+        if a.values().contains(&0.0) {
             let mut v: Vec<f64> = a.values().to_vec();
             v.extend([-0.0, 0.0]);
             v.sort_by(|x, y| x.total_cmp(y));
@@ -156,7 +171,7 @@ fn add_other_zero(sorted: &ArrayRef) -> Result<ArrayRef> {
         }
     }
     if let Some(a) = sorted.as_any().downcast_ref::<Float32Array>() {
-        if a.values().iter().any(|v| *v == 0.0) {
+        if a.values().contains(&0.0) {
             let mut v: Vec<f32> = a.values().to_vec();
             v.extend([-0.0, 0.0]);
             v.sort_by(|x, y| x.total_cmp(y));

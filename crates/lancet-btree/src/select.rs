@@ -141,7 +141,7 @@ pub fn select(lookup: &PageLookup, query: &Query) -> Result<Selection> {
             add_null_pages(lookup, &mut out);
         }
         Query::LikePrefix(prefix) => {
-            let (lo, hi) = prefix_bounds(lookup, prefix)?;
+            let (lo, hi) = prefix_bounds(lookup.value_type(), prefix)?;
             select_range(lookup, &Bounds::new(lo, hi), &mut out)?;
             add_null_pages(lookup, &mut out);
         }
@@ -169,12 +169,12 @@ pub fn select(lookup: &PageLookup, query: &Query) -> Result<Selection> {
 
 /// `[prefix, next(prefix))` as bounds of the index's string type.
 pub(crate) fn prefix_bounds(
-    lookup: &PageLookup,
+    value_type: &arrow_schema::DataType,
     prefix: &str,
 ) -> Result<(Bound<ArrayRef>, Bound<ArrayRef>)> {
     let scalar = |s: &str| -> Result<ArrayRef> {
         let arr: ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec![s]));
-        Ok(arrow_cast::cast(&arr, lookup.value_type())?)
+        Ok(arrow_cast::cast(&arr, value_type)?)
     };
     let lo = Bound::Included(scalar(prefix)?);
     let hi = match prefix_upper_bound(prefix) {

@@ -2,6 +2,8 @@
 
 mod demo;
 mod error;
+mod filter;
+mod index;
 mod inspect;
 mod rowid;
 
@@ -53,11 +55,51 @@ enum Command {
         #[arg(long)]
         versions: bool,
     },
+    /// BTree scalar indexes: list, search with a filter, build.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
         /// Directory to create (must not hold a dataset yet).
         #[arg(default_value = "lancet-demo")]
         dir: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// List the BTree indexes of a version.
+    List {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a filter over indexed columns (=, <, <=, >, >=, !=, BETWEEN, IN, IS [NOT] NULL,
+    /// NOT, AND, OR, LIKE 'prefix%', starts_with(col, 'p')) with SQL NULL semantics.
+    Search {
+        dataset: String,
+        #[arg(long)]
+        filter: String,
+        #[arg(long)]
+        version: Option<u64>,
+        #[arg(long)]
+        json: bool,
+        /// The index's raw answer, without applying deletion vectors.
+        #[arg(long)]
+        no_deletions: bool,
+    },
+    /// Train a BTree on a column and commit it as a new version.
+    Build {
+        dataset: String,
+        #[arg(long)]
+        column: String,
+        /// Rows per page.
+        #[arg(long, default_value_t = 4096)]
+        zone_size: u64,
     },
 }
 
@@ -76,6 +118,25 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             segments,
             versions,
         } => rowid::run(&dataset, version, json, &lookup, segments, versions).await,
+        Command::Index { command } => match command {
+            IndexCommand::List {
+                dataset,
+                version,
+                json,
+            } => index::list(&dataset, version, json).await,
+            IndexCommand::Search {
+                dataset,
+                filter,
+                version,
+                json,
+                no_deletions,
+            } => index::search(&dataset, version, &filter, json, no_deletions).await,
+            IndexCommand::Build {
+                dataset,
+                column,
+                zone_size,
+            } => index::build(&dataset, &column, zone_size).await,
+        },
         Command::Demo { dir } => demo::run(&dir).await,
     }
 }

@@ -71,7 +71,7 @@ fn fixtures() -> &'static Path {
     })
 }
 
-const DATASETS: [&str; 4] = ["basic", "stable", "fri", "stable_history"];
+const DATASETS: [&str; 5] = ["basic", "stable", "fri", "stable_history", "btree"];
 
 fn lancet(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
@@ -410,4 +410,163 @@ async fn pylance_files_are_read_by_lancet() {
         .downcast_ref::<UInt16Array>()
         .unwrap();
     assert_eq!(labels.null_count(), 2); // rows 10 and 15
+}
+
+/// Filters over the `btree` fixture: every operator on int64 (duplicates, extremes), float64
+/// (NaN, ±0, ±inf, NULL), utf8 (unicode, prefixes, empty) and a mostly-NULL column.
+const BTREE_FILTERS: &[&str] = &[
+    "i = 0",
+    "i = 9223372036854775807",
+    "i = -9223372036854775807",
+    "i < -20",
+    "i <= 3",
+    "i > 25",
+    "i >= 9223372036854775806",
+    "i != 7",
+    "i BETWEEN -5 AND 5",
+    "i IN (1, 2, 29, 99)",
+    "i IN (1, NULL)",
+    "NOT (i IN (1, NULL))",
+    "i IS NULL",
+    "i IS NOT NULL",
+    "NOT (i > 10)",
+    "i > 5 AND i < 20 OR i = -1",
+    "NOT (i = 3 AND i IS NOT NULL)",
+    "i = NULL",
+    "f = 0.0",
+    "f = -0.0",
+    "f > 0.0",
+    "f >= 0",
+    "f < 0",
+    "f <= -1.5",
+    "f > 20",
+    "f != 0.0",
+    "f BETWEEN -1.0 AND 1.0",
+    "f IN (0.0, 1.5, -2.25)",
+    "f IS NULL",
+    "NOT (f < 2.5)",
+    "s = ''",
+    "s = 'abc'",
+    "s = '日本語'",
+    "s LIKE 'ab%'",
+    "s LIKE '日本%'",
+    "s LIKE '%'",
+    "starts_with(s, 'é')",
+    "NOT (s LIKE 'a%')",
+    "s > 'b'",
+    "s < 'a'",
+    "s BETWEEN 'ab' AND 'b'",
+    "s IN ('', 'z\u{ff}', 'abc3')",
+    "s IS NULL",
+    "m = 5",
+    "m > 0",
+    "m IS NULL",
+    "m IS NOT NULL",
+    "NOT (m = 0)",
+    "m = 0 OR i = 1",
+    "m IS NULL AND (f > 0.0 OR s LIKE 'é%')",
+];
+
+fn lancet_search(uri: &str, version: &str, filter: &str) -> Value {
+    serde_json::from_str(&lancet(&[
+        "index",
+        "search",
+        uri,
+        "--filter",
+        filter,
+        "--version",
+        version,
+        "--json",
+    ]))
+    .unwrap()
+}
+
+#[test]
+fn btree_search_equals_pylance_full_scan() {
+    let uri = fixtures().join("btree");
+    let uri = uri.to_str().unwrap();
+    let filters = serde_json::to_string(BTREE_FILTERS).unwrap();
+    let versions = expected_versions("btree");
+    // the last version has every index and the deletions; the one before has no deletions
+    for v in &versions[versions.len() - 2..] {
+        let v = v.to_string();
+        let want = peer(&["filters", uri, &v, &filters]);
+        for (f, w) in BTREE_FILTERS.iter().zip(want.as_array().unwrap()) {
+            let got = lancet_search(uri, &v, f);
+            assert_eq!(got["row_ids"], w["row_ids"], "v{v} {f}: TRUE rows");
+            assert_eq!(
+                got["null_row_ids"], w["null_row_ids"],
+                "v{v} {f}: NULL rows"
+            );
+        }
+    }
+    // an equality reads one or two of the 79 pages of i_idx, never the whole index
+    let last = versions.last().unwrap().to_string();
+    let eq = lancet_search(uri, &last, "i = 9223372036854775807");
+    assert!(eq["pages_read"].as_u64().unwrap() <= 3, "{eq}");
+}
+
+#[test]
+fn lancet_trained_indexes_serve_pylance_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("btree");
+    copy_dir(&fixtures().join("btree"), &copy);
+    let uri = copy.to_str().unwrap();
+    for column in ["i", "f", "s", "m"] {
+        lancet(&[
+            "index",
+            "build",
+            uri,
+            "--column",
+            column,
+            "--zone-size",
+            "64",
+        ]);
+    }
+    // each build commits one version and replaces the index of the same name
+    let before = *expected_versions("btree").last().unwrap();
+    let latest = before + 4;
+    let listed: Value = serde_json::from_str(&lancet(&["index", "list", uri, "--json"])).unwrap();
+    assert_eq!(listed["indices"].as_array().unwrap().len(), 4, "{listed}");
+    for (k, column) in ["i", "f", "s", "m"].iter().enumerate() {
+        let entry = listed["indices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["columns"][0] == *column)
+            .unwrap();
+        assert_eq!(
+            entry["dataset_version"],
+            json!(before + k as u64),
+            "{entry}"
+        );
+    }
+    let plan = peer(&["explain", uri, "i = 7 AND s LIKE 'ab%'"]);
+    assert!(
+        plan["plan"].as_str().unwrap().contains("ScalarIndexQuery"),
+        "{plan}"
+    );
+    let filters = serde_json::to_string(BTREE_FILTERS).unwrap();
+    let v = latest.to_string();
+    let scan = peer(&["filters", uri, &v, &filters]);
+    let indexed = peer(&["filters", uri, &v, &filters, "true"]);
+    for ((f, s), i) in BTREE_FILTERS
+        .iter()
+        .zip(scan.as_array().unwrap())
+        .zip(indexed.as_array().unwrap())
+    {
+        assert_eq!(
+            i["row_ids"], s["row_ids"],
+            "pylance with lancet's index, {f}"
+        );
+        let got = lancet_search(uri, &v, f);
+        assert_eq!(
+            got["row_ids"], s["row_ids"],
+            "lancet with its own index, {f}"
+        );
+        assert_eq!(
+            got["null_row_ids"], s["null_row_ids"],
+            "lancet with its own index, {f}"
+        );
+    }
 }

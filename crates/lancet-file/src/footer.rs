@@ -104,7 +104,7 @@ pub(crate) fn check_offset_table(table: &[u8], limit: u64, what: &str) -> Result
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -428,7 +428,7 @@ pub async fn read_latest_hint(store: &DatasetStore) -> Result<Option<u64>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
     use lancet_proto::table::{DataFragment, Uuid};

@@ -55,6 +55,7 @@ pub fn is_fri_type_url(type_url: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
     use prost::Name;

@@ -59,7 +59,7 @@ impl Bitmap {
     pub fn all_ones(len: u64) -> Self {
         let n = len.div_ceil(64) as usize;
         let mut words = vec![u64::MAX; n];
-        if len % 64 != 0 {
+        if !len.is_multiple_of(64) {
             if let Some(last) = words.last_mut() {
                 *last = (1u64 << (len % 64)) - 1;
             }
@@ -122,7 +122,7 @@ impl Bitmap {
         for w in self.words.get(block * WORDS_PER_BLOCK..word).unwrap_or(&[]) {
             r += u64::from(w.count_ones());
         }
-        if i % 64 != 0 {
+        if !i.is_multiple_of(64) {
             if let Some(w) = self.words.get(word) {
                 r += u64::from((w & ((1u64 << (i % 64)) - 1)).count_ones());
             }
@@ -223,7 +223,7 @@ impl Bitmap {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
 

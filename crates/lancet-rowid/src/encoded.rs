@@ -170,7 +170,7 @@ fn check_base(base: u64, max_offset: Option<u64>) -> Result<(), DecodeError> {
 /// Packed little-endian integers; the byte length must be a multiple of the width. The output
 /// is bounded by the input's length.
 fn unpack<const W: usize, T>(bytes: &[u8], from: fn([u8; W]) -> T) -> Result<Vec<T>, DecodeError> {
-    if bytes.len() % W != 0 {
+    if !bytes.len().is_multiple_of(W) {
         return Err(DecodeError::Rule(format!(
             "packed array of {} bytes is not a multiple of {W}",
             bytes.len()
@@ -183,7 +183,7 @@ fn unpack<const W: usize, T>(bytes: &[u8], from: fn([u8; W]) -> T) -> Result<Vec
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -227,6 +227,16 @@ impl RowIdIndex {
         f.sequence.get(u64::from(offset))
     }
 
+    /// The stable row id stored at `address`, deleted or not (for answers that ignore
+    /// deletion vectors).
+    pub fn row_id_at(&self, address: u64) -> Option<u64> {
+        let fragment = u32::try_from(address >> 32).ok()?;
+        self.fragments
+            .get(&fragment)?
+            .sequence
+            .get(address & 0xffff_ffff)
+    }
+
     /// Number of live rows.
     pub fn len(&self) -> u64 {
         self.live_rows
@@ -269,7 +279,7 @@ impl RowIdIndex {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -66,7 +66,7 @@ fn expected_kind(v: &[u64]) -> &'static str {
         return "range";
     }
     let holes = 24 + 4 * (span - count);
-    let bitmap = 24 + (span + 7) / 8;
+    let bitmap = 24 + span.div_ceil(8);
     let sorted = 24 + 2 * count;
     if holes <= bitmap && holes <= sorted {
         "range_with_holes"

@@ -156,6 +156,60 @@ impl Weighted for CachedAny {
     }
 }
 
+/// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
+/// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.
+pub struct MokaPageCache {
+    inner: moka::sync::Cache<lancet_btree::PageKey, Arc<lancet_btree::Page>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl std::fmt::Debug for MokaPageCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MokaPageCache").finish()
+    }
+}
+
+impl MokaPageCache {
+    pub fn new(capacity_bytes: u64) -> Self {
+        Self {
+            inner: moka::sync::Cache::builder()
+                .max_capacity(capacity_bytes)
+                .weigher(|_k, v: &Arc<lancet_btree::Page>| {
+                    u32::try_from(v.size_bytes()).unwrap_or(u32::MAX)
+                })
+                .build(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            weighted_bytes: self.inner.weighted_size(),
+        }
+    }
+}
+
+impl lancet_btree::PageCache for MokaPageCache {
+    fn get(&self, key: &lancet_btree::PageKey) -> Option<Arc<lancet_btree::Page>> {
+        let v = self.inner.get(key);
+        let counter = if v.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        v
+    }
+
+    fn insert(&self, key: lancet_btree::PageKey, page: Arc<lancet_btree::Page>) {
+        self.inner.insert(key, page);
+    }
+}
+
 /// Key of a per-version structure: dataset URI, version, and what it is.
 pub(crate) type VersionKey = (String, u64, &'static str);
 
@@ -165,6 +219,7 @@ pub struct Caches {
     config: CacheConfig,
     pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
     pub(crate) indexes: ByteCache<VersionKey, CachedAny>,
+    pub(crate) pages: Arc<MokaPageCache>,
 }
 
 impl Caches {
@@ -173,6 +228,7 @@ impl Caches {
             config,
             manifests: ByteCache::new(config.manifest_bytes),
             indexes: ByteCache::new(config.index_bytes),
+            pages: Arc::new(MokaPageCache::new(config.page_bytes)),
         })
     }
 
@@ -180,17 +236,13 @@ impl Caches {
         &self.config
     }
 
-    /// Creates a cache for a subsystem with this session's capacity for that kind.
-    pub fn new_page_cache<K, V>(&self) -> ByteCache<K, V>
-    where
-        K: Hash + Eq + Send + Sync + 'static,
-        V: Weighted + Clone + Send + Sync + 'static,
-    {
-        ByteCache::new(self.config.page_bytes)
-    }
-
     pub fn manifest_stats(&self) -> CacheStats {
         self.manifests.stats()
+    }
+
+    /// Stats of the BTree page cache.
+    pub fn page_stats(&self) -> CacheStats {
+        self.pages.stats()
     }
 
     /// Stats of the cache of per-version index structures (RowIdIndex, ...).
@@ -206,6 +258,7 @@ impl Default for Caches {
             config,
             manifests: ByteCache::new(config.manifest_bytes),
             indexes: ByteCache::new(config.index_bytes),
+            pages: Arc::new(MokaPageCache::new(config.page_bytes)),
         }
     }
 }

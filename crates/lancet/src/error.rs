@@ -8,6 +8,8 @@ pub enum Error {
     File(#[from] lancet_file::FileError),
     #[error(transparent)]
     RowId(#[from] lancet_rowid::RowIdError),
+    #[error(transparent)]
+    BTree(#[from] lancet_btree::BTreeError),
     /// A load shared with other callers through a cache failed; the message is the original's.
     #[error("{0}")]
     Shared(String),
@@ -23,9 +25,9 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Recovers the typed error of a cached load when no other caller still holds it.
-pub(crate) fn unshare<E: Into<Error>>(e: std::sync::Arc<E>) -> Error
+pub(crate) fn unshare<E>(e: std::sync::Arc<E>) -> Error
 where
-    E: std::fmt::Display,
+    E: Into<Error> + std::fmt::Display,
 {
     match std::sync::Arc::try_unwrap(e) {
         Ok(e) => e.into(),

@@ -8,12 +8,15 @@
 mod cache;
 mod dataset;
 mod error;
+mod indexes;
 mod rowids;
 
-pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, Weighted};
+pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, Weighted};
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, Result};
+pub use indexes::BTreeSegment;
 
+pub use lancet_btree as btree;
 pub use lancet_file as file;
 pub use lancet_paths as paths;
 pub use lancet_proto as proto;

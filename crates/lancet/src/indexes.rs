@@ -1,0 +1,322 @@
+//! BTree indexes of a `Dataset`: segments, cached opening, column reads, building.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
+use lancet_btree::{BTreeIndex, NullableIdSet, Page, Query, TrainOptions};
+use lancet_paths::{files, ObjectUuid};
+use lancet_proto::table::{DataFragment, IndexFile, IndexMetadata};
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+use crate::cache::CachedAny;
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// One segment of a named BTree index, opened.
+#[derive(Debug, Clone)]
+pub struct BTreeSegment {
+    pub metadata: IndexMetadata,
+    pub index: Arc<BTreeIndex>,
+    /// Fragments it covers (empty bitmap: unknown, treated as none).
+    pub fragments: RoaringBitmap,
+}
+
+impl BTreeSegment {
+    /// Whether its `ids` are row addresses (index_version >= 1, or no stable row ids).
+    pub fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
+        self.metadata.index_version.unwrap_or(0) >= 1 || !stable_row_ids
+    }
+}
+
+fn uuid_of(meta: &IndexMetadata) -> Result<ObjectUuid> {
+    let bytes = meta
+        .uuid
+        .as_ref()
+        .map(|u| u.uuid.as_slice())
+        .unwrap_or_default();
+    Ok(ObjectUuid::from_slice(bytes)?)
+}
+
+impl Dataset {
+    /// The BTree index entries, grouped by name (one entry per segment).
+    pub fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
+        let mut by_name: Vec<(String, Vec<&IndexMetadata>)> = Vec::new();
+        for m in self.indices() {
+            let is_btree = m
+                .index_details
+                .as_ref()
+                .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
+            if !is_btree {
+                continue;
+            }
+            match by_name.iter_mut().find(|(n, _)| *n == m.name) {
+                Some((_, v)) => v.push(m),
+                None => by_name.push((m.name.clone(), vec![m])),
+            }
+        }
+        by_name
+    }
+
+    /// The name of the BTree index on the field `field_id`, if any.
+    pub fn btree_on_field(&self, field_id: i32) -> Option<String> {
+        self.btree_indices()
+            .into_iter()
+            .find(|(_, segs)| segs.iter().all(|m| m.fields == [field_id]))
+            .map(|(n, _)| n)
+    }
+
+    /// Opens every segment of the BTree index `name`; lookups are cached per segment, pages in
+    /// the session's page cache.
+    pub async fn btree_segments(&self, name: &str) -> Result<Vec<BTreeSegment>> {
+        let metas: Vec<IndexMetadata> = self
+            .btree_indices()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, m)| m.into_iter().cloned().collect())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(metas.len());
+        for meta in metas {
+            let uuid = uuid_of(&meta)?;
+            let dir = files::index_dir_location(&uuid, meta.base_id, self.bases(), &self.root())?;
+            let store = self.store_for(&dir.base)?;
+            let fs = Dataset::file_store_for(&store)?;
+            let sizes: HashMap<String, u64> = meta
+                .files
+                .iter()
+                .filter(|f| f.size_bytes > 0)
+                .map(|f| (f.path.clone(), f.size_bytes))
+                .collect();
+            let key = (dir.display_uri(), 0, "btree_segment");
+            let pages: Arc<dyn lancet_btree::PageCache> = self.caches().pages.clone();
+            let cached = self
+                .caches()
+                .indexes
+                .get_or_try_load(key, async {
+                    let index =
+                        BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes).await?;
+                    let weight = (index.lookup().num_pages() as u64 + 1) * 64;
+                    Ok::<_, Error>(CachedAny {
+                        value: Arc::new(index),
+                        weight,
+                    })
+                })
+                .await
+                .map_err(crate::error::unshare)?;
+            let index = cached
+                .value
+                .downcast::<BTreeIndex>()
+                .map_err(|_| Error::Shared("segment cache holds another type".into()))?;
+            let fragments = if meta.fragment_bitmap.is_empty() {
+                RoaringBitmap::new()
+            } else {
+                RoaringBitmap::deserialize_from(meta.fragment_bitmap.as_slice()).map_err(|e| {
+                    Error::Unsupported {
+                        uri: self.uri().to_string(),
+                        version: self.version(),
+                        rule: format!("index {name}: fragment_bitmap does not decode: {e}"),
+                    }
+                })?
+            };
+            out.push(BTreeSegment {
+                metadata: meta,
+                index,
+                fragments,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The column `field_id` of `fragment`, read from the data file holding it.
+    pub async fn read_column(&self, fragment: &DataFragment, field_id: i32) -> Result<ArrayRef> {
+        let name = self
+            .manifest()
+            .fields
+            .iter()
+            .find(|f| f.id == field_id && f.parent_id == -1)
+            .map(|f| f.name.clone())
+            .ok_or_else(|| Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!("no top-level field with id {field_id}"),
+            })?;
+        let (k, file) = fragment
+            .files
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, f)| f.fields.contains(&field_id))
+            .ok_or_else(|| Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "fragment {} has no data file with field {field_id}",
+                    fragment.id
+                ),
+            })?;
+        let loc = self
+            .data_file_locations(fragment)?
+            .into_iter()
+            .nth(k)
+            .ok_or_else(|| Error::Shared("data file location".into()))?;
+        let store = self.store_for(&loc.base)?;
+        let fs = Dataset::file_store_for(&store)?;
+        let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
+        let lance = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), size).await?;
+        let batch = lance.read_columns(&[name.as_str()], None).await?;
+        Ok(batch.column(0).clone())
+    }
+
+    /// Evaluates `query` on the column of fragments no index segment covers (a flat scan), with
+    /// row addresses as ids.
+    pub async fn scan_unindexed(
+        &self,
+        field_id: i32,
+        covered: &RoaringBitmap,
+        query: &Query,
+    ) -> Result<NullableIdSet> {
+        let mut out = NullableIdSet::default();
+        for f in self.fragments() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if covered.contains(id) {
+                continue;
+            }
+            let values = self.read_column(f, field_id).await?;
+            let base = u64::from(id) << 32;
+            let ids = UInt64Array::from_iter_values((0..values.len() as u64).map(|o| base | o));
+            let page = Page {
+                values,
+                ids: Arc::new(ids),
+            };
+            out.union_disjoint(page.evaluate_unindexed(query)?);
+        }
+        Ok(out)
+    }
+
+    /// Every physical row address of the given fragments (deleted rows included).
+    pub fn row_addresses(&self, fragments: impl Fn(u32) -> bool) -> RoaringTreemap {
+        let mut out = RoaringTreemap::new();
+        for f in self.fragments() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if fragments(id) {
+                let base = u64::from(id) << 32;
+                out.insert_range(base..base + f.physical_rows);
+            }
+        }
+        out
+    }
+
+    /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
+    /// the next version under the name `{column}_idx`, replacing an index of that name.
+    pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
+        let field = self
+            .manifest()
+            .fields
+            .iter()
+            .find(|f| f.name == column && f.parent_id == -1)
+            .cloned()
+            .ok_or_else(|| Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!("no top-level column {column:?}"),
+            })?;
+        let deletions = self.deletion_vectors().await?;
+        let mut batches = Vec::new();
+        let mut covered = RoaringBitmap::new();
+        for (f, deleted) in self.fragments().iter().zip(deletions) {
+            let id = u32::try_from(f.id).map_err(|_| Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!("fragment id {} exceeds 32 bits", f.id),
+            })?;
+            covered.insert(id);
+            let values = self.read_column(f, field.id).await?;
+            let keep: Vec<u32> = (0..values.len() as u32)
+                .filter(|o| deleted.as_ref().is_none_or(|d| !d.contains(*o)))
+                .collect();
+            let take = arrow_array::UInt32Array::from(keep.clone());
+            let values = arrow_select::take::take(values.as_ref(), &take, None)
+                .map_err(lancet_btree::BTreeError::from)?;
+            let base = u64::from(id) << 32;
+            let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(
+                keep.iter().map(|o| base | u64::from(*o)),
+            ));
+            batches.push(Ok(RecordBatch::try_from_iter([
+                ("value", values),
+                ("id", ids),
+            ])
+            .map_err(lancet_btree::BTreeError::from)?));
+        }
+        let value_type = match batches.first() {
+            Some(Ok(b)) => b.column(0).data_type().clone(),
+            _ => {
+                return Err(Error::Unsupported {
+                    uri: self.uri().to_string(),
+                    version: self.version(),
+                    rule: "cannot index a table with no fragments".into(),
+                })
+            }
+        };
+        let uuid = ObjectUuid::new_v4();
+        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let options = TrainOptions {
+            page_rows,
+            ..Default::default()
+        };
+        let trained = lancet_btree::train(
+            self.file_store(),
+            &dir,
+            &value_type,
+            futures::stream::iter(batches),
+            options,
+        )
+        .await?;
+        let mut bitmap = covered;
+        bitmap.optimize();
+        let mut fragment_bitmap = Vec::new();
+        bitmap
+            .serialize_into(&mut fragment_bitmap)
+            .map_err(|e| Error::Shared(e.to_string()))?;
+        let name = format!("{column}_idx");
+        let created_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let entry = IndexMetadata {
+            uuid: Some(uuid.to_proto()),
+            fields: vec![field.id],
+            name: name.clone(),
+            dataset_version: self.version(),
+            fragment_bitmap,
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: lancet_proto::BTREE_DETAILS_TYPE_URL.to_string(),
+                value: Vec::new(),
+            }),
+            // ids are row addresses; Lance labels such builds 0 on tables without stable row ids
+            index_version: Some(if self.has_stable_row_ids() { 1 } else { 0 }),
+            created_at: Some(created_at),
+            base_id: None,
+            files: trained
+                .files
+                .iter()
+                .map(|(path, size)| IndexFile {
+                    path: path.clone(),
+                    size_bytes: *size,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut indices: Vec<IndexMetadata> = self
+            .indices()
+            .iter()
+            .filter(|m| m.name != name)
+            .cloned()
+            .collect();
+        indices.push(entry);
+        self.commit(self.manifest().clone(), &indices).await
+    }
+}
