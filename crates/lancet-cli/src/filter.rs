@@ -236,6 +236,63 @@ fn convert(e: &Sql) -> Result<Expr, CliError> {
     }
 }
 
+/// Pushes NOT down to the leaves where SQL's three-valued logic allows it, so a negated
+/// comparison reads the pages of its complement instead of every page: `NOT (x > v)` is
+/// `x <= v` (NULL stays NULL either way), `NOT (x = v)` is `x < v OR x > v`, `NOT (x BETWEEN a
+/// AND b)` is `x < a OR x > b`, and De Morgan's laws hold in Kleene logic. Negated IN, IS NULL
+/// and LIKE stay as NOT, evaluated as a complement.
+pub fn push_not(e: Expr) -> Expr {
+    negate_if(e, false)
+}
+
+fn negate_if(e: Expr, negate: bool) -> Expr {
+    match e {
+        Expr::Not(inner) => negate_if(*inner, !negate),
+        Expr::And(a, b) if negate => {
+            Expr::Or(Box::new(negate_if(*a, true)), Box::new(negate_if(*b, true)))
+        }
+        Expr::Or(a, b) if negate => {
+            Expr::And(Box::new(negate_if(*a, true)), Box::new(negate_if(*b, true)))
+        }
+        Expr::And(a, b) => Expr::And(
+            Box::new(negate_if(*a, false)),
+            Box::new(negate_if(*b, false)),
+        ),
+        Expr::Or(a, b) => Expr::Or(
+            Box::new(negate_if(*a, false)),
+            Box::new(negate_if(*b, false)),
+        ),
+        Expr::Leaf { column, leaf } if negate => match leaf {
+            Leaf::Cmp(_, Lit::Null) => Expr::Leaf { column, leaf },
+            Leaf::Cmp(op, v) => {
+                let cmp = |op| Expr::Leaf {
+                    column: column.clone(),
+                    leaf: Leaf::Cmp(op, v.clone()),
+                };
+                match op {
+                    Op::Eq => Expr::Or(Box::new(cmp(Op::Lt)), Box::new(cmp(Op::Gt))),
+                    Op::Lt => cmp(Op::GtEq),
+                    Op::LtEq => cmp(Op::Gt),
+                    Op::Gt => cmp(Op::LtEq),
+                    Op::GtEq => cmp(Op::Lt),
+                }
+            }
+            Leaf::Between(a, b) if a != Lit::Null && b != Lit::Null => Expr::Or(
+                Box::new(Expr::Leaf {
+                    column: column.clone(),
+                    leaf: Leaf::Cmp(Op::Lt, a),
+                }),
+                Box::new(Expr::Leaf {
+                    column,
+                    leaf: Leaf::Cmp(Op::Gt, b),
+                }),
+            ),
+            leaf => Expr::Not(Box::new(Expr::Leaf { column, leaf })),
+        },
+        leaf => leaf,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +339,18 @@ mod tests {
             parse("NOT (x > 1 OR y <= 2) AND z = 'q'").unwrap(),
             Expr::And(..)
         ));
+        let pushed = push_not(parse("NOT (x > 1 OR NOT y = 2)").unwrap());
+        assert_eq!(
+            pushed,
+            Expr::And(
+                Box::new(l("x", Leaf::Cmp(Op::LtEq, Lit::Int(1)))),
+                Box::new(l("y", Leaf::Cmp(Op::Eq, Lit::Int(2))))
+            )
+        );
+        assert_eq!(
+            push_not(parse("NOT x IS NULL").unwrap()),
+            not(l("x", Leaf::IsNull))
+        );
         for bad in [
             "x + 1 = 2",
             "s LIKE '%ab'",

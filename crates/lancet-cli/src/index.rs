@@ -233,7 +233,7 @@ pub async fn search(
     json_out: bool,
     no_deletions: bool,
 ) -> Result<(), CliError> {
-    let expr = filter::parse(filter_text)?;
+    let expr = filter::push_not(filter::parse(filter_text)?);
     let ds = open(uri, version).await?;
     let row_ids = if ds.has_stable_row_ids() {
         Some(ds.row_id_index().await?)
