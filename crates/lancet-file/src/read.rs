@@ -77,8 +77,15 @@ impl LanceFile {
         )
         .await?
         .map_err(lance_err(path))?;
-        let lance_schema = reader.schema();
-        let mut schema = Schema::from(lance_schema.as_ref());
+        let lance_schema = reader.schema().clone();
+        // lance-core unwraps on a logical type it does not know; bytes decide the type.
+        let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Schema::from(lance_schema.as_ref())
+        }));
+        let mut schema = converted.map_err(|_| FileError::Corrupt {
+            path: path.clone(),
+            rule: "the file's schema names a type Lance does not know".into(),
+        })?;
         schema.metadata = lance_schema.metadata.clone();
         Ok(Self {
             path: path.clone(),
@@ -156,6 +163,7 @@ impl LanceFile {
         )
         .map_err(lance_err(&self.path))?;
         let schema = Arc::new(Schema::from(projection.schema.as_ref()));
+        // (the projection's types were converted once already in `open`)
         if range.is_empty() {
             return Ok(RecordBatch::new_empty(schema));
         }

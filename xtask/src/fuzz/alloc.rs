@@ -9,6 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const LIMIT: usize = 256 << 20;
 
 static ARMED: AtomicBool = AtomicBool::new(false);
+static CURRENT_LIMIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(LIMIT);
+
+/// Sets the limit for the target about to run.
+pub fn set_limit(limit: usize) {
+    CURRENT_LIMIT.store(limit, Ordering::Relaxed);
+}
 
 struct Guarded;
 
@@ -31,9 +37,13 @@ unsafe impl GlobalAlloc for Guarded {
 }
 
 fn check(size: usize) {
-    if size > LIMIT && ARMED.load(Ordering::Relaxed) {
+    let limit = CURRENT_LIMIT.load(Ordering::Relaxed);
+    if size > limit && ARMED.load(Ordering::Relaxed) {
         ARMED.store(false, Ordering::Relaxed);
-        eprintln!("fuzz FAILED: a single allocation of {size} bytes (limit {LIMIT})");
+        eprintln!("fuzz FAILED: a single allocation of {size} bytes (limit {limit})");
+        if std::env::var_os("LANCET_FUZZ_BACKTRACE").is_some() {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
         std::process::abort();
     }
 }

@@ -13,6 +13,7 @@
 
 mod alloc;
 mod base_id;
+mod btree;
 mod manifest;
 mod mutate;
 mod rowid;
@@ -34,12 +35,26 @@ pub trait Target {
     fn hot_offsets(&self, _seed: &[u8]) -> Vec<usize> {
         Vec::new()
     }
+    /// Largest single allocation the target may make. Lancet's own decoders stay under
+    /// [`alloc::LIMIT`]; a target that reaches into a third-party decoder with a known,
+    /// bounded trust of a length field says so here.
+    fn allocation_limit(&self) -> usize {
+        alloc::LIMIT
+    }
+    /// Longest time one input may take before it counts as a hang.
+    fn hang_limit(&self) -> Duration {
+        HANG_LIMIT
+    }
     /// Runs the decoder on `input`; panics (an `assert!`) when a property is violated.
     /// Returns whether the input was accepted (decoded) rather than rejected with an error.
     fn check(&self, input: &[u8]) -> bool;
 }
 
 const HANG_LIMIT: Duration = Duration::from_secs(2);
+
+thread_local! {
+    static LAST_PANIC: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
 
 fn targets() -> Vec<Box<dyn Target>> {
     vec![
@@ -50,6 +65,8 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(rowid::VersionTarget),
         Box::new(rowid::ArrowDeletionTarget),
         Box::new(rowid::BitmapDeletionTarget),
+        Box::new(btree::LookupTarget::new()),
+        Box::new(btree::DataTarget::new()),
     ]
 }
 
@@ -76,15 +93,21 @@ fn run_target(target: &dyn Target, seconds: u64, seed: u64) -> Result<(u64, u64)
         if matches!(outcome, Ok(true)) {
             accepted += 1;
         }
-        if outcome.is_err() {
+        if let Err(payload) = &outcome {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let location = LAST_PANIC.with(|l| l.borrow().clone());
             return Err(format!(
-                "{}: panic at iteration {iterations} (seed {seed}); input ({} bytes): {}",
+                "{}: panic at iteration {iterations} (seed {seed}) at {location}: {message}; input ({} bytes): {}",
                 target.name(),
                 input.len(),
                 hex_prefix(&input)
             ));
         }
-        if took > HANG_LIMIT {
+        if took > target.hang_limit() {
             return Err(format!(
                 "{}: input took {took:?} at iteration {iterations} (seed {seed})",
                 target.name()
@@ -133,11 +156,18 @@ pub fn main(
         }
     };
     let seed = seed.unwrap_or_else(|| rand::rng().random());
-    // Panics are caught and reported once with their input; keep the default hook quiet.
-    std::panic::set_hook(Box::new(|_| {}));
+    // Panics are caught and reported once with their input; the hook only records where.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        LAST_PANIC.with(|l| *l.borrow_mut() = at);
+    }));
     alloc::arm();
     let mut failed = false;
     for t in chosen {
+        alloc::set_limit(t.allocation_limit());
         match run_target(t, seconds, seed) {
             Ok((n, accepted)) => println!(
                 "fuzz {}: {n} inputs ({accepted} accepted), 0 failures (seed {seed})",
