@@ -83,6 +83,29 @@ def explain(uri, f):
     return {"plan": ds.scanner(filter=f, columns=[], with_row_id=True).explain_plan()}
 
 
+def fri_expect(uri, pre_version):
+    """Every physical row address of version PRE's fragments; where the row with the same `id`
+    lives in the latest version (null if deleted by then, or already deleted at PRE); and what
+    pylance's remap_row_addrs answers for them."""
+    pre = lance.dataset(uri, version=int(pre_version))
+    post = lance.dataset(uri)
+    addrs = []
+    for f in pre.get_fragments():
+        m = f.metadata
+        addrs.extend((m.id << 32) | o for o in range(m.physical_rows))
+    live = pre.to_table(columns=["id"], with_row_address=True)
+    id_at = dict(zip(live.column("_rowaddr").to_pylist(), live.column("id").to_pylist()))
+    now = post.to_table(columns=["id"], with_row_address=True)
+    addr_of = dict(zip(now.column("id").to_pylist(), now.column("_rowaddr").to_pylist()))
+    expected = [addr_of.get(id_at[a]) if a in id_at else None for a in addrs]
+    remapped = post.remap_row_addrs(pa.array(addrs, pa.uint64()))
+    return {
+        "addrs": addrs,
+        "expected": expected,
+        "pylance": None if remapped is None else remapped.to_pylist(),
+    }
+
+
 def read_file(path):
     r = lf.LanceFileReader(path)
     m = r.metadata()
@@ -113,7 +136,7 @@ def write_file(path):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "read-file": read_file, "write-file": write_file}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -133,6 +133,30 @@ impl BTreeIndex {
             .await
     }
 
+    /// Rows in `page_data.lance`.
+    pub async fn data_rows(&self) -> Result<u64> {
+        Ok(self.data().await?.1)
+    }
+
+    /// Rows `range` of `page_data.lance` (sorted values and their ids), bypassing the cache.
+    pub async fn read_rows(
+        &self,
+        range: std::ops::Range<u64>,
+    ) -> Result<(arrow_array::ArrayRef, UInt64Array)> {
+        let (file, _) = self.data().await?;
+        let batch = file.read_range(range).await?;
+        let ids = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .cloned()
+            .ok_or_else(|| BTreeError::Corrupt {
+                path: self.data_path.to_string(),
+                rule: "ids column is not UInt64".into(),
+            })?;
+        Ok((batch.column(0).clone(), ids))
+    }
+
     fn key(&self, page: u32) -> PageKey {
         PageKey {
             segment: self.key.clone(),

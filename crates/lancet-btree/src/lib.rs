@@ -1,7 +1,10 @@
 //! The Lance 14 scalar BTree index: `page_lookup.lance` (one row per page: min, max,
 //! null_count, page_idx) and `page_data.lance` (every `(value, id)` sorted, NULLs first).
 //!
-//! - [`train`]: sort pairs and write both files, usable by pylance in place of its own.
+//! - [`train`]: sort pairs (spilling sorted runs to temporary files past a memory budget, see
+//!   [`sort`]) and write both files, usable by pylance in place of its own.
+//! - [`merge`]: a segment plus new pairs (old ids remapped, e.g. through an FRI) into a new
+//!   segment with no duplicate `(value, id)`.
 //! - [`BTreeIndex`]: open a segment (the lookup only), select pages by binary search, read the
 //!   selected pages in one coalesced request set through a [`PageCache`], and evaluate exactly
 //!   with Arrow kernels; whole-page matches skip per-row comparison.
@@ -14,18 +17,22 @@
 pub mod error;
 pub mod index;
 pub mod lookup;
+pub mod merge;
 pub mod page;
 pub mod query;
 pub mod result;
 pub mod schema;
 pub mod select;
+pub mod sort;
 pub mod train;
 
 pub use error::{BTreeError, Result};
 pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
+pub use merge::merge;
 pub use page::Page;
 pub use query::Query;
 pub use result::NullableIdSet;
+pub use sort::ExternalSorter;
 pub use train::{train, write_sorted, TrainOptions, TrainedIndex};
 
 /// First `i` in `0..n` for which `pred(i)` is false, given `pred` is true then false.

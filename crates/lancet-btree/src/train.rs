@@ -8,8 +8,10 @@ use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_ord::sort::{lexsort_to_indices, SortColumn};
 use arrow_select::concat::concat;
 use arrow_select::take::take;
+
+use crate::sort::{ExternalSorter, SortedStream};
 use futures::{Stream, TryStreamExt};
-use lancet_file::{write_file, FileStore, FileVersion, WriteOptions};
+use lancet_file::{write_file, FileStore, FileVersion, StreamingWriter, WriteOptions};
 use object_store::path::Path;
 
 use crate::error::{BTreeError, Result};
@@ -26,6 +28,8 @@ pub struct TrainOptions {
     pub page_rows: u64,
     /// Lance file version of both files (pylance 14 writes 2.2).
     pub file_version: FileVersion,
+    /// Bytes of input held in memory before a sorted run is spilled to a temporary file.
+    pub memory_budget_bytes: usize,
 }
 
 impl Default for TrainOptions {
@@ -33,6 +37,7 @@ impl Default for TrainOptions {
         Self {
             page_rows: crate::schema::DEFAULT_PAGE_ROWS,
             file_version: FileVersion::V2_2,
+            memory_budget_bytes: 512 << 20,
         }
     }
 }
@@ -69,7 +74,8 @@ pub fn sort_pairs(values: &ArrayRef, ids: &UInt64Array) -> Result<(ArrayRef, UIn
     Ok((values, ids))
 }
 
-/// Trains from a stream of batches with columns `(value, id: UInt64)`.
+/// Trains from a stream of batches with columns `(value, id: UInt64)`. Inputs larger than
+/// `options.memory_budget_bytes` are sorted in runs spilled to temporary files and merged.
 pub async fn train<S>(
     fs: &FileStore,
     dir: &Path,
@@ -80,9 +86,23 @@ pub async fn train<S>(
 where
     S: Stream<Item = Result<RecordBatch>>,
 {
-    if options.page_rows == 0 {
+    check_options(value_type, &options)?;
+    let mut sorter = ExternalSorter::new(value_type.clone(), options.memory_budget_bytes);
+    let mut batches = std::pin::pin!(batches);
+    while let Some(batch) = batches.try_next().await? {
+        sorter.push(batch).await?;
+    }
+    let mut sorted = sorter.finish().await?;
+    write_pages(fs, dir, value_type, &mut sorted, options).await
+}
+
+pub(crate) fn check_options(
+    value_type: &arrow_schema::DataType,
+    options: &TrainOptions,
+) -> Result<()> {
+    if options.page_rows == 0 || options.page_rows > u64::from(u32::MAX) {
         return Err(BTreeError::InvalidInput(
-            "page_rows (zone_size) must be positive".into(),
+            "page_rows (zone_size) must be between 1 and 2^32 - 1".into(),
         ));
     }
     if !is_supported(value_type) {
@@ -90,42 +110,7 @@ where
             "cannot index {value_type}"
         )));
     }
-    let batches: Vec<RecordBatch> = batches.try_collect().await?;
-    let mut values: Vec<ArrayRef> = Vec::with_capacity(batches.len());
-    let mut ids: Vec<ArrayRef> = Vec::with_capacity(batches.len());
-    for b in &batches {
-        if b.num_columns() != 2 || b.column(0).data_type() != value_type {
-            return Err(BTreeError::InvalidInput(format!(
-                "training batches must be (value: {value_type}, id: UInt64), got {}",
-                b.schema()
-            )));
-        }
-        if b.column(1).data_type() != &arrow_schema::DataType::UInt64
-            || b.column(1).null_count() > 0
-        {
-            return Err(BTreeError::InvalidInput(
-                "ids must be non-NULL UInt64".into(),
-            ));
-        }
-        values.push(b.column(0).clone());
-        ids.push(b.column(1).clone());
-    }
-    let values = if values.is_empty() {
-        arrow_array::new_empty_array(value_type)
-    } else {
-        concat(&values.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?
-    };
-    let ids = if ids.is_empty() {
-        UInt64Array::from(Vec::<u64>::new())
-    } else {
-        let all = concat(&ids.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?;
-        all.as_any()
-            .downcast_ref::<UInt64Array>()
-            .cloned()
-            .ok_or_else(|| BTreeError::InvalidInput("ids are not UInt64".into()))?
-    };
-    let (values, ids) = sort_pairs(&values, &ids)?;
-    write_sorted(fs, dir, &values, &ids, options).await
+    Ok(())
 }
 
 /// Writes already sorted pairs as one segment.
@@ -137,33 +122,64 @@ pub async fn write_sorted(
     options: TrainOptions,
 ) -> Result<TrainedIndex> {
     let value_type = values.data_type().clone();
-    let n = values.len();
-    let page = options.page_rows as usize;
-    let num_pages = n.div_ceil(page.max(1));
-    let mut mins = Vec::with_capacity(num_pages);
-    let mut maxs = Vec::with_capacity(num_pages);
-    let mut null_counts = Vec::with_capacity(num_pages);
-    for p in 0..num_pages {
-        let start = p * page;
-        let len = page.min(n - start);
-        let slice = values.slice(start, len);
-        mins.push(slice.slice(0, 1));
-        maxs.push(slice.slice(len - 1, 1));
-        null_counts.push(slice.null_count() as u32);
+    check_options(&value_type, &options)?;
+    let mut sorter = ExternalSorter::new(value_type.clone(), usize::MAX);
+    let batch = RecordBatch::try_from_iter([
+        ("value", values.clone()),
+        ("id", Arc::new(ids.clone()) as ArrayRef),
+    ])?;
+    sorter.push(batch).await?;
+    let mut sorted = sorter.finish().await?;
+    write_pages(fs, dir, &value_type, &mut sorted, options).await
+}
+
+/// Streams sorted pairs into `page_data.lance` page by page, then writes the lookup.
+pub(crate) async fn write_pages(
+    fs: &FileStore,
+    dir: &Path,
+    value_type: &arrow_schema::DataType,
+    sorted: &mut SortedStream,
+    options: TrainOptions,
+) -> Result<TrainedIndex> {
+    let data_schema = page_data_schema(value_type);
+    let mut data = StreamingWriter::create(
+        fs,
+        &dir.clone().join(PAGE_DATA_FILE),
+        &data_schema,
+        options.file_version,
+    )
+    .await?;
+    let mut mins: Vec<ArrayRef> = Vec::new();
+    let mut maxs: Vec<ArrayRef> = Vec::new();
+    let mut null_counts: Vec<u32> = Vec::new();
+    while let Some(page) = sorted.next_batch(options.page_rows as usize).await? {
+        let values = page.column(0);
+        let len = values.len();
+        // With NULLs first, a page's first value is NULL iff it holds a NULL, and its last
+        // value is NULL iff it is all NULL: exactly the lookup's min/max convention.
+        mins.push(values.slice(0, 1));
+        maxs.push(values.slice(len - 1, 1));
+        null_counts.push(values.null_count() as u32);
+        let batch = RecordBatch::try_new(
+            data_schema.clone(),
+            vec![values.clone(), page.column(1).clone()],
+        )?;
+        data.write(&batch).await?;
     }
+    let num_rows = data.rows();
+    let data_file = data.finish(&HashMap::new(), &[]).await?;
+    let num_pages = mins.len();
     let cat = |parts: &[ArrayRef]| -> Result<ArrayRef> {
         if parts.is_empty() {
-            Ok(arrow_array::new_empty_array(&value_type))
+            Ok(arrow_array::new_empty_array(value_type))
         } else {
             Ok(concat(
                 &parts.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
             )?)
         }
     };
-    // With NULLs first, a page's first value is NULL iff it holds a NULL, and its last value is
-    // NULL iff it is all NULL: exactly the lookup's min/max convention.
     let lookup = RecordBatch::try_new(
-        page_lookup_schema(&value_type),
+        page_lookup_schema(value_type),
         vec![
             cat(&mins)?,
             cat(&maxs)?,
@@ -171,25 +187,10 @@ pub async fn write_sorted(
             Arc::new(UInt32Array::from_iter_values(0..num_pages as u32)),
         ],
     )?;
-    let data = RecordBatch::try_new(
-        page_data_schema(&value_type),
-        vec![values.clone(), Arc::new(ids.clone())],
-    )?;
-    let data_file = write_file(
-        fs,
-        &dir.clone().join(PAGE_DATA_FILE),
-        &page_data_schema(&value_type),
-        &[data],
-        &WriteOptions {
-            version: options.file_version,
-            ..Default::default()
-        },
-    )
-    .await?;
     let lookup_file = write_file(
         fs,
         &dir.clone().join(PAGE_LOOKUP_FILE),
-        &page_lookup_schema(&value_type),
+        &page_lookup_schema(value_type),
         &[lookup],
         &WriteOptions {
             version: options.file_version,
@@ -202,7 +203,7 @@ pub async fn write_sorted(
     )
     .await?;
     Ok(TrainedIndex {
-        num_rows: n as u64,
+        num_rows,
         num_pages: num_pages as u64,
         files: vec![
             (PAGE_DATA_FILE.to_string(), data_file.size_bytes),

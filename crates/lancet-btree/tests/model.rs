@@ -362,3 +362,103 @@ async fn strings_prefix_and_ranges() {
         .await;
     assert!(wrong_type.is_err());
 }
+
+/// Training through spilled runs (a tiny memory budget) gives the same files' content as
+/// an in-memory build, and a merge adds new rows, drops remapped-away rows and removes
+/// duplicate `(value, id)` pairs.
+#[tokio::test]
+async fn spill_and_merge_match_in_memory_builds() {
+    use lancet_btree::merge;
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let n = 20_000u64;
+    let make = |lo: u64, hi: u64| -> RecordBatch {
+        let values: ArrayRef = Arc::new(Float64Array::from(
+            (lo..hi)
+                .map(|i| match i % 11 {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    2 => Some(-0.0),
+                    _ => Some(((i * 7919) % 500) as f64 - 250.0),
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(lo..hi));
+        RecordBatch::try_from_iter([("value", values), ("id", ids)]).unwrap()
+    };
+    let batches: Vec<RecordBatch> = (0..n).step_by(1000).map(|lo| make(lo, lo + 1000)).collect();
+    let stream = |b: &Vec<RecordBatch>| futures::stream::iter(b.clone().into_iter().map(Ok));
+    let small = TrainOptions {
+        page_rows: 100,
+        memory_budget_bytes: 20_000,
+        ..Default::default()
+    };
+    let big = TrainOptions {
+        page_rows: 100,
+        ..Default::default()
+    };
+    let spilled = train(
+        &fs,
+        &Path::from("a"),
+        &DataType::Float64,
+        stream(&batches),
+        small,
+    )
+    .await
+    .unwrap();
+    let memory = train(
+        &fs,
+        &Path::from("b"),
+        &DataType::Float64,
+        stream(&batches),
+        big,
+    )
+    .await
+    .unwrap();
+    assert_eq!(spilled.num_rows, n);
+    assert_eq!(spilled.num_pages, memory.num_pages);
+    let a = BTreeIndex::open(&fs, &Path::from("a"), Arc::new(NoCache), &HashMap::new())
+        .await
+        .unwrap();
+    let b = BTreeIndex::open(&fs, &Path::from("b"), Arc::new(NoCache), &HashMap::new())
+        .await
+        .unwrap();
+    let (va, ia) = a.read_rows(0..n).await.unwrap();
+    let (vb, ib) = b.read_rows(0..n).await.unwrap();
+    assert_eq!(ia, ib, "same order of ids");
+    assert_eq!(va.to_data(), vb.to_data());
+
+    // merge: old rows with odd ids move to id + 1_000_000, ids divisible by 5 are dropped,
+    // 500 new rows arrive, and 100 old pairs are offered again (duplicates)
+    let new = vec![Ok(make(n, n + 500)), Ok(make(10, 110))];
+    let remap = |id: u64| {
+        if id % 5 == 0 && id != 0 {
+            None
+        } else if id % 2 == 1 {
+            Some(id + 1_000_000)
+        } else {
+            Some(id)
+        }
+    };
+    let merged = merge(
+        &fs,
+        &a,
+        remap,
+        futures::stream::iter(new),
+        &Path::from("m"),
+        small,
+    )
+    .await
+    .unwrap();
+    let m = BTreeIndex::open(&fs, &Path::from("m"), Arc::new(NoCache), &HashMap::new())
+        .await
+        .unwrap();
+    let (_, ids) = m.read_rows(0..merged.num_rows).await.unwrap();
+    let mut got: Vec<u64> = ids.values().to_vec();
+    got.sort_unstable();
+    let mut want: Vec<u64> = (0..n).filter_map(remap).collect();
+    want.extend(n..n + 500);
+    // the re-offered ids 10..110 keep their ids; those remapped away or moved are new rows
+    want.extend((10..110u64).filter(|id| remap(*id) != Some(*id)));
+    want.sort_unstable();
+    assert_eq!(got, want);
+}

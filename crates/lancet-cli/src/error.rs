@@ -9,6 +9,8 @@ pub enum CliError {
     File(#[from] lancet::file::FileError),
     #[error(transparent)]
     RowId(#[from] lancet::rowid::RowIdError),
+    #[error(transparent)]
+    Reuse(#[from] lancet::reuse::ReuseError),
     #[error("{0}")]
     Usage(String),
     #[error("writing output: {0}")]

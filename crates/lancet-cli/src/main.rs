@@ -3,6 +3,7 @@
 mod demo;
 mod error;
 mod filter;
+mod fri;
 mod index;
 mod inspect;
 mod rowid;
@@ -60,11 +61,38 @@ enum Command {
         #[command(subcommand)]
         command: IndexCommand,
     },
+    /// The Fragment Reuse Index: its history, and translation of old row addresses.
+    Fri {
+        #[command(subcommand)]
+        command: FriCommand,
+    },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
         /// Directory to create (must not hold a dataset yet).
         #[arg(default_value = "lancet-demo")]
         dir: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum FriCommand {
+    /// Print the decoded history as JSON.
+    Show {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        /// Accepted for symmetry; the output is always JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Translate row addresses read from stdin (one per line) to current addresses.
+    Translate {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        /// Accepted for symmetry; the output is always JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -136,6 +164,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 column,
                 zone_size,
             } => index::build(&dataset, &column, zone_size).await,
+        },
+        Command::Fri { command } => match command {
+            FriCommand::Show {
+                dataset, version, ..
+            } => fri::show(&dataset, version).await,
+            FriCommand::Translate {
+                dataset, version, ..
+            } => fri::translate(&dataset, version).await,
         },
         Command::Demo { dir } => demo::run(&dir).await,
     }

@@ -570,3 +570,65 @@ fn lancet_trained_indexes_serve_pylance_queries() {
         );
     }
 }
+
+fn lancet_stdin(args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "lancet {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn fri_translation_equals_pylance_after_two_compactions() {
+    let uri = fixtures().join("fri");
+    let uri = uri.to_str().unwrap();
+    let shown: Value = serde_json::from_str(&lancet(&["fri", "show", uri, "--json"])).unwrap();
+    let transitions = shown["fri"]["transitions"].as_array().unwrap();
+    assert!(!transitions.is_empty(), "{shown}");
+    // the versions before each compaction: every fragment of them is translated
+    let versions = expected_versions("fri");
+    let mut checked = 0;
+    for pre in &versions[..versions.len() - 1] {
+        let want = peer(&["fri-expect", uri, &pre.to_string()]);
+        let addrs: Vec<String> = want["addrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        let got: Value = serde_json::from_str(&lancet_stdin(
+            &["fri", "translate", uri, "--json"],
+            &addrs.join("\n"),
+        ))
+        .unwrap();
+        assert_eq!(
+            got["translated"], want["expected"],
+            "from version {pre}: the same rows"
+        );
+        if !want["pylance"].is_null() {
+            assert_eq!(
+                got["translated"], want["pylance"],
+                "from version {pre}: remap_row_addrs"
+            );
+        }
+        checked += addrs.len();
+    }
+    assert!(checked > 10_000, "{checked}");
+}

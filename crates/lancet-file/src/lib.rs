@@ -21,4 +21,4 @@ pub use error::{FileError, Result};
 pub use read::LanceFile;
 pub use schema::{check_schema_exact, manifest_fields};
 pub use store::FileStore;
-pub use write::{write_file, FileVersion, WriteOptions, WrittenFile};
+pub use write::{write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

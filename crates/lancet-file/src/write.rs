@@ -112,3 +112,85 @@ pub async fn write_file(
         global_buffers,
     })
 }
+
+/// A Lance file written batch by batch (for outputs too large to hold at once).
+pub struct StreamingWriter {
+    path: Path,
+    schema: Schema,
+    writer: lance_file::writer::FileWriter,
+    rows: u64,
+}
+
+impl StreamingWriter {
+    /// Creates `path`; every batch written must have exactly `schema`.
+    pub async fn create(
+        fs: &FileStore,
+        path: &Path,
+        schema: &Schema,
+        version: FileVersion,
+    ) -> Result<Self> {
+        let lance_schema =
+            lance_core::datatypes::Schema::try_from(schema).map_err(lance_err(path))?;
+        let object_writer = fs.store.create(path).await.map_err(lance_err(path))?;
+        let writer = lance_file::versions::create_writer(
+            version.concrete(),
+            object_writer,
+            lance_schema,
+            FileWriterOptions::default(),
+        )
+        .map_err(lance_err(path))?;
+        Ok(Self {
+            path: path.clone(),
+            schema: schema.clone(),
+            writer,
+            rows: 0,
+        })
+    }
+
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        check_schema_exact(batch.schema().as_ref(), &self.schema).map_err(|rule| {
+            FileError::InvalidInput {
+                path: self.path.clone(),
+                rule,
+            }
+        })?;
+        self.rows += batch.num_rows() as u64;
+        self.writer
+            .write_batch(batch)
+            .await
+            .map_err(lance_err(&self.path))
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Adds schema metadata and global buffers and closes the file.
+    pub async fn finish(
+        mut self,
+        metadata: &HashMap<String, String>,
+        global_buffers: &[Bytes],
+    ) -> Result<WrittenFile> {
+        let mut indexes = Vec::with_capacity(global_buffers.len());
+        for b in global_buffers {
+            indexes.push(
+                self.writer
+                    .add_global_buffer(b.clone())
+                    .await
+                    .map_err(lance_err(&self.path))?,
+            );
+        }
+        let mut keys: Vec<_> = metadata.iter().collect();
+        keys.sort();
+        for (k, v) in keys {
+            self.writer.add_schema_metadata(k.clone(), v.clone());
+        }
+        let summary = self.writer.finish().await.map_err(lance_err(&self.path))?;
+        Ok(WrittenFile {
+            num_rows: summary.num_rows,
+            size_bytes: summary.size_bytes,
+            global_buffers: indexes,
+        })
+    }
+}

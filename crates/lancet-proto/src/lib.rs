@@ -10,6 +10,7 @@
 //! (fields lancet does not model, the exact `DataFragment` bytes), which prost alone drops.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
+pub mod roaring_wire;
 pub mod wire;
 
 /// `lance.file`: schema fields and the v2 file descriptor.

@@ -22,42 +22,14 @@ use crate::error::{Result, RowIdError};
 /// Lance writes a bitmap file once a deletion vector holds more than this many rows.
 pub const BITMAP_THRESHOLD: u64 = 5000;
 
-const SERIAL_COOKIE_NO_RUNCONTAINER: u32 = 12346;
-const SERIAL_COOKIE: u16 = 12347;
-
 fn deletion_schema() -> Schema {
     Schema::new(vec![Field::new("row_id", DataType::UInt32, false)])
 }
 
-/// Decodes a `.bin` deletion file. The container count in the header is checked (at most
-/// 65,536) before the roaring crate reads it, and trailing bytes are rejected.
+/// Decodes a `.bin` deletion file: exactly one Roaring32, its container count checked
+/// before the roaring crate allocates, no trailing bytes.
 pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
-    let cookie = bytes
-        .get(0..4)
-        .and_then(|b| b.try_into().ok())
-        .map(u32::from_le_bytes)
-        .ok_or("shorter than a roaring header")?;
-    if cookie == SERIAL_COOKIE_NO_RUNCONTAINER {
-        let size = bytes
-            .get(4..8)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-            .ok_or("roaring header truncated")?;
-        if size > 65_536 {
-            return Err(format!("roaring header claims {size} containers"));
-        }
-    } else if (cookie & 0xffff) as u16 != SERIAL_COOKIE {
-        return Err("not a roaring bitmap (bad cookie)".into());
-    }
-    let mut cursor = Cursor::new(bytes);
-    let bitmap = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| e.to_string())?;
-    if cursor.position() != bytes.len() as u64 {
-        return Err(format!(
-            "{} trailing bytes after the roaring bitmap",
-            bytes.len() as u64 - cursor.position()
-        ));
-    }
-    Ok(bitmap)
+    lancet_proto::roaring_wire::decode_roaring32(bytes)
 }
 
 /// Decodes an `.arrow` deletion file of a fragment with at most `max_rows` physical rows.
@@ -215,10 +187,7 @@ fn decode_arrow_inner(bytes: &[u8]) -> Result<RoaringBitmap, String> {
 
 /// Encodes `.bin` bytes.
 pub fn encode_bitmap(deleted: &RoaringBitmap) -> Vec<u8> {
-    let mut out = Vec::with_capacity(deleted.serialized_size());
-    // Writing into a Vec cannot fail.
-    let _ = deleted.serialize_into(&mut out);
-    out
+    lancet_proto::roaring_wire::encode_roaring32(deleted)
 }
 
 /// Encodes `.arrow` bytes (one batch, ZSTD buffers).
@@ -317,7 +286,7 @@ mod tests {
         assert!(decode_bitmap(&bytes).unwrap_err().contains("trailing"));
         assert!(decode_bitmap(&[1, 2]).is_err());
         assert!(decode_bitmap(&[0; 8]).unwrap_err().contains("cookie"));
-        let mut huge = SERIAL_COOKIE_NO_RUNCONTAINER.to_le_bytes().to_vec();
+        let mut huge = 12346u32.to_le_bytes().to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode_bitmap(&huge).unwrap_err().contains("containers"));
         let good = encode_bitmap(&deleted);

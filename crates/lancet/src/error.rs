@@ -10,6 +10,8 @@ pub enum Error {
     RowId(#[from] lancet_rowid::RowIdError),
     #[error(transparent)]
     BTree(#[from] lancet_btree::BTreeError),
+    #[error(transparent)]
+    Reuse(#[from] lancet_reuse::ReuseError),
     /// A load shared with other callers through a cache failed; the message is the original's.
     #[error("{0}")]
     Shared(String),

@@ -8,6 +8,7 @@
 mod cache;
 mod dataset;
 mod error;
+mod fri;
 mod indexes;
 mod rowids;
 
@@ -20,4 +21,5 @@ pub use lancet_btree as btree;
 pub use lancet_file as file;
 pub use lancet_paths as paths;
 pub use lancet_proto as proto;
+pub use lancet_reuse as reuse;
 pub use lancet_rowid as rowid;

@@ -14,6 +14,7 @@
 mod alloc;
 mod base_id;
 mod btree;
+mod fri;
 mod manifest;
 mod mutate;
 mod rowid;
@@ -67,6 +68,9 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(rowid::BitmapDeletionTarget),
         Box::new(btree::LookupTarget::new()),
         Box::new(btree::DataTarget::new()),
+        Box::new(fri::DetailsTarget),
+        Box::new(fri::CountsTarget),
+        Box::new(fri::RowMapTarget::new()),
     ]
 }
 

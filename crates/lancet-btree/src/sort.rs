@@ -1,0 +1,305 @@
+//! External sort of `(value, id)` pairs within a memory budget.
+//!
+//! Batches are buffered until they exceed the budget, then sorted and spilled as a run to a
+//! temporary Lance file on local disk. `finish` merges the runs (and what is still buffered)
+//! k-way on `arrow-row` keys, which order values exactly as the in-memory sort does (NULLs
+//! first, floats in IEEE total order, ties by id), reading each run in chunks, and drops exact
+//! duplicate `(value, id)` pairs. Memory stays near the budget plus one chunk per run.
+//!
+//! Choosing the next row scans the k run heads (O(k) per row); with the default budget k is
+//! small. A heap would pay an owned-row copy per row instead.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
+use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::interleave::interleave;
+use lancet_file::{FileStore, FileVersion, LanceFile, StreamingWriter};
+use object_store::path::Path;
+
+use crate::error::{BTreeError, Result};
+use crate::lookup::NULLS_FIRST;
+use crate::train::sort_pairs;
+
+/// Rows read from a spilled run at a time.
+const RUN_CHUNK_ROWS: u64 = 64 * 1024;
+
+fn pair_schema(value_type: &DataType) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("value", value_type.clone(), true),
+        Field::new("id", DataType::UInt64, false),
+    ]))
+}
+
+/// Buffers, spills and merges `(value, id)` batches.
+pub struct ExternalSorter {
+    value_type: DataType,
+    budget_bytes: usize,
+    buffered: Vec<RecordBatch>,
+    buffered_bytes: usize,
+    spill: Option<(tempfile::TempDir, FileStore)>,
+    runs: Vec<Path>,
+}
+
+impl ExternalSorter {
+    pub fn new(value_type: DataType, budget_bytes: usize) -> Self {
+        Self {
+            value_type,
+            budget_bytes,
+            buffered: Vec::new(),
+            buffered_bytes: 0,
+            spill: None,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Number of runs spilled so far.
+    pub fn spilled_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Adds a batch of `(value, id: UInt64 non-null)`.
+    pub async fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_columns() != 2
+            || batch.column(0).data_type() != &self.value_type
+            || batch.column(1).data_type() != &DataType::UInt64
+            || batch.column(1).null_count() > 0
+        {
+            return Err(BTreeError::InvalidInput(format!(
+                "batches must be (value: {}, id: UInt64 not null), got {}",
+                self.value_type,
+                batch.schema()
+            )));
+        }
+        let batch = RecordBatch::try_new(
+            pair_schema(&self.value_type),
+            vec![batch.column(0).clone(), batch.column(1).clone()],
+        )?;
+        self.buffered_bytes += batch.get_array_memory_size();
+        self.buffered.push(batch);
+        if self.buffered_bytes > self.budget_bytes {
+            self.spill_buffer().await?;
+        }
+        Ok(())
+    }
+
+    fn sorted_buffer(&mut self) -> Result<Option<RecordBatch>> {
+        if self.buffered.is_empty() {
+            return Ok(None);
+        }
+        let schema = pair_schema(&self.value_type);
+        let all = arrow_select::concat::concat_batches(&schema, &self.buffered)?;
+        self.buffered.clear();
+        self.buffered_bytes = 0;
+        let ids = all
+            .column(1)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .cloned()
+            .ok_or_else(|| BTreeError::InvalidInput("ids are not UInt64".into()))?;
+        let (values, ids) = sort_pairs(all.column(0), &ids)?;
+        Ok(Some(RecordBatch::try_new(
+            schema,
+            vec![values, Arc::new(ids)],
+        )?))
+    }
+
+    async fn spill_buffer(&mut self) -> Result<()> {
+        let Some(sorted) = self.sorted_buffer()? else {
+            return Ok(());
+        };
+        if self.spill.is_none() {
+            let dir = tempfile::tempdir()
+                .map_err(|e| BTreeError::InvalidInput(format!("no temporary directory: {e}")))?;
+            let fs = FileStore::new(
+                Arc::new(object_store::local::LocalFileSystem::new()),
+                "file:///",
+            )?;
+            self.spill = Some((dir, fs));
+        }
+        let Some((dir, fs)) = &self.spill else {
+            return Ok(());
+        };
+        let path =
+            Path::from_absolute_path(dir.path().join(format!("run-{}.lance", self.runs.len())))
+                .map_err(|e| BTreeError::InvalidInput(e.to_string()))?;
+        let schema = pair_schema(&self.value_type);
+        let mut w = StreamingWriter::create(fs, &path, &schema, FileVersion::V2_1).await?;
+        w.write(&sorted).await?;
+        w.finish(&Default::default(), &[]).await?;
+        self.runs.push(path);
+        Ok(())
+    }
+
+    /// Merges everything pushed into one sorted, duplicate-free stream.
+    pub async fn finish(mut self) -> Result<SortedStream> {
+        let converter = RowConverter::new(vec![
+            SortField::new_with_options(self.value_type.clone(), NULLS_FIRST),
+            SortField::new(DataType::UInt64),
+        ])?;
+        let mut cursors = Vec::new();
+        if let Some(last) = self.sorted_buffer()? {
+            cursors.push(Cursor::new(Source::Memory(Some(last))));
+        }
+        if let Some((_, fs)) = &self.spill {
+            for path in &self.runs {
+                let file = LanceFile::open(fs, path, None).await?;
+                cursors.push(Cursor::new(Source::Run { file, next: 0 }));
+            }
+        }
+        let mut stream = SortedStream {
+            schema: pair_schema(&self.value_type),
+            converter,
+            cursors,
+            last: None,
+            _spill: self.spill.take(),
+        };
+        for k in 0..stream.cursors.len() {
+            stream.refill(k).await?;
+        }
+        Ok(stream)
+    }
+}
+
+enum Source {
+    Memory(Option<RecordBatch>),
+    Run { file: LanceFile, next: u64 },
+}
+
+struct Cursor {
+    source: Source,
+    batch: Option<RecordBatch>,
+    rows: Option<Rows>,
+    pos: usize,
+}
+
+impl Cursor {
+    fn new(source: Source) -> Self {
+        Self {
+            source,
+            batch: None,
+            rows: None,
+            pos: 0,
+        }
+    }
+}
+
+/// The merged output of an [`ExternalSorter`].
+pub struct SortedStream {
+    schema: SchemaRef,
+    converter: RowConverter,
+    cursors: Vec<Cursor>,
+    last: Option<OwnedRow>,
+    _spill: Option<(tempfile::TempDir, FileStore)>,
+}
+
+impl SortedStream {
+    /// Loads cursor `k`'s next non-empty chunk once its current one is used up; a cursor with
+    /// no rows left holds no batch.
+    async fn refill(&mut self, k: usize) -> Result<()> {
+        loop {
+            let Some(c) = self.cursors.get_mut(k) else {
+                return Ok(());
+            };
+            if c.batch.as_ref().is_some_and(|b| c.pos < b.num_rows()) {
+                return Ok(());
+            }
+            let next = match &mut c.source {
+                Source::Memory(b) => b.take(),
+                Source::Run { file, next } => {
+                    let end = (*next + RUN_CHUNK_ROWS).min(file.num_rows());
+                    if *next >= end {
+                        None
+                    } else {
+                        let b = file.read_range(*next..end).await?;
+                        *next = end;
+                        Some(b)
+                    }
+                }
+            };
+            let Some(batch) = next else {
+                c.batch = None;
+                c.rows = None;
+                return Ok(());
+            };
+            c.rows = Some(self.converter.convert_columns(batch.columns())?);
+            c.batch = Some(batch);
+            c.pos = 0;
+        }
+    }
+
+    /// Up to `max_rows` next rows, or `None` at the end.
+    pub async fn next_batch(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
+        // Output rows as (arena batch, row); the arena keeps batches alive until the flush.
+        let mut arena: Vec<RecordBatch> = Vec::new();
+        let mut arena_of: Vec<Option<usize>> = vec![None; self.cursors.len()];
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(max_rows);
+        while picks.len() < max_rows {
+            let mut best: Option<usize> = None;
+            for (k, c) in self.cursors.iter().enumerate() {
+                let (Some(rows), Some(_)) = (&c.rows, &c.batch) else {
+                    continue;
+                };
+                let row = rows.row(c.pos);
+                best = match best {
+                    Some(b) => {
+                        let bc = &self.cursors[b];
+                        let brow = bc.rows.as_ref().map(|r| r.row(bc.pos));
+                        if brow.is_some_and(|br| row < br) {
+                            Some(k)
+                        } else {
+                            Some(b)
+                        }
+                    }
+                    None => Some(k),
+                };
+            }
+            let Some(k) = best else { break };
+            let (row_owned, duplicate) = {
+                let c = &self.cursors[k];
+                let row = c.rows.as_ref().map(|r| r.row(c.pos));
+                let dup = match (&self.last, row) {
+                    (Some(last), Some(row)) => last.row() == row,
+                    _ => false,
+                };
+                (row.map(|r| r.owned()), dup)
+            };
+            if !duplicate {
+                let slot = match arena_of[k] {
+                    Some(s) => s,
+                    None => {
+                        let batch = self.cursors[k].batch.clone().ok_or_else(|| {
+                            BTreeError::InvalidInput("merge cursor lost its batch".into())
+                        })?;
+                        arena.push(batch);
+                        arena_of[k] = Some(arena.len() - 1);
+                        arena.len() - 1
+                    }
+                };
+                picks.push((slot, self.cursors[k].pos));
+                self.last = row_owned;
+            }
+            self.cursors[k].pos += 1;
+            let exhausted = self.cursors[k]
+                .batch
+                .as_ref()
+                .is_none_or(|b| self.cursors[k].pos >= b.num_rows());
+            if exhausted {
+                arena_of[k] = None;
+                self.refill(k).await?;
+            }
+        }
+        if picks.is_empty() {
+            return Ok(None);
+        }
+        let column = |i: usize| -> Result<ArrayRef> {
+            let arrays: Vec<&dyn Array> = arena.iter().map(|b| b.column(i).as_ref()).collect();
+            Ok(interleave(&arrays, &picks)?)
+        };
+        Ok(Some(RecordBatch::try_new(
+            self.schema.clone(),
+            vec![column(0)?, column(1)?],
+        )?))
+    }
+}

@@ -1,0 +1,101 @@
+//! `lancet fri show|translate`: the Fragment Reuse Index of a version.
+
+use std::io::{BufRead, Write};
+
+use lancet::reuse::{Mapping, Translation};
+use lancet::Dataset;
+use serde_json::{json, Value};
+
+use crate::error::CliError;
+
+async fn open(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
+    let store = lancet::paths::DatasetStore::open(uri)?;
+    Ok(Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?)
+}
+
+pub async fn show(uri: &str, version: Option<u64>) -> Result<(), CliError> {
+    let ds = open(uri, version).await?;
+    let Some(history) = ds.fri_history().await? else {
+        println!("{}", json!({ "fri": null }));
+        return Ok(());
+    };
+    let entry = ds.fri_entry();
+    let digests = |list: &[lancet::reuse::Digest]| -> Vec<Value> {
+        list.iter()
+            .map(|d| json!({"id": d.id, "physical_rows": d.physical_rows, "num_deleted_rows": d.num_deleted_rows}))
+            .collect()
+    };
+    let transitions: Vec<Value> = history
+        .ledger
+        .transitions
+        .iter()
+        .map(|t| {
+            let mapping = match &t.mapping {
+                Mapping::OrderedCompaction { surviving } => {
+                    json!({"ordered_compaction": {"surviving_rows": surviving.len()}})
+                }
+                Mapping::StablePartition { map_id, map_size_bytes, base_id } => json!({
+                    "stable_partition": {"map_id": map_id, "map_size_bytes": map_size_bytes, "base_id": base_id}
+                }),
+            };
+            json!({
+                "dataset_version": t.dataset_version,
+                "sources": digests(&t.sources),
+                "destinations": digests(&t.destinations),
+                "mapping": mapping,
+            })
+        })
+        .collect();
+    let uuid = entry
+        .and_then(|e| e.uuid.as_ref())
+        .and_then(|u| lancet::paths::ObjectUuid::from_slice(&u.uuid).ok())
+        .map(|u| u.to_string());
+    println!(
+        "{}",
+        json!({
+            "fri": {
+                "uuid": uuid,
+                "index_version": history.ledger.index_version,
+                "dataset_version": entry.map(|e| e.dataset_version),
+                "has_unsupported_transitions": history.ledger.has_unsupported,
+                "transitions": transitions,
+            }
+        })
+    );
+    Ok(())
+}
+
+/// Reads one row address per line on stdin; prints each one's current address, or null when
+/// the row was deleted. Without an FRI every address is returned unchanged.
+pub async fn translate(uri: &str, version: Option<u64>) -> Result<(), CliError> {
+    let ds = open(uri, version).await?;
+    let mut addrs = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        addrs.push(
+            t.parse::<u64>()
+                .map_err(|_| CliError::Usage(format!("not a row address: {t:?}")))?,
+        );
+    }
+    let out: Vec<Value> = match ds.fri_history().await? {
+        None => addrs.iter().map(|a| json!(a)).collect(),
+        Some(h) => h
+            .translate(&addrs)
+            .await
+            .map_err(lancet::Error::from)?
+            .into_iter()
+            .map(|t| match t {
+                Translation::Address(a) => json!(a),
+                Translation::Deleted => Value::Null,
+            })
+            .collect(),
+    };
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    writeln!(w, "{}", json!({ "translated": out }))?;
+    Ok(())
+}

@@ -1,0 +1,27 @@
+/// Errors of lancet-reuse, each naming the object and the rule broken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReuseError {
+    /// The FRI history or a row map breaks a rule of the format.
+    #[error("corrupt Fragment Reuse Index {what}: {rule}")]
+    Corrupt { what: String, rule: String },
+    /// The history needs a newer reader (index_version), or a mapping lancet cannot use.
+    #[error("Fragment Reuse Index {what}: unsupported: {rule}")]
+    Unsupported { what: String, rule: String },
+    /// An address or argument outside what the history covers.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    File(#[from] lancet_file::FileError),
+    #[error(transparent)]
+    Paths(#[from] lancet_paths::PathsError),
+}
+
+pub type Result<T, E = ReuseError> = std::result::Result<T, E>;
+
+pub(crate) fn corrupt(what: impl Into<String>, rule: impl Into<String>) -> ReuseError {
+    ReuseError::Corrupt {
+        what: what.into(),
+        rule: rule.into(),
+    }
+}

@@ -1,0 +1,21 @@
+//! The Lance 14 Fragment Reuse Index (`fragment-reuse-index.md`, FORMAT-FACTS §9).
+//!
+//! - [`details`]: the `__lance_frag_reuse` entry, inline or external histories.
+//! - [`ledger`]: v0 legacy versions and v1 transitions decoded field by field; unsupported
+//!   transitions skipped and flagged; every transition's digests and mapping checked.
+//! - [`history::History`]: the lineage graph (one producer and one consumer per fragment,
+//!   row counts agree, acyclic) and translation of old row addresses through it.
+//! - [`counts`] and [`rowmap`]: stable-partition row maps (`_fri/{map_id}/stable_partition.lance`)
+//!   and their LSPC counts buffer; opening reads no labels, translation reads each needed block
+//!   once.
+
+pub mod counts;
+pub mod details;
+pub mod error;
+pub mod history;
+pub mod ledger;
+pub mod rowmap;
+
+pub use error::{Result, ReuseError};
+pub use history::{History, Translation};
+pub use ledger::{Digest, Ledger, Mapping, Transition};

@@ -1,0 +1,166 @@
+//! `_fri/{map_id}/stable_partition.lance`: one nullable `uint16` label per physical source row
+//! plus the LSPC counts buffer. Opening reads the counts only; translation reads label blocks.
+
+use std::collections::HashMap;
+
+use arrow_array::{Array, UInt16Array};
+use arrow_schema::{DataType, Field, Schema};
+use lancet_file::LanceFile;
+
+use crate::counts::Counts;
+use crate::error::{corrupt, Result};
+use crate::ledger::Transition;
+
+/// Schema metadata key naming the global buffer that holds the counts.
+pub const COUNTS_BUFFER_KEY: &str = "lance:stable_partition:counts_buffer_index";
+/// File name inside `_fri/{map_id}/`.
+pub const ROW_MAP_FILE: &str = "stable_partition.lance";
+
+pub fn row_map_schema() -> Schema {
+    Schema::new(vec![Field::new("label", DataType::UInt16, true)])
+}
+
+/// An opened, validated row map.
+#[derive(Debug)]
+pub struct RowMap {
+    file: LanceFile,
+    pub counts: Counts,
+    /// Label-file position of each source's first row, and its physical rows.
+    sources: HashMap<u32, (u64, u64)>,
+    destinations: Vec<u32>,
+}
+
+impl RowMap {
+    /// Validates the file against its transition: exact schema, counts buffer present and
+    /// valid, `total_rows` = label rows = Σ source physical rows, one column per destination,
+    /// final counts = destination physical rows.
+    pub async fn open(file: LanceFile, t: &Transition) -> Result<Self> {
+        let what = format!("row map {}", file.path());
+        file.check_schema(&row_map_schema())?;
+        let index: u32 = file
+            .metadata()
+            .get(COUNTS_BUFFER_KEY)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| corrupt(&what, format!("no valid {COUNTS_BUFFER_KEY}")))?;
+        let bytes = file.global_buffer(index).await?;
+        let counts = Counts::decode(&bytes).map_err(|r| corrupt(&what, r))?;
+        let total: u64 = t.sources.iter().map(|s| s.physical_rows).sum();
+        if counts.total_rows != total || file.num_rows() != total {
+            return Err(corrupt(
+                &what,
+                format!(
+                    "{} label rows and a header total of {}, but the sources hold {total}",
+                    file.num_rows(),
+                    counts.total_rows
+                ),
+            ));
+        }
+        if counts.num_destinations as usize != t.destinations.len() {
+            return Err(corrupt(
+                &what,
+                "destination count differs from the transition",
+            ));
+        }
+        let totals = counts.totals();
+        for (d, (got, dest)) in totals.iter().zip(&t.destinations).enumerate() {
+            if *got != dest.physical_rows {
+                return Err(corrupt(
+                    &what,
+                    format!(
+                        "destination {d} receives {got} rows but has {}",
+                        dest.physical_rows
+                    ),
+                ));
+            }
+        }
+        let mut sources = HashMap::new();
+        let mut start = 0;
+        for s in &t.sources {
+            sources.insert(s.id, (start, s.physical_rows));
+            start += s.physical_rows;
+        }
+        Ok(Self {
+            file,
+            counts,
+            sources,
+            destinations: t.destinations.iter().map(|d| d.id).collect(),
+        })
+    }
+
+    /// Translates `(slot, source fragment, offset)` requests; each touched block is read once
+    /// and swept from the preceding counts row. `None` = deleted.
+    pub async fn translate(
+        &self,
+        requests: &[(usize, u32, u64)],
+    ) -> Result<Vec<(usize, Option<u64>)>> {
+        let what = || format!("row map {}", self.file.path());
+        let block_rows = u64::from(self.counts.block_rows);
+        let mut by_block: std::collections::BTreeMap<u64, Vec<(u64, usize)>> = Default::default();
+        for &(slot, frag, offset) in requests {
+            let (start, rows) = self.sources.get(&frag).copied().ok_or_else(|| {
+                crate::ReuseError::InvalidInput(format!("fragment {frag} is not a source"))
+            })?;
+            if offset >= rows {
+                return Err(crate::ReuseError::InvalidInput(format!(
+                    "offset {offset} is past the {rows} rows of source {frag}"
+                )));
+            }
+            let pos = start + offset;
+            by_block
+                .entry(pos / block_rows)
+                .or_default()
+                .push((pos, slot));
+        }
+        let m = self.destinations.len();
+        let mut out = Vec::with_capacity(requests.len());
+        for (b, mut wanted) in by_block {
+            wanted.sort_unstable();
+            let lo = b * block_rows;
+            let hi = lo + self.counts.block_len(b);
+            let batch = self.file.read_range(lo..hi).await?;
+            let labels = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<UInt16Array>()
+                .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
+            let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
+            let mut next = wanted.iter().peekable();
+            for i in 0..labels.len() {
+                let pos = lo + i as u64;
+                let label = labels.is_valid(i).then(|| labels.value(i) as usize);
+                if let Some(d) = label {
+                    if d >= m {
+                        return Err(corrupt(what(), format!("label {d} with {m} destinations")));
+                    }
+                }
+                while let Some(&&(p, slot)) = next.peek() {
+                    if p != pos {
+                        break;
+                    }
+                    let addr = match label {
+                        None => None,
+                        Some(d) => {
+                            let dest = self.destinations.get(d).copied().unwrap_or(u32::MAX);
+                            let off = counter.get(d).copied().unwrap_or(0);
+                            Some((u64::from(dest) << 32) | u64::from(off))
+                        }
+                    };
+                    out.push((slot, addr));
+                    next.next();
+                }
+                if let Some(c) = label.and_then(|d| counter.get_mut(d)) {
+                    *c += 1;
+                }
+            }
+            for (d, c) in counter.iter().enumerate() {
+                if *c != self.counts.at(b, d) {
+                    return Err(corrupt(
+                        what(),
+                        format!("labels of block {b} disagree with the counts for destination {d}"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

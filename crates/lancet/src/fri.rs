@@ -1,0 +1,125 @@
+//! The Fragment Reuse Index of a `Dataset`: the entry, its history, row maps, translation.
+
+use std::sync::Arc;
+
+use lancet_paths::{files, BaseRequirement, ObjectUuid};
+use lancet_proto::table::IndexMetadata;
+use lancet_reuse::details::{content_location, inline_bytes, is_fri_entry, ContentLocation};
+use lancet_reuse::ledger::decode_inline;
+use lancet_reuse::rowmap::{RowMap, ROW_MAP_FILE};
+use lancet_reuse::{History, ReuseError};
+
+use crate::cache::CachedAny;
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+impl Dataset {
+    /// The `__lance_frag_reuse` entry, if the version has one.
+    pub fn fri_entry(&self) -> Option<&IndexMetadata> {
+        self.indices().iter().find(|m| is_fri_entry(m))
+    }
+
+    /// The FRI history of this version, validated and ready to translate (row maps of stable
+    /// partitions opened, counts checked, no labels read). Cached per version.
+    pub async fn fri_history(&self) -> Result<Option<Arc<History>>> {
+        let Some(entry) = self.fri_entry().cloned() else {
+            return Ok(None);
+        };
+        let key = (self.uri().to_string(), self.version(), "fri_history");
+        let cached = self
+            .caches()
+            .indexes
+            .get_or_try_load(key, async {
+                let history = self.load_fri(&entry).await?;
+                Ok::<_, Error>(CachedAny {
+                    value: Arc::new(history),
+                    weight: 4096,
+                })
+            })
+            .await
+            .map_err(crate::error::unshare)?;
+        cached
+            .value
+            .downcast::<History>()
+            .map(Some)
+            .map_err(|_| Error::Shared("FRI cache holds another type".into()))
+    }
+
+    async fn load_fri(&self, entry: &IndexMetadata) -> Result<History> {
+        let what = format!("{} at version {}", self.uri(), self.version());
+        let index_version = entry.index_version.unwrap_or(0);
+        let m = self.manifest();
+        let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
+        if index_version != 0
+            && (m.reader_feature_flags & tagged == 0 || m.writer_feature_flags & tagged == 0)
+        {
+            return Err(ReuseError::Corrupt {
+                what,
+                rule: "a tagged FRI entry needs feature flag 1024 in both words".into(),
+            }
+            .into());
+        }
+        let bytes = match content_location(entry)? {
+            ContentLocation::Inline(_) => inline_bytes(entry)?.unwrap_or_default(),
+            ContentLocation::External(file) => {
+                let uuid = ObjectUuid::from_slice(
+                    entry
+                        .uuid
+                        .as_ref()
+                        .map(|u| u.uuid.as_slice())
+                        .unwrap_or_default(),
+                )?;
+                let dir =
+                    files::index_dir_location(&uuid, entry.base_id, self.bases(), &self.root())?;
+                let store = self.store_for(&dir.base)?;
+                let rel = format!("{}/{}", dir.path, file.path);
+                let path = store.path(&rel);
+                let end =
+                    file.offset
+                        .checked_add(file.size)
+                        .ok_or_else(|| ReuseError::Corrupt {
+                            what: what.clone(),
+                            rule: "external history range overflows".into(),
+                        })?;
+                let bytes = store.get_range(&path, file.offset..end).await?;
+                if bytes.len() as u64 != file.size {
+                    return Err(ReuseError::Corrupt {
+                        what,
+                        rule: format!("external history {rel} is shorter than its recorded size"),
+                    }
+                    .into());
+                }
+                bytes.to_vec()
+            }
+        };
+        let ledger = decode_inline(&bytes, index_version, &what)?;
+        let mut history = History::new(ledger, &what)?;
+        for (i, map_id, size, base_id) in history.row_maps_needed() {
+            let base = self
+                .bases()
+                .resolve(base_id, &self.root(), BaseRequirement::Any)?;
+            let store = self.store_for(&base)?;
+            let rel = if base.is_dataset_root {
+                format!("_fri/{map_id}/{ROW_MAP_FILE}")
+            } else {
+                format!("{map_id}/{ROW_MAP_FILE}")
+            };
+            let fs = Dataset::file_store_for(&store)?;
+            let file = lancet_file::LanceFile::open(&fs, &store.path(&rel), Some(size)).await?;
+            let actual = store.size(&store.path(&rel)).await?;
+            if actual != size {
+                return Err(ReuseError::Corrupt {
+                    what,
+                    rule: format!("{rel} is {actual} bytes, map_size_bytes says {size}"),
+                }
+                .into());
+            }
+            let t = history
+                .transition(i)
+                .cloned()
+                .ok_or_else(|| Error::Shared("transition".into()))?;
+            history.attach_row_map(i, RowMap::open(file, &t).await?);
+        }
+        Ok(history)
+    }
+}
