@@ -1,6 +1,6 @@
 """BTree: pylance 14.0.2 on the same 10M-row int64 column as lancet's `btree` criterion bench.
 
-Usage (from the repo root): python benches/btree_compare.py [TABLE_DIR]
+Usage (from the repo root): python benches/btree_compare.py [TABLE_DIR] [--pylance-only]
 
 Writes v(i) = (i * 2654435761) mod 10,000,000 for i in 0..10M with pylance, times
 create_scalar_index(btree, zone_size 4096), then hot index-only queries
@@ -22,7 +22,8 @@ N = 10_000_000
 
 
 def main():
-    uri = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(prefix="lancet-btree-"), "t")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    uri = args[0] if args else os.path.join(tempfile.mkdtemp(prefix="lancet-btree-"), "t")
     if not os.path.exists(os.path.join(uri, "_versions")):
         import numpy as np
 
@@ -48,7 +49,8 @@ def main():
             ds.to_table(filter=f, columns=[], with_row_id=True)
             times.append(time.perf_counter() - t0)
         print(f"pylance hot {name}: median {statistics.median(times) * 1e6:.0f} us")
-    subprocess.run(["cargo", "bench", "-p", "lancet-btree", "--bench", "btree"], check=True)
+    if "--pylance-only" not in sys.argv:
+        subprocess.run(["cargo", "bench", "-p", "lancet-btree", "--bench", "btree"], check=True)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ impl PageCache for MapCache {
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
+    let _runtime = rt.enter();
     let tmp = tempfile::tempdir().unwrap();
     let fs = FileStore::new(Arc::new(LocalFileSystem::new()), "file:///").unwrap();
     let root = Path::from_absolute_path(tmp.path()).unwrap();

@@ -152,7 +152,8 @@ impl ExternalSorter {
             schema: pair_schema(&self.value_type),
             converter,
             cursors,
-            last: None,
+            last_at: None,
+            last_owned: None,
             _spill: self.spill.take(),
         };
         for k in 0..stream.cursors.len() {
@@ -190,7 +191,10 @@ pub struct SortedStream {
     schema: SchemaRef,
     converter: RowConverter,
     cursors: Vec<Cursor>,
-    last: Option<OwnedRow>,
+    /// The last emitted row, by position while its chunk is loaded...
+    last_at: Option<(usize, usize)>,
+    /// ...and copied out when that chunk is replaced.
+    last_owned: Option<OwnedRow>,
     _spill: Option<(tempfile::TempDir, FileStore)>,
 }
 
@@ -198,6 +202,17 @@ impl SortedStream {
     /// Loads cursor `k`'s next non-empty chunk once its current one is used up; a cursor with
     /// no rows left holds no batch.
     async fn refill(&mut self, k: usize) -> Result<()> {
+        // The last emitted row may live in the chunk about to be replaced: keep a copy.
+        if let Some((lk, lp)) = self.last_at {
+            if lk == k {
+                if let Some(rows) = self.cursors.get(k).and_then(|c| c.rows.as_ref()) {
+                    if lp < rows.num_rows() {
+                        self.last_owned = Some(rows.row(lp).owned());
+                    }
+                }
+                self.last_at = None;
+            }
+        }
         loop {
             let Some(c) = self.cursors.get_mut(k) else {
                 return Ok(());
@@ -256,14 +271,14 @@ impl SortedStream {
                 };
             }
             let Some(k) = best else { break };
-            let (row_owned, duplicate) = {
+            let duplicate = {
                 let c = &self.cursors[k];
                 let row = c.rows.as_ref().map(|r| r.row(c.pos));
-                let dup = match (&self.last, row) {
-                    (Some(last), Some(row)) => last.row() == row,
-                    _ => false,
+                let last = match self.last_at {
+                    Some((lk, lp)) => self.cursors[lk].rows.as_ref().map(|r| r.row(lp)),
+                    None => self.last_owned.as_ref().map(|o| o.row()),
                 };
-                (row.map(|r| r.owned()), dup)
+                matches!((last, row), (Some(a), Some(b)) if a == b)
             };
             if !duplicate {
                 let slot = match arena_of[k] {
@@ -278,7 +293,7 @@ impl SortedStream {
                     }
                 };
                 picks.push((slot, self.cursors[k].pos));
-                self.last = row_owned;
+                self.last_at = Some((k, self.cursors[k].pos));
             }
             self.cursors[k].pos += 1;
             let exhausted = self.cursors[k]

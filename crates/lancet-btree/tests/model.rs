@@ -431,7 +431,7 @@ async fn spill_and_merge_match_in_memory_builds() {
     // 500 new rows arrive, and 100 old pairs are offered again (duplicates)
     let new = vec![Ok(make(n, n + 500)), Ok(make(10, 110))];
     let remap = |id: u64| {
-        if id % 5 == 0 && id != 0 {
+        if id.is_multiple_of(5) && id != 0 {
             None
         } else if id % 2 == 1 {
             Some(id + 1_000_000)

@@ -16,7 +16,8 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    /// Wraps `store`. `uri` names its location (`file:///`, `memory:///`, `s3://bucket`); only
+    /// Wraps `store`. Must be called within a Tokio runtime: lance-io starts its I/O scheduler
+    /// task here. `uri` names its location (`file:///`, `memory:///`, `s3://bucket`); only
     /// its scheme and authority are used, to pick lance-io's block size and I/O parallelism.
     pub fn new(store: Arc<dyn object_store::ObjectStore>, uri: &str) -> Result<Self> {
         let url = url::Url::parse(uri).map_err(|e| FileError::InvalidUri {
