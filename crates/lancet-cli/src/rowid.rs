@@ -42,8 +42,7 @@ async fn mapping(ds: &Dataset) -> Result<Vec<(u64, u64)>, CliError> {
 
 async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError> {
     if ds.has_stable_row_ids() {
-        let index = ds.row_id_index().await?;
-        return Ok(ids.iter().map(|id| index.get(*id)).collect());
+        return Ok(ds.lookup_row_ids(ids).await?);
     }
     let deletions = ds.deletion_vectors().await?;
     Ok(ids

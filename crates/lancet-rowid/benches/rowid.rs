@@ -112,6 +112,49 @@ async fn cold_open(uri: &str) -> RowIdIndex {
     RowIdIndex::build(inputs).expect("index")
 }
 
+/// What a first take by row id after opening costs, lazily: manifest, sequences, and only the
+/// deletion files of the fragments holding the ids.
+async fn cold_first_take(uri: &str, ids: &[u64]) -> Vec<Option<u64>> {
+    let store = DatasetStore::open(uri).expect("table dir");
+    let m = manifest::read_manifest(&store, None)
+        .await
+        .expect("manifest");
+    let m = &m.decoded.manifest;
+    let bases = BaseTable::new(&m.base_paths).expect("bases");
+    let root = ResolvedBase::current_dataset(store.uri());
+    let fragments = m
+        .fragments
+        .iter()
+        .map(|f| {
+            let Some(PbRowIds::InlineRowIds(bytes)) = &f.row_id_sequence else {
+                panic!("fragment {} has no inline row ids", f.id)
+            };
+            lancet_rowid::LazyFragment {
+                fragment_id: f.id as u32,
+                physical_rows: f.physical_rows,
+                sequence: Arc::new(RowIdSequence::decode(bytes).expect("sequence")),
+            }
+        })
+        .collect();
+    let lazy = lancet_rowid::LazyRowIds::new(fragments).expect("lazy");
+    lazy.get_many(ids, |fid| {
+        let (store, bases, root) = (&store, &bases, &root);
+        let f = m.fragments.iter().find(|f| f.id == u64::from(fid));
+        async move {
+            let Some((f, file)) = f.and_then(|f| f.deletion_file.as_ref().map(|d| (f, d))) else {
+                return Ok::<_, lancet_rowid::RowIdError>(None);
+            };
+            let loc = files::deletion_file_location(f.id, file, bases, root)?;
+            let path = store.path(&loc.path);
+            Ok(Some(Arc::new(
+                read_deletion_vector(store, &path, file, f.physical_rows).await?,
+            )))
+        }
+    })
+    .await
+    .expect("lookups")
+}
+
 fn bench(c: &mut Criterion) {
     let updated = updated_table();
     let ranges = range_table();
@@ -166,6 +209,18 @@ fn bench(c: &mut Criterion) {
         cold.sample_size(10);
         cold.bench_function("pylance_table", |b| b.iter(|| rt.block_on(cold_open(&uri))));
         cold.finish();
+        // the 100 ids benches/rowid_compare.py takes with pylance
+        let n = rt.block_on(cold_open(&uri)).len();
+        let step = if n > 2_000_000 { 100_007 } else { 10_007 };
+        let ids: Vec<u64> = (7..n).step_by(step).take(100).collect();
+        let found = rt.block_on(cold_first_take(&uri, &ids));
+        assert_eq!(found.iter().filter(|a| a.is_some()).count(), ids.len());
+        let mut first = c.benchmark_group("cold_first_take");
+        first.sample_size(20);
+        first.bench_function("pylance_table_100_ids", |b| {
+            b.iter(|| rt.block_on(cold_first_take(&uri, &ids)))
+        });
+        first.finish();
     }
 }
 

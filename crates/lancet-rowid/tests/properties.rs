@@ -200,6 +200,31 @@ proptest! {
                 deletions: (!del.is_empty()).then(|| Arc::new(del.clone())),
             });
         }
+        let lazy = lancet_rowid::LazyRowIds::new(
+            inputs
+                .iter()
+                .map(|f| lancet_rowid::LazyFragment {
+                    fragment_id: f.fragment_id as u32,
+                    physical_rows: f.physical_rows,
+                    sequence: f.sequence.clone(),
+                })
+                .collect(),
+        )
+        .unwrap();
+        let by_fragment: HashMap<u32, Option<Arc<RoaringBitmap>>> =
+            inputs.iter().map(|f| (f.fragment_id as u32, f.deletions.clone())).collect();
+        let mut probe_ids: Vec<u64> = model.keys().copied().collect();
+        probe_ids.extend([next, next + 1, u64::MAX]);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let lazy_got = rt
+            .block_on(lazy.get_many(&probe_ids, |f| {
+                let d = by_fragment.get(&f).cloned().flatten();
+                async move { Ok::<_, RowIdError>(d) }
+            }))
+            .unwrap();
+        for (id, got) in probe_ids.iter().zip(&lazy_got) {
+            prop_assert_eq!(*got, model.get(id).copied(), "lazy lookup of {}", id);
+        }
         let index = RowIdIndex::build(inputs).unwrap();
         prop_assert_eq!(index.len(), model.len() as u64);
         for (id, addr) in &model {

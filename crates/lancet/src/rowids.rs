@@ -7,7 +7,10 @@ use lancet_paths::DatasetStore;
 use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet_proto::table::DataFragment;
 use lancet_rowid::deletion::read_deletion_vector;
-use lancet_rowid::{FragmentRowIds, RowIdError, RowIdIndex, RowIdSequence, VersionSequence};
+use lancet_rowid::{
+    FragmentRowIds, LazyFragment, LazyRowIds, RowIdError, RowIdIndex, RowIdSequence,
+    VersionSequence,
+};
 use roaring::RoaringBitmap;
 
 use crate::cache::CachedAny;
@@ -130,6 +133,46 @@ impl Dataset {
             .value
             .downcast::<RowIdIndex>()
             .map_err(|_| Error::Shared("row id index cache holds another type".into()))
+    }
+
+    /// The addresses of `ids` (None when not live). Uses the cached `RowIdIndex` when this
+    /// version has one; otherwise answers lazily, reading only the deletion files of the
+    /// fragments that hold the ids (what a first take after opening needs).
+    pub async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+        let key = (self.uri().to_string(), self.version(), "row_id_index");
+        if let Some(cached) = self.caches().indexes.get(&key).await {
+            if let Ok(index) = cached.value.downcast::<RowIdIndex>() {
+                return Ok(ids.iter().map(|id| index.get(*id)).collect());
+            }
+        }
+        let mut fragments = Vec::with_capacity(self.fragments().len());
+        let mut by_id = std::collections::HashMap::new();
+        for f in self.fragments() {
+            let sequence = self
+                .row_id_sequence(f)?
+                .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
+            let id = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
+                fragment: f.id,
+                rule: "fragment ids must fit 32 bits".into(),
+            })?;
+            by_id.insert(id, f);
+            fragments.push(LazyFragment {
+                fragment_id: id,
+                physical_rows: f.physical_rows,
+                sequence: Arc::new(sequence),
+            });
+        }
+        let lazy = LazyRowIds::new(fragments)?;
+        lazy.get_many(ids, |id| {
+            let f = by_id.get(&id).copied();
+            async move {
+                match f {
+                    Some(f) => Ok(self.deletion_vector(f).await?.map(Arc::new)),
+                    None => Ok(None),
+                }
+            }
+        })
+        .await
     }
 
     async fn build_row_id_index(&self) -> Result<RowIdIndex> {
