@@ -135,12 +135,14 @@ impl LazyRowIds {
                 let Some(offset) = f.sequence.position(id) else {
                     continue;
                 };
-                if !deletions.contains_key(&f.fragment_id) {
-                    deletions.insert(f.fragment_id, load(f.fragment_id).await?);
-                }
-                let deleted = deletions
-                    .get(&f.fragment_id)
-                    .and_then(|d| d.as_ref())
+                let deleted_rows = match deletions.entry(f.fragment_id) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(load(f.fragment_id).await?)
+                    }
+                };
+                let deleted = deleted_rows
+                    .as_ref()
                     .is_some_and(|d| u32::try_from(offset).is_ok_and(|o| d.contains(o)));
                 if deleted {
                     continue;
