@@ -71,7 +71,16 @@ fn bench(c: &mut Criterion) {
     });
     build.finish();
 
-    let dir = root.clone().join("b1");
+    // the searched segment, trained once (independently of the build bench's filter)
+    let dir = root.clone().join("searched");
+    rt.block_on(train(
+        &fs,
+        &dir,
+        &DataType::Int64,
+        futures::stream::iter([Ok(batch.clone())]),
+        opts,
+    ))
+    .unwrap();
     let cache: Arc<dyn PageCache> = Arc::new(MapCache::default());
     let index = rt
         .block_on(BTreeIndex::open(&fs, &dir, cache, &HashMap::new()))
