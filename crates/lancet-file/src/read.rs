@@ -131,7 +131,7 @@ impl LanceFile {
         if range.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        self.collect(ReadBatchParams::Range(range_usize(&range)?))
+        self.collect(ReadBatchParams::Range(range_usize(&range)?), None)
             .await
     }
 
@@ -145,7 +145,7 @@ impl LanceFile {
         if ranges.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        self.collect(ReadBatchParams::Ranges(ranges)).await
+        self.collect(ReadBatchParams::Ranges(ranges), None).await
     }
 
     /// Reads only the columns `names` of rows `range` (all rows when `None`).
@@ -163,31 +163,11 @@ impl LanceFile {
         )
         .map_err(lance_err(&self.path))?;
         let schema = Arc::new(Schema::from(projection.schema.as_ref()));
-        // (the projection's types were converted once already in `open`)
         if range.is_empty() {
             return Ok(RecordBatch::new_empty(schema));
         }
         let params = ReadBatchParams::Range(range_usize(&range)?);
-        let read = async {
-            let stream = self
-                .reader
-                .read_stream_projected(
-                    params,
-                    READ_BATCH_ROWS,
-                    READAHEAD,
-                    projection,
-                    FilterExpression::no_filter(),
-                )
-                .await?;
-            stream.try_collect::<Vec<RecordBatch>>().await
-        };
-        let batches = guard(&self.path, read)
-            .await?
-            .map_err(lance_err(&self.path))?;
-        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| FileError::Lance {
-            path: self.path.clone(),
-            source: lance_core::Error::from(e),
-        })
+        self.collect(params, Some((projection, schema))).await
     }
 
     /// Reads global buffer `index` (0 is the file descriptor).
@@ -210,25 +190,46 @@ impl LanceFile {
         Ok(())
     }
 
-    async fn collect(&self, params: ReadBatchParams) -> Result<RecordBatch> {
+    /// Reads `params` (all columns, or a projection with its Arrow schema) into one batch.
+    async fn collect(
+        &self,
+        params: ReadBatchParams,
+        projection: Option<(lance_file::reader::ReaderProjection, SchemaRef)>,
+    ) -> Result<RecordBatch> {
+        let (projection, schema) = match projection {
+            Some((p, s)) => (Some(p), s),
+            None => (None, self.schema.clone()),
+        };
         let read = async {
-            let stream = self
-                .reader
-                .read_stream(
-                    params,
-                    READ_BATCH_ROWS,
-                    READAHEAD,
-                    FilterExpression::no_filter(),
-                )
-                .await?;
+            let stream = match projection {
+                Some(p) => {
+                    self.reader
+                        .read_stream_projected(
+                            params,
+                            READ_BATCH_ROWS,
+                            READAHEAD,
+                            p,
+                            FilterExpression::no_filter(),
+                        )
+                        .await?
+                }
+                None => {
+                    self.reader
+                        .read_stream(
+                            params,
+                            READ_BATCH_ROWS,
+                            READAHEAD,
+                            FilterExpression::no_filter(),
+                        )
+                        .await?
+                }
+            };
             stream.try_collect::<Vec<RecordBatch>>().await
         };
         let batches = guard(&self.path, read)
             .await?
             .map_err(lance_err(&self.path))?;
-        let schema = batches
-            .first()
-            .map_or_else(|| self.schema.clone(), |b| b.schema());
+        let schema = batches.first().map_or(schema, |b| b.schema());
         arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| FileError::Lance {
             path: self.path.clone(),
             source: lance_core::Error::from(e),
