@@ -640,9 +640,19 @@ fn fri_translation_equals_pylance_after_two_compactions() {
 fn index_search_stays_exact_after_deferred_compaction() {
     let uri = fixtures().join("fri");
     let uri = uri.to_str().unwrap();
-    let filters = ["id < 100", "id = 2501", "NOT (id > 3000)", "id IN (1, 7, 3999)"];
+    let filters = [
+        "id < 100",
+        "id = 2501",
+        "NOT (id > 3000)",
+        "id IN (1, 7, 3999)",
+    ];
     let v = expected_versions("fri").last().unwrap().to_string();
-    let want = peer(&["filters", uri, &v, &serde_json::to_string(&filters).unwrap()]);
+    let want = peer(&[
+        "filters",
+        uri,
+        &v,
+        &serde_json::to_string(&filters).unwrap(),
+    ]);
     for (f, w) in filters.iter().zip(want.as_array().unwrap()) {
         let got = lancet_search(uri, &v, f);
         assert_eq!(got["row_ids"], w["row_ids"], "{f}");

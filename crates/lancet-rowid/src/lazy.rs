@@ -30,6 +30,9 @@ pub struct LazyFragment {
 /// found by binary search (updates put strided ids into one fragment).
 const WIDE_FACTOR: u64 = 4;
 
+/// Deletion files read at once by [`LazyRowIds::get_many`].
+pub const LOAD_CONCURRENCY: usize = 32;
+
 #[derive(Debug)]
 pub struct LazyRowIds {
     fragments: Vec<LazyFragment>,
@@ -115,50 +118,65 @@ impl LazyRowIds {
             .chain(self.wide.iter().copied())
     }
 
-    /// The addresses of `ids` (None when not live), loading deletion vectors only for
-    /// fragments where an id was found. `load(fragment_id)` returns that fragment's deleted
-    /// offsets.
+    /// The addresses of `ids` (None when not live). Candidates are found from the sequences
+    /// alone; then the deletion vectors of the fragments holding candidates are loaded
+    /// concurrently (`load(fragment_id)`, at most [`LOAD_CONCURRENCY`] at once); then each id
+    /// is resolved.
     pub async fn get_many<F, Fut, E>(&self, ids: &[u64], load: F) -> Result<Vec<Option<u64>>, E>
     where
         F: Fn(u32) -> Fut,
         Fut: Future<Output = Result<Option<Arc<RoaringBitmap>>, E>>,
         E: From<RowIdError>,
     {
-        let mut deletions: HashMap<u32, Option<Arc<RoaringBitmap>>> = HashMap::new();
-        let mut out = Vec::with_capacity(ids.len());
-        for &id in ids {
-            let mut found: Option<u64> = None;
+        use futures::{StreamExt, TryStreamExt};
+        // 1. (id slot, fragment, offset) for every place a sequence holds the id
+        let mut hits: Vec<(usize, u32, u64)> = Vec::new();
+        for (slot, &id) in ids.iter().enumerate() {
             for i in self.candidates(id) {
                 let Some(f) = self.fragments.get(i) else {
                     continue;
                 };
-                let Some(offset) = f.sequence.position(id) else {
-                    continue;
-                };
-                let deleted_rows = match deletions.entry(f.fragment_id) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(load(f.fragment_id).await?)
-                    }
-                };
-                let deleted = deleted_rows
-                    .as_ref()
-                    .is_some_and(|d| u32::try_from(offset).is_ok_and(|o| d.contains(o)));
-                if deleted {
-                    continue;
+                if let Some(offset) = f.sequence.position(id) {
+                    hits.push((slot, f.fragment_id, offset));
                 }
-                let addr = row_address(f.fragment_id, offset as u32);
-                if let Some(first) = found {
-                    return Err(RowIdError::DuplicateRowId {
-                        row_id: id,
-                        first,
-                        second: addr,
-                    }
-                    .into());
-                }
-                found = Some(addr);
             }
-            out.push(found);
+        }
+        // 2. the deletion vectors of those fragments, concurrently
+        let mut needed: Vec<u32> = hits.iter().map(|h| h.1).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let loaded: Vec<(u32, Option<Arc<RoaringBitmap>>)> = futures::stream::iter(needed)
+            .map(|f| {
+                let fut = load(f);
+                async move { Ok::<_, E>((f, fut.await?)) }
+            })
+            .buffer_unordered(LOAD_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let deletions: HashMap<u32, Option<Arc<RoaringBitmap>>> = loaded.into_iter().collect();
+        // 3. resolve: live hits only; two live places for one id is corruption
+        let mut out: Vec<Option<u64>> = vec![None; ids.len()];
+        for (slot, fragment, offset) in hits {
+            let deleted = deletions
+                .get(&fragment)
+                .and_then(|d| d.as_ref())
+                .is_some_and(|d| u32::try_from(offset).is_ok_and(|o| d.contains(o)));
+            if deleted {
+                continue;
+            }
+            let addr = row_address(fragment, offset as u32);
+            let Some(cell) = out.get_mut(slot) else {
+                continue;
+            };
+            if let Some(first) = *cell {
+                return Err(RowIdError::DuplicateRowId {
+                    row_id: ids.get(slot).copied().unwrap_or_default(),
+                    first,
+                    second: addr,
+                }
+                .into());
+            }
+            *cell = Some(addr);
         }
         Ok(out)
     }

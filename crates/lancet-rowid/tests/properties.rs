@@ -264,3 +264,33 @@ fn duplicate_ids_inside_one_fragment_are_caught() {
         Err(RowIdError::DuplicateRowId { row_id: 4, .. })
     ));
 }
+
+#[test]
+fn lazy_lookups_report_an_id_live_twice() {
+    let frag = |id: u32, values: &[u64]| lancet_rowid::LazyFragment {
+        fragment_id: id,
+        physical_rows: values.len() as u64,
+        sequence: Arc::new(RowIdSequence::from_values(values)),
+    };
+    let lazy = lancet_rowid::LazyRowIds::new(vec![frag(0, &[1, 2, 3]), frag(1, &[3])]).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let none = |_f: u32| async { Ok::<Option<Arc<RoaringBitmap>>, RowIdError>(None) };
+    let err = rt.block_on(lazy.get_many(&[3], none)).unwrap_err();
+    assert!(
+        matches!(err, RowIdError::DuplicateRowId { row_id: 3, .. }),
+        "{err}"
+    );
+    // with the old copy deleted, the id resolves to its new place
+    let deleted = |f: u32| async move {
+        Ok::<_, RowIdError>(
+            (f == 0).then(|| Arc::new([2u32].into_iter().collect::<RoaringBitmap>())),
+        )
+    };
+    let got = rt.block_on(lazy.get_many(&[3, 1, 9], deleted)).unwrap();
+    assert_eq!(
+        got,
+        vec![Some(row_address(1, 0)), Some(row_address(0, 0)), None]
+    );
+}
