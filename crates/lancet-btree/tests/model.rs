@@ -462,3 +462,83 @@ async fn spill_and_merge_match_in_memory_builds() {
     want.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// A cache that counts insertions, to see how often a page is loaded.
+#[derive(Default)]
+struct CountingCache {
+    pages: std::sync::Mutex<HashMap<lancet_btree::PageKey, Arc<lancet_btree::Page>>>,
+    inserts: std::sync::atomic::AtomicUsize,
+}
+
+impl lancet_btree::PageCache for CountingCache {
+    fn get(&self, key: &lancet_btree::PageKey) -> Option<Arc<lancet_btree::Page>> {
+        self.pages.lock().unwrap().get(key).cloned()
+    }
+    fn insert(&self, key: lancet_btree::PageKey, page: Arc<lancet_btree::Page>) {
+        self.inserts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.pages.lock().unwrap().insert(key, page);
+    }
+}
+
+/// Concurrent cold searches for the same value load its page once, and a search reads only
+/// the pages it selects, in one coalesced request set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_cold_loads_load_a_page_once() {
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let dir = Path::from("c");
+    let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..10_000));
+    let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(0..10_000));
+    let batch = RecordBatch::try_from_iter([("value", values), ("id", ids)]).unwrap();
+    let opts = TrainOptions {
+        page_rows: 100,
+        ..Default::default()
+    };
+    train(
+        &fs,
+        &dir,
+        &DataType::Int64,
+        futures::stream::iter([Ok(batch)]),
+        opts,
+    )
+    .await
+    .unwrap();
+    let cache = Arc::new(CountingCache::default());
+    let index = Arc::new(
+        BTreeIndex::open(&fs, &dir, cache.clone(), &HashMap::new())
+            .await
+            .unwrap(),
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let index = index.clone();
+        tasks.push(tokio::spawn(async move {
+            index
+                .search(&Query::Equals(Arc::new(Int64Array::from(vec![4242]))))
+                .await
+                .unwrap()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(
+            t.await.unwrap().true_ids.iter().collect::<Vec<_>>(),
+            vec![4242]
+        );
+    }
+    assert_eq!(
+        index.pages_read(),
+        1,
+        "one page read for 16 concurrent searches"
+    );
+    assert_eq!(cache.inserts.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // a range over 3 pages reads exactly those 3 more
+    let r = index
+        .search(&Query::Range(
+            Bound::Included(Arc::new(Int64Array::from(vec![5050])) as ArrayRef),
+            Bound::Excluded(Arc::new(Int64Array::from(vec![5250])) as ArrayRef),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.true_ids.len(), 200);
+    assert_eq!(index.pages_read(), 4);
+}
