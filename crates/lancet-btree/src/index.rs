@@ -12,7 +12,7 @@ use tokio::sync::{Mutex, OnceCell};
 
 use crate::error::{BTreeError, Result};
 use crate::lookup::PageLookup;
-use crate::page::Page;
+use crate::page::{IdLists, Page};
 use crate::query::Query;
 use crate::result::NullableIdSet;
 use crate::schema::{page_data_schema, page_lookup_schema, PAGE_DATA_FILE, PAGE_LOOKUP_FILE};
@@ -246,14 +246,19 @@ impl BTreeIndex {
             .filter_map(|&i| self.lookup.page_idx.get(i).copied())
             .collect();
         let pages = self.pages(&data_pages).await?;
-        let mut result = NullableIdSet::default();
+        // Every row lives on one page: gather ids from all pages, build the sets once.
+        let expected = (selection.len() as u64 * self.lookup.page_rows()).min(1 << 24) as usize;
+        let mut ids = IdLists {
+            trues: Vec::with_capacity(expected),
+            nulls: Vec::new(),
+        };
         for (&i, &m) in &selection {
             let Some(page) = self.lookup.page_idx.get(i).and_then(|p| pages.get(p)) else {
                 continue;
             };
-            result.union_disjoint(page.evaluate(&self.lookup, query, m)?);
+            page.evaluate_into(self.lookup.value_type(), query, m, &mut ids)?;
         }
-        Ok(result)
+        Ok(ids.into_set())
     }
 
     fn check_scalar(&self, v: &arrow_array::ArrayRef) -> Result<()> {

@@ -29,7 +29,7 @@ pub mod train;
 pub use error::{BTreeError, Result};
 pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
 pub use merge::merge;
-pub use page::Page;
+pub use page::{IdLists, Page};
 pub use query::Query;
 pub use result::NullableIdSet;
 pub use sort::ExternalSorter;

@@ -29,32 +29,27 @@ impl Page {
         self.values.get_array_memory_size() + self.ids.get_array_memory_size()
     }
 
-    fn ids_where(&self, mask: &BooleanArray) -> RoaringTreemap {
-        sorted_set(
-            self.ids
-                .values()
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| mask.is_valid(*i) && mask.value(*i))
-                .map(|(_, id)| *id)
-                .collect(),
-        )
-    }
-
-    fn null_ids(&self) -> RoaringTreemap {
-        if self.values.null_count() == 0 {
-            return RoaringTreemap::new();
+    fn push_where(&self, mask: &BooleanArray, out: &mut Vec<u64>) {
+        for (i, id) in self.ids.values().iter().enumerate() {
+            if mask.is_valid(i) && mask.value(i) {
+                out.push(*id);
+            }
         }
-        sorted_set(
-            (0..self.values.len())
-                .filter(|&i| self.values.is_null(i))
-                .filter_map(|i| self.ids.values().get(i).copied())
-                .collect(),
-        )
     }
 
-    fn all_ids(&self) -> RoaringTreemap {
-        sorted_set(self.ids.values().to_vec())
+    /// Ids whose value is NULL (`nulls == true`) or not.
+    fn push_by_nullness(&self, nulls: bool, out: &mut Vec<u64>) {
+        if self.values.null_count() == 0 {
+            if !nulls {
+                out.extend_from_slice(self.ids.values());
+            }
+            return;
+        }
+        for (i, id) in self.ids.values().iter().enumerate() {
+            if self.values.is_null(i) == nulls {
+                out.push(*id);
+            }
+        }
     }
 
     fn range_mask(&self, b: &Bounds) -> Result<Option<BooleanArray>> {
@@ -79,17 +74,14 @@ impl Page {
         Ok(mask)
     }
 
-    fn eval_range(&self, b: &Bounds, m: PageMatch) -> Result<NullableIdSet> {
-        let nulls = self.null_ids();
-        if m == PageMatch::All {
-            return Ok(NullableIdSet::new(self.all_ids() - &nulls, nulls));
+    fn eval_range(&self, b: &Bounds, m: PageMatch, out: &mut IdLists) -> Result<()> {
+        self.push_by_nullness(true, &mut out.nulls);
+        match (m, self.range_mask(b)?) {
+            (PageMatch::Some, Some(mask)) => self.push_where(&mask, &mut out.trues),
+            // a whole-page match, or unbounded on both sides: every non-NULL row
+            _ => self.push_by_nullness(false, &mut out.trues),
         }
-        let trues = match self.range_mask(b)? {
-            Some(mask) => self.ids_where(&mask),
-            // unbounded on both sides: every non-NULL row
-            None => self.all_ids() - &nulls,
-        };
-        Ok(NullableIdSet::new(trues, nulls))
+        Ok(())
     }
 
     /// Evaluates `query` on this page exactly.
@@ -99,66 +91,91 @@ impl Page {
         query: &Query,
         m: PageMatch,
     ) -> Result<NullableIdSet> {
-        self.evaluate_as(lookup.value_type(), query, m)
+        let mut out = IdLists::default();
+        self.evaluate_into(lookup.value_type(), query, m, &mut out)?;
+        Ok(out.into_set())
     }
 
     /// Evaluates `query` on values that are not part of an index (a fragment's column read
     /// directly, for fragments an index does not cover). The values need not be sorted.
     pub fn evaluate_unindexed(&self, query: &Query) -> Result<NullableIdSet> {
-        self.evaluate_as(&self.values.data_type().clone(), query, PageMatch::Some)
+        let mut out = IdLists::default();
+        self.evaluate_into(
+            &self.values.data_type().clone(),
+            query,
+            PageMatch::Some,
+            &mut out,
+        )?;
+        Ok(out.into_set())
     }
 
-    fn evaluate_as(
+    /// Appends this page's TRUE and NULL ids to `out` (each row of a segment lives on exactly
+    /// one page, so the lists of all pages never overlap).
+    pub fn evaluate_into(
         &self,
         value_type: &arrow_schema::DataType,
         query: &Query,
         m: PageMatch,
-    ) -> Result<NullableIdSet> {
+        out: &mut IdLists,
+    ) -> Result<()> {
         match query {
-            Query::IsNull => Ok(NullableIdSet::new(self.null_ids(), RoaringTreemap::new())),
+            Query::IsNull => {
+                self.push_by_nullness(true, &mut out.trues);
+                Ok(())
+            }
             Query::Equals(v) if v.is_null(0) => {
-                Ok(NullableIdSet::new(RoaringTreemap::new(), self.all_ids()))
+                out.nulls.extend_from_slice(self.ids.values());
+                Ok(())
             }
             Query::Equals(v) => self.eval_range(
                 &Bounds::new(Bound::Included(v.clone()), Bound::Included(v.clone())),
                 m,
+                out,
             ),
-            Query::Range(lo, hi) => self.eval_range(&Bounds::new(lo.clone(), hi.clone()), m),
+            Query::Range(lo, hi) => self.eval_range(&Bounds::new(lo.clone(), hi.clone()), m, out),
             Query::LikePrefix(p) => {
                 let (lo, hi) = prefix_bounds(value_type, p)?;
-                self.eval_range(&Bounds::new(lo, hi), m)
+                self.eval_range(&Bounds::new(lo, hi), m, out)
             }
-            Query::IsIn(values) => self.eval_in(values),
+            Query::IsIn(values) => self.eval_in(values, out),
         }
     }
 
     /// `IN`: the list is sorted once; each row is one binary search in it. Float zeros are
-    /// compared as equal, as SQL does.
-    fn eval_in(&self, values: &ArrayRef) -> Result<NullableIdSet> {
+    /// compared as equal, as SQL does. With a NULL in the list, every row that matches no
+    /// value is NULL.
+    fn eval_in(&self, values: &ArrayRef, out: &mut IdLists) -> Result<()> {
         let list_has_null = values.null_count() > 0;
         let sorted = sort(values.as_ref(), Some(NULLS_FIRST))?;
         let non_null = sorted.slice(sorted.null_count(), sorted.len() - sorted.null_count());
         let with_zeros = add_other_zero(&non_null)?;
         let cmp = make_comparator(self.values.as_ref(), with_zeros.as_ref(), NULLS_FIRST)?;
         let k = with_zeros.len();
-        let nulls = self.null_ids();
-        let mut matched = Vec::new();
         for (i, id) in self.ids.values().iter().enumerate() {
-            if self.values.is_null(i) {
-                continue;
-            }
-            let pos = crate::partition_point(k, |j| cmp(i, j).is_gt());
-            if pos < k && cmp(i, pos).is_eq() {
-                matched.push(*id);
+            let matched = !self.values.is_null(i) && {
+                let pos = crate::partition_point(k, |j| cmp(i, j).is_gt());
+                pos < k && cmp(i, pos).is_eq()
+            };
+            if matched {
+                out.trues.push(*id);
+            } else if list_has_null || self.values.is_null(i) {
+                out.nulls.push(*id);
             }
         }
-        let trues = sorted_set(matched);
-        let null_ids = if list_has_null {
-            self.all_ids() - &trues
-        } else {
-            nulls
-        };
-        Ok(NullableIdSet::new(trues, null_ids))
+        Ok(())
+    }
+}
+
+/// TRUE and NULL ids gathered from pages, turned into treemaps once per search.
+#[derive(Debug, Default)]
+pub struct IdLists {
+    pub trues: Vec<u64>,
+    pub nulls: Vec<u64>,
+}
+
+impl IdLists {
+    pub fn into_set(self) -> NullableIdSet {
+        NullableIdSet::new(sorted_set(self.trues), sorted_set(self.nulls))
     }
 }
 
@@ -170,31 +187,35 @@ fn sorted_set(mut ids: Vec<u64>) -> RoaringTreemap {
     RoaringTreemap::from_sorted_iter(ids).unwrap_or_default()
 }
 
-/// LSD radix sort on bytes, running only the passes the ids' spread needs (row addresses of
-/// a few fragments differ in 3–5 low bytes). Comparison sort for short inputs.
+/// LSD radix sort on 12-bit digits, running only the passes the ids' spread needs (ids of a
+/// few fragments' pages usually differ in their low 24–36 bits: 2–3 passes). Comparison sort
+/// for short inputs.
 fn radix_sort(ids: &mut Vec<u64>) {
-    if ids.len() < 256 {
+    const BITS: u32 = 12;
+    const BUCKETS: usize = 1 << BITS;
+    if ids.len() < 512 {
         ids.sort_unstable();
         return;
     }
     let (Some(&min), Some(&max)) = (ids.iter().min(), ids.iter().max()) else {
         return;
     };
-    let spread = max - min;
-    let passes = (64 - spread.leading_zeros()).div_ceil(8) as usize;
+    let spread_bits = 64 - (max - min).leading_zeros();
+    let passes = spread_bits.div_ceil(BITS);
     let mut scratch = vec![0u64; ids.len()];
     let mut src = std::mem::take(ids);
+    let mut counts = vec![0usize; BUCKETS + 1];
     for pass in 0..passes {
-        let shift = pass * 8;
-        let mut counts = [0usize; 257];
+        let shift = pass * BITS;
+        counts.iter_mut().for_each(|c| *c = 0);
         for v in &src {
-            counts[(((v - min) >> shift) & 0xff) as usize + 1] += 1;
+            counts[(((v - min) >> shift) as usize & (BUCKETS - 1)) + 1] += 1;
         }
-        for i in 0..256 {
+        for i in 0..BUCKETS {
             counts[i + 1] += counts[i];
         }
         for v in &src {
-            let b = (((v - min) >> shift) & 0xff) as usize;
+            let b = ((v - min) >> shift) as usize & (BUCKETS - 1);
             scratch[counts[b]] = *v;
             counts[b] += 1;
         }
