@@ -8,6 +8,7 @@
 //! - [`counts`] and [`rowmap`]: stable-partition row maps (`_fri/{map_id}/stable_partition.lance`)
 //!   and their LSPC counts buffer; opening reads no labels, translation reads each needed block
 //!   once.
+//! - [`writer`]: writing a stable-partition row map and its counts in one pass.
 
 pub mod counts;
 pub mod details;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod history;
 pub mod ledger;
 pub mod rowmap;
+pub mod writer;
 
 pub use error::{Result, ReuseError};
 pub use history::{History, Translation};

@@ -1,0 +1,140 @@
+//! A row map written by lancet reads back through `RowMap` and translates every source row
+//! exactly as a brute-force model of the stable partition says.
+
+use std::sync::Arc;
+
+use lancet_file::{FileStore, LanceFile};
+use lancet_reuse::ledger::{Digest, Mapping, Transition};
+use lancet_reuse::rowmap::RowMap;
+use lancet_reuse::writer::{write_row_map, SourceRows};
+use lancet_reuse::ReuseError;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use proptest::prelude::*;
+use roaring::RoaringBitmap;
+
+fn run(sizes: &[u64], del_seed: u64, m: usize, label_seed: u64, block_rows: u32) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+        let path = Path::from("_fri/x/stable_partition.lance");
+        let deleted: Vec<RoaringBitmap> = sizes
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                (0..*n as u32)
+                    .filter(|o| (del_seed.rotate_left(*o + k as u32) & 3) == 0)
+                    .collect()
+            })
+            .collect();
+        let live: u64 = sizes.iter().zip(&deleted).map(|(n, d)| n - d.len()).sum();
+        let labels: Vec<u16> = (0..live)
+            .map(|i| ((label_seed.rotate_left(i as u32) ^ i) % m as u64) as u16)
+            .collect();
+        let sources: Vec<SourceRows> = sizes
+            .iter()
+            .zip(&deleted)
+            .map(|(n, d)| SourceRows {
+                physical_rows: *n,
+                deleted: Some(d),
+            })
+            .collect();
+        let written = write_row_map(
+            &fs,
+            &path,
+            &sources,
+            m,
+            labels.iter().copied(),
+            Some(block_rows),
+        )
+        .await
+        .unwrap();
+        let t = Transition {
+            dataset_version: None,
+            sources: sizes
+                .iter()
+                .zip(&deleted)
+                .enumerate()
+                .map(|(k, (n, d))| Digest {
+                    id: k as u32,
+                    physical_rows: *n,
+                    num_deleted_rows: d.len(),
+                })
+                .collect(),
+            destinations: written
+                .destination_rows
+                .iter()
+                .enumerate()
+                .map(|(d, rows)| Digest {
+                    id: 100 + d as u32,
+                    physical_rows: *rows,
+                    num_deleted_rows: 0,
+                })
+                .collect(),
+            mapping: Mapping::StablePartition {
+                map_id: "0a0b0c0d-0000-4000-8000-000000000001".into(),
+                map_size_bytes: written.size_bytes,
+                base_id: None,
+            },
+        };
+        let file = LanceFile::open(&fs, &path, Some(written.size_bytes))
+            .await
+            .unwrap();
+        let map = RowMap::open(file, &t).await.unwrap();
+        // brute force: walk sources in order, count per destination
+        let mut next = vec![0u64; m];
+        let mut want = Vec::new();
+        let mut requests = Vec::new();
+        let mut it = labels.iter();
+        for (k, (n, d)) in sizes.iter().zip(&deleted).enumerate() {
+            for o in 0..*n {
+                requests.push((requests.len(), k as u32, o));
+                if d.contains(o as u32) {
+                    want.push(None);
+                } else {
+                    let l = usize::from(*it.next().unwrap());
+                    want.push(Some(((100 + l as u64) << 32) | next[l]));
+                    next[l] += 1;
+                }
+            }
+        }
+        let mut got = map.translate(&requests).await.unwrap();
+        got.sort_by_key(|g| g.0);
+        let got: Vec<Option<u64>> = got.into_iter().map(|g| g.1).collect();
+        assert_eq!(got, want);
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    #[test]
+    fn written_row_maps_translate_like_the_model(
+        sizes in proptest::collection::vec(0u64..300, 1..5),
+        del_seed in any::<u64>(),
+        m in 1usize..6,
+        label_seed in any::<u64>(),
+        block_rows in 1u32..70,
+    ) {
+        run(&sizes, del_seed, m, label_seed, block_rows);
+    }
+}
+
+#[tokio::test]
+async fn label_counts_must_match_live_rows() {
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let path = Path::from("m.lance");
+    let src = [SourceRows {
+        physical_rows: 3,
+        deleted: None,
+    }];
+    let too_few = write_row_map(&fs, &path, &src, 2, [0u16, 1].into_iter(), None).await;
+    assert!(matches!(too_few, Err(ReuseError::InvalidInput(m)) if m.contains("fewer")));
+    let too_many = write_row_map(&fs, &path, &src, 2, [0u16, 1, 1, 0].into_iter(), None).await;
+    assert!(matches!(too_many, Err(ReuseError::InvalidInput(m)) if m.contains("more")));
+    let bad_label = write_row_map(&fs, &path, &src, 2, [0u16, 2, 1].into_iter(), None).await;
+    assert!(matches!(bad_label, Err(ReuseError::InvalidInput(m)) if m.contains("label 2")));
+    let none = write_row_map(&fs, &path, &src, 0, std::iter::empty(), None).await;
+    assert!(matches!(none, Err(ReuseError::InvalidInput(_))));
+}
