@@ -99,3 +99,11 @@ pub async fn translate(uri: &str, version: Option<u64>) -> Result<(), CliError> 
     writeln!(w, "{}", json!({ "translated": out }))?;
     Ok(())
 }
+
+/// Re-publishes the history as a tagged (v1) entry in a new version.
+pub async fn upgrade(uri: &str) -> Result<(), CliError> {
+    let ds = open(uri, None).await?;
+    let next = ds.upgrade_fri().await?;
+    println!("{}", json!({"version": next.version(), "index_version": 1}));
+    Ok(())
+}

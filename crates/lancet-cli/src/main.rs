@@ -85,6 +85,8 @@ enum FriCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Re-publish the history as a tagged (index_version 1) entry in a new version.
+    Upgrade { dataset: String },
     /// Translate row addresses read from stdin (one per line) to current addresses.
     Translate {
         dataset: String,
@@ -172,6 +174,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             FriCommand::Translate {
                 dataset, version, ..
             } => fri::translate(&dataset, version).await,
+            FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
         },
         Command::Demo { dir } => demo::run(&dir).await,
     }

@@ -659,3 +659,85 @@ fn index_search_stays_exact_after_deferred_compaction() {
         assert_eq!(got["null_row_ids"], w["null_row_ids"], "{f}");
     }
 }
+
+/// A v1 (tagged) history written by lancet is read by pylance: `lancet fri upgrade`
+/// re-publishes the fixture's legacy history as v1 transitions with flag 1024; pylance's
+/// index queries on the compacted fragments then equal its full scan, and lancet still
+/// translates every old address to the same row.
+#[test]
+fn pylance_reads_a_v1_history_written_by_lancet() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("fri");
+    copy_dir(&fixtures().join("fri"), &copy);
+    let uri = copy.to_str().unwrap();
+    let before = expected_versions("fri");
+    let pre = before.first().unwrap().to_string();
+    let want = peer(&["fri-expect", uri, &pre]);
+    let out: Value = serde_json::from_str(&lancet(&["fri", "upgrade", uri])).unwrap();
+    let v = out["version"].as_u64().unwrap();
+    assert_eq!(v, before.last().unwrap() + 1);
+    let shown: Value = serde_json::from_str(&lancet(&["fri", "show", uri])).unwrap();
+    assert_eq!(shown["fri"]["index_version"], json!(1));
+    let inspect: Value = serde_json::from_str(&lancet(&["inspect", uri, "--json"])).unwrap();
+    for word in ["reader_feature_flags", "writer_feature_flags"] {
+        assert!(
+            has_flag(&inspect[word], "fragment_reuse_index"),
+            "{inspect}"
+        );
+    }
+    let filters = [
+        "id < 100",
+        "id = 2501",
+        "id > 3900",
+        "id BETWEEN 1000 AND 1100",
+    ];
+    let plan = peer(&["explain", uri, filters[0]]);
+    assert!(
+        plan["plan"].as_str().unwrap().contains("ScalarIndexQuery"),
+        "{plan}"
+    );
+    let json_filters = serde_json::to_string(&filters).unwrap();
+    let vs = v.to_string();
+    let scan = peer(&["filters", uri, &vs, &json_filters]);
+    let indexed = peer(&["filters", uri, &vs, &json_filters, "true"]);
+    assert_eq!(scan, indexed, "pylance with lancet's v1 history");
+    let addrs: Vec<String> = want["addrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let got: Value = serde_json::from_str(&lancet_stdin(
+        &["fri", "translate", uri, "--json"],
+        &addrs.join("\n"),
+    ))
+    .unwrap();
+    assert_eq!(got["translated"], want["expected"]);
+}
+
+#[test]
+fn fri_upgrade_refuses_tables_it_must_not_change() {
+    for (name, needle) in [
+        ("stable", "stable-row-id"),
+        ("basic", "no Fragment Reuse Index"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(name);
+        copy_dir(&fixtures().join(name), &copy);
+        let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+            .args(["fri", "upgrade", copy.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{name}: {err}");
+        // nothing was committed
+        let versions = std::fs::read_dir(copy.join("_versions")).unwrap().count();
+        assert_eq!(
+            versions,
+            std::fs::read_dir(fixtures().join(name).join("_versions"))
+                .unwrap()
+                .count()
+        );
+    }
+}
