@@ -68,6 +68,22 @@ pub fn flag_names(word: u64) -> Vec<FlagName> {
         .collect()
 }
 
+/// Reader flags lancet interprets. A version with any other reader flag is refused rather than
+/// misread: a fragment-tree table (4096) read through its empty flat list would look empty;
+/// overlays (64) and spilled lineage columns (2048) change what fragments mean.
+pub const LANCET_READER_SUPPORTED: u64 = DELETION_FILES
+    | STABLE_ROW_IDS
+    | USE_V2_FORMAT_DEPRECATED
+    | TABLE_CONFIG
+    | BASE_PATHS
+    | DISABLE_TRANSACTION_FILE
+    | COVERED_INDEX_METADATA
+    | MIXED_DATA_FILE_VERSIONS
+    | FRAG_REUSE_WITH_STABLE_ROW_IDS
+    | FRAGMENT_REUSE_INDEX
+    | MANAGED_BLOBS
+    | OBJECT_METADATA;
+
 /// Flags that must be set in both words or in neither (Lance's `validate_paired_feature_flags`,
 /// plus the fragment-tree flag, which lancet pairs: a one-sided 4096 would let Lance 14 open a
 /// tree table as empty).

@@ -85,6 +85,25 @@ impl Dataset {
         caches: Arc<Caches>,
     ) -> Result<Self> {
         let manifest = Self::load_manifest(&store, version, &caches).await?;
+        let unsupported = manifest.decoded.manifest.reader_feature_flags
+            & !lancet_paths::flags::LANCET_READER_SUPPORTED;
+        if unsupported != 0 {
+            let names: Vec<String> = lancet_paths::flags::flag_names(unsupported)
+                .into_iter()
+                .map(|f| match f {
+                    lancet_paths::flags::FlagName::Known(n) => n.to_string(),
+                    lancet_paths::flags::FlagName::Unknown(bit) => bit.to_string(),
+                })
+                .collect();
+            return Err(Error::Unsupported {
+                uri: store.uri().to_string(),
+                version: manifest.entry.version,
+                rule: format!(
+                    "reader feature flags lancet does not interpret: {}",
+                    names.join(", ")
+                ),
+            });
+        }
         let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
         let file_store = file_store_for_impl(&store)?;
         Ok(Self {
