@@ -1,8 +1,7 @@
 //! The `__lance_frag_reuse` index entry and its details (inline, or external in
 //! `_indices/{fri uuid}/details.binpb` when the history exceeds 204,800 bytes).
 
-use lancet_proto::table::fragment_reuse_index_details::Content;
-use lancet_proto::table::{ExternalFile, FragmentReuseIndexDetails, IndexMetadata};
+use lancet_proto::table::{ExternalFile, IndexMetadata};
 use prost::Message;
 
 use crate::error::{corrupt, Result};
@@ -24,43 +23,92 @@ pub fn is_fri_entry(m: &IndexMetadata) -> bool {
 /// Where the history's `InlineContent` bytes are.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentLocation {
+    /// The exact stored `InlineContent` bytes (the ledger walks them field by field).
     Inline(Vec<u8>),
     /// Relative to `_indices/{fri uuid}/` of the entry's base.
     External(ExternalFile),
 }
 
-/// Decodes the entry's details.
+/// Reads the entry's details: the inline history's exact bytes, or where the external one is.
+/// Walks the `Any` value's fields once; neither arm, or both, is corrupt.
 pub fn content_location(m: &IndexMetadata) -> Result<ContentLocation> {
     let what = "__lance_frag_reuse details";
     let any = m
         .index_details
         .as_ref()
         .ok_or_else(|| corrupt(what, "the entry has no index_details"))?;
-    let details = FragmentReuseIndexDetails::decode(any.value.as_slice())
-        .map_err(|e| corrupt(what, format!("FragmentReuseIndexDetails: {e}")))?;
-    match details.content {
-        Some(Content::Inline(inline)) => Ok(ContentLocation::Inline(inline.encode_to_vec())),
-        Some(Content::External(file)) => Ok(ContentLocation::External(file)),
-        None => Err(corrupt(
-            what,
-            "details have neither inline nor external content",
-        )),
-    }
-}
-
-/// The raw `InlineContent` bytes as stored inline. (Re-encoding the decoded message keeps the
-/// fields the ledger walks; an external file is read as stored.)
-pub fn inline_bytes(m: &IndexMetadata) -> Result<Option<Vec<u8>>> {
-    let what = "__lance_frag_reuse details";
-    let Some(any) = m.index_details.as_ref() else {
-        return Err(corrupt(what, "the entry has no index_details"));
-    };
-    // Walk the Any value's fields to hand the ledger the exact InlineContent bytes.
+    let mut found = None;
     for field in lancet_proto::wire::fields(&any.value) {
         let field = field.map_err(|e| corrupt(what, e.to_string()))?;
-        if field.number == 1 {
-            return Ok(any.value.get(field.value).map(<[u8]>::to_vec));
+        let body = any.value.get(field.value).unwrap_or_default();
+        let content = match field.number {
+            1 => ContentLocation::Inline(body.to_vec()),
+            2 => ContentLocation::External(
+                ExternalFile::decode(body)
+                    .map_err(|e| corrupt(what, format!("ExternalFile: {e}")))?,
+            ),
+            _ => continue,
+        };
+        if found.replace(content).is_some() {
+            return Err(corrupt(
+                what,
+                "details set both inline and external content",
+            ));
         }
     }
-    Ok(None)
+    found.ok_or_else(|| corrupt(what, "details have neither inline nor external content"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::fragment_reuse_index_details::{Content, InlineContent};
+    use lancet_proto::table::FragmentReuseIndexDetails;
+    use prost::Message;
+
+    fn entry(value: Vec<u8>) -> IndexMetadata {
+        IndexMetadata {
+            name: FRI_INDEX_NAME.into(),
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: lancet_proto::FRI_DETAILS_TYPE_URL.into(),
+                value,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_content_arm_exactly() {
+        let inline = FragmentReuseIndexDetails {
+            content: Some(Content::Inline(InlineContent::default())),
+        }
+        .encode_to_vec();
+        assert!(is_fri_entry(&entry(inline.clone())));
+        assert_eq!(
+            content_location(&entry(inline.clone())).ok(),
+            Some(ContentLocation::Inline(vec![]))
+        );
+        let external = FragmentReuseIndexDetails {
+            content: Some(Content::External(ExternalFile {
+                path: "details.binpb".into(),
+                offset: 0,
+                size: 9,
+            })),
+        }
+        .encode_to_vec();
+        assert!(matches!(
+            content_location(&entry(external.clone())),
+            Ok(ContentLocation::External(_))
+        ));
+        let mut both = inline;
+        both.extend_from_slice(&external);
+        assert!(matches!(
+            content_location(&entry(both)),
+            Err(crate::ReuseError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            content_location(&entry(vec![])),
+            Err(crate::ReuseError::Corrupt { .. })
+        ));
+    }
 }

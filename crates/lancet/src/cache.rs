@@ -224,12 +224,16 @@ pub struct Caches {
 
 impl Caches {
     pub fn new(config: CacheConfig) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::with_config(config))
+    }
+
+    fn with_config(config: CacheConfig) -> Self {
+        Self {
             config,
             manifests: ByteCache::new(config.manifest_bytes),
             indexes: ByteCache::new(config.index_bytes),
             pages: Arc::new(MokaPageCache::new(config.page_bytes)),
-        })
+        }
     }
 
     pub fn config(&self) -> &CacheConfig {
@@ -253,13 +257,7 @@ impl Caches {
 
 impl Default for Caches {
     fn default() -> Self {
-        let config = CacheConfig::default();
-        Self {
-            config,
-            manifests: ByteCache::new(config.manifest_bytes),
-            indexes: ByteCache::new(config.index_bytes),
-            pages: Arc::new(MokaPageCache::new(config.page_bytes)),
-        }
+        Self::with_config(CacheConfig::default())
     }
 }
 

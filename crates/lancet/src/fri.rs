@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use lancet_paths::{files, BaseRequirement, ObjectUuid};
 use lancet_proto::table::IndexMetadata;
-use lancet_reuse::details::{content_location, inline_bytes, is_fri_entry, ContentLocation};
+use lancet_reuse::details::{content_location, is_fri_entry, ContentLocation};
 use lancet_reuse::ledger::decode_inline;
 use lancet_reuse::rowmap::{RowMap, ROW_MAP_FILE};
 use lancet_reuse::{History, ReuseError};
@@ -60,7 +60,7 @@ impl Dataset {
             .into());
         }
         let bytes = match content_location(entry)? {
-            ContentLocation::Inline(_) => inline_bytes(entry)?.unwrap_or_default(),
+            ContentLocation::Inline(bytes) => bytes,
             ContentLocation::External(file) => {
                 let uuid = ObjectUuid::from_slice(
                     entry
