@@ -5,7 +5,10 @@
 //! `"/lance.table.FragmentReuseIndexDetails"`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../protos");
+    // Read at run time, not with `env!`: a build-script binary is reused across checkouts that
+    // share a target directory, and must look at the protos of the checkout being built.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")?;
+    let protos_dir = std::path::Path::new(&manifest_dir).join("../../protos");
     let files = [
         "file.proto",
         "fragment_metadata.proto",

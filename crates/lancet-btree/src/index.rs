@@ -215,10 +215,10 @@ impl BTreeIndex {
         let mut offset = 0usize;
         for (p, r) in missing.iter().zip(&ranges) {
             let n = (r.end - r.start) as usize;
-            let page = Arc::new(Page {
-                values: batch.column(0).slice(offset, n),
-                ids: Arc::new(ids.slice(offset, n)),
-            });
+            let page = Arc::new(Page::new(
+                batch.column(0).slice(offset, n),
+                Arc::new(ids.slice(offset, n)),
+            ));
             offset += n;
             self.cache.insert(self.key(*p), page.clone());
             out.insert(*p, page);
@@ -247,11 +247,12 @@ impl BTreeIndex {
             .collect();
         let pages = self.pages(&data_pages).await?;
         // Every row lives on one page: gather ids from all pages, build the sets once.
-        let expected = (selection.len() as u64 * self.lookup.page_rows()).min(1 << 24) as usize;
-        let mut ids = IdLists {
-            trues: Vec::with_capacity(expected),
-            nulls: Vec::new(),
-        };
+        let rows: usize = data_pages
+            .iter()
+            .filter_map(|p| pages.get(p))
+            .map(|page| page.ids().len())
+            .sum();
+        let mut ids = IdLists::with_capacity(rows);
         for (&i, &m) in &selection {
             let Some(page) = self.lookup.page_idx.get(i).and_then(|p| pages.get(p)) else {
                 continue;

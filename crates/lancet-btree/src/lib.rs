@@ -15,6 +15,7 @@
 //! is what pylance's filters answer.
 
 pub mod error;
+pub mod idset;
 pub mod index;
 pub mod lookup;
 pub mod merge;

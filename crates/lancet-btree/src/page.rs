@@ -8,51 +8,98 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Datum, Scalar, UInt64Array};
 use arrow_ord::cmp;
 use arrow_ord::ord::make_comparator;
 use arrow_ord::sort::sort;
-use roaring::RoaringTreemap;
 
 use crate::error::Result;
+use crate::idset::SortedRuns;
 use crate::lookup::{PageLookup, NULLS_FIRST};
 use crate::query::Query;
 use crate::result::NullableIdSet;
 use crate::select::{prefix_bounds, Bounds, PageMatch};
 
 /// A decoded page: sorted values and their row ids (or addresses).
+///
+/// The page also keeps its positions in ascending id order, computed once when it is decoded:
+/// walking a page in that order yields the ids a query selects already sorted, so a search's
+/// result is a merge of one sorted run per page instead of a sort of every id it returns.
 #[derive(Debug, Clone)]
 pub struct Page {
-    pub values: ArrayRef,
-    pub ids: Arc<UInt64Array>,
+    values: ArrayRef,
+    ids: Arc<UInt64Array>,
+    /// Positions `0..len` ordered by id.
+    by_id: Vec<u32>,
 }
 
 impl Page {
-    /// Bytes the page keeps in memory (its cache weight).
-    pub fn size_bytes(&self) -> usize {
-        self.values.get_array_memory_size() + self.ids.get_array_memory_size()
+    /// A page of `values` (sorted, for index pages) and the ids of their rows, position by
+    /// position. The caller guarantees equal lengths below `u32::MAX` (the reader checks page
+    /// sizes before building one); ids beyond the values are ignored.
+    pub fn new(values: ArrayRef, ids: Arc<UInt64Array>) -> Self {
+        let n = values.len().min(ids.len()).min(u32::MAX as usize);
+        let raw = ids.values();
+        let mut by_id: Vec<u32> = (0..n as u32).collect();
+        if !raw.get(..n).is_some_and(|r| r.is_sorted()) {
+            by_id.sort_unstable_by_key(|&p| raw.get(p as usize).copied().unwrap_or(u64::MAX));
+        }
+        Self { values, ids, by_id }
     }
 
-    fn push_where(&self, mask: &BooleanArray, out: &mut Vec<u64>) {
-        for (i, id) in self.ids.values().iter().enumerate() {
-            if mask.is_valid(i) && mask.value(i) {
-                out.push(*id);
+    /// The page's values, in index order.
+    pub fn values(&self) -> &ArrayRef {
+        &self.values
+    }
+
+    /// The row ids (or addresses) of the values, position by position.
+    pub fn ids(&self) -> &UInt64Array {
+        &self.ids
+    }
+
+    /// Bytes the page keeps in memory (its cache weight).
+    pub fn size_bytes(&self) -> usize {
+        self.values.get_array_memory_size()
+            + self.ids.get_array_memory_size()
+            + self.by_id.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Appends, in id order, the ids of the positions `keep` accepts; one sorted run.
+    fn push_run(&self, out: &mut SortedRuns, keep: impl Fn(usize) -> bool) {
+        let ids = self.ids.values();
+        out.push_run(self.by_id.iter().filter_map(|&p| {
+            let p = p as usize;
+            if keep(p) {
+                ids.get(p).copied()
+            } else {
+                None
             }
-        }
+        }));
+    }
+
+    /// Ids where `mask` is TRUE (a NULL mask slot is not TRUE).
+    fn push_where(&self, mask: &BooleanArray, out: &mut SortedRuns) {
+        let selected = match mask.nulls() {
+            Some(n) => mask.values() & n.inner(),
+            None => mask.values().clone(),
+        };
+        self.push_run(out, |p| p < selected.len() && selected.value(p));
     }
 
     /// Ids whose value is NULL (`nulls == true`) or not.
-    fn push_by_nullness(&self, nulls: bool, out: &mut Vec<u64>) {
-        if self.values.null_count() == 0 {
-            if !nulls {
-                out.extend_from_slice(self.ids.values());
-            }
-            return;
-        }
-        for (i, id) in self.ids.values().iter().enumerate() {
-            if self.values.is_null(i) == nulls {
-                out.push(*id);
-            }
+    fn push_by_nullness(&self, nulls: bool, out: &mut SortedRuns) {
+        match self.values.logical_nulls() {
+            None if nulls => {}
+            None => self.push_run(out, |_| true),
+            Some(n) => self.push_run(out, |p| p < n.len() && n.is_null(p) == nulls),
         }
     }
 
-    fn range_mask(&self, b: &Bounds) -> Result<Option<BooleanArray>> {
+    /// TRUE where the value lies within the bounds `m` says must be compared; `None` when
+    /// none must (every non-NULL row matches).
+    fn range_mask(&self, b: &Bounds, m: PageMatch) -> Result<Option<BooleanArray>> {
+        let (check_lo, check_hi) = match m {
+            PageMatch::Some => (true, true),
+            PageMatch::Lower => (true, false),
+            PageMatch::Upper => (false, true),
+            PageMatch::All => (false, false),
+        };
         let mut mask: Option<BooleanArray> = None;
         let mut apply = |m: BooleanArray| -> Result<()> {
             mask = Some(match mask.take() {
@@ -62,24 +109,24 @@ impl Page {
             Ok(())
         };
         match &b.lo {
-            Bound::Included(v) => apply(cmp::gt_eq(&self.values, &scalar(v))?)?,
-            Bound::Excluded(v) => apply(cmp::gt(&self.values, &scalar(v))?)?,
-            Bound::Unbounded => {}
+            Bound::Included(v) if check_lo => apply(cmp::gt_eq(&self.values, &scalar(v))?)?,
+            Bound::Excluded(v) if check_lo => apply(cmp::gt(&self.values, &scalar(v))?)?,
+            _ => {}
         }
         match &b.hi {
-            Bound::Included(v) => apply(cmp::lt_eq(&self.values, &scalar(v))?)?,
-            Bound::Excluded(v) => apply(cmp::lt(&self.values, &scalar(v))?)?,
-            Bound::Unbounded => {}
+            Bound::Included(v) if check_hi => apply(cmp::lt_eq(&self.values, &scalar(v))?)?,
+            Bound::Excluded(v) if check_hi => apply(cmp::lt(&self.values, &scalar(v))?)?,
+            _ => {}
         }
         Ok(mask)
     }
 
     fn eval_range(&self, b: &Bounds, m: PageMatch, out: &mut IdLists) -> Result<()> {
         self.push_by_nullness(true, &mut out.nulls);
-        match (m, self.range_mask(b)?) {
-            (PageMatch::Some, Some(mask)) => self.push_where(&mask, &mut out.trues),
+        match self.range_mask(b, m)? {
+            Some(mask) => self.push_where(&mask, &mut out.trues),
             // a whole-page match, or unbounded on both sides: every non-NULL row
-            _ => self.push_by_nullness(false, &mut out.trues),
+            None => self.push_by_nullness(false, &mut out.trues),
         }
         Ok(())
     }
@@ -124,7 +171,7 @@ impl Page {
                 Ok(())
             }
             Query::Equals(v) if v.is_null(0) => {
-                out.nulls.extend_from_slice(self.ids.values());
+                self.push_run(&mut out.nulls, |_| true);
                 Ok(())
             }
             Query::Equals(v) => self.eval_range(
@@ -151,77 +198,42 @@ impl Page {
         let with_zeros = add_other_zero(&non_null)?;
         let cmp = make_comparator(self.values.as_ref(), with_zeros.as_ref(), NULLS_FIRST)?;
         let k = with_zeros.len();
-        for (i, id) in self.ids.values().iter().enumerate() {
-            let matched = !self.values.is_null(i) && {
-                let pos = crate::partition_point(k, |j| cmp(i, j).is_gt());
-                pos < k && cmp(i, pos).is_eq()
-            };
-            if matched {
-                out.trues.push(*id);
-            } else if list_has_null || self.values.is_null(i) {
-                out.nulls.push(*id);
-            }
-        }
+        let matched: Vec<bool> = (0..self.values.len())
+            .map(|i| {
+                !self.values.is_null(i) && {
+                    let pos = crate::partition_point(k, |j| cmp(i, j).is_gt());
+                    pos < k && cmp(i, pos).is_eq()
+                }
+            })
+            .collect();
+        let is_true = |p: usize| matched.get(p).copied().unwrap_or(false);
+        self.push_run(&mut out.trues, is_true);
+        self.push_run(&mut out.nulls, |p| {
+            !is_true(p) && (list_has_null || self.values.is_null(p))
+        });
         Ok(())
     }
 }
 
-/// TRUE and NULL ids gathered from pages, turned into treemaps once per search.
+/// TRUE and NULL ids gathered from the pages of one search, turned into treemaps once.
 #[derive(Debug, Default)]
 pub struct IdLists {
-    pub trues: Vec<u64>,
-    pub nulls: Vec<u64>,
+    trues: SortedRuns,
+    nulls: SortedRuns,
 }
 
 impl IdLists {
+    /// Room for `trues` TRUE ids, so gathering pages does not reallocate.
+    pub fn with_capacity(trues: usize) -> Self {
+        Self {
+            trues: SortedRuns::with_capacity(trues),
+            nulls: SortedRuns::default(),
+        }
+    }
+
     pub fn into_set(self) -> NullableIdSet {
-        NullableIdSet::new(sorted_set(self.trues), sorted_set(self.nulls))
+        NullableIdSet::new(self.trues.into_treemap(), self.nulls.into_treemap())
     }
-}
-
-/// A treemap from ids in any order: sorting first and appending is several times faster than
-/// inserting ids one by one (ids of a page are in value order, not id order).
-fn sorted_set(mut ids: Vec<u64>) -> RoaringTreemap {
-    radix_sort(&mut ids);
-    ids.dedup();
-    RoaringTreemap::from_sorted_iter(ids).unwrap_or_default()
-}
-
-/// LSD radix sort on 12-bit digits, running only the passes the ids' spread needs (ids of a
-/// few fragments' pages usually differ in their low 24–36 bits: 2–3 passes). Comparison sort
-/// for short inputs.
-fn radix_sort(ids: &mut Vec<u64>) {
-    const BITS: u32 = 12;
-    const BUCKETS: usize = 1 << BITS;
-    if ids.len() < 512 {
-        ids.sort_unstable();
-        return;
-    }
-    let (Some(&min), Some(&max)) = (ids.iter().min(), ids.iter().max()) else {
-        return;
-    };
-    let spread_bits = 64 - (max - min).leading_zeros();
-    let passes = spread_bits.div_ceil(BITS);
-    let mut scratch = vec![0u64; ids.len()];
-    let mut src = std::mem::take(ids);
-    let mut counts = vec![0usize; BUCKETS + 1];
-    for pass in 0..passes {
-        let shift = pass * BITS;
-        counts.iter_mut().for_each(|c| *c = 0);
-        for v in &src {
-            counts[(((v - min) >> shift) as usize & (BUCKETS - 1)) + 1] += 1;
-        }
-        for i in 0..BUCKETS {
-            counts[i + 1] += counts[i];
-        }
-        for v in &src {
-            let b = ((v - min) >> shift) as usize & (BUCKETS - 1);
-            scratch[counts[b]] = *v;
-            counts[b] += 1;
-        }
-        std::mem::swap(&mut src, &mut scratch);
-    }
-    *ids = src;
 }
 
 fn scalar(v: &ArrayRef) -> impl Datum {
@@ -250,30 +262,4 @@ fn add_other_zero(sorted: &ArrayRef) -> Result<ArrayRef> {
         }
     }
     Ok(sorted.clone())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::radix_sort;
-
-    #[test]
-    fn radix_sort_sorts() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for n in [0usize, 1, 255, 256, 5000] {
-            for spread in [1u64 << 8, 1 << 20, 1 << 40, u64::MAX] {
-                let mut v: Vec<u64> = (0..n)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        (state % spread).wrapping_add(1 << 33)
-                    })
-                    .collect();
-                let mut want = v.clone();
-                want.sort_unstable();
-                radix_sort(&mut v);
-                assert_eq!(v, want, "n {n} spread {spread}");
-            }
-        }
-    }
 }

@@ -10,13 +10,29 @@ use crate::error::Result;
 use crate::lookup::{PageLookup, NULLS_FIRST};
 use crate::query::{canonical_zero, prefix_upper_bound, Query};
 
-/// How a selected page is evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How a selected page is evaluated. Which bounds can be skipped is read off the lookup's
+/// `min` and `max`, the same statistics that chose the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageMatch {
     /// Compare every row.
     Some,
-    /// Every row is TRUE (the page has no NULLs and lies inside the bounds).
+    /// Every row satisfies the upper bound (the page's `max` does): compare with the lower.
+    Lower,
+    /// Every row satisfies the lower bound (the page's `min` does): compare with the upper.
+    Upper,
+    /// Every non-NULL row is TRUE (the page lies inside both bounds).
     All,
+}
+
+impl PageMatch {
+    /// Evaluation that is exact for both of two selections of one page.
+    fn combine(self, other: Self) -> Self {
+        if self == other {
+            self
+        } else {
+            PageMatch::Some
+        }
+    }
 }
 
 /// Lookup rows to read, with how to evaluate each.
@@ -81,22 +97,23 @@ fn select_range(lookup: &PageLookup, b: &Bounds, out: &mut Selection) -> Result<
         Bound::Unbounded => None,
     };
     for i in start.max(first_non_null)..end {
-        let whole = !lookup.mins.is_null(i)
+        let inside_lo = !lookup.mins.is_null(i)
             && lo_cmp.as_ref().is_none_or(|c| match b.lo {
                 Bound::Excluded(_) => c(i, 0).is_gt(),
                 _ => c(i, 0).is_ge(),
-            })
+            });
+        let inside_hi = !lookup.maxs.is_null(i)
             && hi_cmp.as_ref().is_none_or(|c| match b.hi {
                 Bound::Excluded(_) => c(i, 0).is_lt(),
                 _ => c(i, 0).is_le(),
             });
-        let m = if whole {
-            PageMatch::All
-        } else {
-            PageMatch::Some
+        let m = match (inside_lo, inside_hi) {
+            (true, true) => PageMatch::All,
+            (true, false) => PageMatch::Upper,
+            (false, true) => PageMatch::Lower,
+            (false, false) => PageMatch::Some,
         };
-        let e = out.entry(i).or_insert(m);
-        *e = (*e).max(m);
+        out.entry(i).and_modify(|e| *e = e.combine(m)).or_insert(m);
     }
     Ok(())
 }

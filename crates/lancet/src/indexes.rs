@@ -186,10 +186,7 @@ impl Dataset {
             let values = self.read_column(f, field_id).await?;
             let base = u64::from(id) << 32;
             let ids = UInt64Array::from_iter_values((0..values.len() as u64).map(|o| base | o));
-            let page = Page {
-                values,
-                ids: Arc::new(ids),
-            };
+            let page = Page::new(values, Arc::new(ids));
             out.union_disjoint(page.evaluate_unindexed(query)?);
         }
         Ok(out)
