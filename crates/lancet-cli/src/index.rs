@@ -156,6 +156,8 @@ struct Search<'a> {
     /// Every physical row address of the version: the domain NOT complements in.
     universe: RoaringTreemap,
     row_ids: Option<Arc<lancet::rowid::RowIdIndex>>,
+    /// Fragments read directly because no segment answers for them (summed over leaves).
+    scanned: std::cell::Cell<u64>,
 }
 
 impl Search<'_> {
@@ -179,16 +181,24 @@ impl Search<'_> {
         let mut result: Option<NullableIdSet> = None;
         for q in queries(leaf, &value_type)? {
             let mut part = NullableIdSet::default();
-            let mut covered = RoaringBitmap::new();
             for seg in &segments {
-                let mut r = seg.index.search(&q).await.map_err(lancet::Error::from)?;
+                let r = seg.index.search(&q).await.map_err(lancet::Error::from)?;
+                let mut r = self.ds.segment_answer(seg, r).await?;
                 if !seg.ids_are_addresses(self.ds.has_stable_row_ids()) {
                     r = self.ids_to_addresses(&r)?;
                 }
-                part.union_disjoint(r);
-                covered |= &seg.fragments;
+                // translated answers of two segments may share a destination fragment
+                part = part.or(&r);
             }
-            part.union_disjoint(self.ds.scan_unindexed(field.id, &covered, &q).await?);
+            let covered = self.ds.answered_fragments(&segments).await?;
+            let scanned = self
+                .ds
+                .fragments()
+                .iter()
+                .filter(|f| u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)))
+                .count();
+            self.scanned.set(self.scanned.get() + scanned as u64);
+            part = part.or(&self.ds.scan_unindexed(field.id, &covered, &q).await?);
             // Entries for rows no longer in this version are not answers.
             part.true_ids &= &self.universe;
             part.null_ids &= &self.universe;
@@ -244,6 +254,7 @@ pub async fn search(
         ds: &ds,
         universe: ds.row_addresses(|_| true),
         row_ids,
+        scanned: std::cell::Cell::new(0),
     };
     let mut result = search.eval(&expr).await?;
     if !no_deletions {
@@ -277,6 +288,7 @@ pub async fn search(
         "row_ids": to_row_ids(&result.true_ids),
         "null_row_ids": to_row_ids(&result.null_ids),
         "pages_read": pages_read,
+        "scanned_fragments": search.scanned.get(),
     });
     let stdout = std::io::stdout();
     let mut w = stdout.lock();

@@ -633,9 +633,9 @@ fn fri_translation_equals_pylance_after_two_compactions() {
     assert!(checked > 10_000, "{checked}");
 }
 
-/// After compactions with deferred remap, the index still names old addresses: lancet drops
-/// entries for rows no longer in the version and scans fragments no segment covers, so answers
-/// stay exact (reusing the pages through the FRI is future work).
+/// After compactions with deferred remap, the index still names old addresses: lancet
+/// translates its answers through the FRI history (index reuse), so every compacted fragment
+/// is answered by the index and none is scanned, and the answers equal pylance's full scan.
 #[test]
 fn index_search_stays_exact_after_deferred_compaction() {
     let uri = fixtures().join("fri");
@@ -657,6 +657,7 @@ fn index_search_stays_exact_after_deferred_compaction() {
         let got = lancet_search(uri, &v, f);
         assert_eq!(got["row_ids"], w["row_ids"], "{f}");
         assert_eq!(got["null_row_ids"], w["null_row_ids"], "{f}");
+        assert_eq!(got["scanned_fragments"], json!(0), "{f}: {got}");
     }
 }
 

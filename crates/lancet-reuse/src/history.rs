@@ -3,12 +3,13 @@
 //! (topological) order, so one pass follows every chain whatever the serialized order.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use roaring::RoaringBitmap;
+use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::{corrupt, Result};
 use crate::ledger::{Ledger, Mapping, Transition};
+use crate::ordered::Ordered;
 use crate::rowmap::RowMap;
 
 /// What became of an old row address.
@@ -18,66 +19,6 @@ pub enum Translation {
     Address(u64),
     /// The row was deleted by a rewrite.
     Deleted,
-}
-
-/// Ordered compaction prepared for lookups: per source its survivors and the survivors of the
-/// sources before it; the destinations' cumulative row starts.
-#[derive(Debug)]
-struct Ordered {
-    sources: HashMap<u32, (RoaringBitmap, u64, u64)>,
-    dest_starts: Vec<u64>,
-    dest_ids: Vec<u32>,
-}
-
-impl Ordered {
-    fn new(t: &Transition, surviving: &roaring::RoaringTreemap) -> Self {
-        let mut sources = HashMap::new();
-        let mut before = 0u64;
-        for s in &t.sources {
-            let bitmap: RoaringBitmap = surviving
-                .bitmaps()
-                .find(|(high, _)| *high == s.id)
-                .map(|(_, b)| b.clone())
-                .unwrap_or_default();
-            let n = bitmap.len();
-            sources.insert(s.id, (bitmap, before, s.physical_rows));
-            before += n;
-        }
-        let mut dest_starts = Vec::with_capacity(t.destinations.len());
-        let mut start = 0;
-        for d in &t.destinations {
-            dest_starts.push(start);
-            start += d.physical_rows;
-        }
-        Self {
-            sources,
-            dest_starts,
-            dest_ids: t.destinations.iter().map(|d| d.id).collect(),
-        }
-    }
-
-    fn translate(&self, frag: u32, offset: u64) -> Translation {
-        let Some((survivors, before, rows)) = self.sources.get(&frag) else {
-            return Translation::Address((u64::from(frag) << 32) | offset);
-        };
-        // an offset past the source's rows passes through, as Lance's v0 remap does
-        if offset >= *rows {
-            return Translation::Address((u64::from(frag) << 32) | offset);
-        }
-        let o = offset as u32;
-        if !survivors.contains(o) {
-            return Translation::Deleted;
-        }
-        let k = before + survivors.rank(o) - 1;
-        let d = self
-            .dest_starts
-            .partition_point(|&s| s <= k)
-            .saturating_sub(1);
-        let (Some(start), Some(id)) = (self.dest_starts.get(d), self.dest_ids.get(d)) else {
-            return Translation::Deleted;
-        };
-        Translation::Address((u64::from(*id) << 32) | (k - start))
-    }
 }
 
 #[derive(Debug)]
@@ -257,5 +198,81 @@ impl History {
             }
         }
         Ok(out)
+    }
+
+    /// Translates a set of stored row addresses (for example a BTree segment's ids) into the
+    /// addresses the same rows have now; deleted rows drop out. Each transition, in dependency
+    /// order, takes the per-fragment offset bitmaps of its sources and produces ascending
+    /// offset lists per destination, so nothing is sorted; see `benches/reuse.rs`.
+    pub async fn translate_set(&self, addrs: &RoaringTreemap) -> Result<RoaringTreemap> {
+        let mut current: BTreeMap<u32, RoaringBitmap> =
+            addrs.bitmaps().map(|(f, b)| (f, b.clone())).collect();
+        for &i in &self.order {
+            let (Some(t), Some(prepared)) = (self.ledger.transitions.get(i), self.prepared.get(i))
+            else {
+                continue;
+            };
+            let taken: Vec<(u32, RoaringBitmap)> = t
+                .sources
+                .iter()
+                .filter_map(|s| current.remove(&s.id).map(|b| (s.id, b)))
+                .collect();
+            if taken.is_empty() {
+                continue;
+            }
+            let mut outs: Vec<Vec<u32>> = vec![Vec::new(); t.destinations.len()];
+            match prepared {
+                Prepared::Ordered(o) => {
+                    for (frag, req) in &taken {
+                        let past = o.translate_offsets(*frag, req, &mut outs);
+                        if !past.is_empty() {
+                            *current.entry(*frag).or_default() |= past;
+                        }
+                    }
+                }
+                Prepared::Partition(map) => {
+                    let map = map.as_ref().ok_or_else(|| {
+                        crate::ReuseError::InvalidInput(format!(
+                            "the row map of transition {i} was not attached"
+                        ))
+                    })?;
+                    let requests: Vec<(u32, &RoaringBitmap)> =
+                        taken.iter().map(|(f, b)| (*f, b)).collect();
+                    for (frag, past) in map.translate_offsets(&requests, &mut outs).await? {
+                        *current.entry(frag).or_default() |= past;
+                    }
+                }
+            }
+            for (d, offsets) in t.destinations.iter().zip(outs) {
+                if offsets.is_empty() {
+                    continue;
+                }
+                let produced = RoaringBitmap::from_sorted_iter(offsets).map_err(|_| {
+                    crate::error::corrupt(
+                        format!("transition {i}"),
+                        "a destination receives its rows out of order",
+                    )
+                })?;
+                *current.entry(d.id).or_default() |= produced;
+            }
+        }
+        Ok(RoaringTreemap::from_bitmaps(current))
+    }
+
+    /// The fragments whose every row an index covering `covered` (fragment ids) still
+    /// answers for after the history: `covered` itself, plus each destination of a
+    /// transition all of whose sources are answered for, in dependency order. An index
+    /// translated with [`History::translate_set`] is exact on exactly these fragments.
+    pub fn covered_after(&self, covered: &RoaringBitmap) -> RoaringBitmap {
+        let mut out = covered.clone();
+        for &i in &self.order {
+            let Some(t) = self.ledger.transitions.get(i) else {
+                continue;
+            };
+            if t.sources.iter().all(|s| out.contains(s.id)) {
+                out.extend(t.destinations.iter().map(|d| d.id));
+            }
+        }
+        out
     }
 }

@@ -15,6 +15,7 @@ pub mod details;
 pub mod error;
 pub mod history;
 pub mod ledger;
+mod ordered;
 pub mod publish;
 pub mod rowmap;
 pub mod writer;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use arrow_array::{Array, UInt16Array};
 use arrow_schema::{DataType, Field, Schema};
 use lancet_file::LanceFile;
+use roaring::RoaringBitmap;
 
 use crate::counts::Counts;
 use crate::error::{corrupt, Result};
@@ -162,5 +163,80 @@ impl RowMap {
             }
         }
         Ok(out)
+    }
+
+    /// Set translation: `requests` are `(source fragment, requested offsets)` in the
+    /// transition's source order; each surviving row's destination offset is appended to
+    /// `outs[destination index]` (ascending per destination, since labels are swept in
+    /// source order). Returns the offsets past each source's rows, untranslated. Each touched
+    /// block is read once and checked against the counts.
+    pub async fn translate_offsets(
+        &self,
+        requests: &[(u32, &RoaringBitmap)],
+        outs: &mut [Vec<u32>],
+    ) -> Result<Vec<(u32, RoaringBitmap)>> {
+        let what = || format!("row map {}", self.file.path());
+        let block_rows = u64::from(self.counts.block_rows);
+        let mut passthrough = Vec::new();
+        // label-file positions, ascending (sources in label-file order)
+        let mut wanted: Vec<u64> = Vec::new();
+        for (frag, req) in requests {
+            let (start, rows) = self.sources.get(frag).copied().ok_or_else(|| {
+                crate::ReuseError::InvalidInput(format!("fragment {frag} is not a source"))
+            })?;
+            let rows32 = u32::try_from(rows).unwrap_or(u32::MAX);
+            let past: RoaringBitmap = req.range(rows32..).collect();
+            if !past.is_empty() {
+                passthrough.push((*frag, past));
+            }
+            wanted.extend(req.range(..rows32).map(|o| start + u64::from(o)));
+        }
+        if !wanted.is_sorted() {
+            return Err(crate::ReuseError::InvalidInput(
+                "requests are not in the transition's source order".into(),
+            ));
+        }
+        let m = self.destinations.len();
+        let mut next = wanted.iter().copied().peekable();
+        while let Some(&first) = next.peek() {
+            let b = first / block_rows;
+            let lo = b * block_rows;
+            let hi = lo + self.counts.block_len(b);
+            let batch = self.file.read_range(lo..hi).await?;
+            let labels = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<UInt16Array>()
+                .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
+            let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
+            let nulls = labels.nulls();
+            for (i, &label) in labels.values().iter().enumerate() {
+                if nulls.is_some_and(|n| n.is_null(i)) {
+                    next.next_if_eq(&(lo + i as u64));
+                    continue;
+                }
+                let d = usize::from(label);
+                let Some(c) = counter.get_mut(d) else {
+                    return Err(corrupt(what(), format!("label {d} with {m} destinations")));
+                };
+                if next.next_if_eq(&(lo + i as u64)).is_some() {
+                    if let Some(out) = outs.get_mut(d) {
+                        out.push(*c);
+                    }
+                }
+                *c += 1;
+            }
+            for (d, c) in counter.iter().enumerate() {
+                if *c != self.counts.at(b, d) {
+                    return Err(corrupt(
+                        what(),
+                        format!("labels of block {b} disagree with the counts for destination {d}"),
+                    ));
+                }
+            }
+            // positions in this block the sweep did not meet cannot exist; skip past it
+            while next.next_if(|&p| p < hi).is_some() {}
+        }
+        Ok(passthrough)
     }
 }

@@ -127,6 +127,45 @@ impl Dataset {
         Ok(out)
     }
 
+    /// A segment's answer in this version's row addresses.
+    ///
+    /// Index reuse: when the version has a Fragment Reuse Index, the segment's stored addresses
+    /// are translated through the history (rows a rewrite deleted drop out). Without one, or
+    /// for segments storing stable row ids (which rewrites do not change), the answer is the
+    /// segment's own. See [`Dataset::answered_fragments`] for where the answers are complete.
+    pub async fn segment_answer(
+        &self,
+        segment: &BTreeSegment,
+        answer: NullableIdSet,
+    ) -> Result<NullableIdSet> {
+        if !segment.ids_are_addresses(self.has_stable_row_ids()) {
+            return Ok(answer);
+        }
+        let Some(history) = self.fri_history().await? else {
+            return Ok(answer);
+        };
+        let true_ids = history.translate_set(&answer.true_ids).await?;
+        let null_ids = history.translate_set(&answer.null_ids).await?;
+        Ok(NullableIdSet::new(true_ids, null_ids))
+    }
+
+    /// The fragments on which the segments' answers (through [`Dataset::segment_answer`])
+    /// are complete: the fragments they cover, plus, through the FRI history, every fragment
+    /// whose rows all came from covered fragments. The rest must be scanned.
+    pub async fn answered_fragments(&self, segments: &[BTreeSegment]) -> Result<RoaringBitmap> {
+        let mut covered = RoaringBitmap::new();
+        for s in segments {
+            covered |= &s.fragments;
+        }
+        let all_addresses = segments
+            .iter()
+            .all(|s| s.ids_are_addresses(self.has_stable_row_ids()));
+        match self.fri_history().await? {
+            Some(history) if all_addresses => Ok(history.covered_after(&covered)),
+            _ => Ok(covered),
+        }
+    }
+
     /// The column `field_id` of `fragment`, read from the data file holding it.
     pub async fn read_column(&self, fragment: &DataFragment, field_id: i32) -> Result<ArrayRef> {
         let name = self
