@@ -11,6 +11,7 @@ use crate::error::{corrupt, Result};
 use crate::ledger::{Ledger, Mapping, Transition};
 use crate::ordered::Ordered;
 use crate::rowmap::RowMap;
+use crate::runs::Runs;
 
 /// What became of an old row address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +221,7 @@ impl History {
             if taken.is_empty() {
                 continue;
             }
-            let mut outs: Vec<Vec<u32>> = vec![Vec::new(); t.destinations.len()];
+            let mut outs: Vec<Runs> = vec![Runs::default(); t.destinations.len()];
             match prepared {
                 Prepared::Ordered(o) => {
                     for (frag, req) in &taken {
@@ -247,7 +248,7 @@ impl History {
                 if offsets.is_empty() {
                     continue;
                 }
-                let produced = RoaringBitmap::from_sorted_iter(offsets).map_err(|_| {
+                let produced = offsets.into_bitmap().ok_or_else(|| {
                     crate::error::corrupt(
                         format!("transition {i}"),
                         "a destination receives its rows out of order",

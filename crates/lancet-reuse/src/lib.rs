@@ -18,6 +18,7 @@ pub mod ledger;
 mod ordered;
 pub mod publish;
 pub mod rowmap;
+mod runs;
 pub mod writer;
 
 pub use error::{Result, ReuseError};

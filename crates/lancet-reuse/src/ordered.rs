@@ -8,6 +8,7 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::history::Translation;
 use crate::ledger::Transition;
+use crate::runs::Runs;
 
 /// One ordered-compaction transition, ready to translate.
 #[derive(Debug)]
@@ -76,13 +77,20 @@ impl Ordered {
         &self,
         frag: u32,
         req: &RoaringBitmap,
-        outs: &mut [Vec<u32>],
+        outs: &mut [Runs],
     ) -> RoaringBitmap {
         let Some((survivors, before, rows)) = self.sources.get(&frag) else {
             return req.clone();
         };
         let rows = u32::try_from(*rows).unwrap_or(u32::MAX);
         let passthrough: RoaringBitmap = req.range(rows..).collect();
+        let hit = req & survivors;
+        if hit.len() == survivors.len() {
+            // every survivor requested: output positions before..before + n, one range per
+            // destination they span
+            self.emit_range(*before..before + hit.len(), outs);
+            return passthrough;
+        }
         let mut d = 0usize;
         let mut emit = |k: u64| {
             while self.dest_starts.get(d + 1).is_some_and(|&s| s <= k) {
@@ -92,16 +100,15 @@ impl Ordered {
                 out.push((k - start) as u32);
             }
         };
-        if req.len().saturating_mul(16) < survivors.len() {
+        if hit.len().saturating_mul(16) < survivors.len() {
             // a few rows of a large source: one rank query each
-            for o in req.iter().filter(|o| survivors.contains(*o)) {
+            for o in &hit {
                 emit(before + survivors.rank(o) - 1);
             }
         } else {
             // most of the source: walk its survivors once, counting
-            let mut wanted = req.iter().peekable();
+            let mut wanted = hit.iter().peekable();
             for (r, o) in survivors.iter().enumerate() {
-                while wanted.next_if(|&w| w < o).is_some() {}
                 if wanted.next_if_eq(&o).is_some() {
                     emit(before + r as u64);
                 }
@@ -111,6 +118,28 @@ impl Ordered {
             }
         }
         passthrough
+    }
+
+    /// Appends output-stream positions `k` as destination offset ranges.
+    fn emit_range(&self, k: std::ops::Range<u64>, outs: &mut [Runs]) {
+        let first = self
+            .dest_starts
+            .partition_point(|&s| s <= k.start)
+            .saturating_sub(1);
+        for (d, out) in outs.iter_mut().enumerate().skip(first) {
+            let (Some(&start), end) = (
+                self.dest_starts.get(d),
+                self.dest_starts.get(d + 1).copied().unwrap_or(u64::MAX),
+            ) else {
+                break;
+            };
+            if start >= k.end {
+                break;
+            }
+            let lo = k.start.max(start) - start;
+            let hi = k.end.min(end) - start;
+            out.push_range(lo as u32..hi as u32);
+        }
     }
 }
 
@@ -157,18 +186,23 @@ mod tests {
         let o = Ordered::new(&t, &surviving);
         for f in [0u32, 2] {
             let n = rows[f as usize] as u32;
-            let requests: Vec<RoaringBitmap> = std::iter::once((0..n + 3).collect())
-                .chain((0..n + 3).map(|x| [x].into_iter().collect()))
-                .collect();
+            let requests: Vec<RoaringBitmap> = [
+                (0..n + 3).collect(),
+                (0..n + 3).filter(|x| x % 2 == 0).collect(),
+            ]
+            .into_iter()
+            .chain((0..n + 3).map(|x| [x].into_iter().collect()))
+            .collect();
             for req in requests {
-                let mut outs = vec![Vec::new(); 3];
+                let mut outs = vec![Runs::default(); 3];
                 let past = o.translate_offsets(f, &req, &mut outs);
                 let mut got: Vec<u64> = outs
-                    .iter()
+                    .into_iter()
                     .enumerate()
                     .flat_map(|(d, v)| {
-                        v.iter()
-                            .map(move |x| ((50 + d as u64) << 32) | u64::from(*x))
+                        let b = v.into_bitmap().unwrap();
+                        b.into_iter()
+                            .map(move |x| ((50 + d as u64) << 32) | u64::from(x))
                     })
                     .collect();
                 got.extend(past.iter().map(|x| (u64::from(f) << 32) | u64::from(x)));

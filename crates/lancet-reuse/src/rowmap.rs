@@ -2,6 +2,7 @@
 //! plus the LSPC counts buffer. Opening reads the counts only; translation reads label blocks.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use arrow_array::{Array, UInt16Array};
 use arrow_schema::{DataType, Field, Schema};
@@ -11,6 +12,7 @@ use roaring::RoaringBitmap;
 use crate::counts::Counts;
 use crate::error::{corrupt, Result};
 use crate::ledger::Transition;
+use crate::runs::Runs;
 
 /// Schema metadata key naming the global buffer that holds the counts.
 pub const COUNTS_BUFFER_KEY: &str = "lance:stable_partition:counts_buffer_index";
@@ -168,18 +170,22 @@ impl RowMap {
     /// Set translation: `requests` are `(source fragment, requested offsets)` in the
     /// transition's source order; each surviving row's destination offset is appended to
     /// `outs[destination index]` (ascending per destination, since labels are swept in
-    /// source order). Returns the offsets past each source's rows, untranslated. Each touched
-    /// block is read once and checked against the counts.
-    pub async fn translate_offsets(
+    /// source order). Returns the offsets past each source's rows, untranslated.
+    ///
+    /// A block whose every row is requested needs no labels: destination `d` receives the
+    /// offsets from its count before the block to its count after it (the counts were
+    /// validated when the map was opened). Other touched blocks are read once, swept from the
+    /// preceding counts row and checked against the next.
+    pub(crate) async fn translate_offsets(
         &self,
         requests: &[(u32, &RoaringBitmap)],
-        outs: &mut [Vec<u32>],
+        outs: &mut [Runs],
     ) -> Result<Vec<(u32, RoaringBitmap)>> {
-        let what = || format!("row map {}", self.file.path());
         let block_rows = u64::from(self.counts.block_rows);
         let mut passthrough = Vec::new();
-        // label-file positions, ascending (sources in label-file order)
-        let mut wanted: Vec<u64> = Vec::new();
+        // requested sources as (label-file start, rows, offsets), in label-file order
+        let mut segs: Vec<(u64, u64, &RoaringBitmap)> = Vec::with_capacity(requests.len());
+        let mut blocks: Vec<u64> = Vec::new();
         for (frag, req) in requests {
             let (start, rows) = self.sources.get(frag).copied().ok_or_else(|| {
                 crate::ReuseError::InvalidInput(format!("fragment {frag} is not a source"))
@@ -189,54 +195,118 @@ impl RowMap {
             if !past.is_empty() {
                 passthrough.push((*frag, past));
             }
-            wanted.extend(req.range(..rows32).map(|o| start + u64::from(o)));
+            if segs.last().is_some_and(|(s, _, _)| *s > start) {
+                return Err(crate::ReuseError::InvalidInput(
+                    "requests are not in the transition's source order".into(),
+                ));
+            }
+            let (Some(min), Some(max)) = (req.min(), req.range(..rows32).max()) else {
+                continue;
+            };
+            let (first, last) = (
+                (start + u64::from(min)) / block_rows,
+                (start + u64::from(max)) / block_rows,
+            );
+            let from = if blocks.last() == Some(&first) {
+                first + 1
+            } else {
+                first
+            };
+            blocks.extend(from..=last);
+            segs.push((start, rows, req));
         }
-        if !wanted.is_sorted() {
-            return Err(crate::ReuseError::InvalidInput(
-                "requests are not in the transition's source order".into(),
-            ));
-        }
-        let m = self.destinations.len();
-        let mut next = wanted.iter().copied().peekable();
-        while let Some(&first) = next.peek() {
-            let b = first / block_rows;
+        blocks.dedup();
+        for b in blocks {
             let lo = b * block_rows;
             let hi = lo + self.counts.block_len(b);
-            let batch = self.file.read_range(lo..hi).await?;
-            let labels = batch
-                .column(0)
-                .as_any()
-                .downcast_ref::<UInt16Array>()
-                .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
-            let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
-            let nulls = labels.nulls();
-            for (i, &label) in labels.values().iter().enumerate() {
-                if nulls.is_some_and(|n| n.is_null(i)) {
-                    next.next_if_eq(&(lo + i as u64));
+            // requested offsets of each source within this block
+            let mut requested = 0u64;
+            let mut parts: Vec<(u64, &RoaringBitmap, Range<u32>)> = Vec::new();
+            for &(start, rows, req) in &segs {
+                let (a, z) = (lo.max(start), hi.min(start + rows));
+                if a >= z {
                     continue;
                 }
-                let d = usize::from(label);
-                let Some(c) = counter.get_mut(d) else {
-                    return Err(corrupt(what(), format!("label {d} with {m} destinations")));
-                };
-                if next.next_if_eq(&(lo + i as u64)).is_some() {
-                    if let Some(out) = outs.get_mut(d) {
-                        out.push(*c);
-                    }
-                }
-                *c += 1;
-            }
-            for (d, c) in counter.iter().enumerate() {
-                if *c != self.counts.at(b, d) {
-                    return Err(corrupt(
-                        what(),
-                        format!("labels of block {b} disagree with the counts for destination {d}"),
-                    ));
+                let offs = (a - start) as u32..(z - start) as u32;
+                let n = req.range_cardinality(offs.clone());
+                if n > 0 {
+                    requested += n;
+                    parts.push((start, req, offs));
                 }
             }
-            // positions in this block the sweep did not meet cannot exist; skip past it
-            while next.next_if(|&p| p < hi).is_some() {}
+            if requested == 0 {
+                continue;
+            }
+            if requested == hi - lo {
+                for (d, out) in outs.iter_mut().enumerate() {
+                    out.push_range(self.counts.before(b, d)..self.counts.at(b, d));
+                }
+                continue;
+            }
+            self.sweep_block(b, lo, hi, &parts, outs).await?;
         }
         Ok(passthrough)
+    }
+
+    /// Reads block `b` (`lo..hi` in the label file) and emits the requested rows of `parts`.
+    async fn sweep_block(
+        &self,
+        b: u64,
+        lo: u64,
+        hi: u64,
+        parts: &[(u64, &RoaringBitmap, Range<u32>)],
+        outs: &mut [Runs],
+    ) -> Result<()> {
+        let what = || format!("row map {}", self.file.path());
+        let m = self.destinations.len();
+        // requested positions of the block as a bit mask
+        let len = (hi - lo) as usize;
+        let mut mask = vec![0u64; len.div_ceil(64)];
+        for (start, req, offs) in parts {
+            for o in req.range(offs.clone()) {
+                let i = (start + u64::from(o) - lo) as usize;
+                if let Some(w) = mask.get_mut(i / 64) {
+                    *w |= 1 << (i % 64);
+                }
+            }
+        }
+        let batch = self.file.read_range(lo..hi).await?;
+        let labels = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<UInt16Array>()
+            .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
+        if labels.len() != len {
+            return Err(corrupt(
+                what(),
+                format!("block {b} has {} labels", labels.len()),
+            ));
+        }
+        let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
+        let nulls = labels.nulls();
+        for (i, &label) in labels.values().iter().enumerate() {
+            if nulls.is_some_and(|n| n.is_null(i)) {
+                continue;
+            }
+            let d = usize::from(label);
+            let Some(c) = counter.get_mut(d) else {
+                return Err(corrupt(what(), format!("label {d} with {m} destinations")));
+            };
+            if mask.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1) {
+                if let Some(out) = outs.get_mut(d) {
+                    out.push(*c);
+                }
+            }
+            *c += 1;
+        }
+        for (d, c) in counter.iter().enumerate() {
+            if *c != self.counts.at(b, d) {
+                return Err(corrupt(
+                    what(),
+                    format!("labels of block {b} disagree with the counts for destination {d}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }

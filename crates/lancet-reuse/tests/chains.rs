@@ -227,8 +227,9 @@ fn run(sizes: &[u64], rounds: &[(u64, bool, usize, u64)], probe_seed: u64) {
 
         // a subset as a set (an index's ids), plus an address of a fragment no transition
         // touches, which must pass through
-        // dense and sparse subsets (walk vs rank paths): about 2 in 3, and 1 in 40
-        for (modulus, keep_multiples) in [(3u64, false), (40, true)] {
+        // every address (whole blocks and sources), and dense and sparse subsets (walk vs
+        // rank paths): about 2 in 3, and 1 in 40
+        for (modulus, keep_multiples) in [(1u64, true), (3, false), (40, true)] {
             let subset: RoaringTreemap = original
                 .iter()
                 .filter(|(a, _)| {
