@@ -134,9 +134,40 @@ def write_file(path):
     return {"global_buffer": idx, "num_rows": 300}
 
 
+def delete(uri, predicate):
+    ds = lance.dataset(uri)
+    ds.delete(predicate)
+    return {"version": lance.dataset(uri).version}
+
+
+def rewrite(uri, sources_json, mode, arg):
+    """Writes (does not commit) new fragments holding the live rows of fragments SOURCES, in
+    order: `partition K` sends each row to destination `id % K` (keeping order within each),
+    `ordered N` splits the concatenation into N-row fragments. Prints the fragments' metadata
+    and the labels (partition only), for lancet to commit the rewrite with its FRI mapping."""
+    ds = lance.dataset(uri)
+    live = pa.concat_tables([ds.get_fragment(s).to_table() for s in json.loads(sources_json)])
+    labels = []
+    if mode == "partition":
+        k = int(arg)
+        labels = [i % k for i in live.column("id").to_pylist()]
+        parts = [live.filter(pa.array([label == d for label in labels])) for d in range(k)]
+    else:
+        n = int(arg)
+        parts = [live.slice(o, n) for o in range(0, live.num_rows, n)]
+    fragments = []
+    for part in parts:
+        out = lance.fragment.write_fragments(
+            part, uri, max_rows_per_file=1 << 30, data_storage_version=ds.data_storage_version
+        )
+        assert len(out) == 1, "one fragment per destination"
+        fragments.append(out[0].to_json())
+    return {"fragments": fragments, "labels": labels}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

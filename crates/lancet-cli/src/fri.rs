@@ -101,6 +101,38 @@ pub async fn translate(uri: &str, version: Option<u64>) -> Result<(), CliError> 
 }
 
 /// Re-publishes the history as a tagged (v1) entry in a new version.
+pub async fn trim(uri: &str) -> Result<(), CliError> {
+    let ds = open(uri, None).await?;
+    let before = ds.fri_ledger().await?.map_or(0, |l| l.transitions.len());
+    match ds.trim_fri().await? {
+        Some(next) => {
+            let after = next.fri_ledger().await?.map_or(0, |l| l.transitions.len());
+            println!(
+                "{}",
+                json!({"version": next.version(), "transitions_before": before, "transitions_after": after})
+            );
+        }
+        None => println!(
+            "{}",
+            json!({"version": null, "transitions_before": before, "transitions_after": before})
+        ),
+    }
+    Ok(())
+}
+
+pub async fn unreferenced(uri: &str, delete: bool) -> Result<(), CliError> {
+    let ds = open(uri, None).await?;
+    let files = ds.unreferenced_fri_files().await?;
+    if delete {
+        for f in &files {
+            ds.store().delete(f).await.map_err(lancet::Error::from)?;
+        }
+    }
+    let names: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+    println!("{}", json!({"unreferenced": names, "deleted": delete}));
+    Ok(())
+}
+
 pub async fn upgrade(uri: &str) -> Result<(), CliError> {
     let ds = open(uri, None).await?;
     let next = ds.upgrade_fri().await?;

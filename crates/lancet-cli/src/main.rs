@@ -87,6 +87,15 @@ enum FriCommand {
     },
     /// Re-publish the history as a tagged (index_version 1) entry in a new version.
     Upgrade { dataset: String },
+    /// Drop the transitions no index still needs, in a new version.
+    Trim { dataset: String },
+    /// List `_fri/` files no version in `_versions/` references.
+    Unreferenced {
+        dataset: String,
+        /// Delete them.
+        #[arg(long)]
+        delete: bool,
+    },
     /// Translate row addresses read from stdin (one per line) to current addresses.
     Translate {
         dataset: String,
@@ -175,6 +184,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 dataset, version, ..
             } => fri::translate(&dataset, version).await,
             FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
+            FriCommand::Trim { dataset } => fri::trim(&dataset).await,
+            FriCommand::Unreferenced { dataset, delete } => {
+                fri::unreferenced(&dataset, delete).await
+            }
         },
         Command::Demo { dir } => demo::run(&dir).await,
     }

@@ -742,3 +742,182 @@ fn fri_upgrade_refuses_tables_it_must_not_change() {
         );
     }
 }
+
+/// Fragments pylance wrote (`peer rewrite`, not committed) as lancet's protos.
+fn fragments_of(v: &Value) -> Vec<lancet::proto::table::DataFragment> {
+    use lancet::proto::table::{DataFile, DataFragment};
+    let ints = |v: &Value| -> Vec<i32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() as i32)
+            .collect()
+    };
+    v["fragments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| DataFragment {
+            files: f["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| DataFile {
+                    path: d["path"].as_str().unwrap().to_string(),
+                    fields: ints(&d["fields"]),
+                    column_indices: ints(&d["column_indices"]),
+                    file_major_version: d["file_major_version"].as_u64().unwrap() as u32,
+                    file_minor_version: d["file_minor_version"].as_u64().unwrap() as u32,
+                    file_size_bytes: d["file_size_bytes"].as_u64().unwrap(),
+                    base_id: d["base_id"].as_u64().map(|b| b as u32),
+                })
+                .collect(),
+            physical_rows: f["physical_rows"].as_u64().unwrap(),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// A v1 history lancet writes from rewrites it commits: the fixture's two legacy compactions,
+/// then (after deletions) a stable partition of the compacted fragment into 3 destinations by
+/// `id % 3`, then an ordered compaction of two of those. pylance wrote the data files; lancet
+/// recorded the mappings (row map with its counts) and committed. pylance's index queries on
+/// the rewritten fragments equal its full scan, lancet's search equals it without scanning a
+/// fragment, and every pre-compaction address translates to where its row is now. Then an
+/// index rebuilt over the current fragments lets `fri trim` drop the whole history, and a
+/// failed rewrite leaves a row map `fri unreferenced` finds and deletes.
+#[tokio::test]
+async fn pylance_reads_rewrites_lancet_records() {
+    use lancet::RewriteMapping;
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("fri");
+    copy_dir(&fixtures().join("fri"), &copy);
+    let uri = copy.to_str().unwrap().to_string();
+    let pre = expected_versions("fri").first().unwrap().to_string();
+    peer(&["delete", &uri, "id % 11 = 0"]);
+    let legacy: Value = serde_json::from_str(&lancet(&["fri", "show", &uri])).unwrap();
+    let legacy = legacy["fri"]["transitions"].as_array().unwrap().len();
+
+    // stable partition of every current fragment
+    let ds = Dataset::open(&uri).await.unwrap();
+    let sources: Vec<u32> = ds.fragments().iter().map(|f| f.id as u32).collect();
+    let written = peer(&[
+        "rewrite",
+        &uri,
+        &json!(sources).to_string(),
+        "partition",
+        "3",
+    ]);
+    let labels: Vec<u16> = written["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() as u16)
+        .collect();
+    let ds = ds
+        .commit_rewrite(
+            &sources,
+            fragments_of(&written),
+            RewriteMapping::StablePartition { labels: &labels },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ds.fragments().len(), 3);
+    // ordered compaction of the first two destinations
+    let pair: Vec<u32> = ds.fragments()[..2].iter().map(|f| f.id as u32).collect();
+    let written = peer(&[
+        "rewrite",
+        &uri,
+        &json!(pair).to_string(),
+        "ordered",
+        "100000",
+    ]);
+    let ds = ds
+        .commit_rewrite(
+            &pair,
+            fragments_of(&written),
+            RewriteMapping::OrderedCompaction,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ds.fragments().len(), 2);
+    let shown: Value = serde_json::from_str(&lancet(&["fri", "show", &uri])).unwrap();
+    assert_eq!(shown["fri"]["index_version"], json!(1));
+    assert_eq!(
+        shown["fri"]["transitions"].as_array().unwrap().len(),
+        legacy + 2
+    );
+
+    let filters = [
+        "id < 100",
+        "id = 2501",
+        "id > 3900",
+        "id BETWEEN 1000 AND 1100",
+        "NOT (id > 3000)",
+    ];
+    let plan = peer(&["explain", &uri, filters[0]]);
+    assert!(
+        plan["plan"].as_str().unwrap().contains("ScalarIndexQuery"),
+        "{plan}"
+    );
+    let json_filters = serde_json::to_string(&filters).unwrap();
+    let v = ds.version().to_string();
+    let scan = peer(&["filters", &uri, &v, &json_filters]);
+    let indexed = peer(&["filters", &uri, &v, &json_filters, "true"]);
+    assert_eq!(scan, indexed, "pylance through lancet's recorded rewrites");
+    for (f, w) in filters.iter().zip(scan.as_array().unwrap()) {
+        let got = lancet_search(&uri, &v, f);
+        assert_eq!(got["row_ids"], w["row_ids"], "{f}");
+        assert_eq!(got["scanned_fragments"], json!(0), "{f}: {got}");
+    }
+    let want = peer(&["fri-expect", &uri, &pre]);
+    let addrs: Vec<String> = want["addrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let got: Value = serde_json::from_str(&lancet_stdin(
+        &["fri", "translate", &uri, "--json"],
+        &addrs.join("\n"),
+    ))
+    .unwrap();
+    assert_eq!(got["translated"], want["expected"]);
+
+    // labels that do not match the destinations: refused, nothing committed, the row map
+    // written before the check is left unreferenced
+    let one: Vec<u32> = vec![ds.fragments()[0].id as u32];
+    let written = peer(&["rewrite", &uri, &json!(one).to_string(), "partition", "2"]);
+    let wrong = vec![0u16; written["labels"].as_array().unwrap().len()];
+    let err = ds
+        .commit_rewrite(
+            &one,
+            fragments_of(&written),
+            RewriteMapping::StablePartition { labels: &wrong },
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("labels send"), "{err}");
+    assert_eq!(Dataset::open(&uri).await.unwrap().version(), ds.version());
+    let listed: Value =
+        serde_json::from_str(&lancet(&["fri", "unreferenced", &uri, "--delete"])).unwrap();
+    assert_eq!(
+        listed["unreferenced"].as_array().unwrap().len(),
+        1,
+        "{listed}"
+    );
+    let again: Value = serde_json::from_str(&lancet(&["fri", "unreferenced", &uri])).unwrap();
+    assert_eq!(again["unreferenced"], json!([]));
+
+    // the index has not caught up: nothing to trim; rebuilt over the current fragments, the
+    // whole history goes
+    let trim: Value = serde_json::from_str(&lancet(&["fri", "trim", &uri])).unwrap();
+    assert_eq!(trim["version"], Value::Null, "{trim}");
+    lancet(&["index", "build", &uri, "--column", "id"]);
+    let trim: Value = serde_json::from_str(&lancet(&["fri", "trim", &uri])).unwrap();
+    assert_eq!(trim["transitions_after"], json!(0), "{trim}");
+    let v = trim["version"].as_u64().unwrap().to_string();
+    let scan = peer(&["filters", &uri, &v, &json_filters]);
+    let indexed = peer(&["filters", &uri, &v, &json_filters, "true"]);
+    assert_eq!(scan, indexed, "pylance after trimming");
+}

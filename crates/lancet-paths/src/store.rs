@@ -185,6 +185,14 @@ impl DatasetStore {
         Ok(())
     }
 
+    /// Deletes an object (for cleanup of files no retained version references).
+    pub async fn delete(&self, path: &Path) -> Result<()> {
+        self.store
+            .delete(path)
+            .await
+            .map_err(|e| PathsError::store(path, e))
+    }
+
     /// Lists the objects below `prefix` (relative to the dataset root), recursively.
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         let path = self.path(prefix);

@@ -276,4 +276,59 @@ impl History {
         }
         out
     }
+
+    /// The transitions an index covering `indexed` (fragment ids) still needs, in list order:
+    /// the one consuming an indexed fragment, then, transitively, the one consuming each of
+    /// its destinations (intermediate transitions stay as long as an old address must pass
+    /// through them). A history trimmed to the union over every index translates those
+    /// indexes exactly as the full history does.
+    pub fn needed_for(&self, indexed: &RoaringBitmap) -> Vec<usize> {
+        let mut needed = vec![false; self.ledger.transitions.len()];
+        let mut frontier: Vec<u32> = indexed.iter().collect();
+        while let Some(f) = frontier.pop() {
+            let Some(&i) = self.consumer.get(&f) else {
+                continue;
+            };
+            if let (Some(flag), Some(t)) = (needed.get_mut(i), self.ledger.transitions.get(i)) {
+                if !*flag {
+                    *flag = true;
+                    frontier.extend(t.destinations.iter().map(|d| d.id));
+                }
+            }
+        }
+        needed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.then_some(i))
+            .collect()
+    }
+
+    /// `fragments` and every fragment they were produced from, transitively: where an index
+    /// whose `fragment_bitmap` was moved forward by a deferred rewrite (as pylance does) may
+    /// still hold addresses.
+    pub fn with_ancestors(&self, fragments: &RoaringBitmap) -> RoaringBitmap {
+        let producer: HashMap<u32, usize> = self
+            .ledger
+            .transitions
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.destinations.iter().map(move |d| (d.id, i)))
+            .collect();
+        let mut out = fragments.clone();
+        let mut frontier: Vec<u32> = fragments.iter().collect();
+        while let Some(f) = frontier.pop() {
+            let Some(t) = producer
+                .get(&f)
+                .and_then(|&i| self.ledger.transitions.get(i))
+            else {
+                continue;
+            };
+            for s in &t.sources {
+                if out.insert(s.id) {
+                    frontier.push(s.id);
+                }
+            }
+        }
+        out
+    }
 }

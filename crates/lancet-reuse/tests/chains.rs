@@ -274,3 +274,77 @@ proptest! {
         run(&sizes, &rounds, probe_seed);
     }
 }
+
+/// Trimming keeps exactly the transitions an index still needs, intermediates included.
+#[test]
+fn trimming_keeps_what_indexes_still_need() {
+    let d = |id: u32, rows: u64| Digest {
+        id,
+        physical_rows: rows,
+        num_deleted_rows: 0,
+    };
+    let compact = |src: &[(u32, u64)], dst: &[(u32, u64)]| Transition {
+        dataset_version: None,
+        sources: src.iter().map(|(i, r)| d(*i, *r)).collect(),
+        destinations: dst.iter().map(|(i, r)| d(*i, *r)).collect(),
+        mapping: Mapping::OrderedCompaction {
+            surviving: src
+                .iter()
+                .flat_map(|(i, r)| (0..*r).map(move |o| (u64::from(*i) << 32) | o))
+                .collect(),
+        },
+    };
+    // 0 + 1 -> 10; 10 -> 20 (intermediate); 2 -> 11; 3 -> 12 (list order scrambled)
+    let ts = vec![
+        compact(&[(10, 8)], &[(20, 8)]),
+        compact(&[(2, 3)], &[(11, 3)]),
+        compact(&[(0, 5), (1, 3)], &[(10, 8)]),
+        compact(&[(3, 1)], &[(12, 1)]),
+    ];
+    let history = History::new(
+        Ledger {
+            index_version: 1,
+            transitions: ts,
+            has_unsupported: false,
+        },
+        "trim",
+    )
+    .unwrap();
+    let set = |v: &[u32]| v.iter().copied().collect::<RoaringBitmap>();
+    // an index over fragment 0 needs 0+1 -> 10 and the intermediate 10 -> 20
+    assert_eq!(history.needed_for(&set(&[0])), vec![0, 2]);
+    // an index built after the first compaction (over 10) needs only 10 -> 20
+    assert_eq!(history.needed_for(&set(&[10])), vec![0]);
+    assert_eq!(history.needed_for(&set(&[2, 3])), vec![1, 3]);
+    // caught up: indexes over current fragments need nothing
+    assert!(history.needed_for(&set(&[20, 11, 12])).is_empty());
+}
+
+#[test]
+fn ancestors_follow_producers() {
+    let d = |id: u32| Digest {
+        id,
+        physical_rows: 1,
+        num_deleted_rows: 0,
+    };
+    let t = |src: &[u32], dst: &[u32]| Transition {
+        dataset_version: None,
+        sources: src.iter().map(|i| d(*i)).collect(),
+        destinations: dst.iter().map(|i| d(*i)).collect(),
+        mapping: Mapping::OrderedCompaction {
+            surviving: src.iter().map(|i| u64::from(*i) << 32).collect(),
+        },
+    };
+    let history = History::new(
+        Ledger {
+            index_version: 1,
+            transitions: vec![t(&[0, 1], &[10]), t(&[10, 2], &[20]), t(&[3], &[30])],
+            has_unsupported: false,
+        },
+        "ancestors",
+    )
+    .unwrap();
+    let set = |v: &[u32]| v.iter().copied().collect::<RoaringBitmap>();
+    assert_eq!(history.with_ancestors(&set(&[20])), set(&[0, 1, 2, 10, 20]));
+    assert_eq!(history.with_ancestors(&set(&[10, 5])), set(&[0, 1, 5, 10]));
+}

@@ -45,7 +45,49 @@ impl Dataset {
             .map_err(|_| Error::Shared("FRI cache holds another type".into()))
     }
 
+    /// The decoded (not yet opened) FRI history of this version, if it has one: no row map
+    /// is touched.
+    pub async fn fri_ledger(&self) -> Result<Option<lancet_reuse::Ledger>> {
+        match self.fri_entry().cloned() {
+            Some(entry) => Ok(Some(self.decode_fri(&entry).await?)),
+            None => Ok(None),
+        }
+    }
+
     async fn load_fri(&self, entry: &IndexMetadata) -> Result<History> {
+        let what = format!("{} at version {}", self.uri(), self.version());
+        let ledger = self.decode_fri(entry).await?;
+        let mut history = History::new(ledger, &what)?;
+        for (i, map_id, size, base_id) in history.row_maps_needed() {
+            let base = self
+                .bases()
+                .resolve(base_id, &self.root(), BaseRequirement::Any)?;
+            let store = self.store_for(&base)?;
+            let rel = if base.is_dataset_root {
+                format!("_fri/{map_id}/{ROW_MAP_FILE}")
+            } else {
+                format!("{map_id}/{ROW_MAP_FILE}")
+            };
+            let fs = Dataset::file_store_for(&store)?;
+            let file = lancet_file::LanceFile::open(&fs, &store.path(&rel), Some(size)).await?;
+            let actual = store.size(&store.path(&rel)).await?;
+            if actual != size {
+                return Err(ReuseError::Corrupt {
+                    what,
+                    rule: format!("{rel} is {actual} bytes, map_size_bytes says {size}"),
+                }
+                .into());
+            }
+            let t = history
+                .transition(i)
+                .cloned()
+                .ok_or_else(|| Error::Shared("transition".into()))?;
+            history.attach_row_map(i, RowMap::open(file, &t).await?);
+        }
+        Ok(history)
+    }
+
+    async fn decode_fri(&self, entry: &IndexMetadata) -> Result<lancet_reuse::Ledger> {
         let what = format!("{} at version {}", self.uri(), self.version());
         let index_version = entry.index_version.unwrap_or(0);
         let m = self.manifest();
@@ -92,35 +134,7 @@ impl Dataset {
                 bytes.to_vec()
             }
         };
-        let ledger = decode_inline(&bytes, index_version, &what)?;
-        let mut history = History::new(ledger, &what)?;
-        for (i, map_id, size, base_id) in history.row_maps_needed() {
-            let base = self
-                .bases()
-                .resolve(base_id, &self.root(), BaseRequirement::Any)?;
-            let store = self.store_for(&base)?;
-            let rel = if base.is_dataset_root {
-                format!("_fri/{map_id}/{ROW_MAP_FILE}")
-            } else {
-                format!("{map_id}/{ROW_MAP_FILE}")
-            };
-            let fs = Dataset::file_store_for(&store)?;
-            let file = lancet_file::LanceFile::open(&fs, &store.path(&rel), Some(size)).await?;
-            let actual = store.size(&store.path(&rel)).await?;
-            if actual != size {
-                return Err(ReuseError::Corrupt {
-                    what,
-                    rule: format!("{rel} is {actual} bytes, map_size_bytes says {size}"),
-                }
-                .into());
-            }
-            let t = history
-                .transition(i)
-                .cloned()
-                .ok_or_else(|| Error::Shared("transition".into()))?;
-            history.attach_row_map(i, RowMap::open(file, &t).await?);
-        }
-        Ok(history)
+        Ok(decode_inline(&bytes, index_version, &what)?)
     }
 }
 

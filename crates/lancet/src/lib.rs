@@ -10,12 +10,14 @@ mod dataset;
 mod error;
 mod fri;
 mod indexes;
+mod rewrite;
 mod rowids;
 
 pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, Weighted};
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, Result};
 pub use indexes::BTreeSegment;
+pub use rewrite::RewriteMapping;
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;

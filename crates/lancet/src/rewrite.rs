@@ -1,0 +1,361 @@
+//! Rewrites that defer index remapping: a caller has written new data files holding some
+//! fragments' live rows in a new arrangement; lancet records how rows moved as an FRI
+//! transition and commits the new fragments, the transition and the republished history in
+//! one version. Also trimming the history once indexes have caught up, and finding `_fri/`
+//! files no retained version references.
+//!
+//! The invariants checked before the conditional write (each a typed `InvalidInput` or
+//! `Unsupported` error, nothing written to `_versions/` when one fails):
+//! - sources are distinct fragments of this version; destinations are new (ids are assigned
+//!   here), carry no deletion file and no row-id sequence;
+//! - the destinations' physical rows add up to the sources' live rows, and for a stable
+//!   partition each destination holds exactly the rows its label count says;
+//! - the history lancet extends is one it can interpret entirely, and the table does not use
+//!   stable row ids (Lance 14 refuses tagged histories there).
+
+use std::collections::HashSet;
+
+use lancet_paths::ObjectUuid;
+use lancet_proto::table::{DataFragment, IndexMetadata};
+use lancet_reuse::details::is_fri_entry;
+use lancet_reuse::ledger::{check, Digest, Ledger, Mapping, Transition};
+use lancet_reuse::rowmap::ROW_MAP_FILE;
+use lancet_reuse::writer::{write_row_map, SourceRows};
+use lancet_reuse::{History, ReuseError};
+use object_store::path::Path;
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+use crate::error::Result;
+use crate::Dataset;
+
+/// How a rewrite moved the sources' live rows into the destinations.
+#[derive(Debug, Clone, Copy)]
+pub enum RewriteMapping<'a> {
+    /// Live rows concatenated in source order (offsets ascending within each source) and
+    /// split, in order, into the destinations.
+    OrderedCompaction,
+    /// One label per live source row, in the same order: the position of the destination
+    /// that received the row; rows keep their relative order within a destination.
+    StablePartition { labels: &'a [u16] },
+}
+
+fn invalid(rule: impl Into<String>) -> crate::Error {
+    ReuseError::InvalidInput(rule.into()).into()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Dataset {
+    /// Commits a rewrite of the fragments `sources` into `destinations` (fragments whose data
+    /// files the caller has written; their ids are assigned here, in order) as the next
+    /// version, recording `mapping` in the Fragment Reuse Index so existing indexes keep
+    /// answering through translation (their entries are left as they are). The history is
+    /// republished as a tagged (index_version 1) entry replacing the previous one, with
+    /// feature flag 1024 in both words. Stable partitions write their row map to
+    /// `_fri/{map_id}/stable_partition.lance` first.
+    pub async fn commit_rewrite(
+        &self,
+        sources: &[u32],
+        mut destinations: Vec<DataFragment>,
+        mapping: RewriteMapping<'_>,
+    ) -> Result<Dataset> {
+        let what = format!("{} at version {}", self.uri(), self.version());
+        let prior = self.extendable_history(&what).await?;
+
+        // sources: distinct fragments of this version, with their deletions
+        let mut seen = HashSet::new();
+        let mut src_digests = Vec::with_capacity(sources.len());
+        let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
+        for &id in sources {
+            if !seen.insert(id) {
+                return Err(invalid(format!("fragment {id} is a source twice")));
+            }
+            let f = self
+                .fragments()
+                .iter()
+                .find(|f| f.id == u64::from(id))
+                .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
+            let del = self.deletion_vector(f).await?.unwrap_or_default();
+            src_digests.push(Digest {
+                id,
+                physical_rows: f.physical_rows,
+                num_deleted_rows: del.len(),
+            });
+            deleted.push(del);
+        }
+        if src_digests.is_empty() {
+            return Err(invalid("a rewrite needs at least one source"));
+        }
+
+        // destinations: new ids after every id this table has used
+        let mut next_id = self
+            .fragments()
+            .iter()
+            .map(|f| f.id + 1)
+            .chain(self.manifest().max_fragment_id.map(|m| u64::from(m) + 1))
+            .max()
+            .unwrap_or(0);
+        let mut dst_digests = Vec::with_capacity(destinations.len());
+        for f in &mut destinations {
+            if f.deletion_file.is_some() || f.row_id_sequence.is_some() {
+                return Err(invalid(
+                    "a destination must not carry a deletion file or row ids",
+                ));
+            }
+            f.id = next_id;
+            next_id += 1;
+            let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
+            dst_digests.push(Digest {
+                id,
+                physical_rows: f.physical_rows,
+                num_deleted_rows: 0,
+            });
+        }
+
+        let mapping = match mapping {
+            RewriteMapping::OrderedCompaction => {
+                let mut surviving = RoaringTreemap::new();
+                for (s, del) in src_digests.iter().zip(&deleted) {
+                    let rows = u32::try_from(s.physical_rows)
+                        .map_err(|_| invalid(format!("fragment {} is too large", s.id)))?;
+                    let mut live: RoaringBitmap = (0..rows).collect();
+                    live -= del;
+                    let base = u64::from(s.id) << 32;
+                    surviving.extend(live.iter().map(|o| base | u64::from(o)));
+                }
+                Mapping::OrderedCompaction { surviving }
+            }
+            RewriteMapping::StablePartition { labels } => {
+                self.write_partition(&src_digests, &deleted, &dst_digests, labels)
+                    .await?
+            }
+        };
+        let t = Transition {
+            dataset_version: None,
+            sources: src_digests,
+            destinations: dst_digests,
+            mapping,
+        };
+        check(&t, &what).map_err(|e| match e {
+            ReuseError::Corrupt { rule, .. } => invalid(rule),
+            e => e.into(),
+        })?;
+        let mut ledger = prior.unwrap_or_else(|| Ledger {
+            index_version: 1,
+            ..Default::default()
+        });
+        ledger.transitions.push(t);
+        // one producer and one consumer per fragment, no cycles
+        let ledger = History::new(ledger, &what)
+            .map_err(|e| match e {
+                ReuseError::Corrupt { rule, .. } => invalid(rule),
+                e => e.into(),
+            })?
+            .ledger;
+
+        // The destinations go last, as Lance 14's compaction places them: fragment ids
+        // increase along the list (the manifest reader's rule), and theirs are the largest.
+        let mut manifest = self.manifest().clone();
+        let source_set: HashSet<u64> = sources.iter().map(|s| u64::from(*s)).collect();
+        manifest.fragments.retain(|f| !source_set.contains(&f.id));
+        manifest.fragments.extend(destinations);
+        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
+        self.publish_history(manifest, ledger).await
+    }
+
+    /// The current history, if any, provided lancet may extend it.
+    async fn extendable_history(&self, what: &str) -> Result<Option<Ledger>> {
+        if self.has_stable_row_ids() {
+            return Err(ReuseError::Unsupported {
+                what: what.to_string(),
+                rule: "a tagged Fragment Reuse Index on a stable-row-id table".into(),
+            }
+            .into());
+        }
+        let ledger = self.fri_ledger().await?;
+        if ledger.as_ref().is_some_and(|l| l.has_unsupported) {
+            return Err(ReuseError::Unsupported {
+                what: what.to_string(),
+                rule: "the history has transitions lancet cannot interpret".into(),
+            }
+            .into());
+        }
+        Ok(ledger)
+    }
+
+    /// Writes the row map of a stable partition and checks it against the destinations.
+    async fn write_partition(
+        &self,
+        sources: &[Digest],
+        deleted: &[RoaringBitmap],
+        destinations: &[Digest],
+        labels: &[u16],
+    ) -> Result<Mapping> {
+        let map_id = ObjectUuid::new_v4().to_string();
+        let path = self.store().path(&format!("_fri/{map_id}/{ROW_MAP_FILE}"));
+        let rows: Vec<SourceRows> = sources
+            .iter()
+            .zip(deleted)
+            .map(|(s, d)| SourceRows {
+                physical_rows: s.physical_rows,
+                deleted: Some(d),
+            })
+            .collect();
+        let written = write_row_map(
+            self.file_store(),
+            &path,
+            &rows,
+            destinations.len(),
+            labels.iter().copied(),
+            None,
+        )
+        .await?;
+        let want: Vec<u64> = destinations.iter().map(|d| d.physical_rows).collect();
+        if written.destination_rows != want {
+            // the map is unreferenced; `unreferenced_fri_files` lists it for cleanup
+            return Err(invalid(format!(
+                "labels send {:?} rows to the destinations, which hold {want:?}",
+                written.destination_rows
+            )));
+        }
+        Ok(Mapping::StablePartition {
+            map_id,
+            map_size_bytes: written.size_bytes,
+            base_id: None,
+        })
+    }
+
+    /// Commits `manifest` with `ledger` as the tagged FRI entry replacing the current one
+    /// (no entry when the ledger is empty); other index entries are kept as they are.
+    async fn publish_history(
+        &self,
+        mut manifest: lancet_proto::table::Manifest,
+        ledger: Ledger,
+    ) -> Result<Dataset> {
+        let mut indices: Vec<IndexMetadata> = self
+            .indices()
+            .iter()
+            .filter(|m| !is_fri_entry(m))
+            .cloned()
+            .collect();
+        if !ledger.transitions.is_empty() {
+            let uuid = ObjectUuid::new_v4();
+            let content = lancet_reuse::publish::encode_v1(&ledger);
+            let (entry, external) = lancet_reuse::publish::tagged_entry(
+                uuid.to_proto(),
+                content,
+                self.version(),
+                &ledger,
+                now_ms(),
+            );
+            if let Some(bytes) = external {
+                let path = self.store().path(&format!(
+                    "_indices/{uuid}/{}",
+                    lancet_reuse::publish::EXTERNAL_FILE
+                ));
+                self.store().put(&path, bytes.into()).await?;
+            }
+            indices.push(entry);
+        }
+        let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
+        manifest.reader_feature_flags |= tagged;
+        manifest.writer_feature_flags |= tagged;
+        // this version's transaction file describes the previous commit, not this one
+        manifest.transaction_file = String::new();
+        self.commit(manifest, &indices).await
+    }
+
+    /// Drops the FRI transitions no index still needs, republishing the rest; `None` when
+    /// nothing can be dropped. An index (every non-FRI entry of this version) may hold
+    /// addresses of the fragments of the version it was built or last updated on
+    /// (`dataset_version`), which its `fragment_bitmap` no longer names once a deferred
+    /// rewrite moved it forward; when that version is gone, every ancestor of its bitmap's
+    /// fragments counts. Transitions reachable from those fragments are kept (see
+    /// `History::needed_for`), intermediates included.
+    pub async fn trim_fri(&self) -> Result<Option<Dataset>> {
+        let what = format!("{} at version {}", self.uri(), self.version());
+        let Some(ledger) = self.extendable_history(&what).await? else {
+            return Ok(None);
+        };
+        let history = History::new(ledger, &what)?;
+        let mut indexed = RoaringBitmap::new();
+        for m in self.indices().iter().filter(|m| !is_fri_entry(m)) {
+            let bitmap = if m.fragment_bitmap.is_empty() {
+                RoaringBitmap::new()
+            } else {
+                RoaringBitmap::deserialize_from(m.fragment_bitmap.as_slice()).map_err(|e| {
+                    crate::Error::Unsupported {
+                        uri: self.uri().to_string(),
+                        version: self.version(),
+                        rule: format!("index {}: fragment_bitmap does not decode: {e}", m.name),
+                    }
+                })?
+            };
+            indexed |= &bitmap;
+            match self.checkout(m.dataset_version).await {
+                Ok(built_on) => indexed.extend(
+                    built_on
+                        .fragments()
+                        .iter()
+                        .filter_map(|f| u32::try_from(f.id).ok()),
+                ),
+                Err(_) => indexed |= history.with_ancestors(&bitmap),
+            }
+        }
+        let keep = history.needed_for(&indexed);
+        if keep.len() == history.ledger.transitions.len() {
+            return Ok(None);
+        }
+        let transitions = keep
+            .iter()
+            .filter_map(|&i| history.ledger.transitions.get(i).cloned())
+            .collect();
+        let ledger = Ledger {
+            index_version: 1,
+            transitions,
+            has_unsupported: false,
+        };
+        let manifest = self.manifest().clone();
+        self.publish_history(manifest, ledger).await.map(Some)
+    }
+
+    /// Objects under `_fri/` that no version in `_versions/` references (row maps of
+    /// trimmed transitions, or of rewrites that failed before committing): safe to delete
+    /// once those versions are the only ones kept.
+    pub async fn unreferenced_fri_files(&self) -> Result<Vec<Path>> {
+        let mut referenced: HashSet<String> = HashSet::new();
+        for entry in lancet_paths::manifest::list_versions(self.store()).await? {
+            let ds = self.checkout(entry.version).await?;
+            if let Some(ledger) = ds.fri_ledger().await? {
+                for t in &ledger.transitions {
+                    if let Mapping::StablePartition {
+                        map_id,
+                        base_id: None,
+                        ..
+                    } = &t.mapping
+                    {
+                        referenced.insert(map_id.clone());
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for meta in self.store().list("_fri").await? {
+            let rel = self.store().relative(&meta.location).unwrap_or_default();
+            let map_id = rel
+                .strip_prefix("_fri/")
+                .and_then(|r| r.split('/').next())
+                .unwrap_or_default();
+            if !referenced.contains(map_id) {
+                out.push(meta.location);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
