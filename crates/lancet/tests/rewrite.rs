@@ -1,0 +1,214 @@
+//! `Dataset::commit_rewrite`: what it commits, and every input it must refuse (nothing is
+//! committed when it does). Manifests are built in memory; a rewrite reads only deletion
+//! vectors and writes only the row map and the new manifest.
+
+use lancet::paths::flags;
+use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::DatasetStore;
+use lancet::proto::table::{DataFile, DataFragment, DeletionFile, IndexMetadata, Manifest};
+use lancet::reuse::{ReuseError, Translation};
+use lancet::{Caches, Dataset, Error, RewriteMapping};
+
+fn fragment(id: u64, rows: u64) -> DataFragment {
+    DataFragment {
+        id,
+        physical_rows: rows,
+        files: vec![DataFile {
+            path: format!("{id}.lance"),
+            fields: vec![0],
+            column_indices: vec![0],
+            file_major_version: 2,
+            file_minor_version: 0,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+async fn table(m: Manifest, indices: &[IndexMetadata]) -> Dataset {
+    let store = DatasetStore::open("memory://").unwrap();
+    write_manifest(&store, &m, indices, &[], NamingScheme::V2)
+        .await
+        .unwrap();
+    Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap()
+}
+
+fn two_fragments() -> Manifest {
+    Manifest {
+        version: 1,
+        fragments: vec![fragment(0, 10), fragment(1, 5)],
+        max_fragment_id: Some(1),
+        ..Default::default()
+    }
+}
+
+fn invalid(r: Result<Dataset, Error>, needle: &str) {
+    match r {
+        Err(Error::Reuse(ReuseError::InvalidInput(m))) => assert!(m.contains(needle), "{m}"),
+        other => panic!("expected InvalidInput({needle}), got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_chain_of_rewrites_is_committed_and_translates() {
+    let ds = table(two_fragments(), &[]).await;
+    let ds = ds
+        .commit_rewrite(
+            &[0, 1],
+            vec![fragment(99, 15)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ds.version(), 2);
+    let ids: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+    assert_eq!(ids, vec![2], "ids are assigned after the largest used");
+    for word in [
+        ds.manifest().reader_feature_flags,
+        ds.manifest().writer_feature_flags,
+    ] {
+        assert_ne!(word & flags::FRAGMENT_REUSE_INDEX, 0);
+    }
+    assert_eq!(ds.fri_entry().unwrap().index_version, Some(1));
+    // stable partition of fragment 2: even rows to destination 0, odd to destination 1
+    let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
+    let ds = ds
+        .commit_rewrite(
+            &[2],
+            vec![fragment(0, 8), fragment(0, 7)],
+            RewriteMapping::StablePartition { labels: &labels },
+        )
+        .await
+        .unwrap();
+    let ids: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+    assert_eq!(ids, vec![3, 4]);
+    let history = ds.fri_history().await.unwrap().unwrap();
+    assert_eq!(history.ledger.transitions.len(), 2);
+    // row 3 of fragment 1 was row 13 of fragment 2: odd, the 7th odd row of destination 4
+    let got = history.translate(&[(1 << 32) | 3, 4]).await.unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Translation::Address((4 << 32) | 6),
+            Translation::Address((3 << 32) | 2)
+        ]
+    );
+    // nothing indexes anything: the whole history can go, the flags stay
+    let trimmed = ds.trim_fri().await.unwrap().unwrap();
+    assert!(trimmed.fri_entry().is_none());
+    assert_ne!(
+        trimmed.manifest().reader_feature_flags & flags::FRAGMENT_REUSE_INDEX,
+        0
+    );
+    assert!(trimmed.trim_fri().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn bad_rewrites_are_refused_and_nothing_is_committed() {
+    let ds = table(two_fragments(), &[]).await;
+    invalid(
+        ds.commit_rewrite(
+            &[0, 0],
+            vec![fragment(0, 10)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await,
+        "source twice",
+    );
+    invalid(
+        ds.commit_rewrite(
+            &[7],
+            vec![fragment(0, 10)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await,
+        "not in",
+    );
+    invalid(
+        ds.commit_rewrite(&[], vec![], RewriteMapping::OrderedCompaction)
+            .await,
+        "at least one source",
+    );
+    invalid(
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 14)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await,
+        "15 surviving source rows but 14 destination rows",
+    );
+    let mut deleted = fragment(0, 15);
+    deleted.deletion_file = Some(DeletionFile::default());
+    invalid(
+        ds.commit_rewrite(&[0, 1], vec![deleted], RewriteMapping::OrderedCompaction)
+            .await,
+        "deletion file",
+    );
+    let short: Vec<u16> = vec![0; 14];
+    invalid(
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 15)],
+            RewriteMapping::StablePartition { labels: &short },
+        )
+        .await,
+        "fewer labels than live rows",
+    );
+    let out_of_range: Vec<u16> = vec![1; 15];
+    invalid(
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 15)],
+            RewriteMapping::StablePartition {
+                labels: &out_of_range,
+            },
+        )
+        .await,
+        "label 1 with 1 destinations",
+    );
+    let skewed: Vec<u16> = (0..15).map(|i| u16::from(i < 10)).collect();
+    invalid(
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 8), fragment(0, 7)],
+            RewriteMapping::StablePartition { labels: &skewed },
+        )
+        .await,
+        "labels send [5, 10] rows",
+    );
+    // the partition refused after its row map was complete left the map behind, which no
+    // version references (the ones refused mid-write never finished a file)
+    assert_eq!(ds.unreferenced_fri_files().await.unwrap().len(), 1);
+    let again = Dataset::open_with(ds.store().clone(), None, Caches::new(Default::default()))
+        .await
+        .unwrap();
+    assert_eq!(again.version(), 1, "nothing was committed");
+}
+
+#[tokio::test]
+async fn stable_row_id_tables_are_refused() {
+    let mut m = two_fragments();
+    m.reader_feature_flags = flags::STABLE_ROW_IDS;
+    m.writer_feature_flags = flags::STABLE_ROW_IDS;
+    for f in &mut m.fragments {
+        f.row_id_sequence =
+            Some(lancet::proto::table::data_fragment::RowIdSequence::InlineRowIds(Vec::new()));
+    }
+    let ds = table(m, &[]).await;
+    match ds
+        .commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 15)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await
+    {
+        Err(Error::Reuse(ReuseError::Unsupported { rule, .. })) => {
+            assert!(rule.contains("stable-row-id"), "{rule}")
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
