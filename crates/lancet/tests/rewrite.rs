@@ -212,3 +212,45 @@ async fn stable_row_id_tables_are_refused() {
         other => panic!("expected Unsupported, got {other:?}"),
     }
 }
+
+/// A history with a transition lancet cannot interpret is read (skipped) but never extended
+/// or trimmed: re-encoding it would drop that transition.
+#[tokio::test]
+async fn histories_with_unsupported_transitions_are_not_extended() {
+    // InlineContent holding only field 9 (a varint), which lancet does not know
+    let inline = [9 << 3, 1];
+    let mut details = vec![(1 << 3) | 2, inline.len() as u8];
+    details.extend_from_slice(&inline);
+    let entry = IndexMetadata {
+        uuid: Some(lancet::paths::ObjectUuid::new_v4().to_proto()),
+        name: "__lance_frag_reuse".into(),
+        dataset_version: 1,
+        index_details: Some(lancet::proto::prost_types::Any {
+            type_url: "/lance.table.FragmentReuseIndexDetails".into(),
+            value: details,
+        }),
+        index_version: Some(1),
+        ..Default::default()
+    };
+    let mut m = two_fragments();
+    m.reader_feature_flags = flags::FRAGMENT_REUSE_INDEX;
+    m.writer_feature_flags = flags::FRAGMENT_REUSE_INDEX;
+    let ds = table(m, &[entry]).await;
+    assert!(ds.fri_ledger().await.unwrap().unwrap().has_unsupported);
+    for r in [
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 15)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await,
+        ds.trim_fri().await.map(|o| o.unwrap()),
+    ] {
+        match r {
+            Err(Error::Reuse(ReuseError::Unsupported { rule, .. })) => {
+                assert!(rule.contains("cannot interpret"), "{rule}")
+            }
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+    }
+}
