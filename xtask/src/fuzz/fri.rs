@@ -279,12 +279,48 @@ impl Target for RowMapTarget {
                 .enumerate()
                 .map(|(slot, (f, o))| (slot, f, o))
                 .collect();
-            if let Ok(out) = map.translate(&requests).await {
+            let single = map.translate(&requests).await;
+            if let Ok(out) = &single {
                 assert_eq!(out.len(), requests.len());
                 for (_, addr) in out {
                     if let Some(a) = addr {
                         assert!(matches!(a >> 32, 10 | 11), "translated into a destination");
                     }
+                }
+            }
+            // Set translation (index reuse) over every address and over a partial set: never
+            // a panic; whenever the per-address sweep (which checks every label) succeeds, the
+            // set path (whole blocks from the counts alone) gives the same rows.
+            let ledger = lancet_reuse::Ledger {
+                index_version: 1,
+                transitions: vec![self.transition.clone()],
+                has_unsupported: false,
+            };
+            let Ok(mut history) = History::new(ledger, "fuzz") else {
+                return true;
+            };
+            history.attach_row_map(0, map);
+            let all: RoaringTreemap = requests
+                .iter()
+                .map(|(_, f, o)| (u64::from(*f) << 32) | o)
+                .collect();
+            let partial: RoaringTreemap = all.iter().filter(|a| a % 3 != 1).collect();
+            for (set, keep) in [(&all, None), (&partial, Some(&partial))] {
+                let Ok(got) = history.translate_set(set).await else {
+                    continue;
+                };
+                assert!(got.iter().all(|a| matches!(a >> 32, 10 | 11)));
+                if let Ok(out) = &single {
+                    let want: RoaringTreemap = out
+                        .iter()
+                        .filter(|(slot, _)| {
+                            requests.get(*slot).is_some_and(|(_, f, o)| {
+                                keep.is_none_or(|k| k.contains((u64::from(*f) << 32) | o))
+                            })
+                        })
+                        .filter_map(|(_, a)| *a)
+                        .collect();
+                    assert_eq!(got, want, "set and per-address translation agree");
                 }
             }
             true
