@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use arrow_array::{Array, UInt16Array};
+use arrow_array::{Array, RecordBatch, UInt16Array};
 use arrow_schema::{DataType, Field, Schema};
+use futures::StreamExt;
 use lancet_file::LanceFile;
 use roaring::RoaringBitmap;
 
@@ -13,6 +14,13 @@ use crate::counts::Counts;
 use crate::error::{corrupt, Result};
 use crate::ledger::Transition;
 use crate::runs::Runs;
+
+/// Partial blocks whose labels are read in one request set.
+const READ_AHEAD_BLOCKS: usize = 16;
+
+/// A requested source within a block: its label-file start, its requested offsets, and the
+/// offsets of it the block holds.
+type Part<'a> = (u64, &'a RoaringBitmap, Range<u32>);
 
 /// Schema metadata key naming the global buffer that holds the counts.
 pub const COUNTS_BUFFER_KEY: &str = "lance:stable_partition:counts_buffer_index";
@@ -216,12 +224,15 @@ impl RowMap {
             segs.push((start, rows, req));
         }
         blocks.dedup();
+        // Plan every touched block first, so the labels of the partial ones can be read ahead
+        // in batches (lance-encoding decodes a batch on the runtime's workers while earlier
+        // blocks are swept here).
+        let mut plan: Vec<(u64, Option<Vec<Part>>)> = Vec::new();
         for b in blocks {
             let lo = b * block_rows;
             let hi = lo + self.counts.block_len(b);
-            // requested offsets of each source within this block
             let mut requested = 0u64;
-            let mut parts: Vec<(u64, &RoaringBitmap, Range<u32>)> = Vec::new();
+            let mut parts: Vec<Part> = Vec::new();
             for &(start, rows, req) in &segs {
                 let (a, z) = (lo.max(start), hi.min(start + rows));
                 if a >= z {
@@ -234,33 +245,76 @@ impl RowMap {
                     parts.push((start, req, offs));
                 }
             }
-            if requested == 0 {
-                continue;
+            match requested {
+                0 => {}
+                n if n == hi - lo => plan.push((b, None)),
+                _ => plan.push((b, Some(parts))),
             }
-            if requested == hi - lo {
+        }
+        let partial: Vec<u64> = plan
+            .iter()
+            .filter_map(|(b, parts)| parts.as_ref().map(|_| *b))
+            .collect();
+        let mut batches = futures::stream::iter(partial.chunks(READ_AHEAD_BLOCKS).map(|chunk| {
+            let ranges: Vec<Range<u64>> = chunk
+                .iter()
+                .map(|b| b * block_rows..b * block_rows + self.counts.block_len(*b))
+                .collect();
+            async move { self.file.read_ranges(&ranges).await }
+        }))
+        .buffered(2);
+        let mut current: Option<(RecordBatch, usize)> = None;
+        for (b, parts) in plan {
+            let Some(parts) = parts else {
+                // every row requested: the counts say where they all went
                 for (d, out) in outs.iter_mut().enumerate() {
                     out.push_range(self.counts.before(b, d)..self.counts.at(b, d));
                 }
                 continue;
+            };
+            let len = self.counts.block_len(b) as usize;
+            if current
+                .as_ref()
+                .is_none_or(|(batch, at)| *at >= batch.num_rows())
+            {
+                let batch = batches.next().await.ok_or_else(|| {
+                    corrupt(
+                        format!("row map {}", self.file.path()),
+                        "label batch missing",
+                    )
+                })??;
+                current = Some((batch, 0));
             }
-            self.sweep_block(b, lo, hi, &parts, outs).await?;
+            let Some((batch, at)) = current.as_mut() else {
+                continue;
+            };
+            if *at + len > batch.num_rows() {
+                return Err(corrupt(
+                    format!("row map {}", self.file.path()),
+                    format!("block {b} is short"),
+                ));
+            }
+            let labels = batch.slice(*at, len);
+            *at += len;
+            self.sweep_block(b, b * block_rows, &labels, &parts, outs)?;
         }
         Ok(passthrough)
     }
 
-    /// Reads block `b` (`lo..hi` in the label file) and emits the requested rows of `parts`.
-    async fn sweep_block(
+    /// Sweeps block `b` (label-file rows from `lo`, its labels in `batch`) and emits the
+    /// requested rows of `parts`; the counters must end at the block's counts.
+    fn sweep_block(
         &self,
         b: u64,
         lo: u64,
-        hi: u64,
-        parts: &[(u64, &RoaringBitmap, Range<u32>)],
+        batch: &RecordBatch,
+        parts: &[Part],
         outs: &mut [Runs],
     ) -> Result<()> {
         let what = || format!("row map {}", self.file.path());
         let m = self.destinations.len();
+        let len = batch.num_rows();
         // requested positions of the block as a bit mask
-        let len = (hi - lo) as usize;
         let mut mask = vec![0u64; len.div_ceil(64)];
         for (start, req, offs) in parts {
             for o in req.range(offs.clone()) {
@@ -270,18 +324,11 @@ impl RowMap {
                 }
             }
         }
-        let batch = self.file.read_range(lo..hi).await?;
         let labels = batch
             .column(0)
             .as_any()
             .downcast_ref::<UInt16Array>()
             .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
-        if labels.len() != len {
-            return Err(corrupt(
-                what(),
-                format!("block {b} has {} labels", labels.len()),
-            ));
-        }
         let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
         let nulls = labels.nulls();
         for (i, &label) in labels.values().iter().enumerate() {

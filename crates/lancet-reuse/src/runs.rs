@@ -7,50 +7,46 @@ use std::ops::Range;
 
 use roaring::RoaringBitmap;
 
-/// Offsets of one destination, ascending, as half-open runs.
+/// Offsets of one destination: single values (from swept rows) and whole ranges (from blocks
+/// or sources translated from counts), each list ascending.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Runs {
-    runs: Vec<Range<u32>>,
-    values: u64,
+    singles: Vec<u32>,
+    ranges: Vec<Range<u32>>,
 }
 
 impl Runs {
-    /// Appends `x`, which must be above every value so far.
+    /// Appends `x`, which must be above every single value so far.
     pub(crate) fn push(&mut self, x: u32) {
-        self.push_range(x..x.saturating_add(1));
+        self.singles.push(x);
     }
 
-    /// Appends `r`, which must start at or above the end of the last run.
+    /// Appends `r`, which must start at or above the end of the last range.
     pub(crate) fn push_range(&mut self, r: Range<u32>) {
         if r.is_empty() {
             return;
         }
-        self.values += u64::from(r.end - r.start);
-        match self.runs.last_mut() {
+        match self.ranges.last_mut() {
             Some(last) if last.end == r.start => last.end = r.end,
-            _ => self.runs.push(r),
+            _ => self.ranges.push(r),
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.runs.is_empty()
+        self.singles.is_empty() && self.ranges.is_empty()
     }
 
-    /// The offsets as a bitmap, or `None` if they were not ascending.
+    /// The offsets as a bitmap, or `None` if a list was not strictly ascending.
     pub(crate) fn into_bitmap(self) -> Option<RoaringBitmap> {
         if !self
-            .runs
+            .ranges
             .windows(2)
             .all(|w| matches!(w, [a, b] if a.end <= b.start))
         {
             return None;
         }
-        // Mostly single values: appending them is cheaper than a range insert each.
-        if self.runs.len() as u64 * 2 > self.values {
-            return RoaringBitmap::from_sorted_iter(self.runs.into_iter().flatten()).ok();
-        }
-        let mut b = RoaringBitmap::new();
-        for r in self.runs {
+        let mut b = RoaringBitmap::from_sorted_iter(self.singles).ok()?;
+        for r in self.ranges {
             b.insert_range(r);
         }
         Some(b)
@@ -71,13 +67,18 @@ mod tests {
         r.push_range(11..20);
         r.push_range(20..20);
         r.push(u32::MAX - 1);
+        r.push_range(30..40);
         let want: RoaringBitmap = [1, 2, 3, 7, 9, 10]
             .into_iter()
             .chain(11..20)
+            .chain(30..40)
             .chain([u32::MAX - 1])
             .collect();
         assert_eq!(r.clone().into_bitmap(), Some(want));
-        r.push(5);
+        let mut single_back = r.clone();
+        single_back.push(5);
+        assert_eq!(single_back.into_bitmap(), None);
+        r.push_range(0..3);
         assert_eq!(r.into_bitmap(), None);
         let mut dense = Runs::default();
         dense.push_range(0..100_000);
