@@ -163,14 +163,7 @@ impl RowMap {
                     *c += 1;
                 }
             }
-            for (d, c) in counter.iter().enumerate() {
-                if *c != self.counts.at(b, d) {
-                    return Err(corrupt(
-                        what(),
-                        format!("labels of block {b} disagree with the counts for destination {d}"),
-                    ));
-                }
-            }
+            self.check_block_counts(b, &counter)?;
         }
         Ok(out)
     }
@@ -346,10 +339,16 @@ impl RowMap {
             }
             *c += 1;
         }
+        self.check_block_counts(b, &counter)
+    }
+
+    /// After sweeping block `b`, each destination's counter must equal its count at the end of
+    /// the block: the labels and the counts matrix tell one story.
+    fn check_block_counts(&self, b: u64, counter: &[u32]) -> Result<()> {
         for (d, c) in counter.iter().enumerate() {
             if *c != self.counts.at(b, d) {
                 return Err(corrupt(
-                    what(),
+                    format!("row map {}", self.file.path()),
                     format!("labels of block {b} disagree with the counts for destination {d}"),
                 ));
             }

@@ -146,54 +146,11 @@ impl Dataset {
     /// interpret (it would have to carry them unread).
     pub async fn upgrade_fri(&self) -> Result<Dataset> {
         let what = format!("{} at version {}", self.uri(), self.version());
-        if self.has_stable_row_ids() {
-            return Err(ReuseError::Unsupported {
-                what,
-                rule: "a Fragment Reuse Index on a stable-row-id table".into(),
-            }
-            .into());
-        }
-        let history = self.fri_history().await?.ok_or_else(|| {
+        let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
             ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))
         })?;
-        if history.ledger.has_unsupported {
-            return Err(ReuseError::Unsupported {
-                what,
-                rule: "the history has transitions lancet cannot interpret".into(),
-            }
-            .into());
-        }
-        let content = lancet_reuse::publish::encode_v1(&history.ledger);
-        let uuid = ObjectUuid::new_v4();
-        let created_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let (entry, external) = lancet_reuse::publish::tagged_entry(
-            uuid.to_proto(),
-            content,
-            self.version(),
-            &history.ledger,
-            created_at,
-        );
-        if let Some(bytes) = external {
-            let path = self.store().path(&format!(
-                "_indices/{uuid}/{}",
-                lancet_reuse::publish::EXTERNAL_FILE
-            ));
-            self.store().put(&path, bytes.into()).await?;
-        }
-        let mut indices: Vec<IndexMetadata> = self
-            .indices()
-            .iter()
-            .filter(|m| !is_fri_entry(m))
-            .cloned()
-            .collect();
-        indices.push(entry);
-        let mut manifest = self.manifest().clone();
-        let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
-        manifest.reader_feature_flags |= tagged;
-        manifest.writer_feature_flags |= tagged;
-        self.commit(manifest, &indices).await
+        // the graph rules hold before anything is republished
+        let ledger = History::new(ledger, &what)?.ledger;
+        self.publish_history(self.manifest().clone(), ledger).await
     }
 }

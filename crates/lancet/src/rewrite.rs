@@ -169,7 +169,7 @@ impl Dataset {
     }
 
     /// The current history, if any, provided lancet may extend it.
-    async fn extendable_history(&self, what: &str) -> Result<Option<Ledger>> {
+    pub(crate) async fn extendable_history(&self, what: &str) -> Result<Option<Ledger>> {
         if self.has_stable_row_ids() {
             return Err(ReuseError::Unsupported {
                 what: what.to_string(),
@@ -232,7 +232,7 @@ impl Dataset {
 
     /// Commits `manifest` with `ledger` as the tagged FRI entry replacing the current one
     /// (no entry when the ledger is empty); other index entries are kept as they are.
-    async fn publish_history(
+    pub(crate) async fn publish_history(
         &self,
         mut manifest: lancet_proto::table::Manifest,
         ledger: Ledger,
