@@ -101,6 +101,23 @@ impl Dataset {
             }
             .into());
         }
+        if self.has_stable_row_ids() {
+            let both = lancet_paths::flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
+            let rule = if m.reader_feature_flags & both == 0 || m.writer_feature_flags & both == 0 {
+                Some("an FRI on a stable-row-id table needs feature flag 512 in both words")
+            } else if index_version != 0 {
+                Some("a tagged FRI entry on a stable-row-id table (writers must not publish one)")
+            } else {
+                None
+            };
+            if let Some(rule) = rule {
+                return Err(ReuseError::Corrupt {
+                    what,
+                    rule: rule.into(),
+                }
+                .into());
+            }
+        }
         let bytes = match content_location(entry)? {
             ContentLocation::Inline(bytes) => bytes,
             ContentLocation::External(file) => {

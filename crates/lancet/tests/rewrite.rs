@@ -254,3 +254,50 @@ async fn histories_with_unsupported_transitions_are_not_extended() {
         }
     }
 }
+
+/// Stable row ids and an FRI together need flag 512 in both words, and only a legacy (v0)
+/// history: a reader refuses anything else as corrupt.
+#[tokio::test]
+async fn stable_row_ids_with_an_fri_need_flag_512_and_v0() {
+    let entry = |index_version: i32| IndexMetadata {
+        uuid: Some(lancet::paths::ObjectUuid::new_v4().to_proto()),
+        name: "__lance_frag_reuse".into(),
+        dataset_version: 1,
+        index_details: Some(lancet::proto::prost_types::Any {
+            type_url: "/lance.table.FragmentReuseIndexDetails".into(),
+            // inline, empty InlineContent
+            value: vec![(1 << 3) | 2, 0],
+        }),
+        index_version: Some(index_version),
+        ..Default::default()
+    };
+    let with_flags = |bits: u64| {
+        let mut m = two_fragments();
+        m.reader_feature_flags = flags::STABLE_ROW_IDS | bits;
+        m.writer_feature_flags = flags::STABLE_ROW_IDS | bits;
+        for f in &mut m.fragments {
+            f.row_id_sequence =
+                Some(lancet::proto::table::data_fragment::RowIdSequence::InlineRowIds(Vec::new()));
+        }
+        m
+    };
+    let both = flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
+    let ok = table(with_flags(both), &[entry(0)]).await;
+    assert!(ok.fri_ledger().await.unwrap().is_some());
+    for (m, e, needle) in [
+        (with_flags(0), entry(0), "flag 512"),
+        (
+            with_flags(both | flags::FRAGMENT_REUSE_INDEX),
+            entry(1),
+            "tagged FRI entry on a stable-row-id table",
+        ),
+    ] {
+        let ds = table(m, &[e]).await;
+        match ds.fri_ledger().await {
+            Err(Error::Reuse(ReuseError::Corrupt { rule, .. })) => {
+                assert!(rule.contains(needle), "{rule}")
+            }
+            other => panic!("expected Corrupt({needle}), got {other:?}"),
+        }
+    }
+}
