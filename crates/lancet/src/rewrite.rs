@@ -7,7 +7,8 @@
 //! The invariants checked before the conditional write (each a typed `InvalidInput` or
 //! `Unsupported` error, nothing written to `_versions/` when one fails):
 //! - sources are distinct fragments of this version; destinations are new (ids are assigned
-//!   here), carry no deletion file and no row-id sequence;
+//!   here), hold rows in at least one data file, and carry no deletion file and no row-id
+//!   sequence;
 //! - the destinations' physical rows add up to the sources' live rows, and for a stable
 //!   partition each destination holds exactly the rows its label count says;
 //! - the history lancet extends is one it can interpret entirely, and the table does not use
@@ -105,6 +106,12 @@ impl Dataset {
             if f.deletion_file.is_some() || f.row_id_sequence.is_some() {
                 return Err(invalid(
                     "a destination must not carry a deletion file or row ids",
+                ));
+            }
+            if f.physical_rows == 0 || f.files.is_empty() {
+                // Lance 14 reads physical_rows 0 as "unknown"; a rewrite writes no empty files
+                return Err(invalid(
+                    "a destination must hold rows in at least one data file",
                 ));
             }
             f.id = next_id;

@@ -147,6 +147,15 @@ async fn bad_rewrites_are_refused_and_nothing_is_committed() {
             .await,
         "deletion file",
     );
+    invalid(
+        ds.commit_rewrite(
+            &[0, 1],
+            vec![fragment(0, 15), fragment(0, 0)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await,
+        "must hold rows",
+    );
     let short: Vec<u16> = vec![0; 14];
     invalid(
         ds.commit_rewrite(
