@@ -1,6 +1,6 @@
 //! `cargo xtask <task>`: project tasks that are not builds.
 //!
-//! - `fuzz <target>|--all [--seconds N] [--seed S]`: runs structure-aware mutation against one
+//! - `fuzz <target>|--all [--seconds N] [--seed S] [--replay FILE]`: runs structure-aware mutation against one
 //!   of lancet's decoders and fails on any panic, hang or oversized allocation. See
 //!   `src/fuzz/mod.rs`.
 
@@ -33,6 +33,9 @@ enum Task {
         /// RNG seed; a failure prints the seed and iteration that reproduce it.
         #[arg(long)]
         seed: Option<u64>,
+        /// Check one saved input (an allocation failure saves it to the temp dir) instead.
+        #[arg(long)]
+        replay: Option<std::path::PathBuf>,
     },
 }
 
@@ -45,6 +48,7 @@ fn main() -> std::process::ExitCode {
             list,
             seconds,
             seed,
-        } => fuzz::main(target.as_deref(), all, list, seconds, seed),
+            replay,
+        } => fuzz::main(target.as_deref(), all, list, seconds, seed, replay.as_deref()),
     }
 }

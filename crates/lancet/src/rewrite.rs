@@ -331,9 +331,10 @@ impl Dataset {
         self.publish_history(manifest, ledger).await.map(Some)
     }
 
-    /// Objects under `_fri/` that no version in `_versions/` references (row maps of
-    /// trimmed transitions, or of rewrites that failed before committing): safe to delete
-    /// once those versions are the only ones kept.
+    /// Objects under the dataset root's `_fri/` that no version in `_versions/` references
+    /// (row maps of trimmed transitions, or of rewrites refused or lost before committing):
+    /// safe to delete while those versions are the ones kept. Row maps in other bases
+    /// (`base_id` set) belong to those bases' tables and are not listed.
     pub async fn unreferenced_fri_files(&self) -> Result<Vec<Path>> {
         let mut referenced: HashSet<String> = HashSet::new();
         for entry in lancet_paths::manifest::list_versions(self.store()).await? {

@@ -92,7 +92,9 @@ fn run_target(target: &dyn Target, seconds: u64, seed: u64) -> Result<(u64, u64)
         let pick = rng.random_range(0..seeds.len());
         let input = Mutator::new(&mut rng).mutate(&seeds, pick, &hot[pick]);
         let started = Instant::now();
+        alloc::set_input(&input);
         let outcome = catch_unwind(AssertUnwindSafe(|| target.check(&input)));
+        alloc::clear_input();
         let took = started.elapsed();
         if matches!(outcome, Ok(true)) {
             accepted += 1;
@@ -137,6 +139,7 @@ pub fn main(
     list: bool,
     seconds: u64,
     seed: Option<u64>,
+    replay: Option<&std::path::Path>,
 ) -> std::process::ExitCode {
     let all_targets = targets();
     if list {
@@ -159,6 +162,20 @@ pub fn main(
             return std::process::ExitCode::FAILURE;
         }
     };
+    if let Some(path) = replay {
+        // one saved input through each chosen target, allocation limit enforced
+        let Ok(input) = std::fs::read(path) else {
+            eprintln!("cannot read {}", path.display());
+            return std::process::ExitCode::FAILURE;
+        };
+        for t in chosen {
+            alloc::set_limit(t.allocation_limit());
+            alloc::arm();
+            let accepted = t.check(&input);
+            println!("replay {}: accepted = {accepted}", t.name());
+        }
+        return std::process::ExitCode::SUCCESS;
+    }
     let seed = seed.unwrap_or_else(|| rand::rng().random());
     // Panics are caught and reported once with their input; the hook only records where.
     std::panic::set_hook(Box::new(|info| {
