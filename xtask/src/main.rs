@@ -49,6 +49,13 @@ fn main() -> std::process::ExitCode {
             seconds,
             seed,
             replay,
-        } => fuzz::main(target.as_deref(), all, list, seconds, seed, replay.as_deref()),
+        } => fuzz::main(
+            target.as_deref(),
+            all,
+            list,
+            seconds,
+            seed,
+            replay.as_deref(),
+        ),
     }
 }

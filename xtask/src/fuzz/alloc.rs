@@ -61,7 +61,8 @@ fn check(size: usize) {
         if !ptr.is_null() {
             // SAFETY: set_input stored a slice that lives until clear_input, which runs after
             // the check this allocation belongs to; the process aborts right after.
-            let input = unsafe { std::slice::from_raw_parts(ptr, INPUT_LEN.load(Ordering::Relaxed)) };
+            let input =
+                unsafe { std::slice::from_raw_parts(ptr, INPUT_LEN.load(Ordering::Relaxed)) };
             let path = std::env::temp_dir().join("lancet-fuzz-failure.bin");
             if std::fs::write(&path, input).is_ok() {
                 eprintln!(
