@@ -104,7 +104,6 @@ impl RowMap {
         &self,
         requests: &[(usize, u32, u64)],
     ) -> Result<Vec<(usize, Option<u64>)>> {
-        let what = || format!("row map {}", self.file.path());
         let block_rows = u64::from(self.counts.block_rows);
         let mut by_block: std::collections::BTreeMap<u64, Vec<(u64, usize)>> = Default::default();
         for &(slot, frag, offset) in requests {
@@ -122,48 +121,24 @@ impl RowMap {
                 .or_default()
                 .push((pos, slot));
         }
-        let m = self.destinations.len();
         let mut out = Vec::with_capacity(requests.len());
         for (b, mut wanted) in by_block {
             wanted.sort_unstable();
             let lo = b * block_rows;
-            let hi = lo + self.counts.block_len(b);
-            let batch = self.file.read_range(lo..hi).await?;
-            let labels = batch
-                .column(0)
-                .as_any()
-                .downcast_ref::<UInt16Array>()
-                .ok_or_else(|| corrupt(what(), "label column is not UInt16"))?;
-            let mut counter: Vec<u32> = (0..m).map(|d| self.counts.before(b, d)).collect();
+            let batch = self
+                .file
+                .read_range(lo..lo + self.counts.block_len(b))
+                .await?;
             let mut next = wanted.iter().peekable();
-            for i in 0..labels.len() {
-                let pos = lo + i as u64;
-                let label = labels.is_valid(i).then(|| labels.value(i) as usize);
-                if let Some(d) = label {
-                    if d >= m {
-                        return Err(corrupt(what(), format!("label {d} with {m} destinations")));
-                    }
+            self.sweep_labels(b, &batch, |i, to| {
+                while let Some((_, slot)) = next.next_if(|(p, _)| *p == lo + i as u64) {
+                    let addr = to.and_then(|(d, off)| {
+                        let dest = self.destinations.get(d)?;
+                        Some((u64::from(*dest) << 32) | u64::from(off))
+                    });
+                    out.push((*slot, addr));
                 }
-                while let Some(&&(p, slot)) = next.peek() {
-                    if p != pos {
-                        break;
-                    }
-                    let addr = match label {
-                        None => None,
-                        Some(d) => {
-                            let dest = self.destinations.get(d).copied().unwrap_or(u32::MAX);
-                            let off = counter.get(d).copied().unwrap_or(0);
-                            Some((u64::from(dest) << 32) | u64::from(off))
-                        }
-                    };
-                    out.push((slot, addr));
-                    next.next();
-                }
-                if let Some(c) = label.and_then(|d| counter.get_mut(d)) {
-                    *c += 1;
-                }
-            }
-            self.check_block_counts(b, &counter)?;
+            })?;
         }
         Ok(out)
     }
@@ -304,11 +279,8 @@ impl RowMap {
         parts: &[Part],
         outs: &mut [Runs],
     ) -> Result<()> {
-        let what = || format!("row map {}", self.file.path());
-        let m = self.destinations.len();
-        let len = batch.num_rows();
         // requested positions of the block as a bit mask
-        let mut mask = vec![0u64; len.div_ceil(64)];
+        let mut mask = vec![0u64; batch.num_rows().div_ceil(64)];
         for (start, req, offs) in parts {
             for o in req.range(offs.clone()) {
                 let i = (start + u64::from(o) - lo) as usize;
@@ -316,6 +288,36 @@ impl RowMap {
                     *w |= 1 << (i % 64);
                 }
             }
+        }
+        self.sweep_labels(b, batch, |i, to| {
+            if let Some((d, off)) = to {
+                if mask.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1) {
+                    if let Some(out) = outs.get_mut(d) {
+                        out.push(off);
+                    }
+                }
+            }
+        })
+    }
+
+    /// Walks the labels of block `b` in order, calling `visit(i, Some((d, offset)))` for the
+    /// block's row `i` sent to destination `d` at `offset` (counters seeded from the preceding
+    /// counts row), or `visit(i, None)` for a deleted row. The one place labels are checked:
+    /// the block holds exactly its rows, every label is below the number of destinations, and
+    /// the counters end at the block's counts.
+    fn sweep_labels(
+        &self,
+        b: u64,
+        batch: &RecordBatch,
+        mut visit: impl FnMut(usize, Option<(usize, u32)>),
+    ) -> Result<()> {
+        let what = || format!("row map {}", self.file.path());
+        let m = self.destinations.len();
+        if batch.num_rows() as u64 != self.counts.block_len(b) {
+            return Err(corrupt(
+                what(),
+                format!("block {b} has {} labels", batch.num_rows()),
+            ));
         }
         let labels = batch
             .column(0)
@@ -326,17 +328,14 @@ impl RowMap {
         let nulls = labels.nulls();
         for (i, &label) in labels.values().iter().enumerate() {
             if nulls.is_some_and(|n| n.is_null(i)) {
+                visit(i, None);
                 continue;
             }
             let d = usize::from(label);
             let Some(c) = counter.get_mut(d) else {
                 return Err(corrupt(what(), format!("label {d} with {m} destinations")));
             };
-            if mask.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1) {
-                if let Some(out) = outs.get_mut(d) {
-                    out.push(*c);
-                }
-            }
+            visit(i, Some((d, *c)));
             *c += 1;
         }
         self.check_block_counts(b, &counter)

@@ -138,3 +138,127 @@ async fn label_counts_must_match_live_rows() {
     let none = write_row_map(&fs, &path, &src, 0, std::iter::empty(), None).await;
     assert!(matches!(none, Err(ReuseError::InvalidInput(_))));
 }
+
+/// A row map whose labels are written directly (no writer checks): counts are computed from
+/// `counted` labels, the file holds `stored` ones. Two sources of 4 and 3 rows, 2
+/// destinations, 4-row blocks.
+async fn hand_written(
+    counted: &[Option<u16>],
+    stored: &[Option<u16>],
+) -> (lancet_reuse::History, Transition) {
+    use arrow_array::{ArrayRef, RecordBatch};
+    use lancet_file::{write_file, FileVersion, WriteOptions};
+    use lancet_reuse::counts::Counts;
+    use lancet_reuse::rowmap::COUNTS_BUFFER_KEY;
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let path = Path::from("_fri/m/stable_partition.lance");
+    let per_block: Vec<Vec<u32>> = counted
+        .chunks(4)
+        .map(|b| {
+            let mut c = vec![0u32; 2];
+            b.iter().flatten().for_each(|l| c[usize::from(*l)] += 1);
+            c
+        })
+        .collect();
+    let totals: Vec<u64> = (0..2)
+        .map(|d| per_block.iter().map(|b| u64::from(b[d])).sum())
+        .collect();
+    let batch = RecordBatch::try_from_iter([(
+        "label",
+        Arc::new(arrow_array::UInt16Array::from(stored.to_vec())) as ArrayRef,
+    )])
+    .unwrap();
+    let opts = WriteOptions {
+        version: FileVersion::V2_1,
+        metadata: [(COUNTS_BUFFER_KEY.to_string(), "1".to_string())].into(),
+        global_buffers: vec![Counts::encode(2, 4, 7, &per_block).into()],
+    };
+    let size = write_file(
+        &fs,
+        &path,
+        &lancet_reuse::rowmap::row_map_schema(),
+        &[batch],
+        &opts,
+    )
+    .await
+    .unwrap();
+    let dead = |n: &[Option<u16>]| n.iter().filter(|l| l.is_none()).count() as u64;
+    let t = Transition {
+        dataset_version: None,
+        sources: vec![
+            Digest {
+                id: 1,
+                physical_rows: 4,
+                num_deleted_rows: dead(&counted[..4]),
+            },
+            Digest {
+                id: 2,
+                physical_rows: 3,
+                num_deleted_rows: dead(&counted[4..]),
+            },
+        ],
+        destinations: (0..2)
+            .map(|d| Digest {
+                id: 10 + d as u32,
+                physical_rows: totals[d],
+                num_deleted_rows: 0,
+            })
+            .collect(),
+        mapping: Mapping::StablePartition {
+            map_id: "0a0b0c0d-0000-4000-8000-000000000001".into(),
+            map_size_bytes: size.size_bytes,
+            base_id: None,
+        },
+    };
+    let file = LanceFile::open(&fs, &path, None).await.unwrap();
+    let map = RowMap::open(file, &t).await.unwrap();
+    let mut h = lancet_reuse::History::new(
+        lancet_reuse::Ledger {
+            index_version: 1,
+            transitions: vec![t.clone()],
+            has_unsupported: false,
+        },
+        "hand",
+    )
+    .unwrap();
+    h.attach_row_map(0, map);
+    (h, t)
+}
+
+/// The label rules a translation enforces as it sweeps a block (opening reads no labels):
+/// a label must name a destination, and the labels must agree with the counts. Both the
+/// per-address and the set path see the typed error.
+#[tokio::test]
+async fn labels_that_break_the_rules_are_corrupt_when_swept() {
+    let good = [Some(0), Some(1), None, Some(0), Some(1), Some(1), Some(0)];
+    let partial: roaring::RoaringTreemap = [1u64 << 32, 2 << 32].into_iter().collect();
+    let (h, _) = hand_written(&good, &good).await;
+    assert_eq!(
+        h.translate(&[1 << 32, (2 << 32) | 2]).await.unwrap(),
+        vec![
+            lancet_reuse::Translation::Address(10 << 32),
+            lancet_reuse::Translation::Address((10 << 32) | 2)
+        ]
+    );
+    assert_eq!(h.translate_set(&partial).await.unwrap().len(), 2);
+
+    let mut out_of_range = good;
+    out_of_range[1] = Some(2);
+    let mut swapped = good;
+    swapped[0] = Some(1);
+    for (stored, needle) in [
+        (out_of_range, "label 2 with 2 destinations"),
+        (swapped, "disagree with the counts"),
+    ] {
+        let (h, _) = hand_written(&good, &stored).await;
+        for r in [
+            h.translate(&[1 << 32]).await.map(|_| ()),
+            h.translate_set(&partial).await.map(|_| ()),
+        ] {
+            match r {
+                Err(ReuseError::Corrupt { rule, .. }) => assert!(rule.contains(needle), "{rule}"),
+                other => panic!("expected Corrupt({needle}), got {other:?}"),
+            }
+        }
+    }
+}

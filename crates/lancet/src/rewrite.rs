@@ -97,7 +97,7 @@ impl Dataset {
         let mut next_id = self
             .fragments()
             .iter()
-            .map(|f| f.id + 1)
+            .map(|f| f.id.saturating_add(1))
             .chain(self.manifest().max_fragment_id.map(|m| u64::from(m) + 1))
             .max()
             .unwrap_or(0);
@@ -115,7 +115,7 @@ impl Dataset {
                 ));
             }
             f.id = next_id;
-            next_id += 1;
+            next_id = next_id.saturating_add(1);
             let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
             dst_digests.push(Digest {
                 id,
