@@ -305,3 +305,25 @@ async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
     check_offset_table(gbo, footer.cmo_table_start, "global buffer").map_err(corrupt)?;
     Ok(())
 }
+
+/// Reads every row of a Lance file held in memory (an object fetched whole, its length already
+/// checked by the caller) and checks its schema is exactly `expected` first.
+///
+/// The bytes are served to lance-file from a private in-memory store under `path` (which only
+/// names the object in errors), so the file's footer, offset tables and pages go through the
+/// same checks as [`LanceFile::open`] and no further request reaches the real store.
+pub async fn read_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> Result<RecordBatch> {
+    let memory = Arc::new(object_store::memory::InMemory::new());
+    let size = bytes.len() as u64;
+    memory
+        .put(path, bytes.into())
+        .await
+        .map_err(|e| FileError::Store {
+            path: path.clone(),
+            source: e,
+        })?;
+    let fs = FileStore::new(memory, "memory:///")?;
+    let file = LanceFile::open(&fs, path, Some(size)).await?;
+    file.check_schema(expected)?;
+    file.read_all().await
+}

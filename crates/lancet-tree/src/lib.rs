@@ -1,0 +1,42 @@
+//! The fragment metadata tree of Lance tables (`../shared/spec/fragment-metadata-tree.md`):
+//! fragment records in immutable Lance-file leaves under `_bt/`, routing nodes with buffered
+//! mutations, and an inline or external root named by the manifest.
+//!
+//! Released Lance only reserves these protobufs, so this reader is the reference: every
+//! "must" and "reject" of the spec and of lancet's decisions page is checked before a decoded
+//! value is used, and a corrupt snapshot is a [`TreeError::Corrupt`] naming the object and the
+//! [`Rule`] — never an empty table.
+//!
+//! - [`TreeReader`]: open a version ([`TreeReader::open`]: the manifest and at most one
+//!   external root), resolve fragments by id (only the routing path is read), walk every
+//!   fragment in id order, verify everything reachable.
+//! - [`leaf`]: the leaf schema and records ⇄ record batches.
+//! - [`Mutation`] / [`Action`]: buffered storage actions and their exact semantics.
+//! - [`NodeCache`] / [`ObjectFetcher`]: where a cache and a store plug in.
+//! - `testing` (feature): a builder that writes valid trees for tests.
+//!
+//! Hand-written rather than a crate: the routing checks are a sorted child list with a binary
+//! search (what `rangemap` would give, but every range must also be checked against its
+//! parent's, which a map cannot express), and the walk is a plain depth-first stack.
+
+mod error;
+pub mod leaf;
+mod mutation;
+mod objects;
+mod reader;
+mod records;
+mod routing;
+mod snapshot;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::{Result, Rule, TreeError};
+pub use mutation::{Action, Mutation};
+pub use objects::{
+    DecodedLeaf, DecodedNode, NoCache, NodeCache, ObjectFetcher, ObjectKey, StoreFetcher,
+    TreeObject,
+};
+pub use reader::{OpenContext, RootInfo, TreeReader, TreeStats, Walk};
+pub use records::{Checked, Deltas, Totals, Violation};
+pub use routing::{KeyRange, KEY_END, MAX_HEIGHT};
+pub use snapshot::{check_raw_arms, is_tree_manifest};
