@@ -124,7 +124,7 @@ pub async fn run(dir: &str) -> Result<(), CliError> {
         "created Lance dataset at {} (version {}, {} fragments, {} rows)",
         ds.uri(),
         ds.version(),
-        ds.fragments().len(),
+        ds.fragments().await?.len(),
         ds.num_rows().unwrap_or(0)
     );
     println!(

@@ -194,6 +194,7 @@ impl Search<'_> {
             let scanned = self
                 .ds
                 .fragments()
+                .await?
                 .iter()
                 .filter(|f| u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)))
                 .count();
@@ -252,14 +253,19 @@ pub async fn search(
     };
     let search = Search {
         ds: &ds,
-        universe: ds.row_addresses(|_| true),
+        universe: ds.row_addresses(|_| true).await?,
         row_ids,
         scanned: std::cell::Cell::new(0),
     };
     let mut result = search.eval(&expr).await?;
     if !no_deletions {
         let mut deleted = RoaringTreemap::new();
-        for (f, d) in ds.fragments().iter().zip(ds.deletion_vectors().await?) {
+        for (f, d) in ds
+            .fragments()
+            .await?
+            .iter()
+            .zip(ds.deletion_vectors().await?)
+        {
             if let Some(d) = d {
                 let base = f.id << 32;
                 deleted.extend(d.iter().map(|o| base | u64::from(o)));

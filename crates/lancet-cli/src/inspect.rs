@@ -5,6 +5,7 @@ use std::io::Write;
 use base64::Engine;
 use lancet::paths::flags::{flag_names, FlagName};
 use lancet::paths::ObjectLocation;
+use lancet::proto::prost::Message;
 use lancet::proto::table::IndexMetadata;
 use lancet::{Dataset, FragmentSummary};
 use serde::Serialize;
@@ -101,13 +102,15 @@ fn index_report(index: &IndexMetadata) -> Result<IndexReport, CliError> {
     })
 }
 
-/// Builds the report of one opened version.
-pub fn report(ds: &Dataset) -> Result<Report, CliError> {
+/// Builds the report of one opened version. On a tree version every fragment is resolved
+/// (the whole tree is read and checked) and `proto_b64` is the resolved `DataFragment`.
+pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
     let m = ds.manifest();
     let decoded = &ds.manifest_file().decoded;
     let b64 = base64::engine::general_purpose::STANDARD;
-    let mut fragments = Vec::with_capacity(m.fragments.len());
-    for (i, f) in m.fragments.iter().enumerate() {
+    let all = ds.fragments().await?;
+    let mut fragments = Vec::with_capacity(all.len());
+    for (i, f) in all.iter().enumerate() {
         let summary = FragmentSummary::of(f);
         let deletion_file = ds.deletion_file_location(f)?.map(|loc| location_text(&loc));
         fragments.push(FragmentReport {
@@ -116,7 +119,11 @@ pub fn report(ds: &Dataset) -> Result<Report, CliError> {
             num_deleted_rows: summary.num_deleted_rows,
             files: f.files.iter().map(|d| d.path.clone()).collect(),
             deletion_file,
-            proto_b64: b64.encode(decoded.fragment_bytes(i).unwrap_or_default()),
+            proto_b64: if ds.tree().is_some() {
+                b64.encode(f.encode_to_vec())
+            } else {
+                b64.encode(decoded.fragment_bytes(i).unwrap_or_default())
+            },
         });
     }
     let indices = ds
@@ -191,7 +198,7 @@ fn summary(r: &Report, out: &mut impl Write) -> std::io::Result<()> {
 pub async fn run(uri: &str, version: Option<u64>, json: bool) -> Result<(), CliError> {
     let store = lancet::paths::DatasetStore::open(uri)?;
     let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
-    let report = report(&ds)?;
+    let report = report(&ds).await?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if json {

@@ -7,6 +7,8 @@ mod fri;
 mod index;
 mod inspect;
 mod rowid;
+mod tree;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -66,11 +68,44 @@ enum Command {
         #[command(subcommand)]
         command: FriCommand,
     },
+    /// Check every rule on one version (fragment tree, manifest, index entries, row ids)
+    /// without opening data files; exit 0 when valid, 1 otherwise.
+    Verify {
+        /// Dataset URI or local path.
+        dataset: String,
+        /// Version to check (default: latest).
+        #[arg(long)]
+        version: Option<u64>,
+        /// Print `{"valid","version","rule","object","detail"}` on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Also check `max_fragment_id` against the previous version.
+        #[arg(long)]
+        check_previous: bool,
+    },
+    /// The fragment metadata tree of a version.
+    Tree {
+        #[command(subcommand)]
+        command: TreeCommand,
+    },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
         /// Directory to create (must not hold a dataset yet).
         #[arg(default_value = "lancet-demo")]
         dir: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum TreeCommand {
+    /// Height, objects, buffers, watermarks and bytes per object kind (walks and checks the
+    /// whole tree).
+    Show {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -142,8 +177,29 @@ enum IndexCommand {
     },
 }
 
-async fn run(cli: Cli) -> Result<(), CliError> {
+async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
+    let done = |r: Result<(), CliError>| r.map(|()| std::process::ExitCode::SUCCESS);
     match cli.command {
+        Command::Verify {
+            dataset,
+            version,
+            json,
+            check_previous,
+        } => verify::run(&dataset, version, json, check_previous).await,
+        Command::Tree {
+            command:
+                TreeCommand::Show {
+                    dataset,
+                    version,
+                    json,
+                },
+        } => done(tree::show(&dataset, version, json).await),
+        command => done(run_other(command).await),
+    }
+}
+
+async fn run_other(command: Command) -> Result<(), CliError> {
+    match command {
         Command::Inspect {
             dataset,
             version,
@@ -190,11 +246,30 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             }
         },
         Command::Demo { dir } => demo::run(&dir).await,
+        Command::Verify { .. } | Command::Tree { .. } => Ok(()),
     }
+}
+
+/// Where the last panic happened, recorded by the panic hook for `main` to report.
+static PANIC_AT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// A panic is a lancet bug, never an answer: the hook only records where it happened (a
+/// decoder's caught panic becomes a typed error); one that reaches `main` is reported as
+/// `lancet: internal error at <location>` with exit status 101.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map_or_else(|| "an unknown location".to_string(), |l| l.to_string());
+        if let Ok(mut slot) = PANIC_AT.lock() {
+            *slot = Some(at);
+        }
+    }));
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    install_panic_hook();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -202,11 +277,22 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+    match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("lancet: {e}");
             std::process::ExitCode::FAILURE
+        }
+        Err(_) => {
+            let at = PANIC_AT
+                .lock()
+                .ok()
+                .and_then(|s| s.clone())
+                .unwrap_or_else(|| "an unknown location".into());
+            eprintln!("lancet: internal error at {at}");
+            std::process::ExitCode::from(101)
         }
     }
 }

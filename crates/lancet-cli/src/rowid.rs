@@ -26,7 +26,7 @@ async fn mapping(ds: &Dataset) -> Result<Vec<(u64, u64)>, CliError> {
     // Without stable row ids, _rowid is the row address.
     let deletions = ds.deletion_vectors().await?;
     let mut out = Vec::new();
-    for (f, deleted) in ds.fragments().iter().zip(deletions) {
+    for (f, deleted) in ds.fragments().await?.iter().zip(deletions) {
         let frag = u32::try_from(f.id)
             .map_err(|_| CliError::Usage(format!("fragment id {} exceeds 32 bits", f.id)))?;
         for offset in 0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX) {
@@ -45,12 +45,13 @@ async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError
         return Ok(ds.lookup_row_ids(ids).await?);
     }
     let deletions = ds.deletion_vectors().await?;
+    let fragments = ds.fragments().await?;
     Ok(ids
         .iter()
         .map(|&id| {
             let (frag, offset) = (id >> 32, (id & 0xffff_ffff) as u32);
-            let k = ds.fragments().iter().position(|f| f.id == frag)?;
-            let f = ds.fragments().get(k)?;
+            let k = fragments.iter().position(|f| f.id == frag)?;
+            let f = fragments.get(k)?;
             let deleted = deletions
                 .get(k)?
                 .as_ref()
@@ -60,9 +61,9 @@ async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError
         .collect())
 }
 
-fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
+async fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
     let mut out = Vec::new();
-    for f in ds.fragments() {
+    for f in ds.fragments().await?.iter() {
         let Some(seq) = ds.row_id_sequence(f)? else {
             continue;
         };
@@ -80,9 +81,12 @@ fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
 }
 
 /// `(created_at, last_updated_at)` of each listed row, null where a fragment stores none.
-fn row_versions(ds: &Dataset, pairs: &[(u64, u64)]) -> Result<(Vec<Value>, Vec<Value>), CliError> {
+async fn row_versions(
+    ds: &Dataset,
+    pairs: &[(u64, u64)],
+) -> Result<(Vec<Value>, Vec<Value>), CliError> {
     let mut by_fragment = std::collections::HashMap::new();
-    for f in ds.fragments() {
+    for f in ds.fragments().await?.iter() {
         by_fragment.insert(f.id, ds.version_sequences(f)?);
     }
     let mut created = Vec::with_capacity(pairs.len());
@@ -132,7 +136,7 @@ pub async fn run(
             pairs.iter().map(|p| p.1).collect::<Vec<_>>().into(),
         );
         if with_versions {
-            let (created, updated) = row_versions(&ds, &pairs)?;
+            let (created, updated) = row_versions(&ds, &pairs).await?;
             obj.insert("created_at".into(), created.into());
             obj.insert("last_updated_at".into(), updated.into());
         }
@@ -150,7 +154,7 @@ pub async fn run(
     if with_segments {
         obj.insert(
             "fragments".into(),
-            serde_json::to_value(segments(&ds)?).map_err(std::io::Error::other)?,
+            serde_json::to_value(segments(&ds).await?).map_err(std::io::Error::other)?,
         );
     }
     let stdout = std::io::stdout();

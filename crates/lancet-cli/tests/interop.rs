@@ -268,7 +268,10 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
             .await
             .unwrap();
         assert_eq!(next.version(), ds.version() + 1);
-        assert_eq!(next.fragments(), ds.fragments());
+        assert_eq!(
+            next.fragments().await.unwrap(),
+            ds.fragments().await.unwrap()
+        );
         assert_eq!(next.indices(), ds.indices());
         let after = peer(&["scan", &uri]);
         assert_eq!(after["version"], json!(ds.version() + 1), "{name}");
@@ -800,7 +803,13 @@ async fn pylance_reads_rewrites_lancet_records() {
 
     // stable partition of every current fragment
     let ds = Dataset::open(&uri).await.unwrap();
-    let sources: Vec<u32> = ds.fragments().iter().map(|f| f.id as u32).collect();
+    let sources: Vec<u32> = ds
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id as u32)
+        .collect();
     let written = peer(&[
         "rewrite",
         &uri,
@@ -822,9 +831,12 @@ async fn pylance_reads_rewrites_lancet_records() {
         )
         .await
         .unwrap();
-    assert_eq!(ds.fragments().len(), 3);
+    assert_eq!(ds.fragments().await.unwrap().len(), 3);
     // ordered compaction of the first two destinations
-    let pair: Vec<u32> = ds.fragments()[..2].iter().map(|f| f.id as u32).collect();
+    let pair: Vec<u32> = ds.fragments().await.unwrap()[..2]
+        .iter()
+        .map(|f| f.id as u32)
+        .collect();
     let written = peer(&[
         "rewrite",
         &uri,
@@ -840,7 +852,7 @@ async fn pylance_reads_rewrites_lancet_records() {
         )
         .await
         .unwrap();
-    assert_eq!(ds.fragments().len(), 2);
+    assert_eq!(ds.fragments().await.unwrap().len(), 2);
     let shown: Value = serde_json::from_str(&lancet(&["fri", "show", &uri])).unwrap();
     assert_eq!(shown["fri"]["index_version"], json!(1));
     assert_eq!(
@@ -886,7 +898,7 @@ async fn pylance_reads_rewrites_lancet_records() {
 
     // labels that do not match the destinations: refused, nothing committed, the row map
     // written before the check is left unreferenced
-    let one: Vec<u32> = vec![ds.fragments()[0].id as u32];
+    let one: Vec<u32> = vec![ds.fragments().await.unwrap()[0].id as u32];
     let written = peer(&["rewrite", &uri, &json!(one).to_string(), "partition", "2"]);
     let wrong = vec![0u16; written["labels"].as_array().unwrap().len()];
     let err = ds
@@ -920,4 +932,172 @@ async fn pylance_reads_rewrites_lancet_records() {
     let scan = peer(&["filters", &uri, &v, &json_filters]);
     let indexed = peer(&["filters", &uri, &v, &json_filters, "true"]);
     assert_eq!(scan, indexed, "pylance after trimming");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fragment trees: a pylance table with its fragments moved into a tree answers every command
+// exactly as the same table flat.
+
+/// Copies fixture `name` and publishes version latest+1: the latest version's manifest with
+/// its fragments moved into a fragment tree (leaves of two records, an interior level when
+/// there are enough leaves, an external root; the last fragments arrive as buffered upserts,
+/// one in `mutations_since_root`, and the first fragment gains and loses a file in buffers).
+/// Returns the copy, the flat version and the tree version.
+async fn treeify(name: &str) -> (PathBuf, u64, u64) {
+    use lancet::paths::manifest::write_manifest;
+    use lancet::proto::table::DataFile;
+    use lancet_tree::testing::TreeBuilder;
+    use lancet_tree::Action;
+
+    let dir = tempfile::tempdir().unwrap().keep().join(name);
+    copy_dir(&fixtures().join(name), &dir);
+    let store = DatasetStore::open(dir.to_str().unwrap()).unwrap();
+    let ds = Dataset::open_with(store.clone(), None, lancet::Caches::new(Default::default()))
+        .await
+        .unwrap();
+    let fragments = ds.fragments().await.unwrap().to_vec();
+    assert!(!fragments.is_empty(), "{name}: no fragments");
+    let (records, appended) = fragments.split_at(fragments.len().saturating_sub(2));
+    let first = fragments[0].id;
+    let extra = DataFile {
+        path: "buffered-extra.lance".into(),
+        fields: vec![0],
+        column_indices: vec![0],
+        file_major_version: 2,
+        file_minor_version: 0,
+        ..Default::default()
+    };
+    let mut actions: Vec<(u64, Action)> = appended
+        .iter()
+        .map(|f| (f.id, Action::Upsert(Box::new(f.clone()))))
+        .collect();
+    actions.push((first, Action::AddDataFile(extra.clone())));
+    actions.push((
+        first,
+        Action::RemoveDataFile {
+            path: extra.path.clone(),
+        },
+    ));
+    let leaves = records.len().div_ceil(2);
+    let built = TreeBuilder {
+        records: records.to_vec(),
+        actions,
+        leaf_records: 2,
+        fanout: 3,
+        interior_levels: u32::from(leaves >= 2),
+        external_root: true,
+        since_root: 1,
+        seed: 7,
+        ..Default::default()
+    }
+    .build(&store)
+    .await
+    .unwrap();
+    let flat = ds.version();
+    let mut m = ds.manifest().clone();
+    m.fragments.clear();
+    m.fragment_tree = Some(built.metadata);
+    m.reader_feature_flags |= lancet::paths::flags::FRAGMENT_TREE;
+    m.writer_feature_flags |= lancet::paths::flags::FRAGMENT_TREE;
+    m.version = flat + 1;
+    write_manifest(
+        &store,
+        &m,
+        ds.indices(),
+        &ds.manifest_file().decoded.unknown_fields,
+        ds.naming_scheme(),
+    )
+    .await
+    .unwrap();
+    (dir, flat, flat + 1)
+}
+
+/// `lancet` output as JSON, without what differs between two versions of one table.
+fn versionless(args: &[&str]) -> Value {
+    let mut v: Value = serde_json::from_str(&lancet(args)).unwrap();
+    if let Some(o) = v.as_object_mut() {
+        for key in [
+            "version",
+            "manifest_path",
+            "reader_feature_flags",
+            "writer_feature_flags",
+        ] {
+            o.remove(key);
+        }
+    }
+    v
+}
+
+#[tokio::test]
+async fn tree_versions_answer_every_command_like_the_flat_table() {
+    for name in DATASETS {
+        let (dir, flat, tree) = treeify(name).await;
+        let uri = dir.to_str().unwrap();
+        let (f, t) = (flat.to_string(), tree.to_string());
+        let same = |args: &[&str]| {
+            let at = |v: &str| {
+                let mut a: Vec<&str> = args.to_vec();
+                a.extend(["--version", v]);
+                versionless(
+                    &a.iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>(),
+                )
+            };
+            assert_eq!(at(&t), at(&f), "{name}: {args:?}");
+        };
+        same(&["inspect", uri, "--json"]);
+        same(&["rowid", uri, "--json"]);
+        same(&["index", "list", uri, "--json"]);
+        if name == "stable" || name == "stable_history" {
+            same(&["rowid", uri, "--json", "--segments", "--versions"]);
+            same(&[
+                "rowid", uri, "--json", "--lookup", "0", "1", "3001", "999999",
+            ]);
+        }
+        if name == "btree" {
+            for filter in BTREE_FILTERS {
+                same(&["index", "search", uri, "--filter", filter, "--json"]);
+            }
+        }
+        if name == "fri" {
+            same(&["fri", "show", uri, "--json"]);
+            let addrs = "0\n1\n4294967296\n8589934599";
+            let translate =
+                |v: &str| lancet_stdin(&["fri", "translate", uri, "--version", v], addrs);
+            assert_eq!(translate(&t), translate(&f), "{name}: fri translate");
+        }
+        // the tree version verifies; tree show sees the shape the builder wrote
+        let verified: Value = serde_json::from_str(&lancet(&["verify", uri, "--json"])).unwrap();
+        assert_eq!(verified["valid"], true, "{name}: {verified}");
+        let shown: Value = serde_json::from_str(&lancet(&["tree", "show", uri, "--json"])).unwrap();
+        assert_eq!(shown["root"], "external", "{name}: {shown}");
+        assert_eq!(shown["mutations_since_root"], 1, "{name}: {shown}");
+        // writers refuse a tree version with a typed error, and never panic
+        let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+            .args(["fri", "trim", uri])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if name == "fri" {
+            assert!(
+                !out.status.success() && err.contains("fragment-tree"),
+                "{name}: {err}"
+            );
+        }
+        assert!(!err.contains("panicked"), "{err}");
+        // pylance 14.0.2 refuses the tree version (flag 4096) and still opens the flat one
+        let peer_out = Command::new(python())
+            .arg("-c")
+            .arg(format!(
+                "import lance\nprint(lance.dataset({uri:?}, version={flat}).count_rows())\ntry:\n    lance.dataset({uri:?}, version={tree}).count_rows()\n    print('opened')\nexcept Exception as e:\n    print('refused')"
+            ))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&peer_out.stdout);
+        assert!(said.trim_end().ends_with("refused"), "{name}: {said}");
+    }
 }

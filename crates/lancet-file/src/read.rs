@@ -258,7 +258,7 @@ async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Res
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "decoder panicked".to_string());
+                .unwrap_or_else(|| "the decoder gave up on the input".to_string());
             FileError::Corrupt {
                 path: path.clone(),
                 rule: format!("lance-file could not decode the file: {msg}"),

@@ -69,9 +69,12 @@ pub fn flag_names(word: u64) -> Vec<FlagName> {
 }
 
 /// Reader flags lancet interprets. A version with any other reader flag is refused rather than
-/// misread: a fragment-tree table (4096) read through its empty flat list would look empty;
-/// overlays (64) and spilled lineage columns (2048) change what fragments mean.
+/// misread: spilled lineage columns (2048) change what fragments mean. Fragment trees (4096)
+/// are read through lancet-tree; data overlay files (64) pass through resolution unchanged,
+/// and commands that would read column data through them refuse.
 pub const LANCET_READER_SUPPORTED: u64 = DELETION_FILES
+    | DATA_OVERLAY_FILES
+    | FRAGMENT_TREE
     | STABLE_ROW_IDS
     | USE_V2_FORMAT_DEPRECATED
     | TABLE_CONFIG
@@ -115,6 +118,9 @@ pub fn validate_flags(m: &Manifest) -> Result<(), String> {
     }
     if m.fragment_tree.is_some() && r & FRAGMENT_TREE == 0 {
         return Err("fragment_tree is set but feature flag 4096 is not".into());
+    }
+    if r & FRAGMENT_TREE != 0 && m.fragment_tree.is_none() {
+        return Err("feature flag 4096 is set but fragment_tree is absent".into());
     }
     if r & FRAGMENT_TREE != 0 && !m.fragments.is_empty() {
         return Err("a fragment-tree manifest must have an empty flat fragment list".into());
@@ -182,7 +188,16 @@ mod tests {
         let m = Manifest {
             reader_feature_flags: FRAGMENT_TREE,
             writer_feature_flags: FRAGMENT_TREE,
+            ..Default::default()
+        };
+        assert!(validate_flags(&m)
+            .unwrap_err()
+            .contains("fragment_tree is absent"));
+        let m = Manifest {
+            reader_feature_flags: FRAGMENT_TREE,
+            writer_feature_flags: FRAGMENT_TREE,
             fragments: vec![Default::default()],
+            fragment_tree: Some(Default::default()),
             ..Default::default()
         };
         assert!(validate_flags(&m)

@@ -40,7 +40,7 @@ pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
 pub fn decode_arrow(bytes: &[u8], max_rows: u64) -> Result<RoaringBitmap, String> {
     check_ipc_structure(bytes, max_rows)?;
     std::panic::catch_unwind(|| decode_arrow_inner(bytes))
-        .unwrap_or_else(|_| Err("Arrow IPC decoder panicked".into()))
+        .unwrap_or_else(|_| Err("the Arrow IPC decoder gave up on the input".into()))
 }
 
 const ARROW_MAGIC: &[u8; 6] = b"ARROW1";

@@ -211,6 +211,42 @@ impl lancet_btree::PageCache for MokaPageCache {
 }
 
 /// Key of a per-version structure: dataset URI, version, and what it is.
+/// The fragment tree's node cache: decoded roots, interiors and leaves, keyed by resolved
+/// location and size, weighed by their stored size. Concurrent misses of one object load once.
+#[derive(Debug)]
+pub struct TreeNodeCache(ByteCache<lancet_tree::ObjectKey, Arc<lancet_tree::TreeObject>>);
+
+impl Weighted for lancet_tree::TreeObject {
+    fn weight_bytes(&self) -> u64 {
+        lancet_tree::TreeObject::weight_bytes(self).max(1)
+    }
+}
+
+impl TreeNodeCache {
+    pub fn new(capacity_bytes: u64) -> Self {
+        Self(ByteCache::new(capacity_bytes))
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        self.0.stats()
+    }
+}
+
+impl lancet_tree::NodeCache for TreeNodeCache {
+    fn get_or_load<'a>(
+        &'a self,
+        key: lancet_tree::ObjectKey,
+        load: futures::future::BoxFuture<'a, lancet_tree::Result<Arc<lancet_tree::TreeObject>>>,
+    ) -> futures::future::BoxFuture<'a, lancet_tree::Result<Arc<lancet_tree::TreeObject>>> {
+        Box::pin(async move {
+            self.0
+                .get_or_try_load(key, load)
+                .await
+                .map_err(|shared| (*shared).clone())
+        })
+    }
+}
+
 pub(crate) type VersionKey = (String, u64, &'static str);
 
 /// The caches of one lancet session, shared by every dataset opened with it.
@@ -220,6 +256,7 @@ pub struct Caches {
     pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
     pub(crate) indexes: ByteCache<VersionKey, CachedAny>,
     pub(crate) pages: Arc<MokaPageCache>,
+    pub(crate) tree_nodes: Arc<TreeNodeCache>,
 }
 
 impl Caches {
@@ -233,11 +270,17 @@ impl Caches {
             manifests: ByteCache::new(config.manifest_bytes),
             indexes: ByteCache::new(config.index_bytes),
             pages: Arc::new(MokaPageCache::new(config.page_bytes)),
+            tree_nodes: Arc::new(TreeNodeCache::new(config.node_bytes)),
         }
     }
 
     pub fn config(&self) -> &CacheConfig {
         &self.config
+    }
+
+    /// Hits and misses of the fragment tree's node cache.
+    pub fn tree_node_stats(&self) -> CacheStats {
+        self.tree_nodes.stats()
     }
 
     pub fn manifest_stats(&self) -> CacheStats {

@@ -2,12 +2,17 @@
 
 use std::sync::Arc;
 
+use futures::TryStreamExt;
+use prost::Message;
+
 use lancet_file::FileStore;
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{
     files, BaseTable, DatasetStore, ManifestFile, ObjectLocation, PathsError, ResolvedBase,
 };
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+
+use lancet_tree::{OpenContext, StoreFetcher, TreeReader};
 
 use crate::cache::{CachedManifest, Caches};
 use crate::error::{Error, Result};
@@ -20,6 +25,16 @@ pub struct Dataset {
     manifest: Arc<ManifestFile>,
     bases: BaseTable,
     caches: Arc<Caches>,
+    source: FragmentSource,
+}
+
+/// Where a version's fragment records are: the manifest's flat list, or a fragment tree.
+/// Every fragment a caller sees comes through here, so a tree version answers exactly as the
+/// same table flat.
+#[derive(Debug, Clone)]
+enum FragmentSource {
+    Flat(Arc<[DataFragment]>),
+    Tree(TreeReader),
 }
 
 /// Counts of one fragment, with what is unknown left as `None` (Lance 14 writes 0 for "unknown"
@@ -106,12 +121,31 @@ impl Dataset {
         }
         let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
         let file_store = file_store_for_impl(&store)?;
+        let source = if lancet_tree::is_tree_manifest(&manifest.decoded.manifest) {
+            let manifest_object = manifest.entry.path.to_string();
+            lancet_tree::check_raw_arms(&manifest_object, &manifest.decoded.manifest_bytes)?;
+            FragmentSource::Tree(
+                TreeReader::open(
+                    &manifest.decoded.manifest,
+                    OpenContext {
+                        manifest_object,
+                        current: ResolvedBase::current_dataset(store.uri()),
+                        fetcher: Arc::new(StoreFetcher::new(store.clone())),
+                        cache: caches.tree_nodes.clone(),
+                    },
+                )
+                .await?,
+            )
+        } else {
+            FragmentSource::Flat(manifest.decoded.manifest.fragments.clone().into())
+        };
         Ok(Self {
             store,
             file_store,
             manifest,
             bases,
             caches,
+            source,
         })
     }
 
@@ -176,9 +210,86 @@ impl Dataset {
         self.manifest.entry.scheme
     }
 
-    /// The flat fragment list, in id order.
-    pub fn fragments(&self) -> &[DataFragment] {
-        &self.manifest().fragments
+    /// Every fragment of the version, in id order: the manifest's flat list, or every record
+    /// of the fragment tree resolved through its buffered mutations (the whole tree is read
+    /// and checked; the result is kept in the index cache for this version).
+    pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
+        match &self.source {
+            FragmentSource::Flat(all) => Ok(all.clone()),
+            FragmentSource::Tree(reader) => {
+                let key = (self.uri().to_string(), self.version(), "tree_fragments");
+                let cached = self
+                    .caches
+                    .indexes
+                    .get_or_try_load(key, async {
+                        let all: Vec<DataFragment> =
+                            reader.walk().await?.into_stream().try_collect().await?;
+                        let weight = all.iter().map(|f| f.encoded_len() as u64).sum();
+                        Ok::<_, Error>(crate::cache::CachedAny {
+                            value: Arc::new(Arc::<[DataFragment]>::from(all)),
+                            weight,
+                        })
+                    })
+                    .await
+                    .map_err(crate::error::unshare)?;
+                cached
+                    .value
+                    .downcast::<Arc<[DataFragment]>>()
+                    .map(|a| (*a).clone())
+                    .map_err(|_| Error::Shared("fragment cache holds another type".into()))
+            }
+        }
+    }
+
+    /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
+    pub async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
+        match &self.source {
+            FragmentSource::Flat(fragments) => Ok(fragments
+                .binary_search_by_key(&id, |f| f.id)
+                .ok()
+                .and_then(|i| fragments.get(i))
+                .cloned()),
+            FragmentSource::Tree(reader) => Ok(reader.fragment(id).await?),
+        }
+    }
+
+    /// The fragment tree of this version, when it has one.
+    pub fn tree(&self) -> Option<&TreeReader> {
+        match &self.source {
+            FragmentSource::Tree(reader) => Some(reader),
+            FragmentSource::Flat(_) => None,
+        }
+    }
+
+    /// Refuses a write to this version while lancet cannot write it (fragment trees: the tree
+    /// writer is not built yet). `what` names the operation in the error.
+    pub fn require_flat(&self, what: &str) -> Result<()> {
+        if self.tree().is_some() {
+            return Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "{what} would write a new version of a fragment-tree table, which lancet cannot write yet"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses to read column data of `fragment` through data overlay files (flag 64), which
+    /// lancet passes through but does not apply. `what` names the operation in the error.
+    pub fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
+        if !fragment.overlays.is_empty() {
+            return Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "{what} would read column data of fragment {} through data overlay files, which lancet does not apply",
+                    fragment.id
+                ),
+            });
+        }
+        Ok(())
     }
 
     pub fn indices(&self) -> &[IndexMetadata] {
@@ -210,12 +321,16 @@ impl Dataset {
         self.manifest().reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0
     }
 
-    /// Visible rows of the version, when every fragment's counts are known.
+    /// Visible rows of the version, when every fragment's counts are known (always on a
+    /// tree, whose counts are derived from the root without reading further).
     pub fn num_rows(&self) -> Option<u64> {
-        self.fragments()
-            .iter()
-            .map(|f| FragmentSummary::of(f).visible_rows())
-            .sum()
+        match &self.source {
+            FragmentSource::Flat(fragments) => fragments
+                .iter()
+                .map(|f| FragmentSummary::of(f).visible_rows())
+                .sum(),
+            FragmentSource::Tree(reader) => Some(reader.totals().visible_rows),
+        }
     }
 
     /// Where each data file of `fragment` lives.
@@ -244,6 +359,7 @@ impl Dataset {
     /// fields lancet does not model from this version's manifest. Losing a race gives
     /// `PathsError::AlreadyExists`; nothing is overwritten.
     pub async fn commit(&self, mut manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+        self.require_flat("a commit")?;
         manifest.version = self.version() + 1;
         manifest::write_manifest(
             &self.store,

@@ -12,6 +12,8 @@ pub enum Error {
     BTree(#[from] lancet_btree::BTreeError),
     #[error(transparent)]
     Reuse(#[from] lancet_reuse::ReuseError),
+    #[error(transparent)]
+    Tree(#[from] lancet_tree::TreeError),
     /// A load shared with other callers through a cache failed; the message is the original's.
     #[error("{0}")]
     Shared(String),

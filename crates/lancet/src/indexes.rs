@@ -168,6 +168,7 @@ impl Dataset {
 
     /// The column `field_id` of `fragment`, read from the data file holding it.
     pub async fn read_column(&self, fragment: &DataFragment, field_id: i32) -> Result<ArrayRef> {
+        self.require_no_overlays(fragment, "reading a column")?;
         let name = self
             .manifest()
             .fields
@@ -215,7 +216,7 @@ impl Dataset {
         query: &Query,
     ) -> Result<NullableIdSet> {
         let mut out = NullableIdSet::default();
-        for f in self.fragments() {
+        for f in self.fragments().await?.iter() {
             let Ok(id) = u32::try_from(f.id) else {
                 continue;
             };
@@ -232,9 +233,9 @@ impl Dataset {
     }
 
     /// Every physical row address of the given fragments (deleted rows included).
-    pub fn row_addresses(&self, fragments: impl Fn(u32) -> bool) -> RoaringTreemap {
+    pub async fn row_addresses(&self, fragments: impl Fn(u32) -> bool) -> Result<RoaringTreemap> {
         let mut out = RoaringTreemap::new();
-        for f in self.fragments() {
+        for f in self.fragments().await?.iter() {
             let Ok(id) = u32::try_from(f.id) else {
                 continue;
             };
@@ -243,12 +244,13 @@ impl Dataset {
                 out.insert_range(base..base + f.physical_rows);
             }
         }
-        out
+        Ok(out)
     }
 
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
     /// the next version under the name `{column}_idx`, replacing an index of that name.
     pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
+        self.require_flat("an index build")?;
         let field = self
             .manifest()
             .fields
@@ -263,7 +265,7 @@ impl Dataset {
         let deletions = self.deletion_vectors().await?;
         let mut batches = Vec::new();
         let mut covered = RoaringBitmap::new();
-        for (f, deleted) in self.fragments().iter().zip(deletions) {
+        for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
             let id = u32::try_from(f.id).map_err(|_| Error::Unsupported {
                 uri: self.uri().to_string(),
                 version: self.version(),

@@ -12,12 +12,16 @@ mod fri;
 mod indexes;
 mod rewrite;
 mod rowids;
+mod verify;
 
-pub use cache::{ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, Weighted};
+pub use cache::{
+    ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
+};
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, Result};
 pub use indexes::BTreeSegment;
 pub use rewrite::RewriteMapping;
+pub use verify::{LineageViolation, VerifyReport};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;
@@ -25,3 +29,4 @@ pub use lancet_paths as paths;
 pub use lancet_proto as proto;
 pub use lancet_reuse as reuse;
 pub use lancet_rowid as rowid;
+pub use lancet_tree as tree;

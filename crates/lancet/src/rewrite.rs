@@ -65,8 +65,10 @@ impl Dataset {
         mut destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
     ) -> Result<Dataset> {
+        self.require_flat("a rewrite")?;
         let what = format!("{} at version {}", self.uri(), self.version());
         let prior = self.extendable_history(&what).await?;
+        let fragments = self.fragments().await?;
 
         // sources: distinct fragments of this version, with their deletions
         let mut seen = HashSet::new();
@@ -76,8 +78,7 @@ impl Dataset {
             if !seen.insert(id) {
                 return Err(invalid(format!("fragment {id} is a source twice")));
             }
-            let f = self
-                .fragments()
+            let f = fragments
                 .iter()
                 .find(|f| f.id == u64::from(id))
                 .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
@@ -94,8 +95,7 @@ impl Dataset {
         }
 
         // destinations: new ids after every id this table has used
-        let mut next_id = self
-            .fragments()
+        let mut next_id = fragments
             .iter()
             .map(|f| f.id.saturating_add(1))
             .chain(self.manifest().max_fragment_id.map(|m| u64::from(m) + 1))
@@ -285,6 +285,7 @@ impl Dataset {
     /// fragments counts. Transitions reachable from those fragments are kept (see
     /// `History::needed_for`), intermediates included.
     pub async fn trim_fri(&self) -> Result<Option<Dataset>> {
+        self.require_flat("an FRI trim")?;
         let what = format!("{} at version {}", self.uri(), self.version());
         let Some(ledger) = self.extendable_history(&what).await? else {
             return Ok(None);
@@ -308,6 +309,7 @@ impl Dataset {
                 Ok(built_on) => indexed.extend(
                     built_on
                         .fragments()
+                        .await?
                         .iter()
                         .filter_map(|f| u32::try_from(f.id).ok()),
                 ),

@@ -98,7 +98,8 @@ impl Dataset {
     /// Every fragment's deletion vector (None where it has none), read concurrently, in
     /// fragment order.
     pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
-        futures::stream::iter(self.fragments().iter())
+        let fragments = self.fragments().await?;
+        futures::stream::iter(fragments.iter())
             .map(|f| async move { Ok::<_, Error>(self.deletion_vector(f).await?.map(Arc::new)) })
             .buffered(DELETION_READ_CONCURRENCY)
             .try_collect()
@@ -145,9 +146,10 @@ impl Dataset {
                 return Ok(ids.iter().map(|id| index.get(*id)).collect());
             }
         }
-        let mut fragments = Vec::with_capacity(self.fragments().len());
+        let all = self.fragments().await?;
+        let mut fragments = Vec::with_capacity(all.len());
         let mut by_id = std::collections::HashMap::new();
-        for f in self.fragments() {
+        for f in all.iter() {
             let sequence = self
                 .row_id_sequence(f)?
                 .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
@@ -177,8 +179,9 @@ impl Dataset {
 
     async fn build_row_id_index(&self) -> Result<RowIdIndex> {
         let deletions = self.deletion_vectors().await?;
-        let mut inputs = Vec::with_capacity(self.fragments().len());
-        for (f, deleted) in self.fragments().iter().zip(deletions) {
+        let fragments = self.fragments().await?;
+        let mut inputs = Vec::with_capacity(fragments.len());
+        for (f, deleted) in fragments.iter().zip(deletions) {
             let sequence = self
                 .row_id_sequence(f)?
                 .ok_or(RowIdError::MissingSequence { fragment: f.id })?;

@@ -63,7 +63,7 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
         .await
         .unwrap();
     assert_eq!(ds.version(), 2);
-    let ids: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+    let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
     assert_eq!(ids, vec![2], "ids are assigned after the largest used");
     for word in [
         ds.manifest().reader_feature_flags,
@@ -82,7 +82,7 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
         )
         .await
         .unwrap();
-    let ids: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+    let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
     assert_eq!(ids, vec![3, 4]);
     let history = ds.fri_history().await.unwrap().unwrap();
     assert_eq!(history.ledger.transitions.len(), 2);

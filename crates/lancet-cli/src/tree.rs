@@ -1,0 +1,134 @@
+//! `lancet tree show`: the shape of a version's fragment tree.
+
+use std::io::Write;
+
+use lancet::tree::RootInfo;
+use lancet::Dataset;
+use serde::Serialize;
+
+use crate::error::CliError;
+
+#[derive(Serialize)]
+struct Show {
+    version: u64,
+    root: String,
+    root_path: Option<String>,
+    height: u32,
+    interiors: u64,
+    leaves: u64,
+    mutations_since_root: u64,
+    root_buffer: u64,
+    /// Buffered mutations per interior level, the root's children first.
+    interior_buffers: Vec<u64>,
+    bytes: Bytes,
+    watermarks: Watermarks,
+    next_action_sequence: u64,
+    root_next_action_sequence: u64,
+    fragments: u64,
+    total_rows: u64,
+    visible_rows: u64,
+    foreign_objects: u64,
+}
+
+#[derive(Serialize)]
+struct Bytes {
+    root: u64,
+    interiors: u64,
+    leaves: u64,
+}
+
+#[derive(Serialize)]
+struct Watermarks {
+    zero: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+}
+
+pub async fn show(uri: &str, version: Option<u64>, json: bool) -> Result<(), CliError> {
+    let store = lancet::paths::DatasetStore::open(uri)?;
+    let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
+    let Some(reader) = ds.tree() else {
+        return Err(CliError::Usage(format!(
+            "version {} of {uri} keeps its fragments in the flat manifest list, not a tree",
+            ds.version()
+        )));
+    };
+    let s = reader.verify().await.map_err(lancet::Error::from)?;
+    let (root, root_path) = match &s.root {
+        Some(RootInfo::External { path, .. }) => ("external".to_string(), Some(path.clone())),
+        _ => ("inline".to_string(), None),
+    };
+    let show = Show {
+        version: ds.version(),
+        root,
+        root_path,
+        height: s.height,
+        interiors: s.interiors,
+        leaves: s.leaves,
+        mutations_since_root: s.mutations_since_root,
+        root_buffer: s.root_buffer,
+        interior_buffers: s.interior_buffers.clone(),
+        bytes: Bytes {
+            root: s.root_bytes,
+            interiors: s.interior_bytes,
+            leaves: s.leaf_bytes,
+        },
+        watermarks: Watermarks {
+            zero: s.zero_watermarks,
+            min: s.min_watermark,
+            max: s.max_watermark,
+        },
+        next_action_sequence: s.next_action_sequence,
+        root_next_action_sequence: s.root_next_action_sequence,
+        fragments: s.totals.fragments,
+        total_rows: s.totals.total_rows,
+        visible_rows: s.totals.visible_rows,
+        foreign_objects: s.foreign_objects,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json {
+        serde_json::to_writer(&mut out, &show).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "version          {}", show.version)?;
+    writeln!(
+        out,
+        "root             {}{}",
+        show.root,
+        show.root_path.as_ref().map_or(String::new(), |p| format!(
+            " ({p}, {} bytes)",
+            show.bytes.root
+        ))
+    )?;
+    writeln!(out, "height           {}", show.height)?;
+    writeln!(
+        out,
+        "objects          {} interiors ({} bytes), {} leaves ({} bytes), {} in other datasets",
+        show.interiors, show.bytes.interiors, show.leaves, show.bytes.leaves, show.foreign_objects
+    )?;
+    writeln!(
+        out,
+        "buffers          {} since root, {} in the root, per interior level {:?}",
+        show.mutations_since_root, show.root_buffer, show.interior_buffers
+    )?;
+    writeln!(
+        out,
+        "watermarks       {} at 0, min {}, max {}",
+        show.watermarks.zero,
+        show.watermarks.min.map_or("-".into(), |v| v.to_string()),
+        show.watermarks.max.map_or("-".into(), |v| v.to_string())
+    )?;
+    writeln!(
+        out,
+        "sequences        next {} (root {})",
+        show.next_action_sequence, show.root_next_action_sequence
+    )?;
+    writeln!(
+        out,
+        "fragments        {} ({} rows, {} visible)",
+        show.fragments, show.total_rows, show.visible_rows
+    )?;
+    Ok(())
+}
