@@ -165,17 +165,18 @@ impl Dataset {
                     path: store.path(manifest::VERSIONS_DIR),
                 })?,
         };
+        // Read outside the cache's loader so a corrupt manifest keeps its typed error (a
+        // failed shared load reaches callers only as text).
         let key = (store.uri().to_string(), version);
-        let cached = caches
+        if let Some(cached) = caches.manifests.get(&key).await {
+            return Ok(cached.0);
+        }
+        let manifest = Arc::new(manifest::read_manifest(store, Some(version)).await?);
+        caches
             .manifests
-            .get_or_try_load(key, async {
-                manifest::read_manifest(store, Some(version))
-                    .await
-                    .map(|m| CachedManifest(Arc::new(m)))
-            })
-            .await
-            .map_err(crate::error::unshare)?;
-        Ok(cached.0)
+            .insert(key, CachedManifest(manifest.clone()))
+            .await;
+        Ok(manifest)
     }
 
     /// Another version of the same table, sharing this handle's store and caches.

@@ -18,6 +18,7 @@ mod fri;
 mod manifest;
 mod mutate;
 mod rowid;
+mod tree;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -71,6 +72,10 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(fri::DetailsTarget),
         Box::new(fri::CountsTarget),
         Box::new(fri::RowMapTarget::new()),
+        Box::new(tree::TreeRootTarget::new()),
+        Box::new(tree::TreeNodeTarget::new()),
+        Box::new(tree::TreeLeafTarget::new()),
+        Box::new(tree::TreeMutationTarget::new()),
     ]
 }
 
