@@ -44,7 +44,7 @@ fn record(id: u64) -> DataFragment {
             file_size_bytes: 10 + id,
             base_id: None,
         }],
-        deletion_file: (id % 3 == 0).then_some(DeletionFile {
+        deletion_file: id.is_multiple_of(3).then_some(DeletionFile {
             num_deleted_rows: 1,
             id,
             ..Default::default()
