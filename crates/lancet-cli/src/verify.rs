@@ -110,9 +110,6 @@ pub async fn run(
             outcome.rule.as_deref().unwrap_or("?"),
             outcome.object.as_deref().unwrap_or(uri)
         );
-        if let Some(d) = &outcome.detail {
-            eprintln!("  {d}");
-        }
         return Ok(std::process::ExitCode::FAILURE);
     }
     Ok(std::process::ExitCode::SUCCESS)

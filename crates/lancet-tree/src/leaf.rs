@@ -338,11 +338,37 @@ fn list_ranges(list: &ListArray, what: &str) -> Checked<Vec<std::ops::Range<usiz
         .collect()
 }
 
-fn take<T: Clone>(items: &[T], range: std::ops::Range<usize>) -> Checked<Vec<T>> {
-    items
-        .get(range)
-        .map(<[T]>::to_vec)
-        .ok_or_else(|| values_rule("list offsets out of bounds"))
+/// Hands out the items of consecutive list ranges by moving them, without copies. Ranges
+/// come from a validated `ListArray`, so they are ascending and adjacent; anything else is
+/// reported rather than trusted.
+struct Lists<T> {
+    items: std::vec::IntoIter<T>,
+    at: usize,
+}
+
+impl<T> Lists<T> {
+    fn new(items: Vec<T>) -> Self {
+        Self {
+            items: items.into_iter(),
+            at: 0,
+        }
+    }
+
+    fn take(&mut self, range: std::ops::Range<usize>) -> Checked<Vec<T>> {
+        if range.start < self.at {
+            return Err(values_rule("list offsets go backwards"));
+        }
+        // skip items no row names (a sliced list's leading values)
+        for _ in self.at..range.start {
+            self.items.next();
+        }
+        let out: Vec<T> = self.items.by_ref().take(range.len()).collect();
+        if out.len() != range.len() {
+            return Err(values_rule("list offsets out of bounds"));
+        }
+        self.at = range.end;
+        Ok(out)
+    }
 }
 
 /// The records of one leaf batch, checked (see the module doc). `batch` must already have the
@@ -406,6 +432,8 @@ pub(crate) fn decode_records(batch: &RecordBatch) -> Checked<Vec<DataFragment>> 
         .collect::<Checked<Vec<_>>>()?;
 
     let mut out = Vec::with_capacity(batch.num_rows());
+    let mut all_files = Lists::new(all_files);
+    let mut all_overlays = Lists::new(all_overlays);
     let mut previous: Option<u64> = None;
     for (row, ((id, meta), (fr, or))) in ids
         .values()
@@ -446,8 +474,8 @@ pub(crate) fn decode_records(batch: &RecordBatch) -> Checked<Vec<DataFragment>> 
             ));
         }
         f.id = id;
-        f.files = take(&all_files, fr)?;
-        f.overlays = take(&all_overlays, or)?;
+        f.files = all_files.take(fr)?;
+        f.overlays = all_overlays.take(or)?;
         check_record(&f)
             .map_err(|v| Violation::new(v.rule, format!("fragment {id}: {}", v.detail)))?;
         out.push(f);

@@ -613,7 +613,17 @@ impl TreeReader {
                     ));
                 };
                 self.check_leaf(child, &name, leaf)?;
-                (leaf.records.clone(), child.watermark, name)
+                let watermark = child.watermark;
+                // Records move out when no cache shares the object; otherwise they are copied.
+                let records = match Arc::try_unwrap(object) {
+                    Ok(TreeObject::Leaf(leaf)) => leaf.records,
+                    Ok(TreeObject::Node(_)) => Vec::new(),
+                    Err(shared) => match shared.as_ref() {
+                        TreeObject::Leaf(leaf) => leaf.records.clone(),
+                        TreeObject::Node(_) => Vec::new(),
+                    },
+                };
+                (records, watermark, name)
             }
         };
         let mut pending = task.pending;
