@@ -92,3 +92,64 @@ async fn unknown_reader_flags_are_refused_and_overlays_pass() {
         );
     }
 }
+
+/// A tree version through the facade: concurrent cold resolves of one fragment load each
+/// object once (single flight through the moka node cache), and `fragments()` equals the
+/// records resolved one by one.
+#[tokio::test]
+async fn tree_objects_load_once_through_the_node_cache() {
+    use lancet::proto::table::{DataFile, DataFragment};
+    use lancet_tree::testing::TreeBuilder;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
+    let records: Vec<DataFragment> = (0..40)
+        .map(|id| DataFragment {
+            id,
+            files: vec![DataFile {
+                path: format!("{id}.lance"),
+                fields: vec![0],
+                column_indices: vec![0],
+                file_major_version: 2,
+                file_minor_version: 1,
+                ..Default::default()
+            }],
+            physical_rows: 10,
+            ..Default::default()
+        })
+        .collect();
+    let built = TreeBuilder {
+        records: records.clone(),
+        leaf_records: 5,
+        fanout: 4,
+        interior_levels: 1,
+        external_root: true,
+        ..Default::default()
+    }
+    .build(&store)
+    .await
+    .unwrap();
+    let m = Manifest {
+        version: 1,
+        reader_feature_flags: flags::FRAGMENT_TREE,
+        writer_feature_flags: flags::FRAGMENT_TREE,
+        max_fragment_id: Some(39),
+        fragment_tree: Some(built.metadata),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+        .await
+        .unwrap();
+    let caches = Caches::new(Default::default());
+    let ds = Dataset::open_with(store, None, caches.clone()).await.unwrap();
+    let resolves = (0..8).map(|_| ds.fragment(17));
+    for got in futures::future::join_all(resolves).await {
+        assert_eq!(got.unwrap().as_ref(), Some(&records[17]));
+    }
+    // one interior and one leaf on the path, each loaded once
+    let stats = caches.tree_node_stats();
+    assert_eq!(stats.misses, 2, "{stats:?}");
+    assert_eq!(stats.hits, 14, "{stats:?}");
+    assert_eq!(ds.fragments().await.unwrap().to_vec(), records);
+    assert_eq!(ds.fragment(40).await.unwrap(), None);
+}
