@@ -12,6 +12,8 @@
 //!   fragment in id order, verify everything reachable.
 //! - [`leaf`]: the leaf schema and records ⇄ record batches.
 //! - [`Mutation`] / [`Action`]: buffered storage actions and their exact semantics.
+//! - [`TreeWriter`]: actions to mutations, flushes, materialization, splits and merges; each
+//!   commit returns the manifest's new tree and what it wrote.
 //! - [`NodeCache`] / [`ObjectFetcher`]: where a cache and a store plug in.
 //! - `testing` (feature): a builder that writes valid trees for tests.
 //!
@@ -29,6 +31,7 @@ mod routing;
 mod snapshot;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod writer;
 
 pub use error::{Result, Rule, TreeError};
 pub use mutation::{Action, Mutation};
@@ -40,3 +43,4 @@ pub use reader::{OpenContext, RootInfo, TreeReader, TreeStats, Walk};
 pub use records::{Checked, Deltas, Totals, Violation};
 pub use routing::{KeyRange, KEY_END, MAX_HEIGHT};
 pub use snapshot::{check_raw_arms, is_tree_manifest};
+pub use writer::{allocate_ids, TreeCommit, TreeWriter, TreeWriterConfig};

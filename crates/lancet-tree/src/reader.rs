@@ -245,6 +245,65 @@ impl TreeReader {
         })
     }
 
+    /// The root's checked children (for the writer).
+    pub(crate) fn root_children(&self) -> Arc<[ChildRef]> {
+        self.inner.children.clone()
+    }
+
+    /// The root buffer and `mutations_since_root`, checked (for the writer).
+    pub(crate) fn root_buffers(&self) -> (Vec<Mutation>, Vec<Mutation>) {
+        let (buffer, since) = self.inner.top.split_at(self.inner.root_buffer_len);
+        let plain = |s: &[Sourced]| s.iter().map(|s| s.mutation.clone()).collect();
+        (plain(buffer), plain(since))
+    }
+
+    /// `(root.next_action_sequence, FragmentTree.next_action_sequence)`.
+    pub(crate) fn next_sequences(&self) -> (u64, u64) {
+        (self.inner.root_next, self.inner.tree_next)
+    }
+
+    pub(crate) fn max_fragment_id(&self) -> Option<u32> {
+        self.inner.max_fragment_id
+    }
+
+    /// Loads an interior and checks it against its reference: its decoded form and its
+    /// checked children (for the writer).
+    pub(crate) async fn load_node(
+        &self,
+        child: &ChildRef,
+    ) -> Result<(Arc<TreeObject>, Arc<[ChildRef]>)> {
+        let object = self.load(child).await?;
+        let name = self.name(child);
+        let children = match object.as_ref() {
+            TreeObject::Node(node) => self.check_node(child, &name, node, &mut HashSet::new())?,
+            TreeObject::Leaf(_) => {
+                return Err(TreeError::corrupt(
+                    &*name,
+                    Rule::ChildKind,
+                    "a .node reference decoded as a leaf",
+                ))
+            }
+        };
+        Ok((object, children))
+    }
+
+    /// Loads a leaf and checks it against its reference; its records (for the writer).
+    pub(crate) async fn load_leaf(&self, child: &ChildRef) -> Result<Vec<DataFragment>> {
+        let object = self.load(child).await?;
+        let name = self.name(child);
+        match object.as_ref() {
+            TreeObject::Leaf(leaf) => {
+                self.check_leaf(child, &name, leaf)?;
+                Ok(leaf.records.clone())
+            }
+            TreeObject::Node(_) => Err(TreeError::corrupt(
+                &*name,
+                Rule::ChildKind,
+                "a .lance reference decoded as an interior",
+            )),
+        }
+    }
+
     /// Fragment count, physical rows and visible rows of the version, derived from the root
     /// (no object below the root is read).
     pub fn totals(&self) -> Totals {

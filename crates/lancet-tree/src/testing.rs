@@ -417,16 +417,7 @@ impl Writer<'_> {
     }
 }
 
-/// The URI lance-file should see for `store` (local stores are rooted at `/`).
-pub fn file_uri(store: &DatasetStore) -> String {
-    if store.local_root().is_some() {
-        "file:///".into()
-    } else if store.uri().starts_with("memory://") {
-        "memory:///".into()
-    } else {
-        store.uri().to_string()
-    }
-}
+pub use crate::objects::file_uri;
 
 /// Encodes a mutation list (for corrupting tests).
 pub fn encode_mutations(m: &[Mutation]) -> Vec<FragmentTreeMutation> {

@@ -141,7 +141,9 @@ async fn tree_objects_load_once_through_the_node_cache() {
         .await
         .unwrap();
     let caches = Caches::new(Default::default());
-    let ds = Dataset::open_with(store, None, caches.clone()).await.unwrap();
+    let ds = Dataset::open_with(store, None, caches.clone())
+        .await
+        .unwrap();
     let resolves = (0..8).map(|_| ds.fragment(17));
     for got in futures::future::join_all(resolves).await {
         assert_eq!(got.unwrap().as_ref(), Some(&records[17]));

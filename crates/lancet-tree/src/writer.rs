@@ -1,0 +1,827 @@
+//! The tree writer: storage actions become mutations, and mutations move down a Bε tree of
+//! immutable objects until leaves are rewritten with them.
+//!
+//! One commit ([`TreeWriter::commit`]) takes the open version (a [`TreeReader`]) and a batch
+//! of `(fragment id, Action)`:
+//!
+//! 1. **Actions → mutations.** Each action is checked against the record it changes (read
+//!    through the reader, with earlier actions of the batch applied), gets the next sequence
+//!    and its exact deltas. A bad action (a file added to an absent fragment, a replacement
+//!    with no matching slot, …) fails the commit before anything is written. Two replacements
+//!    that chain through a renamed path stay two mutations.
+//! 2. **Placement.** With an external root the mutations join `mutations_since_root` while it
+//!    holds at most [`TreeWriterConfig::since_root_max`]; the commit then writes only the
+//!    manifest. Otherwise they go into the root buffer and a new root is written (inline while
+//!    its encoding is at most [`TreeWriterConfig::inline_root_max_bytes`]).
+//! 3. **Flush.** A buffer over its budget (`root_buffer_max`, `node_buffer_max`) sends its
+//!    largest child partitions down until it is at half its budget: into the child's buffer for
+//!    an interior, or into a **materialized** leaf (records rewritten with its mutations
+//!    applied, watermark = the highest sequence applied). Mutations only ever move down, whole
+//!    partitions at a time, so every mutation buffered above a leaf is newer than its
+//!    watermark, as the spec requires.
+//! 4. **Shape.** A leaf over `leaf_max_records` splits; an empty leaf is dropped (never
+//!    written); an interior over `fanout_max` splits, one left with a single child merges
+//!    with a sibling; the root grows a level when it has more than `fanout_max` children and
+//!    loses one when it has a single interior child. A dropped first child hands its lower
+//!    bound to the next sibling (rewriting the left spine of an interior).
+//!
+//! Unchanged subtrees are reused by reference with their `base_id`; every object written
+//! belongs to the current dataset, so a rewritten object from another dataset names the
+//! objects it keeps with that dataset's `base_id`. Objects are written before the caller
+//! publishes the manifest; a failed commit leaves only unreachable objects.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use lancet_file::{FileStore, FileVersion, WriteOptions};
+use lancet_paths::tree_paths::{tree_object_path, TreeObjectKind};
+use lancet_paths::{DatasetStore, ObjectLocation, ObjectUuid, ResolvedBase};
+use lancet_proto::table::fragment_tree::Root;
+use lancet_proto::table::fragment_tree_metadata::Layout;
+use lancet_proto::table::{
+    DataFragment, FragmentTree, FragmentTreeChild, FragmentTreeMetadata, FragmentTreeNode,
+    FragmentTreeRoot,
+};
+use prost::Message;
+
+use crate::error::{Result, Rule, TreeError};
+use crate::leaf::{encode_records, leaf_schema};
+use crate::mutation::{Action, Mutation};
+use crate::reader::TreeReader;
+use crate::records::{record_counts, Deltas, Totals, WideTotals};
+use crate::routing::{route, ChildRef, KeyRange, KEY_END};
+
+/// The writer's policy. Defaults were chosen with `lancet bench commit` (docs/performance.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeWriterConfig {
+    /// Records per leaf before it splits.
+    pub leaf_max_records: usize,
+    /// Children per interior (and the root) before it splits (grows a level).
+    pub fanout_max: usize,
+    /// Mutations an external root's manifest carries before a new root takes them in.
+    pub since_root_max: usize,
+    /// Mutations the root buffers before flushing.
+    pub root_buffer_max: usize,
+    /// Mutations an interior buffers before flushing.
+    pub node_buffer_max: usize,
+    /// Largest encoded root kept inline in the manifest.
+    pub inline_root_max_bytes: usize,
+    /// Lance file version of new leaves.
+    pub leaf_version: FileVersion,
+}
+
+impl Default for TreeWriterConfig {
+    fn default() -> Self {
+        Self {
+            leaf_max_records: 4096,
+            fanout_max: 64,
+            since_root_max: 256,
+            root_buffer_max: 1024,
+            node_buffer_max: 2048,
+            inline_root_max_bytes: 16 << 10,
+            leaf_version: FileVersion::V2_1,
+        }
+    }
+}
+
+impl TreeWriterConfig {
+    /// Tiny budgets: deep trees, flushes, splits and merges on every few commits (tests).
+    pub fn tiny() -> Self {
+        Self {
+            leaf_max_records: 3,
+            fanout_max: 3,
+            since_root_max: 2,
+            root_buffer_max: 3,
+            node_buffer_max: 3,
+            inline_root_max_bytes: 300,
+            leaf_version: FileVersion::V2_1,
+        }
+    }
+}
+
+/// What a commit produced: the manifest's new tree and id high-water mark, and the objects
+/// written (relative to the dataset root) with their sizes.
+#[derive(Debug, Clone)]
+pub struct TreeCommit {
+    pub metadata: FragmentTreeMetadata,
+    pub max_fragment_id: Option<u32>,
+    pub written: Vec<(String, u64)>,
+    /// The mutations this commit added, in sequence order.
+    pub mutations: Vec<Mutation>,
+}
+
+impl TreeCommit {
+    /// Bytes of every object written (the manifest not included).
+    pub fn object_bytes(&self) -> u64 {
+        self.written.iter().map(|(_, s)| s).sum()
+    }
+}
+
+/// The ids `n` new fragments take after `max_fragment_id`: `max+1..=max+n`, or `0..n` when no
+/// id was ever allocated. 2^32 − 1 is the last id.
+pub fn allocate_ids(max_fragment_id: Option<u32>, n: u64) -> Result<std::ops::Range<u64>> {
+    let start = max_fragment_id.map_or(0, |m| u64::from(m) + 1);
+    let end = start
+        .checked_add(n)
+        .filter(|&e| e <= KEY_END)
+        .ok_or_else(|| {
+            TreeError::InvalidInput(format!(
+                "allocating {n} fragment ids after {max_fragment_id:?} exhausts the id space"
+            ))
+        })?;
+    Ok(start..end)
+}
+
+/// A tree writer over the current dataset's store.
+#[derive(Debug, Clone)]
+pub struct TreeWriter {
+    store: DatasetStore,
+    config: TreeWriterConfig,
+}
+
+/// A child list under construction: checked references, some replaced.
+type Children = Vec<ChildRef>;
+
+struct Commit<'a> {
+    reader: &'a TreeReader,
+    writer: &'a TreeWriter,
+    written: Vec<(String, u64)>,
+    current: ResolvedBase,
+    /// Interiors written by this commit, by path: read back from here, not through the
+    /// reader (whose checks hold the old version's sequence bounds).
+    fresh_nodes: HashMap<String, (Children, Vec<Mutation>)>,
+}
+
+impl TreeWriter {
+    pub fn new(store: DatasetStore, config: TreeWriterConfig) -> Self {
+        Self { store, config }
+    }
+
+    pub fn config(&self) -> &TreeWriterConfig {
+        &self.config
+    }
+
+    /// Applies `actions` on top of `reader`'s version (see the module doc). Returns the new
+    /// tree for the manifest; nothing is published.
+    pub async fn commit(
+        &self,
+        reader: &TreeReader,
+        actions: &[(u64, Action)],
+    ) -> Result<TreeCommit> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!("tree_commit", actions = actions.len());
+        self.commit_inner(reader, actions).instrument(span).await
+    }
+
+    async fn commit_inner(
+        &self,
+        reader: &TreeReader,
+        actions: &[(u64, Action)],
+    ) -> Result<TreeCommit> {
+        let (root_next, tree_next) = reader.next_sequences();
+        let mutations = self.mutations(reader, actions, tree_next).await?;
+        let mut max_id = reader.max_fragment_id();
+        for m in &mutations {
+            let id = u32::try_from(m.target).map_err(|_| {
+                TreeError::InvalidInput(format!("fragment id {} does not fit in u32", m.target))
+            })?;
+            if matches!(m.action, Action::Upsert(_)) {
+                max_id = max_id.max(Some(id));
+            } else if max_id.is_none_or(|max| id > max) {
+                return Err(TreeError::InvalidInput(format!(
+                    "fragment {id} was never allocated (max_fragment_id {max_id:?})"
+                )));
+            }
+        }
+        let next = tree_next + mutations.len() as u64;
+        let mut commit = Commit {
+            reader,
+            writer: self,
+            written: Vec::new(),
+            current: ResolvedBase::current_dataset(self.store.uri()),
+            fresh_nodes: HashMap::new(),
+        };
+        let (root_buffer, mut since) = reader.root_buffers();
+        let external = matches!(reader.root_info(), crate::reader::RootInfo::External { .. });
+        since.extend(mutations.iter().cloned());
+        let tree = if external && since.len() <= self.config.since_root_max {
+            // Only the manifest changes: the root is reused.
+            let FragmentTreeMetadata {
+                layout: Some(Layout::Tree(mut tree)),
+            } = reader_metadata(reader)?
+            else {
+                return Err(TreeError::InvalidInput("no tree layout".into()));
+            };
+            let _ = root_next;
+            tree.mutations_since_root = since.iter().map(Mutation::encode).collect();
+            tree.next_action_sequence = next;
+            tree
+        } else {
+            let mut buffer = root_buffer;
+            buffer.extend(since);
+            let children: Children = reader.root_children().to_vec();
+            let (children, buffer) = commit.flush_root(children, buffer).await?;
+            let root = FragmentTreeRoot {
+                children: children.iter().map(child_proto).collect(),
+                buffer: buffer.iter().map(Mutation::encode).collect(),
+                next_action_sequence: next,
+            };
+            let bytes = root.encode_to_vec();
+            let root = if bytes.len() <= self.config.inline_root_max_bytes {
+                Root::InlineRoot(root)
+            } else {
+                let uuid = ObjectUuid::new_v4();
+                let path = tree_object_path(TreeObjectKind::Root, &uuid);
+                commit.put(&path, bytes).await?;
+                Root::RootUuid(uuid.as_bytes().to_vec())
+            };
+            FragmentTree {
+                root: Some(root),
+                mutations_since_root: Vec::new(),
+                next_action_sequence: next,
+            }
+        };
+        Ok(TreeCommit {
+            metadata: FragmentTreeMetadata {
+                layout: Some(Layout::Tree(tree)),
+            },
+            max_fragment_id: max_id,
+            written: commit.written,
+            mutations,
+        })
+    }
+
+    /// Checks each action against its prior record and gives it a sequence and its deltas.
+    async fn mutations(
+        &self,
+        reader: &TreeReader,
+        actions: &[(u64, Action)],
+        first: u64,
+    ) -> Result<Vec<Mutation>> {
+        let mut state: HashMap<u64, Option<DataFragment>> = HashMap::new();
+        let mut out = Vec::with_capacity(actions.len());
+        for (i, (id, action)) in actions.iter().enumerate() {
+            let prior = match state.get(id) {
+                Some(f) => f.clone(),
+                None => reader.fragment(*id).await?,
+            };
+            if let Action::Upsert(f) = action {
+                if f.id != *id {
+                    return Err(TreeError::InvalidInput(format!(
+                        "action {i}: upsert of fragment {} names fragment {id}",
+                        f.id
+                    )));
+                }
+            }
+            let mut m = Mutation {
+                sequence: first + i as u64,
+                target: *id,
+                action: action.clone(),
+                deltas: Deltas::default(),
+            };
+            let invalid = |v: crate::records::Violation| {
+                TreeError::InvalidInput(format!("action {i} ({}): {}", action.name(), v.detail))
+            };
+            m.deltas = m.deltas_on(prior.as_ref()).map_err(invalid)?;
+            let after = m.apply(prior).map_err(invalid)?;
+            state.insert(*id, after);
+            out.push(m);
+        }
+        Ok(out)
+    }
+}
+
+/// The manifest-side tree the reader was opened from, rebuilt from what it checked.
+fn reader_metadata(reader: &TreeReader) -> Result<FragmentTreeMetadata> {
+    let (root_next, tree_next) = reader.next_sequences();
+    let (buffer, since) = reader.root_buffers();
+    let root = match reader.root_info() {
+        crate::reader::RootInfo::External { path, .. } => {
+            let uuid = path
+                .rsplit('/')
+                .next()
+                .and_then(|n| n.strip_suffix(".root"))
+                .and_then(|u| ObjectUuid::parse(u).ok())
+                .ok_or_else(|| TreeError::InvalidInput(format!("root path {path}")))?;
+            Root::RootUuid(uuid.as_bytes().to_vec())
+        }
+        crate::reader::RootInfo::Inline => Root::InlineRoot(FragmentTreeRoot {
+            children: reader.root_children().iter().map(child_proto).collect(),
+            buffer: buffer.iter().map(Mutation::encode).collect(),
+            next_action_sequence: root_next,
+        }),
+    };
+    Ok(FragmentTreeMetadata {
+        layout: Some(Layout::Tree(FragmentTree {
+            root: Some(root),
+            mutations_since_root: since.iter().map(Mutation::encode).collect(),
+            next_action_sequence: tree_next,
+        })),
+    })
+}
+
+/// A checked reference as stored: its base id kept, so a reused subtree keeps its dataset.
+fn child_proto(c: &ChildRef) -> FragmentTreeChild {
+    FragmentTreeChild {
+        path: c.location.path.clone(),
+        base_id: c.location.base.base_id,
+        min_key: c.range.lo,
+        num_keys: c.summary.fragments,
+        height: c.height,
+        num_children: c.num_children,
+        total_rows: c.summary.total_rows,
+        object_size: c.object_size,
+        materialized_through_action_sequence: c.watermark,
+        visible_rows: c.summary.visible_rows,
+    }
+}
+
+fn sum_deltas(buffer: &[Mutation]) -> WideTotals {
+    let mut w = WideTotals::default();
+    for m in buffer {
+        w.add_deltas(m.deltas);
+    }
+    w
+}
+
+fn summary_of(children: &[ChildRef], buffer: &[Mutation]) -> Result<Totals> {
+    let mut w = sum_deltas(buffer);
+    for c in children {
+        w.add_totals(c.summary);
+    }
+    w.to_totals()
+        .map_err(|d| TreeError::InvalidInput(format!("a subtree summary is impossible: {d}")))
+}
+
+/// Splits `buffer` by the child each mutation routes to.
+fn partition(children: &[ChildRef], buffer: Vec<Mutation>) -> BTreeMap<usize, Vec<Mutation>> {
+    let mut parts: BTreeMap<usize, Vec<Mutation>> = BTreeMap::new();
+    for m in buffer {
+        let i = route(children, m.target).unwrap_or(0);
+        parts.entry(i).or_default().push(m);
+    }
+    parts
+}
+
+impl Commit<'_> {
+    async fn put(&mut self, path: &str, bytes: Vec<u8>) -> Result<()> {
+        let store = &self.writer.store;
+        let size = bytes.len() as u64;
+        store
+            .put(&store.path(path), bytes.into())
+            .await
+            .map_err(|e| io(path, e))?;
+        self.written.push((path.to_string(), size));
+        Ok(())
+    }
+
+    /// An interior's checked children and buffer: from this commit's own writes, or read and
+    /// checked through the reader.
+    async fn node_parts(&self, child: &ChildRef) -> Result<(Children, Vec<Mutation>)> {
+        if child.location.base.base_id.is_none() {
+            if let Some((c, b)) = self.fresh_nodes.get(&child.location.path) {
+                return Ok((c.clone(), b.clone()));
+            }
+        }
+        let (object, children) = self.reader.load_node(child).await?;
+        match object.as_ref() {
+            crate::objects::TreeObject::Node(node) => Ok((children.to_vec(), node.buffer.clone())),
+            crate::objects::TreeObject::Leaf(_) => {
+                Err(TreeError::corrupt("writer", Rule::ChildKind, "not a node"))
+            }
+        }
+    }
+
+    fn location(&self, path: String) -> ObjectLocation {
+        ObjectLocation {
+            base: self.current.clone(),
+            path,
+        }
+    }
+
+    /// Writes an interior and returns its reference for `range`.
+    async fn write_node(
+        &mut self,
+        range: KeyRange,
+        height: u32,
+        children: &[ChildRef],
+        buffer: &[Mutation],
+    ) -> Result<ChildRef> {
+        let node = FragmentTreeNode {
+            children: children.iter().map(child_proto).collect(),
+            buffer: buffer.iter().map(Mutation::encode).collect(),
+        };
+        let bytes = node.encode_to_vec();
+        let path = tree_object_path(TreeObjectKind::Node, &ObjectUuid::new_v4());
+        let size = bytes.len() as u64;
+        self.put(&path, bytes).await?;
+        self.fresh_nodes
+            .insert(path.clone(), (children.to_vec(), buffer.to_vec()));
+        Ok(ChildRef {
+            location: self.location(path),
+            kind: TreeObjectKind::Node,
+            range,
+            height,
+            num_children: children.len() as u32,
+            object_size: size,
+            watermark: 0,
+            summary: summary_of(children, buffer)?,
+        })
+    }
+
+    /// Writes leaves holding `records` (sorted, non-empty chunks of at most `leaf_max`) for
+    /// `range`; the first starts at `range.lo`, each later one at its first id.
+    async fn write_leaves(
+        &mut self,
+        range: KeyRange,
+        records: &[DataFragment],
+        watermark: u64,
+    ) -> Result<Children> {
+        let per = self.writer.config.leaf_max_records.max(1);
+        let chunks: Vec<&[DataFragment]> = records.chunks(per).collect();
+        let mut out: Children = Vec::with_capacity(chunks.len());
+        let fs = FileStore::new(
+            self.writer.store.object_store().clone(),
+            &crate::objects::file_uri(&self.writer.store),
+        )
+        .map_err(|e| TreeError::InvalidInput(e.to_string()))?;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let lo = if i == 0 {
+                range.lo
+            } else {
+                chunk.first().map_or(range.lo, |f| f.id)
+            };
+            let batch = encode_records(chunk).map_err(|v| TreeError::InvalidInput(v.detail))?;
+            let path = tree_object_path(TreeObjectKind::Leaf, &ObjectUuid::new_v4());
+            let written = lancet_file::write_file(
+                &fs,
+                &self.writer.store.path(&path),
+                &leaf_schema(),
+                &[batch],
+                &WriteOptions {
+                    version: self.writer.config.leaf_version,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| TreeError::InvalidInput(format!("writing leaf {path}: {e}")))?;
+            self.written.push((path.clone(), written.size_bytes));
+            let mut totals = Totals::default();
+            for f in *chunk {
+                let (t, v) = record_counts(f).map_err(|v| TreeError::InvalidInput(v.detail))?;
+                totals.fragments += 1;
+                totals.total_rows += t;
+                totals.visible_rows += v;
+            }
+            if let Some(prev) = out.last_mut() {
+                prev.range.hi = lo;
+            }
+            out.push(ChildRef {
+                location: self.location(path),
+                kind: TreeObjectKind::Leaf,
+                range: KeyRange { lo, hi: range.hi },
+                height: 0,
+                num_children: 0,
+                object_size: written.size_bytes,
+                watermark,
+                summary: totals,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Materializes: `records` (a leaf's, or none) with `mutations` applied, as new leaves.
+    async fn materialize(
+        &mut self,
+        range: KeyRange,
+        records: Vec<DataFragment>,
+        mut mutations: Vec<Mutation>,
+        old_watermark: u64,
+    ) -> Result<Children> {
+        mutations.sort_by_key(|m| m.sequence);
+        let watermark = mutations
+            .last()
+            .map_or(old_watermark, |m| m.sequence.max(old_watermark));
+        let mut map: BTreeMap<u64, DataFragment> = records.into_iter().map(|f| (f.id, f)).collect();
+        for m in &mutations {
+            let prior = map.remove(&m.target);
+            if let Some(f) = m
+                .apply(prior)
+                .map_err(|v| TreeError::corrupt("materialize", v.rule, v.detail))?
+            {
+                map.insert(m.target, f);
+            }
+        }
+        let records: Vec<DataFragment> = map.into_values().collect();
+        self.write_leaves(range, &records, watermark).await
+    }
+
+    /// Pushes `mutations` into `child` (all of them route into its range). Returns the
+    /// references that replace it: none (it emptied), one, or several (it split).
+    fn push_down<'b>(
+        &'b mut self,
+        child: ChildRef,
+        mutations: Vec<Mutation>,
+    ) -> futures::future::BoxFuture<'b, Result<Children>> {
+        Box::pin(async move {
+            if child.kind == TreeObjectKind::Leaf {
+                let records = self.reader.load_leaf(&child).await?;
+                return self
+                    .materialize(child.range, records, mutations, child.watermark)
+                    .await;
+            }
+            let (children, mut buffer) = self.node_parts(&child).await?;
+            buffer.extend(mutations);
+            let budget = self.writer.config.node_buffer_max;
+            let (children, buffer) = if buffer.len() > budget {
+                self.flush(children, buffer, budget, child.range).await?
+            } else {
+                (children, buffer)
+            };
+            self.shape(child.range, child.height, children, buffer)
+                .await
+        })
+    }
+
+    /// Sends the largest partitions of `buffer` down until at most `budget / 2` remain (all of
+    /// it when the node would keep fewer than two children).
+    async fn flush(
+        &mut self,
+        children: Children,
+        buffer: Vec<Mutation>,
+        budget: usize,
+        range: KeyRange,
+    ) -> Result<(Children, Vec<Mutation>)> {
+        if children.is_empty() {
+            return Ok((children, buffer));
+        }
+        let mut parts = partition(&children, buffer);
+        let mut order: Vec<(usize, usize)> = parts.iter().map(|(i, p)| (p.len(), *i)).collect();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut remaining: usize = parts.values().map(Vec::len).sum();
+        let mut chosen = Vec::new();
+        for (len, i) in order {
+            if remaining <= budget / 2 && !chosen.is_empty() {
+                break;
+            }
+            remaining -= len;
+            chosen.push(i);
+        }
+        chosen.sort_unstable();
+        let mut replaced: BTreeMap<usize, Children> = BTreeMap::new();
+        for i in chosen {
+            let part = parts.remove(&i).unwrap_or_default();
+            if let Some(c) = children.get(i).cloned() {
+                replaced.insert(i, self.push_down(c, part).await?);
+            }
+        }
+        let mut out: Children = Vec::new();
+        for (i, c) in children.into_iter().enumerate() {
+            match replaced.remove(&i) {
+                Some(new) => out.extend(new),
+                None => out.push(c),
+            }
+        }
+        let buffer: Vec<Mutation> = parts.into_values().flatten().collect();
+        let out = self.fix_bounds(out, range).await?;
+        Ok((out, buffer))
+    }
+
+    /// Makes `children` cover `range` again after some were dropped: the first child starts at
+    /// `range.lo` (an interior's left spine is rewritten to start there), and each range ends
+    /// where the next begins.
+    async fn fix_bounds(&mut self, mut children: Children, range: KeyRange) -> Result<Children> {
+        let Some(first) = children.first().cloned() else {
+            return Ok(children);
+        };
+        if first.range.lo != range.lo {
+            let lowered = self.lower_start(first, range.lo).await?;
+            if let Some(slot) = children.first_mut() {
+                *slot = lowered;
+            }
+        }
+        let starts: Vec<u64> = children.iter().skip(1).map(|c| c.range.lo).collect();
+        for (c, hi) in children
+            .iter_mut()
+            .zip(starts.into_iter().chain([range.hi]))
+        {
+            c.range.hi = hi;
+        }
+        Ok(children)
+    }
+
+    /// `child` with its range starting at `lo` (below its current start).
+    fn lower_start<'b>(
+        &'b mut self,
+        mut child: ChildRef,
+        lo: u64,
+    ) -> futures::future::BoxFuture<'b, Result<ChildRef>> {
+        Box::pin(async move {
+            if child.kind == TreeObjectKind::Leaf {
+                child.range.lo = lo;
+                return Ok(child);
+            }
+            let (mut children, buffer) = self.node_parts(&child).await?;
+            if let Some(first) = children.first().cloned() {
+                let lowered = self.lower_start(first, lo).await?;
+                if let Some(slot) = children.first_mut() {
+                    *slot = lowered;
+                }
+            }
+            let range = KeyRange {
+                lo,
+                hi: child.range.hi,
+            };
+            self.write_node(range, child.height, &children, &buffer)
+                .await
+        })
+    }
+
+    /// Writes an interior of `height` for `range` holding `children` and `buffer`, split into
+    /// several when it has more than `fanout_max` children. Returns the references (none when
+    /// it has no children left; a node left with one child is returned as is for the parent to
+    /// merge).
+    async fn shape(
+        &mut self,
+        range: KeyRange,
+        height: u32,
+        children: Children,
+        buffer: Vec<Mutation>,
+    ) -> Result<Children> {
+        if children.is_empty() {
+            if !buffer.is_empty() {
+                return Err(TreeError::InvalidInput(
+                    "an interior lost every child but still buffers mutations".into(),
+                ));
+            }
+            return Ok(Vec::new());
+        }
+        let children = self.merge_small(children, height.saturating_sub(1)).await?;
+        let fanout = self.writer.config.fanout_max.max(2);
+        if children.len() <= fanout {
+            return Ok(vec![
+                self.write_node(range, height, &children, &buffer).await?,
+            ]);
+        }
+        // split into groups of at least two, at most `fanout`
+        let groups = children.len().div_ceil(fanout);
+        let per = children.len().div_ceil(groups);
+        let mut out = Vec::with_capacity(groups);
+        let mut parts = partition(&children, buffer);
+        let mut start = 0;
+        let n = children.len();
+        while start < n {
+            let mut end = (start + per).min(n);
+            if n - end == 1 {
+                end = n;
+            }
+            let group: Children = children
+                .get(start..end)
+                .map(<[ChildRef]>::to_vec)
+                .unwrap_or_default();
+            let mut gbuf = Vec::new();
+            for i in start..end {
+                gbuf.extend(parts.remove(&i).unwrap_or_default());
+            }
+            let lo = if start == 0 {
+                range.lo
+            } else {
+                group.first().map_or(range.lo, |c| c.range.lo)
+            };
+            let hi = children.get(end).map_or(range.hi, |c| c.range.lo);
+            out.push(
+                self.write_node(KeyRange { lo, hi }, height, &group, &gbuf)
+                    .await?,
+            );
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Interiors among `children` (all of height `child_height`) with fewer than two children
+    /// are merged with a neighbour.
+    fn merge_small<'b>(
+        &'b mut self,
+        children: Children,
+        child_height: u32,
+    ) -> futures::future::BoxFuture<'b, Result<Children>> {
+        Box::pin(self.merge_small_inner(children, child_height))
+    }
+
+    async fn merge_small_inner(
+        &mut self,
+        children: Children,
+        child_height: u32,
+    ) -> Result<Children> {
+        if child_height == 0 || children.len() < 2 {
+            return Ok(children);
+        }
+        let mut out: Children = Vec::with_capacity(children.len());
+        let mut pending: Option<(Children, Vec<Mutation>, KeyRange)> = None;
+        for c in children {
+            let small = c.num_children < 2;
+            if !small && pending.is_none() {
+                out.push(c);
+                continue;
+            }
+            let (grand, nbuf) = self.node_parts(&c).await?;
+            match pending.take() {
+                None => {
+                    // merge with the previous sibling if there is one, else with the next
+                    if let Some(prev) = out.pop() {
+                        let (mut kids, mut buf) = self.node_parts(&prev).await?;
+                        kids.extend(grand);
+                        buf.extend(nbuf);
+                        let range = KeyRange {
+                            lo: prev.range.lo,
+                            hi: c.range.hi,
+                        };
+                        let kids = self.fix_bounds(kids, range).await?;
+                        out.extend(self.shape(range, child_height, kids, buf).await?);
+                    } else {
+                        pending = Some((grand, nbuf, c.range));
+                    }
+                }
+                Some((mut kids, mut buf, range)) => {
+                    kids.extend(grand);
+                    buf.extend(nbuf);
+                    let range = KeyRange {
+                        lo: range.lo,
+                        hi: c.range.hi,
+                    };
+                    let kids = self.fix_bounds(kids, range).await?;
+                    out.extend(self.shape(range, child_height, kids, buf).await?);
+                }
+            }
+        }
+        if let Some((kids, buf, range)) = pending {
+            // a lone small interior with no sibling: keep it as it is
+            let kids = self.fix_bounds(kids, range).await?;
+            out.push(self.write_node(range, child_height, &kids, &buf).await?);
+        }
+        Ok(out)
+    }
+
+    /// The root: flush its buffer over budget, then fix its shape (grow a level when it has
+    /// more than `fanout_max` children, lose one when a single interior is left).
+    async fn flush_root(
+        &mut self,
+        children: Children,
+        buffer: Vec<Mutation>,
+    ) -> Result<(Children, Vec<Mutation>)> {
+        let cfg = self.writer.config.clone();
+        let (mut children, mut buffer) = if children.is_empty() {
+            if buffer.len() > cfg.root_buffer_max {
+                let leaves = self
+                    .materialize(KeyRange::ALL, Vec::new(), buffer, 0)
+                    .await?;
+                (leaves, Vec::new())
+            } else {
+                (children, buffer)
+            }
+        } else if buffer.len() > cfg.root_buffer_max {
+            self.flush(children, buffer, cfg.root_buffer_max, KeyRange::ALL)
+                .await?
+        } else {
+            (children, buffer)
+        };
+        let height = children.first().map_or(0, |c| c.height);
+        children = self.merge_small(children, height).await?;
+        // lose levels while a single interior is left
+        while children.len() == 1 {
+            let Some(only) = children.first().cloned() else {
+                break;
+            };
+            if only.kind == TreeObjectKind::Leaf {
+                break;
+            }
+            let (grand, nbuf) = self.node_parts(&only).await?;
+            buffer.extend(nbuf);
+            children = self.fix_bounds(grand, KeyRange::ALL).await?;
+        }
+        // grow levels while the root is too wide
+        while children.len() > cfg.fanout_max.max(2) {
+            let height = children.first().map_or(0, |c| c.height) + 1;
+            children = self
+                .shape(KeyRange::ALL, height, children, Vec::new())
+                .await?;
+        }
+        if children.is_empty() && !buffer.is_empty() && buffer.len() > cfg.root_buffer_max {
+            // every leaf emptied: what is left materializes from nothing
+            let leaves = self
+                .materialize(KeyRange::ALL, Vec::new(), buffer, 0)
+                .await?;
+            return Ok((leaves, Vec::new()));
+        }
+        let children = self.fix_bounds(children, KeyRange::ALL).await?;
+        Ok((children, buffer))
+    }
+}
+
+fn io(path: &str, e: lancet_paths::PathsError) -> TreeError {
+    TreeError::Io {
+        object: path.to_string(),
+        source: Arc::new(e),
+    }
+}

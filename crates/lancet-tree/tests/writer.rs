@@ -1,0 +1,165 @@
+//! The writer against a flat model: random commits of every action kind; after each commit the
+//! published tree passes the reader's full validation and resolves like the model, and every
+//! earlier version reopened from storage still resolves like the model did then. Tiny budgets
+//! force deep trees, flushes, materializations, splits, merges and height changes.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use futures::TryStreamExt;
+use lancet_paths::flags::FRAGMENT_TREE;
+use lancet_proto::table::fragment_tree::Root;
+use lancet_proto::table::fragment_tree_metadata::Layout;
+use lancet_proto::table::{
+    DataFragment, FragmentTree, FragmentTreeMetadata, FragmentTreeRoot, Manifest,
+};
+use lancet_tree::testing::Rng;
+use lancet_tree::{allocate_ids, Action, TreeWriter, TreeWriterConfig};
+
+use common::*;
+
+fn empty_manifest() -> Manifest {
+    Manifest {
+        version: 1,
+        reader_feature_flags: FRAGMENT_TREE,
+        writer_feature_flags: FRAGMENT_TREE,
+        fragment_tree: Some(FragmentTreeMetadata {
+            layout: Some(Layout::Tree(FragmentTree {
+                root: Some(Root::InlineRoot(FragmentTreeRoot {
+                    next_action_sequence: 1,
+                    ..Default::default()
+                })),
+                next_action_sequence: 1,
+                ..Default::default()
+            })),
+        }),
+        ..Default::default()
+    }
+}
+
+async fn run(config: TreeWriterConfig, commits: usize, seed: u64) -> (u32, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let writer = TreeWriter::new(store.clone(), config);
+    let mut rng = Rng::new(seed);
+    let mut model: BTreeMap<u64, DataFragment> = BTreeMap::new();
+    let mut manifest = empty_manifest();
+    let mut history: Vec<(Manifest, Vec<DataFragment>)> = Vec::new();
+    let mut max_height = 0;
+    let mut bytes = 0;
+    for c in 0..commits {
+        let reader = open(&store, &manifest).await.unwrap();
+        let mut next_id = allocate_ids(manifest.max_fragment_id, 1).unwrap().start;
+        // bias towards growth early, then a mix
+        let n = 1 + rng.below(5) as usize;
+        let mut actions = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (id, action) = random_action(&mut rng, &model, &mut next_id);
+            model_apply(&mut model, id, &action);
+            actions.push((id, action));
+        }
+        // removing everything now and then exercises empty leaves and height loss
+        if c % 97 == 96 {
+            for id in model.keys().copied().collect::<Vec<_>>() {
+                actions.push((id, Action::Remove));
+            }
+            model.clear();
+        }
+        let commit = writer.commit(&reader, &actions).await.unwrap_or_else(|e| {
+            panic!("seed {seed} commit {c}: {e}");
+        });
+        bytes += commit.object_bytes();
+        manifest.version += 1;
+        manifest.max_fragment_id = commit.max_fragment_id;
+        manifest.fragment_tree = Some(commit.metadata);
+        let reader = open(&store, &manifest)
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed} commit {c}: {e}"));
+        let stats = reader
+            .verify()
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed} commit {c}: {e}"));
+        max_height = max_height.max(stats.height);
+        let all: Vec<DataFragment> = reader
+            .walk()
+            .await
+            .unwrap()
+            .into_stream()
+            .try_collect()
+            .await
+            .unwrap();
+        let expected: Vec<DataFragment> = model.values().cloned().collect();
+        assert_eq!(all, expected, "seed {seed} commit {c}");
+        for _ in 0..3 {
+            let id = rng.below(next_id + 2);
+            assert_eq!(
+                reader.fragment(id).await.unwrap().as_ref(),
+                model.get(&id),
+                "seed {seed} commit {c} id {id}"
+            );
+        }
+        history.push((manifest.clone(), expected));
+    }
+    // reopen earlier versions from storage
+    for _ in 0..20 {
+        let (m, expected) = &history[rng.below(history.len() as u64) as usize];
+        let reader = open(&store, m).await.unwrap();
+        let all: Vec<DataFragment> = reader
+            .walk()
+            .await
+            .unwrap()
+            .into_stream()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(&all, expected);
+    }
+    (max_height, bytes)
+}
+
+#[tokio::test]
+async fn tiny_budgets_random_commits_match_the_model() {
+    let (height, _) = run(TreeWriterConfig::tiny(), 400, 1).await;
+    assert!(
+        height >= 3,
+        "tiny budgets should build a deep tree, got height {height}"
+    );
+}
+
+#[tokio::test]
+async fn small_budgets_random_commits_match_the_model() {
+    let config = TreeWriterConfig {
+        leaf_max_records: 8,
+        fanout_max: 4,
+        since_root_max: 5,
+        root_buffer_max: 12,
+        node_buffer_max: 10,
+        inline_root_max_bytes: 1024,
+        ..Default::default()
+    };
+    for seed in 2..4 {
+        let (height, _) = run(config.clone(), 250, seed).await;
+        assert!(height >= 2, "height {height}");
+    }
+}
+
+#[tokio::test]
+async fn default_budgets_keep_small_tables_inline() {
+    let (height, bytes) = run(TreeWriterConfig::default(), 60, 9).await;
+    assert_eq!(height, 0, "everything stays in the inline root buffer");
+    assert_eq!(bytes, 0, "no object written");
+}
+
+#[test]
+fn id_allocation() {
+    assert_eq!(allocate_ids(None, 3).unwrap(), 0..3);
+    assert_eq!(allocate_ids(Some(9), 2).unwrap(), 10..12);
+    assert_eq!(
+        allocate_ids(Some(u32::MAX - 1), 1).unwrap(),
+        u64::from(u32::MAX)..1 << 32
+    );
+    assert!(allocate_ids(Some(u32::MAX), 1).is_err());
+    assert!(allocate_ids(Some(5), u64::MAX).is_err());
+}
