@@ -98,6 +98,19 @@ enum Command {
 
 #[derive(Subcommand)]
 enum TreeCommand {
+    /// Publish version N+1 of a flat table with its fragments in a fragment tree (Lance 14
+    /// refuses that version; N stays readable).
+    Convert {
+        dataset: String,
+        /// Records per leaf.
+        #[arg(long, default_value_t = 4096)]
+        leaf_records: usize,
+        /// Keep the root in the manifest, however large.
+        #[arg(long)]
+        inline_root: bool,
+    },
+    /// Publish version N+1 of a tree table as a flat manifest (what Lance 14 reads).
+    Flatten { dataset: String },
     /// Height, objects, buffers, watermarks and bytes per object kind (walks and checks the
     /// whole tree).
     Show {
@@ -186,14 +199,19 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             json,
             check_previous,
         } => verify::run(&dataset, version, json, check_previous).await,
-        Command::Tree {
-            command:
-                TreeCommand::Show {
-                    dataset,
-                    version,
-                    json,
-                },
-        } => done(tree::show(&dataset, version, json).await),
+        Command::Tree { command } => done(match command {
+            TreeCommand::Show {
+                dataset,
+                version,
+                json,
+            } => tree::show(&dataset, version, json).await,
+            TreeCommand::Convert {
+                dataset,
+                leaf_records,
+                inline_root,
+            } => tree::convert(&dataset, leaf_records, inline_root).await,
+            TreeCommand::Flatten { dataset } => tree::flatten(&dataset).await,
+        }),
         command => done(run_other(command).await),
     }
 }

@@ -132,3 +132,55 @@ pub async fn show(uri: &str, version: Option<u64>, json: bool) -> Result<(), Cli
     )?;
     Ok(())
 }
+
+/// `lancet tree convert`: the latest version's fragments into a tree, as version N+1.
+pub async fn convert(uri: &str, leaf_records: usize, inline_root: bool) -> Result<(), CliError> {
+    if leaf_records == 0 {
+        return Err(CliError::Usage("--leaf-records must be at least 1".into()));
+    }
+    let ds = Dataset::open(uri).await?;
+    let mut config = lancet::tree::TreeWriterConfig {
+        leaf_max_records: leaf_records,
+        ..Default::default()
+    };
+    if inline_root {
+        config.inline_root_max_bytes = usize::MAX;
+    }
+    let large = ds.manifest().fragments.len() >= 100_000;
+    let next = ds
+        .convert_to_tree(&config, |done, total| {
+            if large {
+                eprint!("\rconverting: {done}/{total} fragments");
+                if done == total {
+                    eprintln!();
+                }
+            }
+        })
+        .await?;
+    let reader = next
+        .tree()
+        .ok_or_else(|| CliError::Usage("no tree was written".into()))?;
+    println!(
+        "version {} keeps {} fragments in a tree of height {} ({} root)",
+        next.version(),
+        reader.totals().fragments,
+        reader.height(),
+        match reader.root_info() {
+            RootInfo::Inline => "inline",
+            RootInfo::External { .. } => "external",
+        }
+    );
+    Ok(())
+}
+
+/// `lancet tree flatten`: the latest version's tree as a flat manifest, version N+1.
+pub async fn flatten(uri: &str) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let next = ds.flatten().await?;
+    println!(
+        "version {} lists {} fragments in a flat manifest",
+        next.version(),
+        next.manifest().fragments.len()
+    );
+    Ok(())
+}

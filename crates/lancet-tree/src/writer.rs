@@ -144,7 +144,8 @@ pub struct TreeWriter {
 type Children = Vec<ChildRef>;
 
 struct Commit<'a> {
-    reader: &'a TreeReader,
+    /// The version being changed (`None` for a bulk load, which reads nothing).
+    reader: Option<&'a TreeReader>,
     writer: &'a TreeWriter,
     written: Vec<(String, u64)>,
     current: ResolvedBase,
@@ -196,7 +197,7 @@ impl TreeWriter {
         }
         let next = tree_next + mutations.len() as u64;
         let mut commit = Commit {
-            reader,
+            reader: Some(reader),
             writer: self,
             written: Vec::new(),
             current: ResolvedBase::current_dataset(self.store.uri()),
@@ -249,6 +250,76 @@ impl TreeWriter {
             max_fragment_id: max_id,
             written: commit.written,
             mutations,
+        })
+    }
+
+    /// Writes a new tree holding `records` (strictly increasing ids, every count known):
+    /// leaves of `leaf_max_records`, interiors of `fanout_max`, a root inline when it fits
+    /// `inline_root_max_bytes`. Nothing is buffered; every watermark is 0 and both next
+    /// sequences are 1. This is how a flat table becomes a tree.
+    pub async fn bulk_load(&self, records: &[DataFragment]) -> Result<TreeCommit> {
+        for (i, f) in records.iter().enumerate() {
+            crate::records::check_record(f)
+                .map_err(|v| TreeError::InvalidInput(format!("fragment {}: {}", f.id, v.detail)))?;
+            if f.id > u64::from(u32::MAX) {
+                return Err(TreeError::InvalidInput(format!(
+                    "fragment id {} does not fit in u32",
+                    f.id
+                )));
+            }
+            if i > 0 && records.get(i - 1).is_some_and(|p| p.id >= f.id) {
+                return Err(TreeError::InvalidInput(
+                    "fragment ids must strictly increase".into(),
+                ));
+            }
+        }
+        // A reader is only needed for objects this commit did not write: none here.
+        let mut commit = Commit {
+            reader: None,
+            writer: self,
+            written: Vec::new(),
+            current: ResolvedBase::current_dataset(self.store.uri()),
+            fresh_nodes: HashMap::new(),
+        };
+        let mut level = if records.is_empty() {
+            Vec::new()
+        } else {
+            commit.write_leaves(KeyRange::ALL, records, 0).await?
+        };
+        let fanout = self.config.fanout_max.max(2);
+        let mut height = 0;
+        while level.len() > fanout {
+            height += 1;
+            level = commit
+                .shape(KeyRange::ALL, height, level, Vec::new())
+                .await?;
+        }
+        let root = FragmentTreeRoot {
+            children: level.iter().map(child_proto).collect(),
+            buffer: Vec::new(),
+            next_action_sequence: 1,
+        };
+        let bytes = root.encode_to_vec();
+        let root = if bytes.len() <= self.config.inline_root_max_bytes {
+            Root::InlineRoot(root)
+        } else {
+            let uuid = ObjectUuid::new_v4();
+            commit
+                .put(&tree_object_path(TreeObjectKind::Root, &uuid), bytes)
+                .await?;
+            Root::RootUuid(uuid.as_bytes().to_vec())
+        };
+        Ok(TreeCommit {
+            metadata: FragmentTreeMetadata {
+                layout: Some(Layout::Tree(FragmentTree {
+                    root: Some(root),
+                    mutations_since_root: Vec::new(),
+                    next_action_sequence: 1,
+                })),
+            },
+            max_fragment_id: records.last().and_then(|f| u32::try_from(f.id).ok()),
+            written: commit.written,
+            mutations: Vec::new(),
         })
     }
 
@@ -384,13 +455,18 @@ impl Commit<'_> {
                 return Ok((c.clone(), b.clone()));
             }
         }
-        let (object, children) = self.reader.load_node(child).await?;
+        let (object, children) = self.reader()?.load_node(child).await?;
         match object.as_ref() {
             crate::objects::TreeObject::Node(node) => Ok((children.to_vec(), node.buffer.clone())),
             crate::objects::TreeObject::Leaf(_) => {
                 Err(TreeError::corrupt("writer", Rule::ChildKind, "not a node"))
             }
         }
+    }
+
+    fn reader(&self) -> Result<&TreeReader> {
+        self.reader
+            .ok_or_else(|| TreeError::InvalidInput("a bulk load reads no existing object".into()))
     }
 
     fn location(&self, path: String) -> ObjectLocation {
@@ -526,7 +602,7 @@ impl Commit<'_> {
     ) -> futures::future::BoxFuture<'b, Result<Children>> {
         Box::pin(async move {
             if child.kind == TreeObjectKind::Leaf {
-                let records = self.reader.load_leaf(&child).await?;
+                let records = self.reader()?.load_leaf(&child).await?;
                 return self
                     .materialize(child.range, records, mutations, child.watermark)
                     .await;

@@ -262,21 +262,6 @@ impl Dataset {
         }
     }
 
-    /// Refuses a write to this version while lancet cannot write it (fragment trees: the tree
-    /// writer is not built yet). `what` names the operation in the error.
-    pub fn require_flat(&self, what: &str) -> Result<()> {
-        if self.tree().is_some() {
-            return Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "{what} would write a new version of a fragment-tree table, which lancet cannot write yet"
-                ),
-            });
-        }
-        Ok(())
-    }
-
     /// Refuses to read column data of `fragment` through data overlay files (flag 64), which
     /// lancet passes through but does not apply. `what` names the operation in the error.
     pub fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
@@ -354,22 +339,5 @@ impl Dataset {
             .map(|d| files::deletion_file_location(fragment.id, d, &self.bases, &self.root()))
             .transpose()
             .map_err(Error::from)
-    }
-
-    /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping the
-    /// fields lancet does not model from this version's manifest. Losing a race gives
-    /// `PathsError::AlreadyExists`; nothing is overwritten.
-    pub async fn commit(&self, mut manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
-        self.require_flat("a commit")?;
-        manifest.version = self.version() + 1;
-        manifest::write_manifest(
-            &self.store,
-            &manifest,
-            indices,
-            &self.manifest.decoded.unknown_fields,
-            self.naming_scheme(),
-        )
-        .await?;
-        self.checkout(manifest.version).await
     }
 }

@@ -17,6 +17,9 @@ pub enum Error {
     /// A load shared with other callers through a cache failed; the message is the original's.
     #[error("{0}")]
     Shared(String),
+    /// Another writer published version `version` first; nothing was overwritten.
+    #[error("dataset {uri}: version {version} was committed by another writer first")]
+    CommitConflict { uri: String, version: u64 },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {

@@ -162,13 +162,13 @@ impl Dataset {
     /// release builds refuse FRI there) and when the history has transitions lancet cannot
     /// interpret (it would have to carry them unread).
     pub async fn upgrade_fri(&self) -> Result<Dataset> {
-        self.require_flat("an FRI upgrade")?;
         let what = format!("{} at version {}", self.uri(), self.version());
         let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
             ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))
         })?;
         // the graph rules hold before anything is republished
         let ledger = History::new(ledger, &what)?.ledger;
-        self.publish_history(self.manifest().clone(), ledger).await
+        self.publish_history(self.manifest().clone(), ledger, &[])
+            .await
     }
 }

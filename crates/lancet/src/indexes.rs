@@ -250,7 +250,6 @@ impl Dataset {
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
     /// the next version under the name `{column}_idx`, replacing an index of that name.
     pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
-        self.require_flat("an index build")?;
         let field = self
             .manifest()
             .fields

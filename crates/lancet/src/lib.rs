@@ -6,6 +6,7 @@
 //! ([`Caches`]) that the subsystem crates plug into. Format logic lives in the subsystem crates.
 
 mod cache;
+mod commit;
 mod dataset;
 mod error;
 mod fri;

@@ -65,7 +65,6 @@ impl Dataset {
         mut destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
     ) -> Result<Dataset> {
-        self.require_flat("a rewrite")?;
         let what = format!("{} at version {}", self.uri(), self.version());
         let prior = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
@@ -167,12 +166,26 @@ impl Dataset {
 
         // The destinations go last, as Lance 14's compaction places them: fragment ids
         // increase along the list (the manifest reader's rule), and theirs are the largest.
+        // On a tree the same change is a list of actions for the tree writer.
         let mut manifest = self.manifest().clone();
-        let source_set: HashSet<u64> = sources.iter().map(|s| u64::from(*s)).collect();
-        manifest.fragments.retain(|f| !source_set.contains(&f.id));
-        manifest.fragments.extend(destinations);
         manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        self.publish_history(manifest, ledger).await
+        let actions: Vec<(u64, lancet_tree::Action)> = if self.tree().is_some() {
+            sources
+                .iter()
+                .map(|s| (u64::from(*s), lancet_tree::Action::Remove))
+                .chain(
+                    destinations
+                        .into_iter()
+                        .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
+                )
+                .collect()
+        } else {
+            let source_set: HashSet<u64> = sources.iter().map(|s| u64::from(*s)).collect();
+            manifest.fragments.retain(|f| !source_set.contains(&f.id));
+            manifest.fragments.extend(destinations);
+            Vec::new()
+        };
+        self.publish_history(manifest, ledger, &actions).await
     }
 
     /// The current history, if any, provided lancet may extend it.
@@ -243,6 +256,7 @@ impl Dataset {
         &self,
         mut manifest: lancet_proto::table::Manifest,
         ledger: Ledger,
+        actions: &[(u64, lancet_tree::Action)],
     ) -> Result<Dataset> {
         let mut indices: Vec<IndexMetadata> = self
             .indices()
@@ -274,7 +288,13 @@ impl Dataset {
         manifest.writer_feature_flags |= tagged;
         // this version's transaction file describes the previous commit, not this one
         manifest.transaction_file = String::new();
-        self.commit(manifest, &indices).await
+        self.commit_with_actions(
+            manifest,
+            &indices,
+            actions,
+            &lancet_tree::TreeWriterConfig::default(),
+        )
+        .await
     }
 
     /// Drops the FRI transitions no index still needs, republishing the rest; `None` when
@@ -285,7 +305,6 @@ impl Dataset {
     /// fragments counts. Transitions reachable from those fragments are kept (see
     /// `History::needed_for`), intermediates included.
     pub async fn trim_fri(&self) -> Result<Option<Dataset>> {
-        self.require_flat("an FRI trim")?;
         let what = format!("{} at version {}", self.uri(), self.version());
         let Some(ledger) = self.extendable_history(&what).await? else {
             return Ok(None);
@@ -330,7 +349,7 @@ impl Dataset {
             has_unsupported: false,
         };
         let manifest = self.manifest().clone();
-        self.publish_history(manifest, ledger).await.map(Some)
+        self.publish_history(manifest, ledger, &[]).await.map(Some)
     }
 
     /// Objects under the dataset root's `_fri/` that no version in `_versions/` references
