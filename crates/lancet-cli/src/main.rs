@@ -1,5 +1,6 @@
 //! `lancet`: inspect and operate on Lance tables with lancet's crates.
 
+mod bench;
 mod demo;
 mod error;
 mod filter;
@@ -83,6 +84,11 @@ enum Command {
         #[arg(long)]
         check_previous: bool,
     },
+    /// Measure what commits cost.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// The fragment metadata tree of a version.
     Tree {
         #[command(subcommand)]
@@ -93,6 +99,28 @@ enum Command {
         /// Directory to create (must not hold a dataset yet).
         #[arg(default_value = "lancet-demo")]
         dir: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Build a table of N fragments, make K commits each changing M fragments; report bytes
+    /// written per commit, commit latency and a cold open-to-first-resolve.
+    Commit {
+        #[arg(long, default_value_t = 100_000)]
+        fragments: u64,
+        #[arg(long, default_value_t = 100)]
+        commits: u64,
+        #[arg(long, default_value_t = 10)]
+        changed: u64,
+        #[arg(long, value_parser = ["tree", "flat"], default_value = "tree")]
+        layout: String,
+        /// Where to build the table (default: a fresh temporary directory, removed after).
+        #[arg(long)]
+        store: Option<String>,
+        /// Print exactly one JSON object on stdout (progress goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -212,6 +240,27 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             } => tree::convert(&dataset, leaf_records, inline_root).await,
             TreeCommand::Flatten { dataset } => tree::flatten(&dataset).await,
         }),
+        Command::Bench {
+            command:
+                BenchCommand::Commit {
+                    fragments,
+                    commits,
+                    changed,
+                    layout,
+                    store,
+                    json,
+                },
+        } => done(
+            bench::commit(bench::Options {
+                fragments,
+                commits,
+                changed,
+                tree: layout == "tree",
+                store,
+                json,
+            })
+            .await,
+        ),
         command => done(run_other(command).await),
     }
 }
@@ -264,7 +313,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             }
         },
         Command::Demo { dir } => demo::run(&dir).await,
-        Command::Verify { .. } | Command::Tree { .. } => Ok(()),
+        Command::Verify { .. } | Command::Tree { .. } | Command::Bench { .. } => Ok(()),
     }
 }
 

@@ -350,24 +350,22 @@ pub async fn list_versions(store: &DatasetStore) -> Result<Vec<VersionEntry>> {
 
 /// Reads version `version`, or the latest when `None`.
 pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result<ManifestFile> {
-    let versions = list_versions(store).await?;
-    let entry = match version {
-        None => versions
-            .last()
-            .cloned()
-            .ok_or_else(|| PathsError::NoVersions {
-                path: store.path(VERSIONS_DIR),
-            })?,
-        Some(v) => versions
-            .iter()
-            .find(|e| e.version == v)
-            .cloned()
-            .ok_or_else(|| PathsError::VersionNotFound {
-                path: store.path(VERSIONS_DIR),
-                version: v,
-            })?,
+    let (entry, bytes) = match version {
+        None => {
+            let versions = list_versions(store).await?;
+            let entry = versions
+                .last()
+                .cloned()
+                .ok_or_else(|| PathsError::NoVersions {
+                    path: store.path(VERSIONS_DIR),
+                })?;
+            let bytes = store.get(&entry.path, Some(entry.size)).await?;
+            (entry, bytes)
+        }
+        // A known version is read by name, without listing `_versions/` (whose length grows
+        // with the table's history): the V2 name first, then the V1 name.
+        Some(v) => read_by_name(store, v).await?,
     };
-    let bytes = store.get(&entry.path, Some(entry.size)).await?;
     let decoded = decode_manifest(&entry.path, bytes)?;
     if decoded.manifest.version != entry.version {
         return Err(PathsError::corrupt(
@@ -379,6 +377,29 @@ pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result
         ));
     }
     Ok(ManifestFile { entry, decoded })
+}
+
+async fn read_by_name(store: &DatasetStore, version: u64) -> Result<(VersionEntry, Bytes)> {
+    for scheme in [NamingScheme::V2, NamingScheme::V1] {
+        let path = store.path(&scheme.relative_path(version));
+        match store.get(&path, None).await {
+            Ok(bytes) => {
+                let entry = VersionEntry {
+                    version,
+                    scheme,
+                    path,
+                    size: bytes.len() as u64,
+                };
+                return Ok((entry, bytes));
+            }
+            Err(PathsError::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(PathsError::VersionNotFound {
+        path: store.path(VERSIONS_DIR),
+        version,
+    })
 }
 
 /// Commits `manifest` as its `version` with put-if-absent, then updates the latest-version

@@ -28,6 +28,7 @@ mod objects;
 mod reader;
 mod records;
 mod routing;
+mod sequences;
 mod snapshot;
 #[cfg(feature = "testing")]
 pub mod testing;

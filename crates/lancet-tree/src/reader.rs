@@ -21,7 +21,6 @@
 //! (decision 18). [`TreeReader::verify`] is a walk that keeps only the statistics.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
@@ -39,6 +38,7 @@ use crate::objects::{
 };
 use crate::records::{Totals, Violation, WideTotals};
 use crate::routing::{check_children, route, ChildRef, KeyRange};
+use crate::sequences::SequenceSet as HashSet;
 use crate::snapshot::{check_manifest, check_next_sequences, RootSource};
 
 /// Leaves fetched ahead of the one being streamed during a walk.
@@ -80,7 +80,7 @@ struct Inner {
     tree_next: u64,
     /// `mutations_since_root` and the root buffer, checked.
     top: Vec<Sourced>,
-    top_sequences: HashSet<u64>,
+    top_sequences: HashSet,
     root_buffer_len: usize,
     totals: Totals,
 }
@@ -180,7 +180,7 @@ impl TreeReader {
         )
         .map_err(|v| v.at(&root_object))?;
 
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut top = Vec::new();
         let mut sum = WideTotals::default();
         for c in &children {
@@ -197,7 +197,7 @@ impl TreeReader {
             Rule::SequenceAboveRoot,
             max_fragment_id,
             &mut seen,
-            &HashSet::new(),
+            &HashSet::default(),
         )?;
         let root_buffer_len = root_buffer.len();
         top.extend(root_buffer.into_iter().map(|mutation| Sourced {
@@ -216,7 +216,7 @@ impl TreeReader {
             Rule::SinceRootSequence,
             max_fragment_id,
             &mut seen,
-            &HashSet::new(),
+            &HashSet::default(),
         )?;
         top.extend(since.into_iter().map(|mutation| Sourced {
             object: since_object.clone(),
@@ -275,7 +275,9 @@ impl TreeReader {
         let object = self.load(child).await?;
         let name = self.name(child);
         let children = match object.as_ref() {
-            TreeObject::Node(node) => self.check_node(child, &name, node, &mut HashSet::new())?,
+            TreeObject::Node(node) => {
+                self.check_node(child, &name, node, &mut HashSet::default())?
+            }
             TreeObject::Leaf(_) => {
                 return Err(TreeError::corrupt(
                     &*name,
@@ -341,7 +343,7 @@ impl TreeReader {
             .filter(|s| s.mutation.target == id)
             .cloned()
             .collect();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut children = inner.children.clone();
         let mut leaf: Option<(ChildRef, Arc<TreeObject>)> = None;
         while let Some(child) = route(&children, id).and_then(|i| children.get(i)).cloned() {
@@ -470,7 +472,7 @@ impl TreeReader {
         child: &ChildRef,
         name: &Arc<str>,
         node: &DecodedNode,
-        seen: &mut HashSet<u64>,
+        seen: &mut HashSet,
     ) -> Result<Arc<[ChildRef]>> {
         let inner = &self.inner;
         let corrupt = |rule, detail: String| TreeError::corrupt(&**name, rule, detail);
@@ -572,7 +574,7 @@ impl TreeReader {
             totals: inner.totals,
             ..Default::default()
         };
-        let mut seen: HashSet<u64> = HashSet::new();
+        let mut seen = HashSet::default();
         let mut tasks: Vec<LeafTask> = Vec::new();
         if inner.children.is_empty() {
             tasks.push(LeafTask {
@@ -822,8 +824,8 @@ fn check_buffer(
     seq_range: (u64, u64),
     seq_rule: Rule,
     max_fragment_id: Option<u32>,
-    seen: &mut HashSet<u64>,
-    also_seen: &HashSet<u64>,
+    seen: &mut HashSet,
+    also_seen: &HashSet,
 ) -> Result<()> {
     let corrupt = |rule, detail: String| TreeError::corrupt(object, rule, detail);
     for m in buffer {

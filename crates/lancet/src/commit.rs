@@ -19,6 +19,16 @@ use lancet_tree::{Action, Deltas, Mutation, TreeWriter, TreeWriterConfig};
 use crate::error::{Error, Result};
 use crate::Dataset;
 
+/// A published version and what publishing it wrote.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub dataset: Dataset,
+    /// Objects written: tree objects and the manifest.
+    pub objects_written: u64,
+    /// Their bytes.
+    pub bytes_written: u64,
+}
+
 impl Dataset {
     /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
     /// the fields lancet does not model from this version's manifest. On a tree version the
@@ -45,9 +55,21 @@ impl Dataset {
             version = self.version() + 1,
             actions = actions.len()
         );
-        self.commit_inner(manifest, indices, actions, config)
+        self.commit_measured(manifest, indices, actions, config)
             .instrument(span)
             .await
+            .map(|c| c.dataset)
+    }
+
+    /// [`Dataset::commit_with_actions`], also reporting the objects and bytes it wrote.
+    pub async fn commit_measured(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+        actions: &[(u64, Action)],
+        config: &TreeWriterConfig,
+    ) -> Result<Committed> {
+        self.commit_inner(manifest, indices, actions, config).await
     }
 
     async fn commit_inner(
@@ -56,7 +78,8 @@ impl Dataset {
         indices: &[IndexMetadata],
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
-    ) -> Result<Self> {
+    ) -> Result<Committed> {
+        let (mut objects, mut bytes) = (0, 0);
         if actions
             .iter()
             .any(|(_, a)| matches!(a, Action::AddDeletionFile(_)))
@@ -72,6 +95,8 @@ impl Dataset {
                 if !actions.is_empty() {
                     let writer = TreeWriter::new(self.store().clone(), config.clone());
                     let commit = writer.commit(reader, actions).await?;
+                    objects += commit.written.len() as u64;
+                    bytes += commit.object_bytes();
                     manifest.fragment_tree = Some(commit.metadata);
                     manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
                 }
@@ -81,11 +106,25 @@ impl Dataset {
                 apply_flat(&mut manifest, actions)?;
             }
         }
-        self.publish(manifest, indices).await
+        let (dataset, manifest_bytes) = self.publish_sized(manifest, indices).await?;
+        Ok(Committed {
+            dataset,
+            objects_written: objects + 1,
+            bytes_written: bytes + manifest_bytes,
+        })
     }
 
     /// Writes `manifest` as version N+1 with put-if-absent.
-    async fn publish(&self, mut manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+    async fn publish(&self, manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+        self.publish_sized(manifest, indices).await.map(|(d, _)| d)
+    }
+
+    /// [`Dataset::publish`], also returning the manifest's size.
+    async fn publish_sized(
+        &self,
+        mut manifest: Manifest,
+        indices: &[IndexMetadata],
+    ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         let written = manifest::write_manifest(
             self.store(),
@@ -95,8 +134,8 @@ impl Dataset {
             self.naming_scheme(),
         )
         .await;
-        match written {
-            Ok(_) => {}
+        let size = match written {
+            Ok(entry) => entry.size,
             Err(PathsError::AlreadyExists { .. }) => {
                 return Err(Error::CommitConflict {
                     uri: self.uri().to_string(),
@@ -104,9 +143,9 @@ impl Dataset {
                 })
             }
             Err(e) => return Err(e.into()),
-        }
-        tracing::info!(version = manifest.version, "committed");
-        self.checkout(manifest.version).await
+        };
+        tracing::info!(version = manifest.version, bytes = size, "committed");
+        Ok((self.checkout(manifest.version).await?, size))
     }
 
     /// Publishes version N+1 of this flat table with its fragments moved into a fragment

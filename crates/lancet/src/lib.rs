@@ -18,6 +18,7 @@ mod verify;
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
 };
+pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, Result};
 pub use indexes::BTreeSegment;

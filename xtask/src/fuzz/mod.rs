@@ -19,6 +19,7 @@ mod manifest;
 mod mutate;
 mod rowid;
 mod tree;
+mod tree_writer;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -76,6 +77,7 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(tree::TreeNodeTarget::new()),
         Box::new(tree::TreeLeafTarget::new()),
         Box::new(tree::TreeMutationTarget::new()),
+        Box::new(tree_writer::TreeWriterTarget),
     ]
 }
 
