@@ -160,6 +160,42 @@ pub struct DecodedNode {
     /// Sum of the buffer's deltas.
     pub(crate) buffer_deltas: WideTotals,
     pub size: u64,
+    /// The buffer's sequences: lowest, highest, and whether any repeats.
+    pub(crate) sequences: SequenceSpan,
+    /// The last context this node was checked in, and the checked children it gave: a node
+    /// read again under the same reference, base paths and bounds is not checked again.
+    pub(crate) checked: std::sync::Mutex<Option<(CheckContext, Arc<[crate::routing::ChildRef]>)>>,
+}
+
+/// The span of a buffer's sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SequenceSpan {
+    pub min: u64,
+    pub max: u64,
+    pub repeats: bool,
+}
+
+impl SequenceSpan {
+    pub fn of(buffer: &[Mutation]) -> Option<Self> {
+        let min = buffer.iter().map(|m| m.sequence).min()?;
+        let max = buffer.iter().map(|m| m.sequence).max()?;
+        let mut set = crate::sequences::SequenceSet::default();
+        let repeats = !buffer.iter().all(|m| set.insert(m.sequence));
+        Some(Self { min, max, repeats })
+    }
+
+    pub fn overlaps(&self, other: &Self) -> bool {
+        self.min <= other.max && other.min <= self.max
+    }
+}
+
+/// Everything a node's context-dependent checks depend on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CheckContext {
+    pub reference: crate::routing::ChildRef,
+    pub bases: u64,
+    pub root_next: u64,
+    pub max_fragment_id: Option<u32>,
 }
 
 /// A decoded leaf: its checked records in id order and what they add up to.
@@ -257,9 +293,15 @@ pub(crate) fn decode_node(object: &str, bytes: &[u8], base: Option<u32>) -> Resu
     let (buffer, buffer_deltas) = decode_buffer(&node.buffer, base).map_err(|v| v.at(object))?;
     Ok(DecodedNode {
         children: node.children,
+        sequences: SequenceSpan::of(&buffer).unwrap_or(SequenceSpan {
+            min: u64::MAX,
+            max: 0,
+            repeats: false,
+        }),
         buffer,
         buffer_deltas,
         size: bytes.len() as u64,
+        checked: std::sync::Mutex::new(None),
     })
 }
 

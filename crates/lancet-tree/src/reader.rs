@@ -33,8 +33,8 @@ use tracing::Instrument;
 use crate::error::{Result, Rule, TreeError};
 use crate::mutation::Mutation;
 use crate::objects::{
-    decode_buffer, decode_leaf, decode_node, fetch_error, DecodedLeaf, DecodedNode, NodeCache,
-    ObjectFetcher, ObjectKey, TreeObject,
+    decode_buffer, decode_leaf, decode_node, fetch_error, CheckContext, DecodedLeaf, DecodedNode,
+    NodeCache, ObjectFetcher, ObjectKey, SequenceSpan, TreeObject,
 };
 use crate::records::{Totals, Violation, WideTotals};
 use crate::routing::{check_children, route, ChildRef, KeyRange};
@@ -81,6 +81,10 @@ struct Inner {
     /// `mutations_since_root` and the root buffer, checked.
     top: Vec<Sourced>,
     top_sequences: HashSet,
+    /// Span of the root buffer's and `mutations_since_root`'s sequences.
+    top_span: Option<SequenceSpan>,
+    /// A hash of `base_paths`, part of a node's check context.
+    bases_fingerprint: u64,
     root_buffer_len: usize,
     totals: Totals,
 }
@@ -225,6 +229,8 @@ impl TreeReader {
         let totals = sum
             .to_totals()
             .map_err(|d| TreeError::corrupt(&*root_object, Rule::DerivedTotals, d))?;
+        let top_span =
+            SequenceSpan::of(&top.iter().map(|s| s.mutation.clone()).collect::<Vec<_>>());
         Ok(Self {
             inner: Arc::new(Inner {
                 root_object,
@@ -238,7 +244,16 @@ impl TreeReader {
                 root_next,
                 tree_next,
                 top,
+                top_span,
                 top_sequences: seen,
+                bases_fingerprint: {
+                    use std::hash::{BuildHasher, Hasher};
+                    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                    for b in &manifest.base_paths {
+                        h.write(&b.encode_to_vec());
+                    }
+                    h.finish()
+                },
                 root_buffer_len,
                 totals,
             }),
@@ -276,7 +291,7 @@ impl TreeReader {
         let name = self.name(child);
         let children = match object.as_ref() {
             TreeObject::Node(node) => {
-                self.check_node(child, &name, node, &mut HashSet::default())?
+                self.check_node(child, &name, node, &mut Uniqueness::path())?
             }
             TreeObject::Leaf(_) => {
                 return Err(TreeError::corrupt(
@@ -343,7 +358,7 @@ impl TreeReader {
             .filter(|s| s.mutation.target == id)
             .cloned()
             .collect();
-        let mut seen = HashSet::default();
+        let mut unique = Uniqueness::path();
         let mut children = inner.children.clone();
         let mut leaf: Option<(ChildRef, Arc<TreeObject>)> = None;
         while let Some(child) = route(&children, id).and_then(|i| children.get(i)).cloned() {
@@ -351,7 +366,7 @@ impl TreeReader {
             match object.as_ref() {
                 TreeObject::Node(node) => {
                     let name = self.name(&child);
-                    children = self.check_node(&child, &name, node, &mut seen)?;
+                    children = self.check_node(&child, &name, node, &mut unique)?;
                     collected.extend(node.buffer.iter().filter(|m| m.target == id).map(|m| {
                         Sourced {
                             object: name.clone(),
@@ -472,7 +487,86 @@ impl TreeReader {
         child: &ChildRef,
         name: &Arc<str>,
         node: &DecodedNode,
-        seen: &mut HashSet,
+        unique: &mut Uniqueness,
+    ) -> Result<Arc<[ChildRef]>> {
+        let inner = &self.inner;
+        let context = CheckContext {
+            reference: child.clone(),
+            bases: inner.bases_fingerprint,
+            root_next: inner.root_next,
+            max_fragment_id: inner.max_fragment_id,
+        };
+        let memo = node.checked.lock().ok().and_then(|m| {
+            m.as_ref()
+                .filter(|(c, _)| *c == context)
+                .map(|(_, ch)| ch.clone())
+        });
+        let children = match memo {
+            Some(children) => children,
+            None => {
+                let children = self.check_node_context(child, name, node)?;
+                if let Ok(mut m) = node.checked.lock() {
+                    *m = Some((context, children.clone()));
+                }
+                children
+            }
+        };
+        self.check_unique(name, node, unique)?;
+        Ok(children)
+    }
+
+    /// Sequence uniqueness of a node's buffer within the operation (see [`Uniqueness`]).
+    fn check_unique(&self, name: &str, node: &DecodedNode, unique: &mut Uniqueness) -> Result<()> {
+        let inner = &self.inner;
+        let dup = |seq: u64| {
+            TreeError::corrupt(
+                name,
+                Rule::SequenceDuplicate,
+                format!("mutation sequence {seq} appears twice"),
+            )
+        };
+        if node.buffer.is_empty() {
+            return Ok(());
+        }
+        let span = node.sequences;
+        let clear_of_top = inner.top_span.is_none_or(|t| !t.overlaps(&span));
+        match unique {
+            Uniqueness::Path { spans, seen } => {
+                if !span.repeats
+                    && clear_of_top
+                    && seen.is_empty()
+                    && spans.iter().all(|(s, _)| !s.overlaps(&span))
+                {
+                    spans.push((span, node.buffer.iter().map(|m| m.sequence).collect()));
+                    return Ok(());
+                }
+                // spans meet: check sequence by sequence
+                for (_, seqs) in spans.drain(..) {
+                    seen.extend(seqs);
+                }
+                for m in &node.buffer {
+                    if inner.top_sequences.contains(&m.sequence) || !seen.insert(m.sequence) {
+                        return Err(dup(m.sequence));
+                    }
+                }
+            }
+            Uniqueness::Whole(seen) => {
+                for m in &node.buffer {
+                    if inner.top_sequences.contains(&m.sequence) || !seen.insert(m.sequence) {
+                        return Err(dup(m.sequence));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks of a node that depend on its reference and the version's bounds.
+    fn check_node_context(
+        &self,
+        child: &ChildRef,
+        name: &Arc<str>,
+        node: &DecodedNode,
     ) -> Result<Arc<[ChildRef]>> {
         let inner = &self.inner;
         let corrupt = |rule, detail: String| TreeError::corrupt(&**name, rule, detail);
@@ -502,8 +596,8 @@ impl TreeReader {
             (1, inner.root_next),
             Rule::SequenceAboveRoot,
             inner.max_fragment_id,
-            seen,
-            &inner.top_sequences,
+            &mut HashSet::default(),
+            &HashSet::default(),
         )?;
         let mut sum = WideTotals::default();
         for c in children.iter() {
@@ -574,7 +668,7 @@ impl TreeReader {
             totals: inner.totals,
             ..Default::default()
         };
-        let mut seen = HashSet::default();
+        let mut unique = Uniqueness::Whole(HashSet::default());
         let mut tasks: Vec<LeafTask> = Vec::new();
         if inner.children.is_empty() {
             tasks.push(LeafTask {
@@ -624,7 +718,7 @@ impl TreeReader {
                 ));
             };
             let name = self.name(&child);
-            let children = self.check_node(&child, &name, node, &mut seen)?;
+            let children = self.check_node(&child, &name, node, &mut unique)?;
             stats.interiors += 1;
             stats.interior_bytes += child.object_size;
             if stats.interior_buffers.len() < level {
@@ -726,6 +820,28 @@ impl TreeReader {
             }
         }
         Ok((out, sum))
+    }
+}
+
+/// How one operation checks that sequences are unique across the buffers it decodes.
+pub(crate) enum Uniqueness {
+    /// One routing path: buffers whose sequence spans do not meet (deeper buffers are older,
+    /// so on a tree the writer keeps they never do) need no per-sequence check; once spans
+    /// meet, every sequence is checked.
+    Path {
+        spans: Vec<(SequenceSpan, Vec<u64>)>,
+        seen: HashSet,
+    },
+    /// The whole tree: every sequence of every buffer.
+    Whole(HashSet),
+}
+
+impl Uniqueness {
+    pub(crate) fn path() -> Self {
+        Self::Path {
+            spans: Vec::new(),
+            seen: HashSet::default(),
+        }
     }
 }
 
