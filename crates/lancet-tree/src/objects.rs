@@ -164,8 +164,11 @@ pub struct DecodedNode {
     pub(crate) sequences: SequenceSpan,
     /// The last context this node was checked in, and the checked children it gave: a node
     /// read again under the same reference, base paths and bounds is not checked again.
-    pub(crate) checked: std::sync::Mutex<Option<(CheckContext, Arc<[crate::routing::ChildRef]>)>>,
+    pub(crate) checked: std::sync::Mutex<Option<Box<CheckMemo>>>,
 }
+
+/// A context a node was checked in, and the checked children it gave.
+pub(crate) type CheckMemo = (CheckContext, Arc<[crate::routing::ChildRef]>);
 
 /// The span of a buffer's sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

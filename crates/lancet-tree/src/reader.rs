@@ -496,17 +496,17 @@ impl TreeReader {
             root_next: inner.root_next,
             max_fragment_id: inner.max_fragment_id,
         };
-        let memo = node.checked.lock().ok().and_then(|m| {
-            m.as_ref()
-                .filter(|(c, _)| *c == context)
-                .map(|(_, ch)| ch.clone())
-        });
+        let memo = node
+            .checked
+            .lock()
+            .ok()
+            .and_then(|m| m.as_ref().filter(|b| b.0 == context).map(|b| b.1.clone()));
         let children = match memo {
             Some(children) => children,
             None => {
                 let children = self.check_node_context(child, name, node)?;
                 if let Ok(mut m) = node.checked.lock() {
-                    *m = Some((context, children.clone()));
+                    *m = Some(Box::new((context, children.clone())));
                 }
                 children
             }
