@@ -1,5 +1,8 @@
-//! `lancet demo`: writes a small real Lance table. Its data files are written with lance-file
-//! (through lancet-file) and its manifest by lancet-paths; pylance 14.0.2 opens and scans it.
+//! `lancet demo`: writes a small real Lance table in three versions, every one of which
+//! pylance 14.0.2 opens: (1) three fragments with stable row ids (data files by lance-file,
+//! manifest by lancet), (2) a deletion of every row of fragment 1 whose id is a multiple of 7,
+//! (3) a BTree index on `id` trained by lancet. With `--layout tree` a fourth version keeps the
+//! fragments in a fragment tree (which Lance 14 refuses by its flag, as it must).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,8 +13,13 @@ use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
 use lancet::paths::manifest::{self, NamingScheme};
 use lancet::paths::{DatasetStore, ObjectUuid};
 use lancet::proto::prost_types::Timestamp;
+use lancet::proto::table::data_fragment::RowIdSequence as RowIds;
+use lancet::proto::table::deletion_file::DeletionFileType;
 use lancet::proto::table::manifest::{DataStorageFormat, WriterVersion};
-use lancet::proto::table::{DataFile, DataFragment, Manifest};
+use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
+use lancet::rowid::deletion;
+use lancet::rowid::RowIdSequence;
+use lancet::tree::{Action, TreeWriterConfig};
 use lancet::Dataset;
 
 use crate::error::CliError;
@@ -20,6 +28,8 @@ use crate::error::CliError;
 const ROWS_PER_FRAGMENT: i64 = 1000;
 const FRAGMENTS: i64 = 3;
 const FILE_VERSION: FileVersion = FileVersion::V2_1;
+/// The fragment whose rows with `id % 7 == 0` version 2 deletes.
+pub const DELETED_FRAGMENT: u64 = 1;
 
 pub fn schema() -> Schema {
     Schema::new(vec![
@@ -93,6 +103,12 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
                 base_id: None,
             }],
             physical_rows: written.num_rows,
+            row_id_sequence: Some(RowIds::InlineRowIds(
+                RowIdSequence::from_range(
+                    (id * ROWS_PER_FRAGMENT) as u64..((id + 1) * ROWS_PER_FRAGMENT) as u64,
+                )
+                .encode(),
+            )),
             ..Default::default()
         });
     }
@@ -102,6 +118,9 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
         version: 1,
         timestamp: Some(now()),
         max_fragment_id: Some((FRAGMENTS - 1) as u32),
+        next_row_id: (FRAGMENTS * ROWS_PER_FRAGMENT) as u64,
+        reader_feature_flags: lancet::paths::flags::STABLE_ROW_IDS,
+        writer_feature_flags: lancet::paths::flags::STABLE_ROW_IDS,
         writer_version: Some(WriterVersion {
             library: "lancet".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -115,11 +134,61 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
         ..Default::default()
     };
     manifest::write_manifest(&store, &manifest, &[], &[], NamingScheme::V2).await?;
-    Ok(Dataset::open_with(store, None, lancet::Caches::new(Default::default())).await?)
+    let v1 =
+        Dataset::open_with(store.clone(), None, lancet::Caches::new(Default::default())).await?;
+    let v2 = delete_sevens(&v1).await?;
+    Ok(v2.build_btree("id", 256).await?)
 }
 
-pub async fn run(dir: &str) -> Result<(), CliError> {
-    let ds = create(dir).await?;
+/// Version 2: deletes the rows of fragment [`DELETED_FRAGMENT`] whose id is a multiple of 7,
+/// with a deletion file lancet writes and a storage action.
+async fn delete_sevens(ds: &Dataset) -> Result<Dataset, CliError> {
+    let first = DELETED_FRAGMENT * ROWS_PER_FRAGMENT as u64;
+    let deleted: roaring::RoaringBitmap = (0..ROWS_PER_FRAGMENT as u32)
+        .filter(|o| (first + u64::from(*o)).is_multiple_of(7))
+        .collect();
+    let file_type = deletion::file_type_for(&deleted);
+    let bytes = match file_type {
+        DeletionFileType::Bitmap => deletion::encode_bitmap(&deleted),
+        DeletionFileType::ArrowArray => {
+            deletion::encode_arrow(&deleted).map_err(CliError::Usage)?
+        }
+    };
+    let file = DeletionFile {
+        file_type: file_type as i32,
+        read_version: ds.version(),
+        id: u64::from_le_bytes(
+            ObjectUuid::new_v4().as_bytes()[..8]
+                .try_into()
+                .unwrap_or_default(),
+        ),
+        num_deleted_rows: deleted.len(),
+        base_id: None,
+    };
+    let name = lancet::paths::files::deletion_file_name(DELETED_FRAGMENT, &file)?;
+    ds.store()
+        .put(
+            &ds.store().path(&format!("_deletions/{name}")),
+            bytes.into(),
+        )
+        .await?;
+    Ok(ds
+        .commit_with_actions(
+            ds.manifest().clone(),
+            ds.indices(),
+            &[(DELETED_FRAGMENT, Action::AddDeletionFile(file))],
+            &TreeWriterConfig::default(),
+        )
+        .await?)
+}
+
+pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
+    let mut ds = create(dir).await?;
+    if tree {
+        ds = ds
+            .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
+            .await?;
+    }
     println!(
         "created Lance dataset at {} (version {}, {} fragments, {} rows)",
         ds.uri(),
@@ -127,9 +196,21 @@ pub async fn run(dir: &str) -> Result<(), CliError> {
         ds.fragments().await?.len(),
         ds.num_rows().unwrap_or(0)
     );
-    println!(
-        "open it with: python -c \"import lance; print(lance.dataset('{}').to_table())\"",
-        ds.uri()
-    );
+    if tree {
+        println!(
+            "version {} keeps its fragments in a fragment tree: try `lancet tree show {}` (Lance 14 refuses this version; version {} opens)",
+            ds.version(),
+            ds.uri(),
+            ds.version() - 1
+        );
+    } else {
+        println!(
+            "versions: 1 three fragments with stable row ids, 2 a deletion, 3 a BTree index on id"
+        );
+        println!(
+            "open it with: python -c \"import lance; print(lance.dataset('{}').to_table(filter='id = 7', with_row_id=True))\"",
+            ds.uri()
+        );
+    }
     Ok(())
 }

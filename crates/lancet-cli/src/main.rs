@@ -99,6 +99,9 @@ enum Command {
         /// Directory to create (must not hold a dataset yet).
         #[arg(default_value = "lancet-demo")]
         dir: String,
+        /// `tree` also publishes a version with the fragments in a fragment tree.
+        #[arg(long, value_parser = ["flat", "tree"], default_value = "flat")]
+        layout: String,
     },
 }
 
@@ -312,7 +315,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 fri::unreferenced(&dataset, delete).await
             }
         },
-        Command::Demo { dir } => demo::run(&dir).await,
+        Command::Demo { dir, layout } => demo::run(&dir, layout == "tree").await,
         Command::Verify { .. } | Command::Tree { .. } | Command::Bench { .. } => Ok(()),
     }
 }

@@ -293,11 +293,20 @@ fn demo_is_opened_and_scanned_by_pylance() {
     let uri = dir.path().join("demo");
     let uri = uri.to_str().unwrap();
     lancet(&["demo", uri]);
+    // version 1: three fragments with stable row ids; 2: a deletion; 3: a BTree index
+    let v1 = peer(&["scan", uri, "1"]);
+    assert_eq!(v1["count"], json!(3000));
+    assert_eq!(v1["columns"], json!(["id", "name", "value"]));
+    assert_eq!(peer(&["scan", uri, "2"])["count"], json!(2857));
     let got = peer(&["scan", uri]);
-    assert_eq!(got["count"], json!(3000));
-    assert_eq!(got["columns"], json!(["id", "name", "value"]));
+    assert_eq!(got["version"], json!(3));
+    assert_eq!(got["indices"], json!(["id_idx"]));
+    let live: Vec<i64> = (0..3000)
+        .filter(|i| !((1000..2000).contains(i) && i % 7 == 0))
+        .collect();
+    assert_eq!(got["count"], json!(live.len()));
     let rows = got["rows"].as_array().unwrap();
-    for (i, row) in rows.iter().enumerate() {
+    for (row, &i) in rows.iter().zip(&live) {
         let name = if i % 10 == 9 {
             Value::Null
         } else {
@@ -305,6 +314,40 @@ fn demo_is_opened_and_scanned_by_pylance() {
         };
         assert_eq!(row, &json!([i, name, i as f64 / 2.0]));
     }
+    // pylance answers through lancet's index exactly as a full scan
+    let filters = serde_json::to_string(&["id = 7", "id = 1008", "id < 10", "id >= 2990"]).unwrap();
+    let want = peer(&["filters", uri, "3", &filters]);
+    for (f, w) in ["id = 7", "id = 1008", "id < 10", "id >= 2990"]
+        .iter()
+        .zip(want.as_array().unwrap())
+    {
+        assert_eq!(lancet_search(uri, "3", f)["row_ids"], w["row_ids"], "{f}");
+    }
+    // --layout tree adds a tree version that Lance 14 refuses
+    let tree_uri = dir.path().join("tree-demo");
+    let tree_uri = tree_uri.to_str().unwrap();
+    lancet(&["demo", "--layout", "tree", tree_uri]);
+    let shown: Value =
+        serde_json::from_str(&lancet(&["tree", "show", tree_uri, "--json"])).unwrap();
+    assert_eq!(shown["version"], 4);
+    assert_eq!(shown["fragments"], 3);
+    let flat: Value =
+        serde_json::from_str(&lancet(&["inspect", tree_uri, "--version", "3", "--json"])).unwrap();
+    let tree: Value = serde_json::from_str(&lancet(&["inspect", tree_uri, "--json"])).unwrap();
+    assert_eq!(tree["fragments"], flat["fragments"]);
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(format!(
+            "import lance\nprint(lance.dataset({tree_uri:?}, version=3).count_rows())\ntry:\n    lance.dataset({tree_uri:?}).count_rows()\n    print('opened')\nexcept Exception:\n    print('refused')"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["2857", "refused"]
+    );
     // a second demo into the same directory is refused
     let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
         .args(["demo", uri])
