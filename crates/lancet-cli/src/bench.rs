@@ -86,6 +86,8 @@ pub struct Options {
     pub tree: bool,
     pub store: Option<String>,
     pub json: bool,
+    /// The tree writer's policy.
+    pub config: TreeWriterConfig,
 }
 
 pub async fn commit(o: Options) -> Result<(), CliError> {
@@ -119,7 +121,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     write_manifest(&store, &manifest, &[], &[], NamingScheme::V2).await?;
     drop(manifest);
     let mut ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
-    let config = TreeWriterConfig::default();
+    let config = o.config.clone();
     if o.tree {
         eprintln!("bench: converting to a tree");
         ds = ds.convert_to_tree(&config, |_, _| {}).await?;

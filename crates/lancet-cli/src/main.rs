@@ -124,6 +124,17 @@ enum BenchCommand {
         /// Print exactly one JSON object on stdout (progress goes to stderr).
         #[arg(long)]
         json: bool,
+        /// Writer policy overrides (defaults: lancet's `TreeWriterConfig::default()`).
+        #[arg(long)]
+        leaf_records: Option<usize>,
+        #[arg(long)]
+        fanout: Option<usize>,
+        #[arg(long)]
+        since_root_max: Option<usize>,
+        #[arg(long)]
+        root_buffer_max: Option<usize>,
+        #[arg(long)]
+        node_buffer_max: Option<usize>,
     },
 }
 
@@ -252,18 +263,35 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     layout,
                     store,
                     json,
+                    leaf_records,
+                    fanout,
+                    since_root_max,
+                    root_buffer_max,
+                    node_buffer_max,
                 },
-        } => done(
-            bench::commit(bench::Options {
-                fragments,
-                commits,
-                changed,
-                tree: layout == "tree",
-                store,
-                json,
-            })
-            .await,
-        ),
+        } => {
+            let d = lancet::tree::TreeWriterConfig::default();
+            let config = lancet::tree::TreeWriterConfig {
+                leaf_max_records: leaf_records.unwrap_or(d.leaf_max_records),
+                fanout_max: fanout.unwrap_or(d.fanout_max),
+                since_root_max: since_root_max.unwrap_or(d.since_root_max),
+                root_buffer_max: root_buffer_max.unwrap_or(d.root_buffer_max),
+                node_buffer_max: node_buffer_max.unwrap_or(d.node_buffer_max),
+                ..d
+            };
+            done(
+                bench::commit(bench::Options {
+                    fragments,
+                    commits,
+                    changed,
+                    tree: layout == "tree",
+                    store,
+                    json,
+                    config,
+                })
+                .await,
+            )
+        }
         command => done(run_other(command).await),
     }
 }
