@@ -208,14 +208,7 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             let (ctx, _) = context(&store, Arc::new(NoCache));
             let reader = TreeReader::open(&manifest, ctx).await.unwrap();
-            let all: Vec<DataFragment> = reader
-                .walk()
-                .await
-                .unwrap()
-                .into_stream()
-                .try_collect()
-                .await
-                .unwrap();
+            let all: Vec<DataFragment> = reader.all_fragments().await.unwrap();
             assert_eq!(all.len() as u64, n);
         })
     });

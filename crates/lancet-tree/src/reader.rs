@@ -742,6 +742,11 @@ impl TreeReader {
         })
     }
 
+    /// Every fragment in id order, collected (a [`TreeReader::walk`] streamed to the end).
+    pub async fn all_fragments(&self) -> Result<Vec<DataFragment>> {
+        self.walk().await?.into_stream().try_collect().await
+    }
+
     /// Reads every object reachable from the version and checks every rule; returns the
     /// walk's statistics. Data and deletion files are never opened.
     pub async fn verify(&self) -> Result<TreeStats> {

@@ -118,6 +118,21 @@ impl TreeCommit {
     }
 }
 
+/// The fragment tree of a table with no fragments yet: an inline root with nothing in it,
+/// both next sequences 1.
+pub fn empty_tree() -> FragmentTreeMetadata {
+    FragmentTreeMetadata {
+        layout: Some(Layout::Tree(FragmentTree {
+            root: Some(Root::InlineRoot(FragmentTreeRoot {
+                next_action_sequence: 1,
+                ..Default::default()
+            })),
+            mutations_since_root: Vec::new(),
+            next_action_sequence: 1,
+        })),
+    }
+}
+
 /// The ids `n` new fragments take after `max_fragment_id`: `max+1..=max+n`, or `0..n` when no
 /// id was ever allocated. 2^32 − 1 is the last id.
 pub fn allocate_ids(max_fragment_id: Option<u32>, n: u64) -> Result<std::ops::Range<u64>> {

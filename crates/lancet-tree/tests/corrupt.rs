@@ -285,7 +285,7 @@ impl Fx {
             for id in 0..40 {
                 reader.fragment(id).await?;
             }
-            let _: Vec<DataFragment> = reader.walk().await?.into_stream().try_collect().await?;
+            let _: Vec<DataFragment> = reader.all_fragments().await?;
             reader.verify().await?;
             Ok::<_, lancet_tree::TreeError>(())
         }
@@ -1361,14 +1361,7 @@ async fn children_in_another_dataset_inherit_it() {
         },
     ];
     let reader = open(&store, &manifest).await.unwrap();
-    let all: Vec<DataFragment> = reader
-        .walk()
-        .await
-        .unwrap()
-        .into_stream()
-        .try_collect()
-        .await
-        .unwrap();
+    let all: Vec<DataFragment> = reader.all_fragments().await.unwrap();
     assert_eq!(all.len(), 13);
     assert_eq!(all[0].files[0].base_id, Some(4));
     assert_eq!(all[5].files[0].base_id, Some(7));

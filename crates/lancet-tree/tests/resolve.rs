@@ -70,14 +70,7 @@ async fn check_case(case: &Case, seed: u64) {
             "seed {seed} fragment {id}"
         );
     }
-    let walked: Vec<DataFragment> = reader
-        .walk()
-        .await
-        .unwrap()
-        .into_stream()
-        .try_collect()
-        .await
-        .unwrap();
+    let walked: Vec<DataFragment> = reader.all_fragments().await.unwrap();
     assert_eq!(walked, expected, "seed {seed}: walk");
     let stats = reader.verify().await.unwrap();
     assert_eq!(

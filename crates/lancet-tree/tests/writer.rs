@@ -16,7 +16,7 @@ use lancet_proto::table::{
     DataFragment, FragmentTree, FragmentTreeMetadata, FragmentTreeRoot, Manifest,
 };
 use lancet_tree::testing::Rng;
-use lancet_tree::{allocate_ids, Action, TreeWriter, TreeWriterConfig};
+use lancet_tree::{allocate_ids, empty_tree, Action, TreeWriter, TreeWriterConfig};
 
 use common::*;
 
@@ -25,16 +25,7 @@ fn empty_manifest() -> Manifest {
         version: 1,
         reader_feature_flags: FRAGMENT_TREE,
         writer_feature_flags: FRAGMENT_TREE,
-        fragment_tree: Some(FragmentTreeMetadata {
-            layout: Some(Layout::Tree(FragmentTree {
-                root: Some(Root::InlineRoot(FragmentTreeRoot {
-                    next_action_sequence: 1,
-                    ..Default::default()
-                })),
-                next_action_sequence: 1,
-                ..Default::default()
-            })),
-        }),
+        fragment_tree: Some(empty_tree()),
         ..Default::default()
     }
 }
@@ -82,14 +73,7 @@ async fn run(config: TreeWriterConfig, commits: usize, seed: u64) -> (u32, u64) 
             .await
             .unwrap_or_else(|e| panic!("seed {seed} commit {c}: {e}"));
         max_height = max_height.max(stats.height);
-        let all: Vec<DataFragment> = reader
-            .walk()
-            .await
-            .unwrap()
-            .into_stream()
-            .try_collect()
-            .await
-            .unwrap();
+        let all: Vec<DataFragment> = reader.all_fragments().await.unwrap();
         let expected: Vec<DataFragment> = model.values().cloned().collect();
         assert_eq!(all, expected, "seed {seed} commit {c}");
         for _ in 0..3 {
@@ -106,22 +90,24 @@ async fn run(config: TreeWriterConfig, commits: usize, seed: u64) -> (u32, u64) 
     for _ in 0..20 {
         let (m, expected) = &history[rng.below(history.len() as u64) as usize];
         let reader = open(&store, m).await.unwrap();
-        let all: Vec<DataFragment> = reader
-            .walk()
-            .await
-            .unwrap()
-            .into_stream()
-            .try_collect()
-            .await
-            .unwrap();
+        let all: Vec<DataFragment> = reader.all_fragments().await.unwrap();
         assert_eq!(&all, expected);
     }
     (max_height, bytes)
 }
 
+/// Commits per model run: 400 in CI; `LANCET_MODEL_COMMITS=10000` for the long run recorded in
+/// docs/performance.md.
+fn commits(default: usize) -> usize {
+    std::env::var("LANCET_MODEL_COMMITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 #[tokio::test]
 async fn tiny_budgets_random_commits_match_the_model() {
-    let (height, _) = run(TreeWriterConfig::tiny(), 400, 1).await;
+    let (height, _) = run(TreeWriterConfig::tiny(), commits(400), 1).await;
     assert!(
         height >= 3,
         "tiny budgets should build a deep tree, got height {height}"
@@ -140,7 +126,7 @@ async fn small_budgets_random_commits_match_the_model() {
         ..Default::default()
     };
     for seed in 2..4 {
-        let (height, _) = run(config.clone(), 250, seed).await;
+        let (height, _) = run(config.clone(), commits(250), seed).await;
         assert!(height >= 2, "height {height}");
     }
 }

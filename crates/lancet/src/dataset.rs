@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use prost::Message;
 
 use lancet_file::FileStore;
@@ -223,8 +222,7 @@ impl Dataset {
                     .caches
                     .indexes
                     .get_or_try_load(key, async {
-                        let all: Vec<DataFragment> =
-                            reader.walk().await?.into_stream().try_collect().await?;
+                        let all: Vec<DataFragment> = reader.all_fragments().await?;
                         let weight = all.iter().map(|f| f.encoded_len() as u64).sum();
                         Ok::<_, Error>(crate::cache::CachedAny {
                             value: Arc::new(Arc::<[DataFragment]>::from(all)),

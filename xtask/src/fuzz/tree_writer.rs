@@ -139,16 +139,7 @@ fn empty_manifest() -> Manifest {
         reader_feature_flags: lancet_paths::flags::FRAGMENT_TREE,
         writer_feature_flags: lancet_paths::flags::FRAGMENT_TREE,
         max_fragment_id: Some(63),
-        fragment_tree: Some(FragmentTreeMetadata {
-            layout: Some(Layout::Tree(FragmentTree {
-                root: Some(Root::InlineRoot(FragmentTreeRoot {
-                    next_action_sequence: 1,
-                    ..Default::default()
-                })),
-                next_action_sequence: 1,
-                ..Default::default()
-            })),
-        }),
+        fragment_tree: Some(lancet_tree::empty_tree()),
         ..Default::default()
     }
 }
