@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use futures::future::BoxFuture;
-use futures::TryStreamExt;
 use lancet_paths::flags::FRAGMENT_TREE;
 use lancet_paths::manifest::{decode_manifest, encode_manifest};
 use lancet_paths::{DatasetStore, ObjectLocation, PathsError, ResolvedBase};

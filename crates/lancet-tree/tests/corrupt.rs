@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use futures::TryStreamExt;
 use lancet_file::{write_file, FileStore, WriteOptions};
 use lancet_paths::tree_paths::{tree_object_path, TreeObjectKind};
 use lancet_paths::{DatasetStore, ObjectUuid};

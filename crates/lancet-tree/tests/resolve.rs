@@ -6,7 +6,6 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use futures::TryStreamExt;
 use lancet_proto::table::DataFragment;
 use lancet_tree::testing::{Rng, TreeBuilder};
 

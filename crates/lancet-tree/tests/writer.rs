@@ -8,13 +8,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use futures::TryStreamExt;
 use lancet_paths::flags::FRAGMENT_TREE;
-use lancet_proto::table::fragment_tree::Root;
-use lancet_proto::table::fragment_tree_metadata::Layout;
-use lancet_proto::table::{
-    DataFragment, FragmentTree, FragmentTreeMetadata, FragmentTreeRoot, Manifest,
-};
+use lancet_proto::table::{DataFragment, Manifest};
 use lancet_tree::testing::Rng;
 use lancet_tree::{allocate_ids, empty_tree, Action, TreeWriter, TreeWriterConfig};
 

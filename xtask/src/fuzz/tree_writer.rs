@@ -10,12 +10,7 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use futures::TryStreamExt;
 use lancet_paths::{DatasetStore, ResolvedBase};
-use lancet_proto::table::fragment_tree::Root;
-use lancet_proto::table::fragment_tree_metadata::Layout;
-use lancet_proto::table::{
-    DataFile, DataFragment, DeletionFile, FragmentTree, FragmentTreeMetadata, FragmentTreeRoot,
-    Manifest,
-};
+use lancet_proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
 use lancet_tree::{
     Action, NoCache, OpenContext, StoreFetcher, TreeReader, TreeWriter, TreeWriterConfig,
 };
