@@ -21,6 +21,15 @@ use crate::schema::check_schema_exact;
 use crate::store::FileStore;
 
 const READ_BATCH_ROWS: u32 = 8192;
+
+/// One shared zero-capacity lance cache. `LanceCache::no_cache()` builds a fresh moka cache
+/// each call, and building and dropping one cost about a fifth of decoding a small file
+/// (measured on 300 KB tree leaves); lancet caches decoded objects itself.
+fn no_cache() -> &'static LanceCache {
+    static NO_CACHE: std::sync::LazyLock<LanceCache> =
+        std::sync::LazyLock::new(LanceCache::no_cache);
+    &NO_CACHE
+}
 const READAHEAD: u32 = 4;
 
 /// An open Lance v2 file.
@@ -71,7 +80,7 @@ impl LanceFile {
                 file,
                 None,
                 Arc::<DecoderPlugins>::default(),
-                &LanceCache::no_cache(),
+                no_cache(),
                 FileReaderOptions::default(),
             ),
         )

@@ -308,6 +308,30 @@ pub(crate) fn decode_node(object: &str, bytes: &[u8], base: Option<u32>) -> Resu
     })
 }
 
+/// [`decode_leaf`] as a task of the current multi-threaded tokio runtime, so that leaves
+/// fetched together (a walk's read-ahead, a commit's prior records) decode on every worker
+/// instead of one after another in the caller's task. Elsewhere it decodes inline.
+pub(crate) async fn decode_leaf_on_pool(
+    object: String,
+    bytes: Bytes,
+    base: Option<u32>,
+) -> Result<DecodedLeaf> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            let task = handle.spawn(async move { decode_leaf(&object, bytes, base).await });
+            match task.await {
+                Ok(decoded) => decoded,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => Err(TreeError::InvalidInput(
+                    "the tokio runtime shut down while a leaf was decoding".into(),
+                )),
+            }
+        }
+        _ => decode_leaf(&object, bytes, base).await,
+    }
+}
+
 /// Decodes a `.lance` leaf's bytes: exact schema, then the records (see [`crate::leaf`]).
 pub(crate) async fn decode_leaf(
     object: &str,

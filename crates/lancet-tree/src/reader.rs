@@ -33,8 +33,8 @@ use tracing::Instrument;
 use crate::error::{Result, Rule, TreeError};
 use crate::mutation::Mutation;
 use crate::objects::{
-    decode_buffer, decode_leaf, decode_node, fetch_error, CheckContext, DecodedLeaf, DecodedNode,
-    NodeCache, ObjectFetcher, ObjectKey, SequenceSpan, TreeObject,
+    decode_buffer, decode_leaf_on_pool, decode_node, fetch_error, CheckContext, DecodedLeaf,
+    DecodedNode, NodeCache, ObjectFetcher, ObjectKey, SequenceSpan, TreeObject,
 };
 use crate::records::{Totals, Violation, WideTotals};
 use crate::routing::{check_children, route, ChildRef, KeyRange};
@@ -470,7 +470,7 @@ impl TreeReader {
                 let base = child.location.base.base_id;
                 Ok(Arc::new(match child.kind {
                     TreeObjectKind::Leaf => {
-                        TreeObject::Leaf(decode_leaf(&name, bytes, base).await?)
+                        TreeObject::Leaf(decode_leaf_on_pool(name, bytes, base).await?)
                     }
                     _ => TreeObject::Node(decode_node(&name, &bytes, base)?),
                 }))

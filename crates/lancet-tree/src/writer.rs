@@ -345,13 +345,16 @@ impl TreeWriter {
         actions: &[(u64, Action)],
         first: u64,
     ) -> Result<Vec<Mutation>> {
-        let mut state: HashMap<u64, Option<DataFragment>> = HashMap::new();
+        // The prior record of every distinct target, resolved concurrently (cold leaves
+        // fetch and decode in parallel); later actions on a target see earlier ones' result.
+        let mut ids: Vec<u64> = actions.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let priors = reader.fragments_by_id(&ids).await?;
+        let mut state: HashMap<u64, Option<DataFragment>> = ids.into_iter().zip(priors).collect();
         let mut out = Vec::with_capacity(actions.len());
         for (i, (id, action)) in actions.iter().enumerate() {
-            let prior = match state.get(id) {
-                Some(f) => f.clone(),
-                None => reader.fragment(*id).await?,
-            };
+            let prior = state.get(id).cloned().flatten();
             if let Action::Upsert(f) = action {
                 if f.id != *id {
                     return Err(TreeError::InvalidInput(format!(
