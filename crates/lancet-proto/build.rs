@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "fragment_metadata.proto",
         "table.proto",
         "rowids.proto",
+        "transaction.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={}", protos_dir.join(f).display());

@@ -118,7 +118,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         writer_feature_flags: lancet::paths::flags::DELETION_FILES,
         ..Default::default()
     };
-    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2).await?;
+    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None).await?;
     drop(manifest);
     let mut ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
     let config = o.config.clone();

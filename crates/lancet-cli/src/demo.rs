@@ -133,7 +133,7 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
         }),
         ..Default::default()
     };
-    manifest::write_manifest(&store, &manifest, &[], &[], NamingScheme::V2).await?;
+    manifest::write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None).await?;
     let v1 =
         Dataset::open_with(store.clone(), None, lancet::Caches::new(Default::default())).await?;
     let v2 = delete_sevens(&v1).await?;

@@ -24,8 +24,20 @@ pub struct Report {
     pub stable_row_ids: bool,
     /// Visible rows; null when a fragment's counts are unknown.
     pub num_rows: Option<u64>,
+    /// What the commit that made this version did (its Lance transaction).
+    pub transaction: Option<TransactionReport>,
+    /// Why the transaction could not be read (the version still opens, as in Lance).
+    pub transaction_error: Option<String>,
     pub fragments: Vec<FragmentReport>,
     pub indices: Vec<IndexReport>,
+}
+
+#[derive(Serialize)]
+pub struct TransactionReport {
+    /// Lance's operation name (`Append`, `CreateIndex`, ..., `Unknown(n)`).
+    pub operation: String,
+    pub read_version: u64,
+    pub uuid: String,
 }
 
 #[derive(Serialize)]
@@ -131,7 +143,20 @@ pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
         .iter()
         .map(index_report)
         .collect::<Result<_, _>>()?;
+    let (transaction, transaction_error) = match ds.transaction().await {
+        Ok(t) => (
+            t.map(|t| TransactionReport {
+                operation: t.operation_name(),
+                read_version: t.transaction.read_version,
+                uuid: t.transaction.uuid.clone(),
+            }),
+            None,
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
     Ok(Report {
+        transaction,
+        transaction_error,
         version: ds.version(),
         manifest_path: ds.manifest_path(),
         reader_feature_flags: flags_json(m.reader_feature_flags),
@@ -162,6 +187,15 @@ fn summary(r: &Report, out: &mut impl Write) -> std::io::Result<()> {
         "rows            {}",
         r.num_rows.map_or("unknown".into(), |n| n.to_string())
     )?;
+    match (&r.transaction, &r.transaction_error) {
+        (Some(t), _) => writeln!(
+            out,
+            "operation       {} (read version {})",
+            t.operation, t.read_version
+        )?,
+        (None, Some(e)) => writeln!(out, "operation       unreadable: {e}")?,
+        (None, None) => writeln!(out, "operation       none recorded")?,
+    }
     writeln!(out, "fragments       {}", r.fragments.len())?;
     writeln!(out, "reader flags    {}", names(&r.reader_feature_flags))?;
     writeln!(out, "writer flags    {}", names(&r.writer_feature_flags))?;

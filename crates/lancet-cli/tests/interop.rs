@@ -1052,6 +1052,7 @@ async fn treeify(name: &str) -> (PathBuf, u64, u64) {
         ds.indices(),
         &ds.manifest_file().decoded.unknown_fields,
         ds.naming_scheme(),
+        None,
     )
     .await
     .unwrap();

@@ -57,7 +57,7 @@ async fn tree_table(dir: &Path) -> Vec<String> {
         fragment_tree: Some(built.metadata),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     built
@@ -118,6 +118,7 @@ async fn verify_and_tree_show_on_a_valid_tree() {
         &[],
         &[],
         NamingScheme::V2,
+        None,
     )
     .await
     .unwrap();
@@ -206,7 +207,7 @@ async fn check_previous_compares_max_fragment_id() {
     let mut m = v1.manifest().clone();
     m.version = 2;
     m.max_fragment_id = Some(40);
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     assert!(lancet(&["verify", uri, "--check-previous"])
@@ -215,7 +216,7 @@ async fn check_previous_compares_max_fragment_id() {
     // version 3 lowers it: valid alone, a broken lineage against version 2
     m.version = 3;
     m.max_fragment_id = Some(35);
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     assert!(lancet(&["verify", uri]).status.success());

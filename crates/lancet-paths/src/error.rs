@@ -51,6 +51,9 @@ pub enum PathsError {
     /// A manifest file breaks a rule of the manifest layout or of its contents.
     #[error("corrupt manifest {path}: {rule}")]
     CorruptManifest { path: Path, rule: String },
+    /// A transaction (a `.txn` file or a manifest's inline section) does not decode.
+    #[error("corrupt transaction {path}: {rule}")]
+    CorruptTransaction { path: Path, rule: String },
     /// A dataset has no manifest versions.
     #[error("no manifest versions under {path}")]
     NoVersions { path: Path },
@@ -62,6 +65,13 @@ pub enum PathsError {
 impl PathsError {
     pub(crate) fn corrupt(path: &Path, rule: impl Into<String>) -> Self {
         Self::CorruptManifest {
+            path: path.clone(),
+            rule: rule.into(),
+        }
+    }
+
+    pub(crate) fn corrupt_transaction(path: &Path, rule: impl Into<String>) -> Self {
+        Self::CorruptTransaction {
             path: path.clone(),
             rule: rule.into(),
         }

@@ -8,6 +8,7 @@
 //! - [`store`]: [`DatasetStore`], reads with size checks and the put-if-absent commit write.
 //! - [`manifest`]: naming schemes, the manifest layout, listing, reading and committing versions.
 //! - [`flags`]: feature-flag names and the pairing rules.
+//! - [`transaction`]: Lance transactions: `_transactions/*.txn`, the inline section, decoding.
 
 pub mod bases;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod flags;
 pub mod manifest;
 pub mod object_uuid;
 pub mod store;
+pub mod transaction;
 pub mod tree_paths;
 
 pub use bases::{BaseRequirement, BaseTable, ResolvedBase};
@@ -24,4 +26,5 @@ pub use files::ObjectLocation;
 pub use manifest::{DecodedManifest, ManifestFile, NamingScheme, VersionEntry};
 pub use object_uuid::ObjectUuid;
 pub use store::DatasetStore;
+pub use transaction::StoredTransaction;
 pub use tree_paths::{validate_tree_path, TreeObjectKind};

@@ -16,7 +16,7 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use lancet_proto::table::{IndexMetadata, IndexSection, Manifest};
+use lancet_proto::table::{IndexMetadata, IndexSection, Manifest, Transaction};
 use lancet_proto::wire;
 use object_store::path::Path;
 use prost::Message;
@@ -121,6 +121,10 @@ pub struct DecodedManifest {
     pub manifest_bytes: Bytes,
     /// Span of each fragment's `DataFragment` bytes in `manifest_bytes`, in stored order.
     pub fragment_spans: Vec<Range<usize>>,
+    /// The inline transaction section's bytes (field 23, else 21), undecoded: Lance opens a
+    /// manifest whose transaction does not decode, so only readers of the transaction fail.
+    /// `Err` says why the section's offset or length is out of bounds.
+    pub transaction_section: Option<std::result::Result<Bytes, String>>,
 }
 
 impl DecodedManifest {
@@ -191,13 +195,42 @@ pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
         Some(offset) => decode_index_section(&bytes, offset, pos).map_err(corrupt)?,
     };
     check_contents(&manifest, &indices).map_err(corrupt)?;
+    let transaction_section = manifest
+        .transaction_section
+        .or(manifest.transaction_section_deprecated)
+        .map(|offset| section_bytes(&bytes, offset, pos, "transaction"));
     Ok(DecodedManifest {
         manifest,
         indices,
         unknown_fields,
         manifest_bytes,
         fragment_spans,
+        transaction_section,
     })
+}
+
+/// The body of the u32-prefixed section at `offset`, which must lie wholly before the
+/// manifest's length prefix at `manifest_pos`.
+fn section_bytes(
+    bytes: &Bytes,
+    offset: u64,
+    manifest_pos: usize,
+    what: &str,
+) -> std::result::Result<Bytes, String> {
+    let start = usize::try_from(offset)
+        .ok()
+        .filter(|s| s.checked_add(4).is_some_and(|e| e <= manifest_pos))
+        .ok_or_else(|| {
+            format!("{what} section offset {offset} is not before the manifest at {manifest_pos}")
+        })?;
+    let len = read_u32(bytes, start).ok_or_else(|| format!("{what} section length out of range"))?
+        as usize;
+    let end = start
+        .checked_add(4)
+        .and_then(|b| b.checked_add(len))
+        .filter(|e| *e <= manifest_pos)
+        .ok_or_else(|| format!("{what} section of {len} bytes at {start} overlaps the manifest"))?;
+    Ok(bytes.slice(start + 4..end))
 }
 
 /// The index section must lie wholly before the manifest's length prefix.
@@ -260,14 +293,17 @@ fn check_contents(m: &Manifest, _indices: &[IndexMetadata]) -> std::result::Resu
     Ok(())
 }
 
-/// Encodes a manifest object. The index section is written when `indices` is non-empty;
-/// `unknown_fields` (from [`DecodedManifest::unknown_fields`]) are appended to the Manifest
-/// protobuf so fields lancet does not model survive. Section offsets are set to what this
-/// object holds: a transaction section is never written, so its offsets are cleared.
+/// Encodes a manifest object in Lance 14's order: the index section when `indices` is
+/// non-empty, the transaction section when `transaction` is given (the encoded
+/// `Transaction`), then the Manifest protobuf with `unknown_fields` (from
+/// [`DecodedManifest::unknown_fields`]) appended so fields lancet does not model survive,
+/// then the footer. Section offsets are set to what this object holds (field 21 is never
+/// written), so offsets inherited from an older manifest never are.
 pub fn encode_manifest(
     manifest: &Manifest,
     indices: &[IndexMetadata],
     unknown_fields: &[u8],
+    transaction: Option<&[u8]>,
 ) -> std::result::Result<Vec<u8>, String> {
     let mut m = manifest.clone();
     m.transaction_section = None;
@@ -284,6 +320,12 @@ pub fn encode_manifest(
         m.index_section = Some(0);
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&section);
+    }
+    if let Some(section) = transaction {
+        let len = u32::try_from(section.len()).map_err(|_| "transaction exceeds 4 GiB")?;
+        m.transaction_section = Some(out.len() as u64);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(section);
     }
     let body_len = m.encoded_len() + unknown_fields.len();
     let len = u32::try_from(body_len).map_err(|_| "manifest exceeds 4 GiB")?;
@@ -404,15 +446,28 @@ async fn read_by_name(store: &DatasetStore, version: u64) -> Result<(VersionEntr
 
 /// Commits `manifest` as its `version` with put-if-absent, then updates the latest-version
 /// hint. Losing the race to another writer gives `AlreadyExists`.
+///
+/// With `transaction`, the version records what it did as Lance 14 does: the transaction
+/// is written to `_transactions/{read_version}-{uuid}.txn` first, named by
+/// `transaction_file`, and inlined in the manifest object. Without, `transaction_file` is
+/// cleared: a version never names another version's transaction.
 pub async fn write_manifest(
     store: &DatasetStore,
     manifest: &Manifest,
     indices: &[IndexMetadata],
     unknown_fields: &[u8],
     scheme: NamingScheme,
+    transaction: Option<&Transaction>,
 ) -> Result<VersionEntry> {
     let path = store.path(&scheme.relative_path(manifest.version));
-    let bytes = encode_manifest(manifest, indices, unknown_fields)
+    let mut manifest = manifest.clone();
+    let encoded = transaction.map(|t| t.encode_to_vec());
+    manifest.transaction_file = match transaction {
+        Some(t) => crate::transaction::write_transaction_file(store, t).await?,
+        None => String::new(),
+    };
+    let manifest = &manifest;
+    let bytes = encode_manifest(manifest, indices, unknown_fields, encoded.as_deref())
         .map_err(|rule| PathsError::corrupt(&path, rule))?;
     let size = bytes.len() as u64;
     store.put_if_absent(&path, Bytes::from(bytes)).await?;
@@ -532,7 +587,7 @@ mod tests {
     fn round_trips_with_index_section_and_unknown_fields() {
         // field 26 (max_clustering_id) = 5, which lancet does not model
         let unknown = vec![0xd0, 0x01, 0x05];
-        let bytes = encode_manifest(&sample(), &[index()], &unknown).unwrap();
+        let bytes = encode_manifest(&sample(), &[index()], &unknown, None).unwrap();
         let d = decode_manifest(&path(), Bytes::from(bytes)).unwrap();
         assert_eq!(d.manifest.fragments, sample().fragments);
         assert_eq!(d.indices, vec![index()]);
@@ -555,7 +610,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_footers_and_lengths() {
-        let good = encode_manifest(&sample(), &[index()], &[]).unwrap();
+        let good = encode_manifest(&sample(), &[index()], &[], None).unwrap();
         expect_corrupt(good[..10].to_vec(), "shorter than the 16-byte footer");
         let mut bad_magic = good.clone();
         let n = bad_magic.len();
@@ -601,7 +656,7 @@ mod tests {
             ..index()
         };
         expect_corrupt(
-            encode_manifest(&sample(), &[no_uuid], &[]).unwrap(),
+            encode_manifest(&sample(), &[no_uuid], &[], None).unwrap(),
             "has no uuid",
         );
         let short_uuid = IndexMetadata {
@@ -609,26 +664,58 @@ mod tests {
             ..index()
         };
         expect_corrupt(
-            encode_manifest(&sample(), &[short_uuid], &[]).unwrap(),
+            encode_manifest(&sample(), &[short_uuid], &[], None).unwrap(),
             "not 16",
         );
 
         let mut unsorted = sample();
         unsorted.fragments.reverse();
         expect_corrupt(
-            encode_manifest(&unsorted, &[], &[]).unwrap(),
+            encode_manifest(&unsorted, &[], &[], None).unwrap(),
             "strictly increase",
         );
         let mut stable = sample();
         stable.reader_feature_flags = flags::STABLE_ROW_IDS;
         stable.writer_feature_flags = flags::STABLE_ROW_IDS;
         expect_corrupt(
-            encode_manifest(&stable, &[], &[]).unwrap(),
+            encode_manifest(&stable, &[], &[], None).unwrap(),
             "no row id sequence",
         );
         let mut one_sided = sample();
         one_sided.reader_feature_flags = flags::FRAGMENT_REUSE_INDEX;
-        expect_corrupt(encode_manifest(&one_sided, &[], &[]).unwrap(), "both");
+        expect_corrupt(encode_manifest(&one_sided, &[], &[], None).unwrap(), "both");
+    }
+
+    #[test]
+    fn transaction_section_follows_the_index_section() {
+        let txn = b"\x08\x07".to_vec();
+        let bytes = encode_manifest(&sample(), &[index()], &[], Some(&txn)).unwrap();
+        let d = decode_manifest(&path(), Bytes::from(bytes)).unwrap();
+        assert_eq!(d.indices.len(), 1);
+        assert!(d.manifest.transaction_section.unwrap() > 0);
+        assert_eq!(d.transaction_section.unwrap().unwrap().as_ref(), &txn[..]);
+    }
+
+    #[test]
+    fn out_of_bounds_transaction_section_opens_but_does_not_read() {
+        let mut m = sample();
+        m.transaction_section = Some(1 << 40);
+        // encode clears offsets, so write the field by hand after the fact
+        let mut body = m.encode_to_vec();
+        let _ = &mut body;
+        let bytes = {
+            let mut out = Vec::new();
+            out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            out.extend_from_slice(&body);
+            out.extend_from_slice(&0i64.to_le_bytes());
+            out.extend_from_slice(&0i16.to_le_bytes());
+            out.extend_from_slice(&2i16.to_le_bytes());
+            out.extend_from_slice(b"LANC");
+            out
+        };
+        let d = decode_manifest(&path(), Bytes::from(bytes)).unwrap();
+        let err = d.transaction_section.unwrap().unwrap_err();
+        assert!(err.contains("not before the manifest"), "{err}");
     }
 
     #[tokio::test]
@@ -641,12 +728,12 @@ mod tests {
         let mut m = sample();
         for v in 1..=3 {
             m.version = v;
-            write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+            write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
                 .await
                 .unwrap();
         }
         assert!(matches!(
-            write_manifest(&store, &m, &[], &[], NamingScheme::V2).await,
+            write_manifest(&store, &m, &[], &[], NamingScheme::V2, None).await,
             Err(PathsError::AlreadyExists { .. })
         ));
         let versions: Vec<u64> = list_versions(&store)
@@ -675,7 +762,7 @@ mod tests {
         // a file whose name and content disagree
         let mut wrong = sample();
         wrong.version = 7;
-        let bytes = encode_manifest(&wrong, &[], &[]).unwrap();
+        let bytes = encode_manifest(&wrong, &[], &[], None).unwrap();
         store
             .put(
                 &store.path(&NamingScheme::V1.relative_path(8)),

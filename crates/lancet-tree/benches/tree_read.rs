@@ -157,8 +157,8 @@ fn bench(c: &mut Criterion) {
         fragments: records,
         ..Default::default()
     };
-    let flat_bytes = Bytes::from(encode_manifest(&flat, &[], &[]).unwrap());
-    let tree_bytes = encode_manifest(&manifest, &[], &[]).unwrap();
+    let flat_bytes = Bytes::from(encode_manifest(&flat, &[], &[], None).unwrap());
+    let tree_bytes = encode_manifest(&manifest, &[], &[], None).unwrap();
     eprintln!(
         "tree_read: flat manifest {} bytes, tree manifest {} bytes",
         flat_bytes.len(),

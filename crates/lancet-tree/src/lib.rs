@@ -44,4 +44,6 @@ pub use reader::{OpenContext, RootInfo, TreeReader, TreeStats, Walk};
 pub use records::{Checked, Deltas, Totals, Violation};
 pub use routing::{KeyRange, KEY_END, MAX_HEIGHT};
 pub use snapshot::{check_raw_arms, is_tree_manifest};
-pub use writer::{allocate_ids, empty_tree, TreeCommit, TreeWriter, TreeWriterConfig};
+pub use writer::{
+    allocate_ids, empty_tree, FragmentChange, TreeCommit, TreeWriter, TreeWriterConfig,
+};

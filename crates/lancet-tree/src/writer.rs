@@ -109,6 +109,16 @@ pub struct TreeCommit {
     pub written: Vec<(String, u64)>,
     /// The mutations this commit added, in sequence order.
     pub mutations: Vec<Mutation>,
+    /// Each fragment the actions touched, before and after, in id order.
+    pub changes: Vec<FragmentChange>,
+}
+
+/// One fragment a commit touched: its record before the commit and after (`None`: absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FragmentChange {
+    pub id: u64,
+    pub before: Option<DataFragment>,
+    pub after: Option<DataFragment>,
 }
 
 impl TreeCommit {
@@ -196,7 +206,7 @@ impl TreeWriter {
         actions: &[(u64, Action)],
     ) -> Result<TreeCommit> {
         let (root_next, tree_next) = reader.next_sequences();
-        let mutations = self.mutations(reader, actions, tree_next).await?;
+        let (mutations, changes) = self.mutations(reader, actions, tree_next).await?;
         let mut max_id = reader.max_fragment_id();
         for m in &mutations {
             let id = u32::try_from(m.target).map_err(|_| {
@@ -265,6 +275,7 @@ impl TreeWriter {
             max_fragment_id: max_id,
             written: commit.written,
             mutations,
+            changes,
         })
     }
 
@@ -335,6 +346,7 @@ impl TreeWriter {
             max_fragment_id: records.last().and_then(|f| u32::try_from(f.id).ok()),
             written: commit.written,
             mutations: Vec::new(),
+            changes: Vec::new(),
         })
     }
 
@@ -344,14 +356,15 @@ impl TreeWriter {
         reader: &TreeReader,
         actions: &[(u64, Action)],
         first: u64,
-    ) -> Result<Vec<Mutation>> {
+    ) -> Result<(Vec<Mutation>, Vec<FragmentChange>)> {
         // The prior record of every distinct target, resolved concurrently (cold leaves
         // fetch and decode in parallel); later actions on a target see earlier ones' result.
         let mut ids: Vec<u64> = actions.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
         let priors = reader.fragments_by_id(&ids).await?;
-        let mut state: HashMap<u64, Option<DataFragment>> = ids.into_iter().zip(priors).collect();
+        let before: Vec<(u64, Option<DataFragment>)> = ids.into_iter().zip(priors).collect();
+        let mut state: HashMap<u64, Option<DataFragment>> = before.iter().cloned().collect();
         let mut out = Vec::with_capacity(actions.len());
         for (i, (id, action)) in actions.iter().enumerate() {
             let prior = state.get(id).cloned().flatten();
@@ -377,7 +390,15 @@ impl TreeWriter {
             state.insert(*id, after);
             out.push(m);
         }
-        Ok(out)
+        let changes = before
+            .into_iter()
+            .map(|(id, before)| FragmentChange {
+                id,
+                before,
+                after: state.remove(&id).flatten(),
+            })
+            .collect();
+        Ok((out, changes))
     }
 }
 

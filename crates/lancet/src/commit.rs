@@ -12,11 +12,17 @@
 
 use lancet_paths::flags;
 use lancet_paths::manifest;
-use lancet_paths::PathsError;
-use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
-use lancet_tree::{Action, Deltas, Mutation, TreeWriter, TreeWriterConfig};
+use lancet_paths::transaction::operation_name;
+use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
+use lancet_proto::prost::Message;
+use lancet_proto::table::transaction::Operation;
+use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
+use lancet_tree::{Action, Deltas, FragmentChange, Mutation, TreeWriter, TreeWriterConfig};
 
 use crate::error::{Error, Result};
+use crate::transactions::{
+    compatibility, data_operation, index_operation, new_transaction, Compatibility,
+};
 use crate::Dataset;
 
 /// A published version and what publishing it wrote.
@@ -74,11 +80,213 @@ impl Dataset {
 
     async fn commit_inner(
         &self,
-        mut manifest: Manifest,
+        manifest: Manifest,
         indices: &[IndexMetadata],
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
     ) -> Result<Committed> {
+        self.commit_rebasing(manifest, indices, actions, config, Kind::Derived)
+            .await
+    }
+
+    /// The commit loop: prepare on `base` (first this version), publish N+1 with
+    /// put-if-absent; on losing, read the transactions of every version published since
+    /// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
+    /// again on the latest version and retry, after a jittered backoff, at most
+    /// [`MAX_ATTEMPTS`] times. Rebasing keeps the caller's intent: the latest manifest with
+    /// the caller's feature flags and `next_row_id` (when higher), the latest index list
+    /// with the caller's index changes applied, and the same actions with the ids of new
+    /// fragments moved past the latest `max_fragment_id` when another writer took them.
+    pub(crate) async fn commit_rebasing(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+        actions: &[(u64, Action)],
+        config: &TreeWriterConfig,
+        kind: Kind,
+    ) -> Result<Committed> {
+        let added: Vec<IndexMetadata> = indices
+            .iter()
+            .filter(|i| !self.indices().contains(i))
+            .cloned()
+            .collect();
+        let removed: Vec<IndexMetadata> = self
+            .indices()
+            .iter()
+            .filter(|i| !indices.contains(i))
+            .cloned()
+            .collect();
+        let (caller_reader_flags, caller_writer_flags, caller_next_row_id) = (
+            manifest.reader_feature_flags,
+            manifest.writer_feature_flags,
+            manifest.next_row_id,
+        );
+        let mut base = self.clone();
+        let mut manifest = manifest;
+        let mut indices = indices.to_vec();
+        let mut actions = actions.to_vec();
+        let mut new_ids: Option<Vec<u64>> = None;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let prepared = base
+                .prepare(manifest, &indices, &actions, config, &kind)
+                .await?;
+            if new_ids.is_none() {
+                new_ids = Some(
+                    prepared
+                        .changes
+                        .iter()
+                        .filter(|c| c.before.is_none() && c.after.is_some())
+                        .map(|c| c.id)
+                        .collect(),
+                );
+            }
+            let txn = new_transaction(self.version(), prepared.operation.clone());
+            let lost = match base
+                .publish_sized(prepared.manifest, &prepared.indices, Some(&txn))
+                .await
+            {
+                Ok((dataset, manifest_bytes)) => {
+                    return Ok(Committed {
+                        dataset,
+                        objects_written: prepared.objects + 2,
+                        bytes_written: prepared.bytes + manifest_bytes + txn.encoded_len() as u64,
+                    })
+                }
+                Err(Error::CommitConflict { version, .. }) => version,
+                Err(e) => return Err(e),
+            };
+            let conflict = |reason: String, retryable: bool| Error::CommitConflict {
+                uri: self.uri().to_string(),
+                version: lost,
+                reason,
+                retryable,
+            };
+            let mine = operation_name(&prepared.operation);
+            if matches!(kind, Kind::Conversion) {
+                return Err(conflict(
+                    format!(
+                        "{mine} (a layout conversion) is not rebased; convert the latest version"
+                    ),
+                    true,
+                ));
+            }
+            let (latest, since) = base.transactions_since().await?;
+            for (version, txn) in &since {
+                let Some(theirs) = txn else {
+                    return Err(conflict(
+                        format!("{mine} cannot be judged against version {version}, which records no transaction"),
+                        false,
+                    ));
+                };
+                match compatibility(&prepared.operation, theirs, base.has_stable_row_ids()) {
+                    Compatibility::Rebase => {}
+                    Compatibility::Retryable(why) => {
+                        return Err(conflict(
+                            format!(
+                                "{mine} against {} at version {version}: {why}",
+                                theirs.operation_name()
+                            ),
+                            true,
+                        ))
+                    }
+                    Compatibility::Incompatible(why) => {
+                        return Err(conflict(
+                            format!(
+                                "{mine} against {} at version {version}: {why}",
+                                theirs.operation_name()
+                            ),
+                            false,
+                        ))
+                    }
+                }
+            }
+            if attempt >= MAX_ATTEMPTS {
+                return Err(conflict(
+                    format!("{mine} lost {attempt} races in a row"),
+                    true,
+                ));
+            }
+            // Rebuild the caller's intent on the latest version.
+            let remap = remap_new_ids(new_ids.as_deref().unwrap_or(&[]), &latest);
+            if !remap.is_empty() && matches!(kind, Kind::Rewrite) {
+                return Err(conflict(
+                    format!("{mine}: another writer took the destination fragment ids the Fragment Reuse Index records"),
+                    true,
+                ));
+            }
+            actions = actions
+                .into_iter()
+                .map(|(id, action)| remap_action(id, action, &remap))
+                .collect();
+            if let Some(ids) = &mut new_ids {
+                for id in ids.iter_mut() {
+                    if let Some(n) = remap.iter().find(|(old, _)| old == id).map(|(_, n)| *n) {
+                        *id = n;
+                    }
+                }
+            }
+            manifest = latest.manifest().clone();
+            manifest.reader_feature_flags |= caller_reader_flags;
+            manifest.writer_feature_flags |= caller_writer_flags;
+            manifest.next_row_id = manifest.next_row_id.max(caller_next_row_id);
+            indices = latest
+                .indices()
+                .iter()
+                .filter(|i| !removed.iter().any(|r| r.uuid == i.uuid) && !added.contains(i))
+                .cloned()
+                .chain(added.iter().cloned())
+                .collect();
+            tracing::info!(
+                uri = %self.uri(),
+                lost,
+                onto = latest.version(),
+                attempt,
+                "commit rebased"
+            );
+            base = latest;
+            backoff(attempt).await;
+        }
+    }
+
+    /// The versions after this one up to the latest (read by name, not listed), each with
+    /// its transaction; and the latest version.
+    pub(crate) async fn transactions_since(
+        &self,
+    ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
+        let mut out = Vec::new();
+        let mut version = self.version() + 1;
+        loop {
+            match manifest::read_manifest(self.store(), Some(version)).await {
+                Ok(file) => {
+                    let txn =
+                        lancet_paths::transaction::read_transaction(self.store(), &file).await?;
+                    out.push((version, txn));
+                    version += 1;
+                }
+                Err(PathsError::VersionNotFound { .. }) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let latest = self.checkout(version - 1).await?;
+        Ok((latest, out))
+    }
+
+    /// This version's transaction (what the commit that made it did), if it records one.
+    pub async fn transaction(&self) -> Result<Option<StoredTransaction>> {
+        Ok(lancet_paths::transaction::read_transaction(self.store(), self.manifest_file()).await?)
+    }
+
+    /// Applies `actions` to this version: the tree writer's objects, or the flat list.
+    async fn prepare(
+        &self,
+        mut manifest: Manifest,
+        indices: &[IndexMetadata],
+        actions: &[(u64, Action)],
+        config: &TreeWriterConfig,
+        kind: &Kind,
+    ) -> Result<Prepared> {
         let (mut objects, mut bytes) = (0, 0);
         if actions
             .iter()
@@ -90,8 +298,11 @@ impl Dataset {
             manifest.reader_feature_flags |= flags::DELETION_FILES;
             manifest.writer_feature_flags |= flags::DELETION_FILES;
         }
-        match self.tree() {
+        let changes = match self.tree() {
+            // a conversion brings its own fragment list or tree
+            _ if matches!(kind, Kind::Conversion) => Vec::new(),
             Some(reader) => {
+                let mut changes = Vec::new();
                 if !actions.is_empty() {
                     let writer = TreeWriter::new(self.store().clone(), config.clone());
                     let commit = writer.commit(reader, actions).await?;
@@ -99,31 +310,52 @@ impl Dataset {
                     bytes += commit.object_bytes();
                     manifest.fragment_tree = Some(commit.metadata);
                     manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
+                    changes = commit.changes;
                 }
                 manifest.fragments.clear();
+                changes
             }
-            None => {
-                apply_flat(&mut manifest, actions)?;
-            }
-        }
-        let (dataset, manifest_bytes) = self.publish_sized(manifest, indices).await?;
-        Ok(Committed {
-            dataset,
-            objects_written: objects + 1,
-            bytes_written: bytes + manifest_bytes,
+            None => apply_flat(&mut manifest, actions)?,
+        };
+        let operation = match kind {
+            Kind::Conversion => Operation::Rewrite(Default::default()),
+            Kind::Rewrite => Operation::Rewrite(rewrite_group(&changes)),
+            Kind::Derived if !changes.is_empty() => data_operation(&changes),
+            Kind::Derived => index_operation(self.indices(), indices)
+                .unwrap_or(Operation::UpdateConfig(Default::default())),
+        };
+        Ok(Prepared {
+            manifest,
+            indices: indices.to_vec(),
+            operation,
+            changes,
+            objects,
+            bytes,
         })
     }
 
-    /// Writes `manifest` as version N+1 with put-if-absent.
+    /// Writes `manifest` as version N+1 with put-if-absent, with its transaction (a
+    /// conversion's `Rewrite` when `None`), and no rebase.
     async fn publish(&self, manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
-        self.publish_sized(manifest, indices).await.map(|(d, _)| d)
+        self.commit_rebasing(
+            manifest,
+            indices,
+            &[],
+            &TreeWriterConfig::default(),
+            Kind::Conversion,
+        )
+        .await
+        .map(|c| c.dataset)
     }
 
-    /// [`Dataset::publish`], also returning the manifest's size.
+    /// Writes `manifest` as version N+1 with put-if-absent (its transaction first, as Lance
+    /// does), returning the new version and the manifest's size. Losing is
+    /// `CommitConflict` naming the version.
     async fn publish_sized(
         &self,
         mut manifest: Manifest,
         indices: &[IndexMetadata],
+        transaction: Option<&Transaction>,
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         let written = manifest::write_manifest(
@@ -132,6 +364,7 @@ impl Dataset {
             indices,
             &self.manifest_file().decoded.unknown_fields,
             self.naming_scheme(),
+            transaction,
         )
         .await;
         let size = match written {
@@ -140,6 +373,8 @@ impl Dataset {
                 return Err(Error::CommitConflict {
                     uri: self.uri().to_string(),
                     version: manifest.version,
+                    reason: "lost the put-if-absent race".into(),
+                    retryable: true,
                 })
             }
             Err(e) => return Err(e.into()),
@@ -248,8 +483,10 @@ fn invalid(ds: &Dataset, rule: &str) -> Error {
     }
 }
 
-/// Applies actions to a flat fragment list with the tree's semantics (kept in id order).
-fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<()> {
+/// Applies actions to a flat fragment list with the tree's semantics (kept in id order),
+/// returning each touched fragment before and after, in id order.
+fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<Vec<FragmentChange>> {
+    let mut changes: std::collections::BTreeMap<u64, FragmentChange> = Default::default();
     for (i, (id, action)) in actions.iter().enumerate() {
         let pos = manifest.fragments.binary_search_by_key(id, |f| f.id);
         let prior = pos.ok().and_then(|p| manifest.fragments.get(p)).cloned();
@@ -267,7 +504,15 @@ fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<()> 
             )))
         };
         m.deltas = m.deltas_on(prior.as_ref()).map_err(bad)?;
-        let after = m.apply(prior).map_err(bad)?;
+        let after = m.apply(prior.clone()).map_err(bad)?;
+        changes
+            .entry(*id)
+            .or_insert_with(|| FragmentChange {
+                id: *id,
+                before: prior,
+                after: None,
+            })
+            .after = after.clone();
         match (pos, after) {
             (Ok(p), Some(f)) => {
                 if let Some(slot) = manifest.fragments.get_mut(p) {
@@ -285,5 +530,91 @@ fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<()> 
             (Err(_), None) => {}
         }
     }
-    Ok(())
+    Ok(changes.into_values().collect())
+}
+
+/// How a commit's Lance operation is chosen, and whether it may be rebased.
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    /// From what the actions changed, or the index list when no fragment changed.
+    Derived,
+    /// A rewrite: one group of the removed sources and the new destinations.
+    Rewrite,
+    /// A flat ↔ tree conversion: the fragments' content is unchanged; never rebased.
+    Conversion,
+}
+
+/// A commit prepared on one version.
+struct Prepared {
+    manifest: Manifest,
+    indices: Vec<IndexMetadata>,
+    operation: Operation,
+    changes: Vec<FragmentChange>,
+    objects: u64,
+    bytes: u64,
+}
+
+/// Attempts a commit makes before giving up on a busy table.
+pub const MAX_ATTEMPTS: u32 = 20;
+
+/// Sleeps before attempt `attempt + 1`: a random number of slots of 10 ms, the slot count
+/// doubling from 4 to 128 (Lance's slot backoff).
+async fn backoff(attempt: u32) {
+    let slots = 4u64 << attempt.min(5);
+    let slot = u64::from(ObjectUuid::new_v4().as_bytes()[0]) % slots;
+    tokio::time::sleep(std::time::Duration::from_millis(slot * 10)).await;
+}
+
+/// `(old, new)` ids for fragments this commit creates that the latest version has taken
+/// (at or below its `max_fragment_id`, or present): moved, in order, past both.
+fn remap_new_ids(new_ids: &[u64], latest: &Dataset) -> Vec<(u64, u64)> {
+    let taken = latest.manifest().max_fragment_id.map(u64::from);
+    let Some(max) = taken else { return Vec::new() };
+    if new_ids.iter().all(|id| *id > max) {
+        return Vec::new();
+    }
+    let mut next = max + 1;
+    new_ids
+        .iter()
+        .map(|&old| {
+            let new = next;
+            next += 1;
+            (old, new)
+        })
+        .collect()
+}
+
+fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) {
+    let Some(&(_, new)) = remap.iter().find(|(old, _)| *old == id) else {
+        return (id, action);
+    };
+    let action = match action {
+        Action::Upsert(mut f) => {
+            f.id = new;
+            Action::Upsert(f)
+        }
+        other => other,
+    };
+    (new, action)
+}
+
+/// The one rewrite group of a rewrite's changes: removed sources, new destinations.
+fn rewrite_group(changes: &[FragmentChange]) -> lancet_proto::table::transaction::Rewrite {
+    use lancet_proto::table::transaction::rewrite::RewriteGroup;
+    let group = RewriteGroup {
+        old_fragments: changes
+            .iter()
+            .filter(|c| c.after.is_none())
+            .filter_map(|c| c.before.clone())
+            .collect(),
+        new_fragments: changes
+            .iter()
+            .filter(|c| c.before.is_none())
+            .filter_map(|c| c.after.clone())
+            .collect(),
+    };
+    lancet_proto::table::transaction::Rewrite {
+        groups: vec![group],
+        ..Default::default()
+    }
 }

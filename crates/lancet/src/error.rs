@@ -17,9 +17,16 @@ pub enum Error {
     /// A load shared with other callers through a cache failed; the message is the original's.
     #[error("{0}")]
     Shared(String),
-    /// Another writer published version `version` first; nothing was overwritten.
-    #[error("dataset {uri}: version {version} was committed by another writer first")]
-    CommitConflict { uri: String, version: u64 },
+    /// Another writer published version `version` first and this commit cannot be rebased
+    /// over it (`reason` names both operations); nothing was published. `retryable`: redoing
+    /// the work on the newer version may succeed.
+    #[error("dataset {uri}: version {version} was committed by another writer first: {reason}")]
+    CommitConflict {
+        uri: String,
+        version: u64,
+        reason: String,
+        retryable: bool,
+    },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {

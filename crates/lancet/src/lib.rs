@@ -13,6 +13,7 @@ mod fri;
 mod indexes;
 mod rewrite;
 mod rowids;
+mod transactions;
 mod verify;
 
 pub use cache::{
@@ -23,6 +24,7 @@ pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, Result};
 pub use indexes::BTreeSegment;
 pub use rewrite::RewriteMapping;
+pub use transactions::{compatibility, Compatibility};
 pub use verify::{LineageViolation, VerifyReport};
 
 pub use lancet_btree as btree;

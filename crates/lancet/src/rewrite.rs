@@ -286,15 +286,20 @@ impl Dataset {
         let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
         manifest.reader_feature_flags |= tagged;
         manifest.writer_feature_flags |= tagged;
-        // this version's transaction file describes the previous commit, not this one
-        manifest.transaction_file = String::new();
-        self.commit_with_actions(
+        let kind = if actions.is_empty() {
+            crate::commit::Kind::Derived
+        } else {
+            crate::commit::Kind::Rewrite
+        };
+        self.commit_rebasing(
             manifest,
             &indices,
             actions,
             &lancet_tree::TreeWriterConfig::default(),
+            kind,
         )
         .await
+        .map(|c| c.dataset)
     }
 
     /// Drops the FRI transitions no index still needs, republishing the rest; `None` when

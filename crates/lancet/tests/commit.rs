@@ -31,7 +31,7 @@ async fn flat_table(dir: &std::path::Path, n: u64) -> Dataset {
         max_fragment_id: n.checked_sub(1).map(|m| m as u32),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default()))
@@ -111,34 +111,102 @@ async fn tree_and_flat_commits_agree() {
 }
 
 #[tokio::test]
-async fn losing_the_race_is_a_commit_conflict() {
+async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let base = flat_table(dir.path(), 3)
         .await
         .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
         .unwrap();
-    let first = base
+    let append = |ds: &Dataset| {
+        let ds = ds.clone();
+        async move {
+            ds.commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &[(3, Action::Upsert(Box::new(fragment(3))))],
+                &TreeWriterConfig::default(),
+            )
+            .await
+        }
+    };
+    let first = append(&base).await.unwrap();
+    // prepared on the same version: the append rebases, its new fragment moves to id 4
+    let second = append(&base).await.unwrap();
+    assert_eq!(second.version(), first.version() + 1);
+    second.verify().await.unwrap();
+    let ids: Vec<u64> = second
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(ids, vec![0, 1, 2, 3, 4]);
+    assert_eq!(second.manifest().max_fragment_id, Some(4));
+    let txn = second.transaction().await.unwrap().unwrap();
+    assert_eq!(txn.operation_name(), "Append");
+    assert_eq!(txn.transaction.read_version, base.version());
+
+    // two deletions of one fragment prepared on one version: the second is a conflict
+    let delete = |ds: &Dataset, n: u64| {
+        let ds = ds.clone();
+        async move {
+            ds.commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &[(
+                    1,
+                    Action::AddDeletionFile(DeletionFile {
+                        num_deleted_rows: n,
+                        id: n,
+                        ..Default::default()
+                    }),
+                )],
+                &TreeWriterConfig::default(),
+            )
+            .await
+        }
+    };
+    let won = delete(&second, 1).await.unwrap();
+    let lost = delete(&second, 2).await;
+    match lost {
+        Err(Error::CommitConflict {
+            version,
+            reason,
+            retryable,
+            ..
+        }) => {
+            assert_eq!(version, won.version());
+            assert!(retryable);
+            assert!(reason.contains("Delete against Delete"), "{reason}");
+            assert!(reason.contains("fragment 1"), "{reason}");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // nothing was published by the loser; the winner is intact
+    let latest = Dataset::open(won.uri()).await.unwrap();
+    assert_eq!(latest.version(), won.version());
+    latest.verify().await.unwrap();
+    // a deletion of another fragment rebases
+    let other = second
         .commit_with_actions(
-            base.manifest().clone(),
+            second.manifest().clone(),
             &[],
-            &[(3, Action::Upsert(Box::new(fragment(3))))],
+            &[(
+                2,
+                Action::AddDeletionFile(DeletionFile {
+                    num_deleted_rows: 3,
+                    id: 3,
+                    ..Default::default()
+                }),
+            )],
             &TreeWriterConfig::default(),
         )
         .await
         .unwrap();
-    let second = base
-        .commit_with_actions(
-            base.manifest().clone(),
-            &[],
-            &[(3, Action::Upsert(Box::new(fragment(3))))],
-            &TreeWriterConfig::default(),
-        )
-        .await;
-    assert!(
-        matches!(second, Err(Error::CommitConflict { version, .. }) if version == first.version())
-    );
-    // the winner is intact
-    first.verify().await.unwrap();
-    assert_eq!(first.fragments().await.unwrap().len(), 4);
+    assert_eq!(other.version(), won.version() + 1);
+    let f = other.fragments().await.unwrap();
+    assert_eq!(f[1].deletion_file.as_ref().unwrap().num_deleted_rows, 1);
+    assert_eq!(f[2].deletion_file.as_ref().unwrap().num_deleted_rows, 3);
 }

@@ -12,7 +12,7 @@ use lancet::{Caches, Dataset, Error};
 
 async fn open_with_flags(m: Manifest) -> Result<Dataset, Error> {
     let store = DatasetStore::open("memory://").unwrap();
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default())).await
@@ -133,7 +133,7 @@ async fn tree_objects_load_once_through_the_node_cache() {
         fragment_tree: Some(built.metadata),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2)
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
     let caches = Caches::new(Default::default());

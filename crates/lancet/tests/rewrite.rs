@@ -27,7 +27,7 @@ fn fragment(id: u64, rows: u64) -> DataFragment {
 
 async fn table(m: Manifest, indices: &[IndexMetadata]) -> Dataset {
     let store = DatasetStore::open("memory://").unwrap();
-    write_manifest(&store, &m, indices, &[], NamingScheme::V2)
+    write_manifest(&store, &m, indices, &[], NamingScheme::V2, None)
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default()))

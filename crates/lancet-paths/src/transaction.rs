@@ -1,0 +1,209 @@
+//! Lance transactions: what each version did, where it is stored, and how it is read.
+//!
+//! Lance 14 stores a version's `Transaction` twice (FORMAT-FACTS §2, §3): as
+//! `_transactions/{read_version}-{uuid}.txn`, named by `Manifest.transaction_file`, and inline
+//! in the manifest object (a u32-prefixed section whose offset is `Manifest.transaction_section`,
+//! field 23; deprecated field 21 is read, never written). Readers take the inline copy first,
+//! then the file, as Lance's conflict resolver does. A version whose transaction cannot be
+//! decoded still opens: only commits that must decide a conflict need it.
+//!
+//! An operation number lancet does not model (the oneof's 100–199 range) is kept as its raw
+//! bytes ([`StoredTransaction::unknown_operation`]) rather than dropped, so a newer writer's
+//! operation is reported, and treated as a conflict, instead of being mistaken for none.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+use bytes::Bytes;
+use lancet_proto::table::transaction::Operation;
+use lancet_proto::table::Transaction;
+use lancet_proto::wire;
+use object_store::path::Path;
+use prost::Message;
+
+use crate::error::{PathsError, Result};
+use crate::manifest::ManifestFile;
+use crate::store::DatasetStore;
+
+/// Where transaction files live, relative to the dataset root.
+pub const TRANSACTIONS_DIR: &str = "_transactions";
+
+/// Operation numbers this build models (`Transaction.operation`).
+const KNOWN_OPERATIONS: std::ops::RangeInclusive<u32> = 100..=115;
+/// The range Lance reserves for operations.
+const OPERATION_RANGE: std::ops::RangeInclusive<u32> = 100..=199;
+
+/// A decoded transaction, with an unmodelled operation kept raw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTransaction {
+    pub transaction: Transaction,
+    /// `(field number, value bytes)` of an operation lancet does not model.
+    pub unknown_operation: Option<(u32, Bytes)>,
+}
+
+impl StoredTransaction {
+    /// Lance's name of the operation (`"Append"`, `"CreateIndex"`, ...), `"Unknown(n)"` for
+    /// an unmodelled one and `"None"` when the transaction names no operation.
+    pub fn operation_name(&self) -> String {
+        match (&self.transaction.operation, &self.unknown_operation) {
+            (Some(op), _) => operation_name(op).to_string(),
+            (None, Some((n, _))) => format!("Unknown({n})"),
+            (None, None) => "None".to_string(),
+        }
+    }
+}
+
+/// Lance's name of `op`.
+pub fn operation_name(op: &Operation) -> &'static str {
+    match op {
+        Operation::Append(_) => "Append",
+        Operation::Delete(_) => "Delete",
+        Operation::Overwrite(_) => "Overwrite",
+        Operation::CreateIndex(_) => "CreateIndex",
+        Operation::Rewrite(_) => "Rewrite",
+        Operation::Merge(_) => "Merge",
+        Operation::Restore(_) => "Restore",
+        Operation::ReserveFragments(_) => "ReserveFragments",
+        Operation::Update(_) => "Update",
+        Operation::Project(_) => "Project",
+        Operation::UpdateConfig(_) => "UpdateConfig",
+        Operation::DataReplacement(_) => "DataReplacement",
+        Operation::UpdateMemWalState(_) => "UpdateMemWalState",
+        Operation::Clone(_) => "Clone",
+        Operation::UpdateBases(_) => "UpdateBases",
+        Operation::DataOverlay(_) => "DataOverlay",
+    }
+}
+
+/// Decodes a transaction (a `.txn` file or an inline section). Pure.
+pub fn decode_transaction(path: &Path, bytes: &[u8]) -> Result<StoredTransaction> {
+    let corrupt = |rule: String| PathsError::corrupt_transaction(path, rule);
+    let transaction = Transaction::decode(bytes)
+        .map_err(|e| corrupt(format!("Transaction protobuf does not decode: {e}")))?;
+    let mut unknown_operation = None;
+    for field in wire::fields(bytes) {
+        let field = field.map_err(|e| corrupt(format!("Transaction protobuf: {e}")))?;
+        if OPERATION_RANGE.contains(&field.number) && !KNOWN_OPERATIONS.contains(&field.number) {
+            let value = bytes.get(field.value.clone()).unwrap_or_default();
+            // the last occurrence wins, as for a oneof
+            unknown_operation = Some((field.number, Bytes::copy_from_slice(value)));
+        } else if KNOWN_OPERATIONS.contains(&field.number) {
+            unknown_operation = None;
+        }
+    }
+    if unknown_operation.is_some() {
+        // an unmodelled operation that comes last replaces any modelled one
+        let mut transaction = transaction;
+        transaction.operation = None;
+        return Ok(StoredTransaction {
+            transaction,
+            unknown_operation,
+        });
+    }
+    Ok(StoredTransaction {
+        transaction,
+        unknown_operation,
+    })
+}
+
+/// `{read_version}-{uuid}.txn`: the file name Lance gives a transaction (what
+/// `Manifest.transaction_file` holds).
+pub fn transaction_file_name(transaction: &Transaction) -> String {
+    format!("{}-{}.txn", transaction.read_version, transaction.uuid)
+}
+
+/// Writes `transaction` to `_transactions/{read_version}-{uuid}.txn` (a fresh uuid per
+/// transaction, so the name is never taken) and returns the name for
+/// `Manifest.transaction_file`.
+pub async fn write_transaction_file(
+    store: &DatasetStore,
+    transaction: &Transaction,
+) -> Result<String> {
+    let name = transaction_file_name(transaction);
+    let path = store.path(&format!("{TRANSACTIONS_DIR}/{name}"));
+    store
+        .put(&path, Bytes::from(transaction.encode_to_vec()))
+        .await?;
+    Ok(name)
+}
+
+/// The transaction of a read manifest: its inline section, else its `transaction_file`,
+/// else `None` (Lance 14's order). A section or file that does not decode is an error.
+pub async fn read_transaction(
+    store: &DatasetStore,
+    file: &ManifestFile,
+) -> Result<Option<StoredTransaction>> {
+    match &file.decoded.transaction_section {
+        Some(Ok(section)) => return decode_transaction(&file.entry.path, section).map(Some),
+        Some(Err(rule)) => {
+            return Err(PathsError::corrupt_transaction(
+                &file.entry.path,
+                rule.clone(),
+            ))
+        }
+        None => {}
+    }
+    let name = &file.decoded.manifest.transaction_file;
+    if name.is_empty() {
+        return Ok(None);
+    }
+    if name.contains('/') || name.contains("..") {
+        return Err(PathsError::corrupt_transaction(
+            &file.entry.path,
+            format!("transaction_file {name:?} is not a plain file name"),
+        ));
+    }
+    let path = store.path(&format!("{TRANSACTIONS_DIR}/{name}"));
+    let bytes = store.get(&path, None).await?;
+    decode_transaction(&path, &bytes).map(Some)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::transaction::{Append, ReserveFragments};
+
+    fn txn(op: Operation) -> Transaction {
+        Transaction {
+            read_version: 3,
+            uuid: "00000000-0000-4000-8000-000000000001".into(),
+            operation: Some(op),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn round_trips_and_names() {
+        let t = txn(Operation::ReserveFragments(ReserveFragments {
+            num_fragments: 4,
+        }));
+        let d = decode_transaction(&Path::from("t"), &t.encode_to_vec()).unwrap();
+        assert_eq!(d.transaction, t);
+        assert_eq!(d.operation_name(), "ReserveFragments");
+        assert_eq!(
+            transaction_file_name(&t),
+            "3-00000000-0000-4000-8000-000000000001.txn"
+        );
+    }
+
+    #[test]
+    fn unknown_operation_is_kept_raw() {
+        let mut bytes = txn(Operation::Append(Append::default())).encode_to_vec();
+        // field 150, length-delimited, 2 bytes: a newer writer's operation
+        bytes.extend_from_slice(&[0xb2, 0x09, 2, 0x08, 0x01]);
+        let d = decode_transaction(&Path::from("t"), &bytes).unwrap();
+        assert_eq!(d.operation_name(), "Unknown(150)");
+        assert_eq!(d.unknown_operation.unwrap().1.as_ref(), &[0x08, 0x01]);
+        assert!(d.transaction.operation.is_none());
+    }
+
+    #[test]
+    fn garbage_is_a_typed_error() {
+        let err =
+            decode_transaction(&Path::from("_transactions/x.txn"), &[0x0a, 0xff]).unwrap_err();
+        assert!(
+            matches!(err, PathsError::CorruptTransaction { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("_transactions/x.txn"), "{err}");
+    }
+}
