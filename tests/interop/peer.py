@@ -165,9 +165,35 @@ def rewrite(uri, sources_json, mode, arg):
     return {"fragments": fragments, "labels": labels}
 
 
+def append_at(uri, read_version, start, n):
+    """Writes rows [START, START+N) (the fixtures' columns) as new fragments and commits them
+    as an Append prepared on READ_VERSION, as a writer that started before later commits."""
+    ds = lance.dataset(uri, version=int(read_version))
+    ids = list(range(int(start), int(start) + int(n)))
+    part = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"name-{i}" for i in ids], pa.utf8()),
+            "value": pa.array([i * 0.5 for i in ids], pa.float64()),
+        }
+    )
+    frags = lance.fragment.write_fragments(part, uri, data_storage_version=ds.data_storage_version)
+    out = lance.LanceDataset.commit(uri, lance.LanceOperation.Append(frags), read_version=int(read_version))
+    return {"version": out.version}
+
+
+def transactions(uri):
+    """Each version's operation name, newest first, as pylance reads them."""
+    ds = lance.dataset(uri)
+    out = []
+    for t in ds.get_transactions(ds.version):
+        out.append(None if t is None else {"read_version": t.read_version, "operation": type(t.operation).__name__})
+    return {"version": ds.version, "transactions": out, "indices": sorted(i["name"] for i in ds.list_indices())}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -1196,3 +1196,76 @@ fn convert_then_flatten_round_trips_pylance_tables() {
         );
     }
 }
+
+/// Issue 11's scenario and its reverse: a pylance append prepared before a lancet index build
+/// lands on top of it (Lance reads lancet's CreateIndex transaction and rebases), keeping the
+/// index; a lancet index build prepared before a pylance delete rebases over it.
+#[tokio::test]
+async fn lancet_and_pylance_commits_rebase_over_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("basic");
+    copy_dir(&fixtures().join("basic"), &uri);
+    let uri = uri.to_str().unwrap().to_string();
+    let read = Dataset::open(&uri).await.unwrap();
+    let prepared_on = read.version();
+
+    // lancet commits an index build; a pylance append prepared on the older version follows
+    let indexed = read.build_btree("value", 64).await.unwrap();
+    assert_eq!(indexed.version(), prepared_on + 1);
+    let txn = indexed.transaction().await.unwrap().unwrap();
+    assert_eq!(txn.operation_name(), "CreateIndex");
+    assert_eq!(txn.transaction.read_version, prepared_on);
+    let appended = peer(&["append-at", &uri, &prepared_on.to_string(), "100000", "500"]);
+    assert_eq!(appended["version"], json!(prepared_on + 2));
+    let seen = peer(&["transactions", &uri]);
+    let ops: Vec<&str> = seen["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(2)
+        .map(|t| t["operation"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["Append", "CreateIndex"], "{seen}");
+    let names: Vec<&str> = seen["indices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"value_idx"),
+        "the index survives the append: {seen}"
+    );
+
+    // the reverse: lancet prepares on the latest, pylance deletes first, lancet rebases
+    let before = Dataset::open(&uri).await.unwrap();
+    peer(&["delete", &uri, "id >= 100000 AND id < 100010"]);
+    let rebased = before.build_btree("name", 64).await.unwrap();
+    assert_eq!(rebased.version(), before.version() + 2);
+    rebased.verify().await.unwrap();
+    let scan = peer(&["scan", &uri]);
+    assert_eq!(scan["version"], json!(rebased.version()));
+    let deleted = Dataset::open(&uri).await.unwrap();
+    assert_eq!(deleted.num_rows(), before.num_rows().map(|n| n - 10));
+    let seen = peer(&["transactions", &uri]);
+    let first = &seen["transactions"][0];
+    assert_eq!(first["operation"], json!("CreateIndex"), "{seen}");
+    assert_eq!(first["read_version"], json!(before.version()), "{seen}");
+    for name in ["value_idx", "name_idx", "id_idx"] {
+        assert!(
+            seen["indices"].as_array().unwrap().contains(&json!(name)),
+            "{name}: {seen}"
+        );
+    }
+    // and lancet reads pylance's transactions
+    let deletion = rebased.checkout(before.version() + 1).await.unwrap();
+    assert_eq!(
+        deletion
+            .transaction()
+            .await
+            .unwrap()
+            .unwrap()
+            .operation_name(),
+        "Delete"
+    );
+}
