@@ -1068,6 +1068,9 @@ fn versionless(args: &[&str]) -> Value {
             "manifest_path",
             "reader_feature_flags",
             "writer_feature_flags",
+            // what the commit that made the version did
+            "transaction",
+            "transaction_error",
         ] {
             o.remove(key);
         }
