@@ -12,6 +12,8 @@
 
 pub mod bases;
 pub mod error;
+#[cfg(feature = "testing")]
+pub mod fault;
 pub mod files;
 pub mod flags;
 pub mod manifest;

@@ -250,6 +250,19 @@ impl Dataset {
         }
     }
 
+    /// The size of version `version`'s manifest when it exists and records `transaction`
+    /// (same uuid): a put this writer made that reported failure.
+    async fn landed(&self, version: u64, transaction: Option<&Transaction>) -> Option<u64> {
+        let ours = transaction?;
+        let file = manifest::read_manifest(self.store(), Some(version))
+            .await
+            .ok()?;
+        let recorded = lancet_paths::transaction::read_transaction(self.store(), &file)
+            .await
+            .ok()??;
+        (recorded.transaction.uuid == ours.uuid).then_some(file.entry.size)
+    }
+
     /// The versions after this one up to the latest (read by name, not listed), each with
     /// its transaction; and the latest version.
     pub(crate) async fn transactions_since(
@@ -369,15 +382,23 @@ impl Dataset {
         .await;
         let size = match written {
             Ok(entry) => entry.size,
-            Err(PathsError::AlreadyExists { .. }) => {
-                return Err(Error::CommitConflict {
-                    uri: self.uri().to_string(),
-                    version: manifest.version,
-                    reason: "lost the put-if-absent race".into(),
-                    retryable: true,
-                })
-            }
-            Err(e) => return Err(e.into()),
+            // The put may have landed although it reported failure (a lost response, or a
+            // store retry that then found its own object): the version is ours when it
+            // records our transaction, and is then never committed a second time.
+            Err(e) => match self.landed(manifest.version, transaction).await {
+                Some(size) => size,
+                None => match e {
+                    PathsError::AlreadyExists { .. } => {
+                        return Err(Error::CommitConflict {
+                            uri: self.uri().to_string(),
+                            version: manifest.version,
+                            reason: "lost the put-if-absent race".into(),
+                            retryable: true,
+                        })
+                    }
+                    e => return Err(e.into()),
+                },
+            },
         };
         tracing::info!(version = manifest.version, bytes = size, "committed");
         Ok((self.checkout(manifest.version).await?, size))

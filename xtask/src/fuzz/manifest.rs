@@ -70,14 +70,20 @@ fn seeds() -> Vec<Vec<u8>> {
     };
     let unknown = [0xd0u8, 0x01, 0x05, 0xca, 0x01, 0x02, 0x08, 0x01];
     let mut out = vec![
-        encode_manifest(&Manifest::default(), &[], &[]).unwrap_or_default(),
-        encode_manifest(&full, &[], &[]).unwrap_or_default(),
-        encode_manifest(&full, &[index.clone(), index], &unknown).unwrap_or_default(),
+        encode_manifest(&Manifest::default(), &[], &[], None).unwrap_or_default(),
+        encode_manifest(&full, &[], &[], None).unwrap_or_default(),
+        encode_manifest(
+            &full,
+            &[index.clone(), index],
+            &unknown,
+            Some(&[0x08, 0x07]),
+        )
+        .unwrap_or_default(),
     ];
     let mut flat = full.clone();
     flat.reader_feature_flags = 0;
     flat.writer_feature_flags = 0;
-    out.push(encode_manifest(&flat, &[], &[]).unwrap_or_default());
+    out.push(encode_manifest(&flat, &[], &[], None).unwrap_or_default());
     out
 }
 
@@ -122,7 +128,7 @@ impl Target for ManifestTarget {
             .iter()
             .all(|i| i.uuid.as_ref().is_some_and(|u| u.uuid.len() == 16)));
         assert!(flags::validate_flags(&d.manifest).is_ok());
-        let again = encode_manifest(&d.manifest, &d.indices, &d.unknown_fields)
+        let again = encode_manifest(&d.manifest, &d.indices, &d.unknown_fields, None)
             .expect("a decoded manifest re-encodes");
         let d2 = decode_manifest(&path, Bytes::from(again)).expect("re-encoded manifest decodes");
         assert_eq!(d2.manifest.fragments, d.manifest.fragments);
@@ -134,4 +140,68 @@ impl Target for ManifestTarget {
 
 fn object_store_path() -> object_store::path::Path {
     object_store::path::Path::from("_versions/fuzz.manifest")
+}
+
+/// Target `transaction`: a `.txn` file or inline transaction section. Accepted inputs name
+/// an operation that re-encodes to what was decoded; unmodelled operation numbers are kept.
+pub struct TransactionTarget;
+
+impl Target for TransactionTarget {
+    fn name(&self) -> &'static str {
+        "transaction"
+    }
+
+    fn seeds(&self) -> Vec<Vec<u8>> {
+        use lancet_proto::prost::Message;
+        use lancet_proto::table::transaction::{Append, CreateIndex, Delete, Operation};
+        use lancet_proto::table::{DataFragment, Transaction};
+        let txn = |op| Transaction {
+            read_version: 4,
+            uuid: "9c1d7a52-58f4-4d2a-9f3e-1f0c2b7e6a10".into(),
+            operation: Some(op),
+            ..Default::default()
+        };
+        let mut unknown = txn(Operation::Append(Append::default())).encode_to_vec();
+        unknown.extend_from_slice(&[0xb2, 0x09, 2, 0x08, 0x01]);
+        vec![
+            txn(Operation::Append(Append {
+                fragments: vec![DataFragment {
+                    id: 3,
+                    physical_rows: 10,
+                    ..Default::default()
+                }],
+            }))
+            .encode_to_vec(),
+            txn(Operation::Delete(Delete {
+                deleted_fragment_ids: vec![1, 2],
+                predicate: "id < 3".into(),
+                ..Default::default()
+            }))
+            .encode_to_vec(),
+            txn(Operation::CreateIndex(CreateIndex::default())).encode_to_vec(),
+            unknown,
+        ]
+    }
+
+    fn check(&self, input: &[u8]) -> bool {
+        use lancet_proto::prost::Message;
+        let path = object_store::path::Path::from("_transactions/fuzz.txn");
+        match lancet_paths::transaction::decode_transaction(&path, input) {
+            Ok(t) => {
+                let name = t.operation_name();
+                assert!(!name.is_empty());
+                let again = lancet_paths::transaction::decode_transaction(
+                    &path,
+                    &t.transaction.encode_to_vec(),
+                )
+                .expect("a decoded transaction re-encodes");
+                assert_eq!(again.transaction, t.transaction);
+                true
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("fuzz.txn"), "{e}");
+                false
+            }
+        }
+    }
 }

@@ -62,6 +62,7 @@ thread_local! {
 fn targets() -> Vec<Box<dyn Target>> {
     vec![
         Box::new(manifest::ManifestTarget),
+        Box::new(manifest::TransactionTarget),
         Box::new(base_id::BaseIdTarget),
         Box::new(base_id::TreePathTarget),
         Box::new(rowid::SequenceTarget),

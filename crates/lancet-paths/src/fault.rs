@@ -1,0 +1,196 @@
+//! Fault injection for tests (feature `testing`): an [`ObjectStore`] that fails the k-th
+//! request of one kind, either before performing it (nothing happened) or after (it
+//! happened, but the caller is told it failed: a lost response). Every other request passes
+//! through. Deterministic: the k-th matching request, counted from 1, fails exactly once.
+#![allow(clippy::unwrap_used)]
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+
+/// The kind of request a fault matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// A put that may overwrite.
+    Put,
+    /// A put-if-absent (`PutMode::Create`): the commit point.
+    PutIfAbsent,
+    Get,
+    List,
+    Delete,
+}
+
+/// When the failing request fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Fail without performing it.
+    Before,
+    /// Perform it, then report failure.
+    After,
+}
+
+/// See the module doc.
+#[derive(Debug)]
+pub struct FaultyStore {
+    inner: Arc<dyn ObjectStore>,
+    request: Request,
+    k: u64,
+    mode: Mode,
+    seen: AtomicU64,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl FaultyStore {
+    /// Fails the `k`-th `request` (from 1; `0` never fails, which counts requests) made
+    /// after [`FaultyStore::arm`]; until then every request passes.
+    pub fn new(inner: Arc<dyn ObjectStore>, request: Request, k: u64, mode: Mode) -> Self {
+        Self {
+            inner,
+            request,
+            k,
+            mode,
+            seen: AtomicU64::new(0),
+            armed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Starts counting (e.g. once a dataset is open and the operation under test begins).
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// How many matching requests were made.
+    pub fn matching(&self) -> u64 {
+        self.seen.load(Ordering::SeqCst)
+    }
+
+    /// Whether this request is the one to fail.
+    fn trips(&self, request: Request) -> bool {
+        if request != self.request || !self.armed.load(Ordering::SeqCst) {
+            return false;
+        }
+        let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
+        n == self.k
+    }
+
+    fn injected(path: &Path) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "FaultyStore",
+            source: format!("injected fault at {path}").into(),
+        }
+    }
+
+    async fn around<T>(
+        &self,
+        request: Request,
+        path: &Path,
+        op: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        if !self.trips(request) {
+            return op.await;
+        }
+        match self.mode {
+            Mode::Before => Err(Self::injected(path)),
+            Mode::After => {
+                op.await?;
+                Err(Self::injected(path))
+            }
+        }
+    }
+}
+
+impl fmt::Display for FaultyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FaultyStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FaultyStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let request = match opts.mode {
+            PutMode::Create => Request::PutIfAbsent,
+            _ => Request::Put,
+        };
+        self.around(
+            request,
+            location,
+            self.inner.put_opts(location, payload, opts),
+        )
+        .await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.around(
+            Request::Get,
+            location,
+            self.inner.get_opts(location, options),
+        )
+        .await
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.around(
+            Request::Get,
+            location,
+            self.inner.get_ranges(location, ranges),
+        )
+        .await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        if self.request == Request::Delete && self.armed.load(Ordering::SeqCst) {
+            let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.k && self.mode == Mode::Before {
+                return futures::stream::once(async { Err(Self::injected(&Path::from("delete"))) })
+                    .boxed();
+            }
+        }
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        if self.trips(Request::List) && self.mode == Mode::Before {
+            let p = prefix.cloned().unwrap_or_default();
+            return futures::stream::once(async move { Err(Self::injected(&p)) }).boxed();
+        }
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let p = prefix.cloned().unwrap_or_default();
+        self.around(Request::List, &p, self.inner.list_with_delimiter(prefix))
+            .await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
