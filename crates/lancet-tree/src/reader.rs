@@ -344,10 +344,23 @@ impl TreeReader {
 
     /// The fragments with `ids` (in the order given; `None` for an absent id).
     pub async fn fragments_by_id(&self, ids: &[u64]) -> Result<Vec<Option<DataFragment>>> {
-        stream::iter(ids.iter().map(|&id| self.resolve(id)))
-            .buffered(WALK_PREFETCH)
-            .try_collect()
-            .await
+        // A plain loop over a window of futures rather than `stream::iter(..).map(..)
+        // .buffered(..)`: the closure form makes callers' futures fail to be `Send` (rustc's
+        // higher-ranked lifetime limitation), and a commit must be spawnable.
+        let mut out = Vec::with_capacity(ids.len());
+        let mut pending = futures::stream::FuturesOrdered::new();
+        for &id in ids {
+            if pending.len() >= WALK_PREFETCH {
+                if let Some(r) = pending.next().await {
+                    out.push(r?);
+                }
+            }
+            pending.push_back(self.resolve(id));
+        }
+        while let Some(r) = pending.next().await {
+            out.push(r?);
+        }
+        Ok(out)
     }
 
     async fn resolve(&self, id: u64) -> Result<Option<DataFragment>> {

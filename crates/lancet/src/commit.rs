@@ -92,8 +92,8 @@ impl Dataset {
     /// The commit loop: prepare on `base` (first this version), publish N+1 with
     /// put-if-absent; on losing, read the transactions of every version published since
     /// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
-    /// again on the latest version and retry, after a jittered backoff, at most
-    /// [`MAX_ATTEMPTS`] times. Rebasing keeps the caller's intent: the latest manifest with
+    /// again on the latest version and retry, after a jittered backoff, for at most
+    /// [`COMMIT_TIMEOUT`]. Rebasing keeps the caller's intent: the latest manifest with
     /// the caller's feature flags and `next_row_id` (when higher), the latest index list
     /// with the caller's index changes applied, and the same actions with the ids of new
     /// fragments moved past the latest `max_fragment_id` when another writer took them.
@@ -127,6 +127,7 @@ impl Dataset {
         let mut actions = actions.to_vec();
         let mut new_ids: Option<Vec<u64>> = None;
         let mut attempt = 0u32;
+        let started = std::time::Instant::now();
         loop {
             attempt += 1;
             let prepared = base
@@ -202,9 +203,12 @@ impl Dataset {
                     }
                 }
             }
-            if attempt >= MAX_ATTEMPTS {
+            if attempt >= MAX_ATTEMPTS || started.elapsed() >= COMMIT_TIMEOUT {
                 return Err(conflict(
-                    format!("{mine} lost {attempt} races in a row"),
+                    format!(
+                        "{mine} lost {attempt} races in a row over {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    ),
                     true,
                 ));
             }
@@ -575,15 +579,21 @@ struct Prepared {
     bytes: u64,
 }
 
-/// Attempts a commit makes before giving up on a busy table.
-pub const MAX_ATTEMPTS: u32 = 20;
+/// How long a commit keeps rebasing over compatible commits before giving up on a busy
+/// table. Lance stops after 20 attempts; with eight writers committing back to back a
+/// writer can lose more than 20 races in a row although every change is compatible, so
+/// lancet bounds the time instead (and the attempts, far above what the time allows).
+pub const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// See [`COMMIT_TIMEOUT`].
+pub const MAX_ATTEMPTS: u32 = 10_000;
 
-/// Sleeps before attempt `attempt + 1`: a random number of slots of 10 ms, the slot count
-/// doubling from 4 to 128 (Lance's slot backoff).
+/// Sleeps before attempt `attempt + 1`: a random number of 5 ms slots, the slot count
+/// doubling from 4 to 32 (Lance's slot backoff, with a lower ceiling: a loser that waits
+/// long only loses again).
 async fn backoff(attempt: u32) {
-    let slots = 4u64 << attempt.min(5);
+    let slots = 4u64 << attempt.min(3);
     let slot = u64::from(ObjectUuid::new_v4().as_bytes()[0]) % slots;
-    tokio::time::sleep(std::time::Duration::from_millis(slot * 10)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(slot * 5)).await;
 }
 
 /// `(old, new)` ids for fragments this commit creates that the latest version has taken
