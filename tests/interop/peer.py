@@ -182,6 +182,23 @@ def append_at(uri, read_version, start, n):
     return {"version": out.version}
 
 
+def create(uri, n):
+    """Writes rows [0, N) (the fixtures' columns) in fragments of N/4 rows, then deletes
+    every 10th row: versions 1 and 2. With s3:// URIs the AWS_* variables configure the store."""
+    n = int(n)
+    ids = list(range(n))
+    t = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"name-{i}" for i in ids], pa.utf8()),
+            "value": pa.array([i * 0.5 for i in ids], pa.float64()),
+        }
+    )
+    lance.write_dataset(t, uri, max_rows_per_file=max(1, n // 4))
+    lance.dataset(uri).delete("id % 10 = 0")
+    return {"version": lance.dataset(uri).version}
+
+
 def transactions(uri):
     """Each version's operation name, newest first, as pylance reads them."""
     ds = lance.dataset(uri)
@@ -193,7 +210,7 @@ def transactions(uri):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -19,6 +19,8 @@ pub mod flags;
 pub mod manifest;
 pub mod object_uuid;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod transaction;
 pub mod tree_paths;
 

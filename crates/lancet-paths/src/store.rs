@@ -78,8 +78,39 @@ impl DatasetStore {
             return Ok(store);
         }
         let url = url::Url::parse(uri).map_err(|e| invalid(e.to_string()))?;
+        if url.scheme() == "s3" {
+            return Self::open_s3(uri, &url);
+        }
         let (store, root) = object_store::parse_url(&url).map_err(|e| invalid(e.to_string()))?;
         Ok(Self::from_store(Arc::from(store), root, uri))
+    }
+
+    /// `s3://bucket/prefix`, configured from the usual environment variables
+    /// (`AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, ...). Put-if-absent is S3's conditional put (`If-None-Match: *`).
+    #[cfg(feature = "s3")]
+    fn open_s3(uri: &str, url: &url::Url) -> Result<Self> {
+        let store = object_store::aws::AmazonS3Builder::from_env()
+            .with_url(uri)
+            .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch)
+            .build()
+            .map_err(|e| PathsError::InvalidUri {
+                uri: uri.to_string(),
+                reason: e.to_string(),
+            })?;
+        let root = Path::parse(url.path()).map_err(|e| PathsError::InvalidUri {
+            uri: uri.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self::from_store(Arc::new(store), root, uri))
+    }
+
+    #[cfg(not(feature = "s3"))]
+    fn open_s3(uri: &str, _url: &url::Url) -> Result<Self> {
+        Err(PathsError::InvalidUri {
+            uri: uri.to_string(),
+            reason: "this build of lancet has no S3 support (feature `s3`)".into(),
+        })
     }
 
     /// Wraps an existing store; `root` is the dataset's prefix in it.
@@ -223,42 +254,7 @@ impl DatasetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// One conformance check that every backend must pass.
-    async fn conformance(store: DatasetStore) {
-        let p = store.path("_versions/1.manifest");
-        assert!(matches!(
-            store.get(&p, None).await,
-            Err(PathsError::NotFound { .. })
-        ));
-        store
-            .put_if_absent(&p, Bytes::from_static(b"abc"))
-            .await
-            .unwrap();
-        assert!(matches!(
-            store.put_if_absent(&p, Bytes::from_static(b"xyz")).await,
-            Err(PathsError::AlreadyExists { .. })
-        ));
-        assert_eq!(store.get(&p, Some(3)).await.unwrap().as_ref(), b"abc");
-        assert!(matches!(
-            store.get(&p, Some(4)).await,
-            Err(PathsError::SizeMismatch {
-                expected: 4,
-                actual: 3,
-                ..
-            })
-        ));
-        assert_eq!(store.get_range(&p, 1..3).await.unwrap().as_ref(), b"bc");
-        assert_eq!(store.size(&p).await.unwrap(), 3);
-        let listed = store.list("_versions").await.unwrap();
-        assert_eq!(listed.len(), 1);
-        assert_eq!(
-            store.relative(&listed[0].location).unwrap(),
-            "_versions/1.manifest"
-        );
-        store.put(&p, Bytes::from_static(b"abcd")).await.unwrap();
-        assert_eq!(store.size(&p).await.unwrap(), 4);
-    }
+    use crate::testing::conformance;
 
     #[tokio::test]
     async fn memory_backend_conforms() {

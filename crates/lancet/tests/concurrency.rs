@@ -59,7 +59,7 @@ async fn table(dir: &std::path::Path, fragments: u64, tree: bool) -> Dataset {
 /// Writer `w`, commit `i`: even writers append a fragment, odd writers give one of their own
 /// fragments (w, w + 8, ...) a deletion file covering `i + 1` rows.
 fn disjoint_action(w: u64, i: u64) -> (u64, Action) {
-    if w % 2 == 0 {
+    if w.is_multiple_of(2) {
         // the id is a placeholder past every existing one; rebases move it
         (
             1_000_000 + w * 10_000 + i,

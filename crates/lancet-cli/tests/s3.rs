@@ -1,0 +1,243 @@
+//! S3 for real (issue 11): the tests start moto's S3 server (from PyPI, in the interop
+//! virtualenv) on a free loopback port, and run against it the object-store conformance
+//! check, lancet's commits through conditional put (a pylance writer and lancet on one table,
+//! eight lancet writers at once), and the released CLI with the usual AWS_* variables.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::DatasetStore;
+use lancet::proto::table::{DataFile, DataFragment, Manifest};
+use lancet::tree::{Action, TreeWriterConfig};
+use lancet::{Caches, Dataset};
+use serde_json::{json, Value};
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+fn python() -> String {
+    let out = Command::new("bash")
+        .arg(interop_dir().join("venv.sh"))
+        .output()
+        .expect("running tests/interop/venv.sh");
+    assert!(
+        out.status.success(),
+        "venv.sh failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn peer(py: &str, args: &[&str]) -> Value {
+    let out = Command::new(py)
+        .arg(interop_dir().join("peer.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "peer {args:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// moto's server on a free loopback port, stopped on drop.
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_moto(py: &str) -> Moto {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(py)
+        .args([
+            "-m",
+            "moto.server",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting moto's server");
+    let moto = Moto {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "moto did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    moto
+}
+
+fn fragment(id: u64) -> DataFragment {
+    DataFragment {
+        id,
+        files: vec![DataFile {
+            path: format!("{id}.lance"),
+            fields: vec![0],
+            column_indices: vec![0],
+            file_major_version: 2,
+            file_minor_version: 1,
+            ..Default::default()
+        }],
+        physical_rows: 100,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lancet_commits_to_a_real_s3_protocol_server() {
+    let py = python();
+    let moto = start_moto(&py);
+    // the usual variables configure lancet, pylance and the CLI alike
+    std::env::set_var("AWS_ENDPOINT", &moto.endpoint);
+    std::env::set_var("AWS_ALLOW_HTTP", "true");
+    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
+    std::env::set_var("AWS_REGION", "us-east-1");
+    let made = Command::new(&py)
+        .args([
+            "-c",
+            &format!(
+                "import boto3; boto3.client('s3', endpoint_url='{}', region_name='us-east-1').create_bucket(Bucket='lancet')",
+                moto.endpoint
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+
+    // 1. the object-store conformance check every backend passes
+    lancet::paths::testing::conformance(DatasetStore::open("s3://lancet/conformance").unwrap())
+        .await;
+
+    // 2. pylance writes a table; lancet builds an index; a pylance append prepared before it
+    //    rebases over lancet's transaction; lancet reads pylance's
+    let uri = "s3://lancet/basic";
+    let created = peer(&py, &["create", uri, "2000"]);
+    assert_eq!(created["version"], json!(2));
+    let read = Dataset::open(uri).await.unwrap();
+    let indexed = read.build_btree("value", 64).await.unwrap();
+    assert_eq!(indexed.version(), 3);
+    let appended = peer(&py, &["append-at", uri, "2", "5000", "100"]);
+    assert_eq!(appended["version"], json!(4));
+    let seen = peer(&py, &["transactions", uri]);
+    assert_eq!(
+        seen["transactions"][1]["operation"],
+        json!("CreateIndex"),
+        "{seen}"
+    );
+    assert!(seen["indices"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("value_idx")));
+    let latest = Dataset::open(uri).await.unwrap();
+    assert_eq!(latest.version(), 4);
+    assert_eq!(
+        latest
+            .transaction()
+            .await
+            .unwrap()
+            .unwrap()
+            .operation_name(),
+        "Append"
+    );
+    latest.verify().await.unwrap();
+
+    // 3. the released CLI reads it with the same variables
+    let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["inspect", uri, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["version"], json!(4));
+    assert_eq!(report["transaction"]["operation"], json!("Append"));
+
+    // 4. eight lancet writers on one tree table: conditional put arbitrates, all land
+    let uri = "s3://lancet/contended";
+    let store = DatasetStore::open(uri).unwrap();
+    let m = Manifest {
+        version: 1,
+        fragments: (0..16).map(fragment).collect(),
+        max_fragment_id: Some(15),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    let start = Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap()
+        .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+        .await
+        .unwrap();
+    let per_writer = 10u64;
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let start = start.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ds = start;
+            for _ in 0..per_writer {
+                let id = ds
+                    .manifest()
+                    .max_fragment_id
+                    .map_or(0, |m| u64::from(m) + 1);
+                ds = ds
+                    .commit_with_actions(
+                        ds.manifest().clone(),
+                        &[],
+                        &[(id, Action::Upsert(Box::new(fragment(id))))],
+                        &TreeWriterConfig::tiny(),
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let end = Dataset::open(uri).await.unwrap();
+    assert_eq!(end.version(), start.version() + 8 * per_writer);
+    assert_eq!(
+        end.fragments().await.unwrap().len() as u64,
+        16 + 8 * per_writer
+    );
+    for v in start.version()..=end.version() {
+        end.checkout(v).await.unwrap().verify().await.unwrap();
+    }
+    drop(moto);
+}
