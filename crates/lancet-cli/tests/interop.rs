@@ -1272,3 +1272,149 @@ async fn lancet_and_pylance_commits_rebase_over_each_other() {
         "Delete"
     );
 }
+
+/// What a commit path publishes, independent of fresh uuids: fragments, and each index's
+/// name, fields and fragment bitmap.
+async fn signature(ds: &Dataset) -> String {
+    let indices: Vec<(String, Vec<i32>, Vec<u8>)> = ds
+        .indices()
+        .iter()
+        .map(|i| (i.name.clone(), i.fields.clone(), i.fragment_bitmap.clone()))
+        .collect();
+    format!("{:?} {:?}", ds.fragments().await.unwrap(), indices)
+}
+
+/// Runs `op` on a copy of `template` opened through a store that fails the k-th request of
+/// every kind, before and after performing it, for every k one clean run makes: the table
+/// then holds exactly the old version or the one new version a clean run publishes (which
+/// verifies), and an `Ok` always means that version.
+async fn fault_matrix<F, Fut>(template: &Path, op: F)
+where
+    F: Fn(Dataset) -> Fut,
+    Fut: std::future::Future<Output = lancet::Result<Dataset>>,
+{
+    use lancet::paths::fault::{FaultyStore, Mode, Request};
+    use std::sync::Arc;
+    let open = |dir: &Path, request: Request, k: u64, mode: Mode| {
+        let dir = dir.to_path_buf();
+        async move {
+            let clean = DatasetStore::open(dir.to_str().unwrap()).unwrap();
+            let store = Arc::new(FaultyStore::new(
+                clean.object_store().clone(),
+                request,
+                k,
+                mode,
+            ));
+            // not file://: lance-io writes local files itself, around the object store
+            let uri = format!("memory://faulty{}", dir.display());
+            let ds = Dataset::open_with(
+                DatasetStore::from_store(store.clone(), clean.path(""), &uri),
+                None,
+                lancet::Caches::new(Default::default()),
+            )
+            .await
+            .unwrap();
+            store.arm();
+            (ds, store)
+        }
+    };
+    let clean_dir = tempfile::tempdir().unwrap();
+    copy_dir(template, clean_dir.path());
+    let base = Dataset::open(clean_dir.path().to_str().unwrap())
+        .await
+        .unwrap();
+    let expected = signature(&op(base.clone()).await.unwrap()).await;
+    let mut cases = 0;
+    for request in [
+        Request::Put,
+        Request::PutIfAbsent,
+        Request::Get,
+        Request::List,
+        Request::Delete,
+    ] {
+        let count_dir = tempfile::tempdir().unwrap();
+        copy_dir(template, count_dir.path());
+        let (ds, store) = open(count_dir.path(), request, 0, Mode::Before).await;
+        op(ds).await.unwrap();
+        for k in 1..=store.matching() {
+            for mode in [Mode::Before, Mode::After] {
+                cases += 1;
+                let dir = tempfile::tempdir().unwrap();
+                copy_dir(template, dir.path());
+                let (ds, _) = open(dir.path(), request, k, mode).await;
+                let result = op(ds).await;
+                let what = format!("{request:?} #{k} {mode:?}: {:?}", result.as_ref().err());
+                let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
+                match latest.version() - base.version() {
+                    0 => assert!(result.is_err(), "{what}"),
+                    1 => {
+                        latest
+                            .verify()
+                            .await
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_eq!(signature(&latest).await, expected, "{what}");
+                    }
+                    n => panic!("{what}: {n} versions published"),
+                }
+                if let Ok(ds) = result {
+                    assert_eq!(ds.version(), base.version() + 1, "{what}");
+                }
+            }
+        }
+    }
+    assert!(cases > 0);
+}
+
+#[tokio::test]
+async fn index_build_fri_publish_and_rewrite_survive_every_injected_fault() {
+    // index build on a pylance table
+    fault_matrix(&fixtures().join("basic"), |ds| async move {
+        ds.build_btree("value", 64).await
+    })
+    .await;
+    // FRI publish: the legacy history re-published as a tagged entry
+    fault_matrix(&fixtures().join("fri"), |ds| async move {
+        ds.upgrade_fri().await
+    })
+    .await;
+    // rewrite: fragments pylance wrote, committed with their stable-partition map
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("fri");
+    copy_dir(&fixtures().join("fri"), &template);
+    let uri = template.to_str().unwrap().to_string();
+    let ds = Dataset::open(&uri).await.unwrap();
+    let sources: Vec<u32> = ds
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id as u32)
+        .collect();
+    let written = peer(&[
+        "rewrite",
+        &uri,
+        &json!(sources).to_string(),
+        "partition",
+        "2",
+    ]);
+    let labels: Vec<u16> = written["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() as u16)
+        .collect();
+    let destinations = fragments_of(&written);
+    fault_matrix(&template, |ds| {
+        let (sources, destinations, labels) =
+            (sources.clone(), destinations.clone(), labels.clone());
+        async move {
+            ds.commit_rewrite(
+                &sources,
+                destinations,
+                lancet::RewriteMapping::StablePartition { labels: &labels },
+            )
+            .await
+        }
+    })
+    .await;
+}

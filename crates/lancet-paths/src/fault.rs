@@ -136,12 +136,23 @@ impl ObjectStore for FaultyStore {
         .await
     }
 
+    /// A multipart upload counts as one `Put`: failing before, nothing is uploaded; failing
+    /// after, the upload completes and `complete` reports failure.
     async fn put_multipart_opts(
         &self,
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        let trips = self.trips(Request::Put);
+        if trips && self.mode == Mode::Before {
+            return Err(Self::injected(location));
+        }
+        let inner = self.inner.put_multipart_opts(location, opts).await?;
+        Ok(Box::new(FaultyUpload {
+            inner,
+            location: location.clone(),
+            fail_after_complete: trips,
+        }))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
@@ -192,5 +203,32 @@ impl ObjectStore for FaultyStore {
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// A multipart upload whose completion may be reported as failed after it happened.
+#[derive(Debug)]
+struct FaultyUpload {
+    inner: Box<dyn MultipartUpload>,
+    location: Path,
+    fail_after_complete: bool,
+}
+
+#[async_trait]
+impl MultipartUpload for FaultyUpload {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        self.inner.put_part(data)
+    }
+
+    async fn complete(&mut self) -> Result<PutResult> {
+        let done = self.inner.complete().await?;
+        if self.fail_after_complete {
+            return Err(FaultyStore::injected(&self.location));
+        }
+        Ok(done)
+    }
+
+    async fn abort(&mut self) -> Result<()> {
+        self.inner.abort().await
     }
 }
