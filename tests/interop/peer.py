@@ -199,6 +199,53 @@ def create(uri, n):
     return {"version": lance.dataset(uri).version}
 
 
+def churn(uri, n):
+    """N commits racing other writers: appends, deletes and compactions in turn. A commit that
+    loses a conflict is retried on the latest version (Lance's own retries come first).
+    Prints what landed and what conflicted."""
+    import time
+    landed, conflicts = [], 0
+    for i in range(int(n)):
+        for attempt in range(20):
+            try:
+                ds = lance.dataset(uri)
+                kind = ("append", "delete", "append", "compact")[i % 4]
+                if kind == "append":
+                    start = 1_000_000 + i * 1000
+                    ids = list(range(start, start + 200))
+                    t = pa.table(
+                        {
+                            "id": pa.array(ids, pa.int64()),
+                            "name": pa.array([f"name-{j}" for j in ids], pa.utf8()),
+                            "value": pa.array([j * 0.5 for j in ids], pa.float64()),
+                        }
+                    )
+                    lance.write_dataset(t, uri, mode="append")
+                elif kind == "delete":
+                    ds.delete(f"id % 17 = {i % 17}")
+                else:
+                    ds.optimize.compact_files(target_rows_per_fragment=50_000)
+                landed.append(kind)
+                time.sleep(0.15)  # leave the other writer room to land between commits
+                break
+            except Exception as e:  # noqa: BLE001 - conflicts surface as several types
+                if "onflict" not in str(e) and "ncompatible" not in str(e):
+                    raise
+                conflicts += 1
+                time.sleep(0.05)
+    return {"landed": landed, "conflicts": conflicts}
+
+
+def versions(uri):
+    """Every version's visible row count and whether it opens, as pylance sees it."""
+    ds = lance.dataset(uri)
+    out = {}
+    for v in ds.versions():
+        d = lance.dataset(uri, version=v["version"])
+        out[str(v["version"])] = {"rows": d.count_rows(), "indices": sorted(i["name"] for i in d.list_indices())}
+    return out
+
+
 def transactions(uri):
     """Each version's operation name, newest first, as pylance reads them."""
     ds = lance.dataset(uri)
@@ -210,7 +257,7 @@ def transactions(uri):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 
