@@ -7,6 +7,10 @@
 //! commit puts, manifest included (as `Dataset::commit_measured` reports them); latency is the whole
 //! `Dataset::commit_with_actions` call (objects, manifest, reopening the new version). Finally a
 //! cold open of the last version resolves one fragment: the objects it reads and its time.
+//!
+//! With `writers` > 1, that many writers commit at once, each on its own fragments (ids
+//! congruent to its number): every commit races the others, and a lost race is rebased over
+//! what won (`Committed::attempts` counts the attempts). Latency then includes the rebases.
 
 use std::time::Instant;
 
@@ -35,11 +39,22 @@ struct OpenToFirstResolve {
 }
 
 #[derive(Serialize)]
+struct Attempts {
+    mean: f64,
+    max: u32,
+}
+
+#[derive(Serialize)]
 struct Report {
     bytes_written_per_commit: f64,
     commit_latency_ms: Latency,
     open_to_first_resolve: OpenToFirstResolve,
     setup_s: f64,
+    writers: u64,
+    /// Attempts per commit (1 + races lost and rebased over).
+    attempts: Attempts,
+    /// Commits per second over the measured phase, all writers together.
+    commits_per_s: f64,
 }
 
 fn record(rng: &mut SmallRng, id: u64) -> DataFragment {
@@ -88,6 +103,58 @@ pub struct Options {
     pub json: bool,
     /// The tree writer's policy.
     pub config: TreeWriterConfig,
+    /// Concurrent writers (1: one writer, no races).
+    pub writers: u64,
+}
+
+/// One writer's commits: `commits` commits of `changed` random fragments among those with
+/// `id % writers == w`, each timed and with its attempts.
+#[allow(clippy::too_many_arguments)]
+async fn writer(
+    mut ds: Dataset,
+    w: u64,
+    writers: u64,
+    fragments: u64,
+    commits: u64,
+    changed: u64,
+    config: TreeWriterConfig,
+    progress: bool,
+) -> Result<Vec<(f64, u64, u32)>, CliError> {
+    let mut rng = SmallRng::seed_from_u64(7 + w);
+    let own = fragments.div_ceil(writers).max(1);
+    let mut out = Vec::with_capacity(commits as usize);
+    for c in 0..commits {
+        let actions: Vec<(u64, Action)> = (0..changed)
+            .map(|_| {
+                let id = (rng.random_range(0..own) * writers + w).min(fragments - 1);
+                let rows = 1024; // every record has at least this many rows
+                (
+                    id,
+                    Action::AddDeletionFile(DeletionFile {
+                        file_type: 1,
+                        read_version: ds.version(),
+                        id: rng.random::<u64>(),
+                        num_deleted_rows: rng.random_range(1..=rows),
+                        base_id: None,
+                    }),
+                )
+            })
+            .collect();
+        let start = Instant::now();
+        let committed = ds
+            .commit_measured(ds.manifest().clone(), &[], &actions, &config)
+            .await?;
+        out.push((
+            start.elapsed().as_secs_f64() * 1000.0,
+            committed.bytes_written,
+            committed.attempts,
+        ));
+        ds = committed.dataset;
+        if progress && (c + 1) % 10 == 0 {
+            eprintln!("bench: {} of {} commits", c + 1, commits);
+        }
+    }
+    Ok(out)
 }
 
 pub async fn commit(o: Options) -> Result<(), CliError> {
@@ -128,36 +195,34 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     }
     let setup_s = setup.elapsed().as_secs_f64();
 
-    let mut latencies = Vec::with_capacity(o.commits as usize);
-    let mut bytes = 0u64;
-    for c in 0..o.commits {
-        let actions: Vec<(u64, Action)> = (0..o.changed)
-            .map(|_| {
-                let id = rng.random_range(0..o.fragments);
-                let rows = 1024; // every record has at least this many rows
-                (
-                    id,
-                    Action::AddDeletionFile(DeletionFile {
-                        file_type: 1,
-                        read_version: ds.version(),
-                        id: rng.random::<u64>(),
-                        num_deleted_rows: rng.random_range(1..=rows),
-                        base_id: None,
-                    }),
-                )
-            })
-            .collect();
-        let start = Instant::now();
-        let committed = ds
-            .commit_measured(ds.manifest().clone(), &[], &actions, &config)
-            .await?;
-        latencies.push(start.elapsed().as_secs_f64() * 1000.0);
-        bytes += committed.bytes_written;
-        ds = committed.dataset;
-        if (c + 1) % 10 == 0 {
-            eprintln!("bench: {} of {} commits", c + 1, o.commits);
-        }
+    let writers = o.writers.max(1);
+    let measured = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        tasks.push(tokio::spawn(writer(
+            ds.clone(),
+            w,
+            writers,
+            o.fragments,
+            o.commits,
+            o.changed,
+            config.clone(),
+            w == 0,
+        )));
     }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.extend(t.await.map_err(std::io::Error::other)??);
+    }
+    let elapsed = measured.elapsed().as_secs_f64();
+    let ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
+    let mut latencies: Vec<f64> = results.iter().map(|r| r.0).collect();
+    let bytes: u64 = results.iter().map(|r| r.1).sum();
+    let attempts = Attempts {
+        mean: results.iter().map(|r| f64::from(r.2)).sum::<f64>() / results.len().max(1) as f64,
+        max: results.iter().map(|r| r.2).max().unwrap_or(0),
+    };
+    let total = results.len() as u64;
 
     let cold = Caches::new(Default::default());
     let start = Instant::now();
@@ -178,10 +243,10 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
 
     latencies.sort_by(f64::total_cmp);
     let report = Report {
-        bytes_written_per_commit: if o.commits == 0 {
+        bytes_written_per_commit: if total == 0 {
             0.0
         } else {
-            bytes as f64 / o.commits as f64
+            bytes as f64 / total as f64
         },
         commit_latency_ms: Latency {
             p50: percentile(&latencies, 0.50),
@@ -190,6 +255,13 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         },
         open_to_first_resolve: OpenToFirstResolve { objects, ms },
         setup_s,
+        writers,
+        attempts,
+        commits_per_s: if elapsed > 0.0 {
+            total as f64 / elapsed
+        } else {
+            0.0
+        },
     };
     if o.json {
         println!(
@@ -198,7 +270,8 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         );
     } else {
         println!(
-            "{} commits of {} changed fragments on {} fragments ({}): {:.0} bytes written per commit, latency p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms; cold open + resolve {} objects in {:.2} ms; setup {:.1} s",
+            "{} writers x {} commits of {} changed fragments on {} fragments ({}): {:.0} bytes written per commit, latency p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms, {:.2} attempts per commit (max {}); cold open + resolve {} objects in {:.2} ms; setup {:.1} s",
+            writers,
             o.commits,
             o.changed,
             o.fragments,
@@ -207,6 +280,8 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             report.commit_latency_ms.p50,
             report.commit_latency_ms.p95,
             report.commit_latency_ms.p99,
+            report.attempts.mean,
+            report.attempts.max,
             objects,
             ms,
             setup_s

@@ -135,6 +135,10 @@ enum BenchCommand {
         root_buffer_max: Option<usize>,
         #[arg(long)]
         node_buffer_max: Option<usize>,
+        /// Concurrent writers, each making K commits on its own fragments (ids ≡ w mod W):
+        /// every commit races the others and rebases over what they published.
+        #[arg(long, default_value_t = 1)]
+        writers: u64,
     },
 }
 
@@ -268,6 +272,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     since_root_max,
                     root_buffer_max,
                     node_buffer_max,
+                    writers,
                 },
         } => {
             let d = lancet::tree::TreeWriterConfig::default();
@@ -288,6 +293,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     store,
                     json,
                     config,
+                    writers,
                 })
                 .await,
             )

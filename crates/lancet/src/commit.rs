@@ -33,6 +33,8 @@ pub struct Committed {
     pub objects_written: u64,
     /// Their bytes.
     pub bytes_written: u64,
+    /// Attempts the commit made: 1, plus one per race lost and rebased over.
+    pub attempts: u32,
 }
 
 impl Dataset {
@@ -153,6 +155,7 @@ impl Dataset {
                         dataset,
                         objects_written: prepared.objects + 2,
                         bytes_written: prepared.bytes + manifest_bytes + txn.encoded_len() as u64,
+                        attempts: attempt,
                     })
                 }
                 Err(Error::CommitConflict { version, .. }) => version,
