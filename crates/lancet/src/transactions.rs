@@ -389,3 +389,267 @@ fn create_index_pair(mine: &CreateIndex, theirs: &CreateIndex) -> Compatibility 
     }
     Compatibility::Rebase
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::transaction::rewrite::RewriteGroup;
+    use lancet_proto::table::transaction::{
+        DataReplacement, DataReplacementGroup, Merge, Overwrite, Project, ReserveFragments,
+        Restore, UpdateConfig,
+    };
+    use lancet_proto::table::{DataFile, DataFragment, Uuid};
+
+    fn frag(id: u64) -> DataFragment {
+        DataFragment {
+            id,
+            ..Default::default()
+        }
+    }
+
+    fn index(name: &str, uuid: u8, fields: &[i32], fragments: &[u32]) -> IndexMetadata {
+        let bitmap: roaring::RoaringBitmap = fragments.iter().copied().collect();
+        IndexMetadata {
+            uuid: Some(Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            name: name.into(),
+            fields: fields.to_vec(),
+            fragment_bitmap: lancet_proto::roaring_wire::encode_roaring32(&bitmap),
+            ..Default::default()
+        }
+    }
+
+    fn theirs(op: Operation) -> StoredTransaction {
+        StoredTransaction {
+            transaction: Transaction {
+                operation: Some(op),
+                ..Default::default()
+            },
+            unknown_operation: None,
+        }
+    }
+
+    fn append() -> Operation {
+        Operation::Append(Append {
+            fragments: vec![frag(9)],
+        })
+    }
+    fn delete(ids: &[u64]) -> Operation {
+        Operation::Delete(Delete {
+            updated_fragments: ids.iter().map(|&i| frag(i)).collect(),
+            ..Default::default()
+        })
+    }
+    fn update(ids: &[u64], fields_modified: &[u32], new: bool) -> Operation {
+        Operation::Update(Update {
+            updated_fragments: ids.iter().map(|&i| frag(i)).collect(),
+            new_fragments: if new { vec![frag(20)] } else { vec![] },
+            fields_modified: fields_modified.to_vec(),
+            ..Default::default()
+        })
+    }
+    fn rewrite(ids: &[u64]) -> Operation {
+        Operation::Rewrite(Rewrite {
+            groups: vec![RewriteGroup {
+                old_fragments: ids.iter().map(|&i| frag(i)).collect(),
+                new_fragments: vec![frag(30)],
+            }],
+            ..Default::default()
+        })
+    }
+    fn create_index(new: Vec<IndexMetadata>, removed: Vec<IndexMetadata>) -> Operation {
+        Operation::CreateIndex(CreateIndex {
+            new_indices: new,
+            removed_indices: removed,
+        })
+    }
+    fn replacement(id: u64, field: i32) -> Operation {
+        Operation::DataReplacement(DataReplacement {
+            replacements: vec![DataReplacementGroup {
+                fragment_id: id,
+                new_file: Some(DataFile {
+                    fields: vec![field],
+                    ..Default::default()
+                }),
+            }],
+        })
+    }
+
+    fn judge(mine: &Operation, other: Operation) -> char {
+        match compatibility(mine, &theirs(other), false) {
+            Compatibility::Rebase => 'R',
+            Compatibility::Retryable(_) => 'C',
+            Compatibility::Incompatible(_) => 'X',
+        }
+    }
+
+    /// Each row of the conflict table in docs/architecture.md, against pylance's operations.
+    #[test]
+    fn the_conflict_table() {
+        let others = || {
+            vec![
+                ("append", append()),
+                ("delete 1", delete(&[1])),
+                ("delete 5", delete(&[5])),
+                ("update 1", update(&[1], &[], true)),
+                ("merge", Operation::Merge(Merge::default())),
+                ("rewrite 1,2", rewrite(&[1, 2])),
+                ("rewrite 5,6", rewrite(&[5, 6])),
+                (
+                    "create other",
+                    create_index(vec![index("b_idx", 2, &[1], &[0, 1])], vec![]),
+                ),
+                ("overwrite", Operation::Overwrite(Overwrite::default())),
+                ("restore", Operation::Restore(Restore { version: 1 })),
+                (
+                    "reserve",
+                    Operation::ReserveFragments(ReserveFragments { num_fragments: 2 }),
+                ),
+                ("config", Operation::UpdateConfig(UpdateConfig {})),
+                ("replace 1", replacement(1, 0)),
+                ("project", Operation::Project(Project::default())),
+            ]
+        };
+        let row = |mine: Operation| -> String {
+            others().into_iter().map(|(_, o)| judge(&mine, o)).collect()
+        };
+        // columns: append, delete 1, delete 5, update 1, merge, rewrite 1,2, rewrite 5,6,
+        // create other, overwrite, restore, reserve, config, replace 1, project
+        assert_eq!(row(append()), "RRRRCRRRXXRRRC");
+        assert_eq!(row(delete(&[1])), "RCRCCCRRXXRRCR");
+        assert_eq!(row(update(&[1], &[], false)), "RCRCCCRRXXRRCC");
+        let idx = index("a_idx", 1, &[0], &[1, 2]);
+        assert_eq!(
+            row(create_index(vec![idx.clone()], vec![])),
+            "RRRRRCRRXXRRCR"
+        );
+        // "create other" covers fragments 0 and 1: it straddles this rewrite's sources
+        assert_eq!(row(rewrite(&[1, 2])), "RCRCCCCCXXRRCR");
+        // an index covering every source, or none, is translated through the FRI
+        let whole = create_index(vec![index("c_idx", 4, &[0], &[1, 2])], vec![]);
+        assert_eq!(judge(&rewrite(&[1, 2]), whole), 'R');
+        let none = create_index(vec![index("c_idx", 4, &[0], &[7])], vec![]);
+        assert_eq!(judge(&rewrite(&[1, 2]), none), 'R');
+        // an unknown operation is incompatible with everything
+        let unknown = StoredTransaction {
+            transaction: Transaction::default(),
+            unknown_operation: Some((150, bytes::Bytes::new())),
+        };
+        assert!(matches!(
+            compatibility(&append(), &unknown, false),
+            Compatibility::Incompatible(_)
+        ));
+    }
+
+    #[test]
+    fn create_index_pairs_follow_lance() {
+        let a1 = index("a_idx", 1, &[0], &[0]);
+        let a2 = index("a_idx", 2, &[0], &[0, 1]);
+        let b = index("b_idx", 3, &[1], &[0]);
+        // the same name built twice
+        assert_eq!(
+            judge(
+                &create_index(vec![a2.clone()], vec![]),
+                create_index(vec![a1.clone()], vec![])
+            ),
+            'C'
+        );
+        // different names
+        assert_eq!(
+            judge(
+                &create_index(vec![b.clone()], vec![]),
+                create_index(vec![a1.clone()], vec![])
+            ),
+            'R'
+        );
+        // I extend a_idx while they dropped it
+        assert_eq!(
+            judge(
+                &create_index(vec![a2.clone()], vec![]),
+                create_index(vec![], vec![a1.clone()])
+            ),
+            'C'
+        );
+        // both replace the same uuid
+        assert_eq!(
+            judge(
+                &create_index(vec![a2.clone()], vec![a1.clone()]),
+                create_index(vec![b.clone()], vec![a1.clone()])
+            ),
+            'C'
+        );
+        // an update that rewrote the indexed field, or another
+        assert_eq!(
+            judge(
+                &create_index(vec![a1.clone()], vec![]),
+                update(&[0], &[0], false)
+            ),
+            'C'
+        );
+        assert_eq!(
+            judge(
+                &create_index(vec![a1.clone()], vec![]),
+                update(&[0], &[7], false)
+            ),
+            'R'
+        );
+        // a rewrite of fragments the index does not cover
+        assert_eq!(
+            judge(&create_index(vec![a1], vec![]), rewrite(&[4, 5])),
+            'R'
+        );
+        // an index without a bitmap cannot be judged against a rewrite
+        let mut bare = b;
+        bare.fragment_bitmap.clear();
+        assert_eq!(judge(&create_index(vec![bare], vec![]), rewrite(&[4])), 'C');
+    }
+
+    #[test]
+    fn stable_row_ids_make_concurrent_appends_conflict() {
+        let t = theirs(append());
+        assert!(matches!(
+            compatibility(&append(), &t, true),
+            Compatibility::Retryable(_)
+        ));
+        assert_eq!(compatibility(&append(), &t, false), Compatibility::Rebase);
+        let t = theirs(delete(&[1]));
+        assert_eq!(compatibility(&append(), &t, true), Compatibility::Rebase);
+    }
+
+    #[test]
+    fn operations_follow_what_changed() {
+        let c = |id, before: Option<DataFragment>, after: Option<DataFragment>| FragmentChange {
+            id,
+            before,
+            after,
+        };
+        let with_deletion = DataFragment {
+            id: 1,
+            deletion_file: Some(Default::default()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            data_operation(&[c(3, None, Some(frag(3)))]),
+            Operation::Append(_)
+        ));
+        assert!(matches!(
+            data_operation(&[c(1, Some(frag(1)), Some(with_deletion)), c(2, Some(frag(2)), None)]),
+            Operation::Delete(d) if d.deleted_fragment_ids == vec![2] && d.updated_fragments.len() == 1
+        ));
+        let mut moved = frag(1);
+        moved.files.push(DataFile::default());
+        assert!(matches!(
+            data_operation(&[c(1, Some(frag(1)), Some(moved)), c(4, None, Some(frag(4)))]),
+            Operation::Update(u) if u.updated_fragments.len() == 1 && u.new_fragments.len() == 1
+        ));
+        let a = index("a_idx", 1, &[0], &[0]);
+        let b = index("a_idx", 2, &[0], &[0, 1]);
+        assert!(index_operation(std::slice::from_ref(&a), std::slice::from_ref(&a)).is_none());
+        assert!(matches!(
+            index_operation(&[a], &[b]),
+            Some(Operation::CreateIndex(ci)) if ci.new_indices.len() == 1 && ci.removed_indices.len() == 1
+        ));
+    }
+}
