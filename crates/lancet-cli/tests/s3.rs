@@ -204,7 +204,12 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap();
-    let per_writer = 10u64;
+    // 8 × 25 by default: moto answers each request in milliseconds, and a debug build on two
+    // cores makes a few commits a second through it; LANCET_S3_COMMITS raises it.
+    let per_writer: u64 = std::env::var("LANCET_S3_COMMITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(25);
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let start = start.clone();

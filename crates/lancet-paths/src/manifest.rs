@@ -421,8 +421,37 @@ pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result
     Ok(ManifestFile { entry, decoded })
 }
 
+/// Reads version `version` under one naming scheme only (a table keeps one scheme): what a
+/// writer probing for versions after its own uses, one request per probe.
+pub async fn read_manifest_named(
+    store: &DatasetStore,
+    version: u64,
+    scheme: NamingScheme,
+) -> Result<ManifestFile> {
+    let (entry, bytes) = read_by_name_in(store, version, &[scheme]).await?;
+    let decoded = decode_manifest(&entry.path, bytes)?;
+    if decoded.manifest.version != entry.version {
+        return Err(PathsError::corrupt(
+            &entry.path,
+            format!(
+                "file name says version {} but the manifest says {}",
+                entry.version, decoded.manifest.version
+            ),
+        ));
+    }
+    Ok(ManifestFile { entry, decoded })
+}
+
 async fn read_by_name(store: &DatasetStore, version: u64) -> Result<(VersionEntry, Bytes)> {
-    for scheme in [NamingScheme::V2, NamingScheme::V1] {
+    read_by_name_in(store, version, &[NamingScheme::V2, NamingScheme::V1]).await
+}
+
+async fn read_by_name_in(
+    store: &DatasetStore,
+    version: u64,
+    schemes: &[NamingScheme],
+) -> Result<(VersionEntry, Bytes)> {
+    for &scheme in schemes {
         let path = store.path(&scheme.relative_path(version));
         match store.get(&path, None).await {
             Ok(bytes) => {

@@ -261,7 +261,7 @@ impl Dataset {
     /// (same uuid): a put this writer made that reported failure.
     async fn landed(&self, version: u64, transaction: Option<&Transaction>) -> Option<u64> {
         let ours = transaction?;
-        let file = manifest::read_manifest(self.store(), Some(version))
+        let file = manifest::read_manifest_named(self.store(), version, self.naming_scheme())
             .await
             .ok()?;
         let recorded = lancet_paths::transaction::read_transaction(self.store(), &file)
@@ -271,25 +271,60 @@ impl Dataset {
     }
 
     /// The versions after this one up to the latest (read by name, not listed), each with
-    /// its transaction; and the latest version.
+    /// its transaction; and the latest version. The latest-version hint says how far to read
+    /// at once (those manifests are fetched concurrently); names past it are probed one by
+    /// one, as the hint may lag. Manifests read here seed the manifest cache, so opening the
+    /// latest version reads nothing twice.
     pub(crate) async fn transactions_since(
         &self,
     ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
-        let mut out = Vec::new();
-        let mut version = self.version() + 1;
-        loop {
-            match manifest::read_manifest(self.store(), Some(version)).await {
+        let hint = manifest::read_latest_hint(self.store())
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let store = self.store();
+        let scheme = self.naming_scheme();
+        let read = |version: u64| async move {
+            match manifest::read_manifest_named(store, version, scheme).await {
                 Ok(file) => {
-                    let txn =
-                        lancet_paths::transaction::read_transaction(self.store(), &file).await?;
-                    out.push((version, txn));
-                    version += 1;
+                    let txn = lancet_paths::transaction::read_transaction(store, &file).await?;
+                    Ok(Some((file, txn)))
                 }
-                Err(PathsError::VersionNotFound { .. }) => break,
-                Err(e) => return Err(e.into()),
+                Err(PathsError::VersionNotFound { .. }) => Ok(None),
+                Err(e) => Err(Error::from(e)),
+            }
+        };
+        let mut out = Vec::new();
+        let mut files = Vec::new();
+        let known: Vec<u64> = (self.version() + 1..=hint).collect();
+        let mut pending = futures::stream::FuturesOrdered::new();
+        for &v in &known {
+            pending.push_back(read(v));
+        }
+        let mut gap = false;
+        while let Some(found) = futures::StreamExt::next(&mut pending).await {
+            match found? {
+                Some((file, txn)) if !gap => {
+                    out.push((file.entry.version, txn));
+                    files.push(file);
+                }
+                // a hinted version that is missing: cleaned up, or a hint from the future
+                _ => gap = true,
             }
         }
-        let latest = self.checkout(version - 1).await?;
+        let mut version = self.version() + 1 + out.len() as u64;
+        if !gap {
+            while let Some((file, txn)) = read(version).await? {
+                out.push((version, txn));
+                files.push(file);
+                version += 1;
+            }
+        }
+        for file in files {
+            self.cache_manifest(file).await;
+        }
+        let latest = self.checkout(self.version() + out.len() as u64).await?;
         Ok((latest, out))
     }
 

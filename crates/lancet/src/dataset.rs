@@ -148,6 +148,16 @@ impl Dataset {
         })
     }
 
+    /// Puts a manifest read elsewhere (by a commit reading what was published since) into
+    /// the manifest cache.
+    pub(crate) async fn cache_manifest(&self, file: ManifestFile) {
+        let key = (self.store.uri().to_string(), file.entry.version);
+        self.caches
+            .manifests
+            .insert(key, CachedManifest(Arc::new(file)))
+            .await;
+    }
+
     async fn load_manifest(
         store: &DatasetStore,
         version: Option<u64>,
