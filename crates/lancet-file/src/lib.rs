@@ -18,7 +18,7 @@ mod store;
 mod write;
 
 pub use error::{FileError, Result};
-pub use read::{read_bytes_exact, LanceFile};
+pub use read::{open_bytes_exact, read_bytes_exact, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields};
 pub use store::FileStore;
 pub use write::{write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

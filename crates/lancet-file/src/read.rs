@@ -322,6 +322,15 @@ async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
 /// names the object in errors), so the file's footer, offset tables and pages go through the
 /// same checks as [`LanceFile::open`] and no further request reaches the real store.
 pub async fn read_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> Result<RecordBatch> {
+    open_bytes_exact(path, bytes, expected)
+        .await?
+        .read_all()
+        .await
+}
+
+/// [`read_bytes_exact`] without reading any rows yet: the open file, its schema checked, for
+/// reading some columns or rows (a point read of one record of a leaf).
+pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> Result<LanceFile> {
     let memory = Arc::new(object_store::memory::InMemory::new());
     let size = bytes.len() as u64;
     memory
@@ -334,5 +343,5 @@ pub async fn read_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
     let fs = FileStore::new(memory, "memory:///")?;
     let file = LanceFile::open(&fs, path, Some(size)).await?;
     file.check_schema(expected)?;
-    file.read_all().await
+    Ok(file)
 }

@@ -362,7 +362,7 @@ impl TreeWriter {
         let mut ids: Vec<u64> = actions.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
-        let priors = reader.fragments_by_id(&ids).await?;
+        let priors = reader.priors(&ids).await?;
         let before: Vec<(u64, Option<DataFragment>)> = ids.into_iter().zip(priors).collect();
         let mut state: HashMap<u64, Option<DataFragment>> = before.iter().cloned().collect();
         let mut out = Vec::with_capacity(actions.len());

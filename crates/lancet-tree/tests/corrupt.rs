@@ -22,7 +22,7 @@ use lancet_proto::table::{
 };
 use lancet_tree::leaf::{encode_records, leaf_schema};
 use lancet_tree::testing::{file_uri, Rng, TreeBuilder};
-use lancet_tree::{Rule, TreeReader};
+use lancet_tree::{Action, Rule, TreeReader, TreeWriter, TreeWriterConfig};
 use prost::Message;
 
 use common::*;
@@ -297,6 +297,29 @@ impl Fx {
 
     async fn expect(&self, rule: Rule) {
         assert_eq!(self.rule().await, Some(rule));
+    }
+
+    /// The first rule a commit upserting fragment 1 meets: the writer point-reads the cold
+    /// leaf 0 for its prior record (ids and that record checked).
+    async fn writer_rule(&self) -> Option<Rule> {
+        let reader = match self.open().await {
+            Ok(r) => r,
+            Err(e) => return e.rule(),
+        };
+        let writer = TreeWriter::new(self.store.clone(), TreeWriterConfig::tiny());
+        match writer
+            .commit(&reader, &[(1, Action::Upsert(Box::new(plain(1))))])
+            .await
+        {
+            Ok(_) => None,
+            Err(e) => Some(e.rule().unwrap_or_else(|| panic!("not a corruption: {e}"))),
+        }
+    }
+
+    /// Both the reader and a writer's point read refuse the snapshot with `rule`.
+    async fn expect_both(&self, rule: Rule) {
+        self.expect(rule).await;
+        assert_eq!(self.writer_rule().await, Some(rule), "writer");
     }
 }
 
@@ -841,18 +864,44 @@ async fn leaf_rows() {
     // an empty leaf is refused as a child summary first or as an empty leaf
     let rule = fx.rule().await;
     assert!(matches!(rule, Some(Rule::LeafEmpty)), "{rule:?}");
+    assert!(
+        matches!(
+            fx.writer_rule().await,
+            Some(Rule::LeafEmpty | Rule::LeafSummary)
+        ),
+        "writer"
+    );
     let mut fx = Fx::new().await;
     fx.leaf_records(&[plain(2), plain(1)]).await;
-    fx.expect(Rule::LeafIdOrder).await;
+    fx.expect_both(Rule::LeafIdOrder).await;
     let mut fx = Fx::new().await;
     fx.leaf_records(&[plain(1), plain(1)]).await;
-    fx.expect(Rule::LeafIdOrder).await;
+    fx.expect_both(Rule::LeafIdOrder).await;
     let mut fx = Fx::new().await;
     fx.leaf_records(&[plain(1), plain(7)]).await;
-    fx.expect(Rule::LeafIdRange).await;
+    fx.expect_both(Rule::LeafIdRange).await;
     let mut fx = Fx::new().await;
     fx.leaf_records(&[plain(1), plain(1 << 32)]).await;
-    fx.expect(Rule::LeafIdRange).await;
+    fx.expect_both(Rule::LeafIdRange).await;
+}
+
+#[tokio::test]
+async fn a_point_read_checks_the_record_it_returns() {
+    // fragment 1's deletion count exceeds its rows: the writer's prior record is refused
+    let mut fx = Fx::new().await;
+    let mut bad = plain(1);
+    bad.deletion_file = Some(lancet_proto::table::DeletionFile {
+        num_deleted_rows: bad.physical_rows + 1,
+        ..Default::default()
+    });
+    fx.leaf_records(&[plain(0), bad, plain(2), plain(3)]).await;
+    assert_eq!(fx.writer_rule().await, Some(Rule::DeletionCount));
+    // a summary that disagrees with the records is not seen by a point read; the next
+    // whole read of the leaf (resolve, walk, or the writer materializing it) refuses it
+    let mut fx = Fx::new().await;
+    fx.node_mut(0, |n| n.children[0].num_keys += 1).await;
+    fx.root_mut(|r| r.children[0].num_keys += 1).await;
+    fx.expect(Rule::LeafSummary).await;
 }
 
 #[tokio::test]

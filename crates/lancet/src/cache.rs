@@ -245,6 +245,13 @@ impl lancet_tree::NodeCache for TreeNodeCache {
                 .map_err(|shared| (*shared).clone())
         })
     }
+
+    fn peek<'a>(
+        &'a self,
+        key: &'a lancet_tree::ObjectKey,
+    ) -> futures::future::BoxFuture<'a, Option<Arc<lancet_tree::TreeObject>>> {
+        Box::pin(async move { self.0.get(key).await })
+    }
 }
 
 pub(crate) type VersionKey = (String, u64, &'static str);
