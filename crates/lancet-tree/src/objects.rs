@@ -259,6 +259,13 @@ pub trait NodeCache: Send + Sync + std::fmt::Debug {
     fn peek<'a>(&'a self, _key: &'a ObjectKey) -> BoxFuture<'a, Option<Arc<TreeObject>>> {
         Box::pin(async { None })
     }
+
+    /// How many bytes (by [`TreeObject::weight_bytes`]) the cache holds at most. A writer
+    /// decodes and caches whole leaves while a tree's leaves fit, and point-reads the one
+    /// record it needs from a cold leaf when they do not. The default caches nothing.
+    fn capacity_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// No caching: every visit loads.

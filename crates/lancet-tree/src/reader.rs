@@ -365,7 +365,8 @@ impl TreeReader {
     }
 
     /// The prior records a commit's actions need: [`TreeReader::fragments_by_id`], except
-    /// that a leaf not already in the cache is read for the one record
+    /// that, when the tree's leaves do not fit the node cache, a leaf not already in the
+    /// cache is read for the one record
     /// ([`crate::objects::point_read_leaf`]: the routing path checked as always, the leaf's ids
     /// and that record checked, the leaf not cached) instead of decoded whole. At millions of
     /// fragments most of a commit's leaves are cold, and a whole decode costs ten times more.
@@ -404,7 +405,7 @@ impl TreeReader {
         let mut leaf: Option<(ChildRef, Arc<TreeObject>)> = None;
         let mut point_read: Option<(ChildRef, Option<DataFragment>)> = None;
         while let Some(child) = route(&children, id).and_then(|i| children.get(i)).cloned() {
-            if point && child.kind == TreeObjectKind::Leaf {
+            if point && child.kind == TreeObjectKind::Leaf && !self.leaves_fit_cache(&child) {
                 let cached = inner.cache.peek(&Self::key(&child)).await;
                 if cached.is_none() {
                     let name = inner.fetcher.display_path(&child.location);
@@ -509,6 +510,16 @@ impl TreeReader {
 
     fn name(&self, child: &ChildRef) -> Arc<str> {
         Arc::from(self.inner.fetcher.display_path(&child.location))
+    }
+
+    /// Whether every leaf of the tree, estimated as `leaf`'s stored size per record times
+    /// the tree's fragments, fits the node cache: then a whole decode is kept and pays for
+    /// itself on the next commit; otherwise it would be evicted before it is used again.
+    fn leaves_fit_cache(&self, leaf: &ChildRef) -> bool {
+        let records = leaf.summary.fragments.max(1);
+        let estimate = u128::from(leaf.object_size) * u128::from(self.inner.totals.fragments)
+            / u128::from(records);
+        estimate <= u128::from(self.inner.cache.capacity_bytes())
     }
 
     fn key(child: &ChildRef) -> ObjectKey {

@@ -85,6 +85,11 @@ where
         }
     }
 
+    /// The most bytes the cache holds.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.inner.policy().max_capacity().unwrap_or(0)
+    }
+
     /// The cached value, or the loader's value (cached on success). Concurrent callers with the
     /// same key share one load.
     pub async fn get_or_try_load<E, F>(&self, key: K, load: F) -> Result<V, Arc<E>>
@@ -251,6 +256,10 @@ impl lancet_tree::NodeCache for TreeNodeCache {
         key: &'a lancet_tree::ObjectKey,
     ) -> futures::future::BoxFuture<'a, Option<Arc<lancet_tree::TreeObject>>> {
         Box::pin(async move { self.0.get(key).await })
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.0.capacity_bytes()
     }
 }
 
