@@ -140,12 +140,12 @@ def delete(uri, predicate):
     return {"version": lance.dataset(uri).version}
 
 
-def rewrite(uri, sources_json, mode, arg):
+def rewrite(uri, sources_json, mode, arg, version=None):
     """Writes (does not commit) new fragments holding the live rows of fragments SOURCES, in
     order: `partition K` sends each row to destination `id % K` (keeping order within each),
     `ordered N` splits the concatenation into N-row fragments. Prints the fragments' metadata
     and the labels (partition only), for lancet to commit the rewrite with its FRI mapping."""
-    ds = lance.dataset(uri)
+    ds = lance.dataset(uri, version=None if version is None else int(version))
     live = pa.concat_tables([ds.get_fragment(s).to_table() for s in json.loads(sources_json)])
     labels = []
     if mode == "partition":

@@ -218,10 +218,7 @@ impl Dataset {
             // Rebuild the caller's intent on the latest version.
             let remap = remap_new_ids(new_ids.as_deref().unwrap_or(&[]), &latest);
             if !remap.is_empty() && matches!(kind, Kind::Rewrite) {
-                return Err(conflict(
-                    format!("{mine}: another writer took the destination fragment ids the Fragment Reuse Index records"),
-                    true,
-                ));
+                return Err(conflict(format!("{mine}: {REWRITE_IDS_TAKEN}"), true));
             }
             actions = actions
                 .into_iter()
@@ -595,6 +592,12 @@ fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<Vec<
     }
     Ok(changes.into_values().collect())
 }
+
+/// Why a rewrite cannot be rebased as prepared: every version since was compatible, but its
+/// destination ids (which its Fragment Reuse Index entry records) were taken. The rewrite is
+/// then prepared again on the latest version (`Dataset::commit_rewrite`).
+pub(crate) const REWRITE_IDS_TAKEN: &str =
+    "another writer took the destination fragment ids the Fragment Reuse Index records";
 
 /// How a commit's Lance operation is chosen, and whether it may be rebased.
 #[derive(Debug, Clone)]

@@ -59,7 +59,65 @@ impl Dataset {
     /// republished as a tagged (index_version 1) entry replacing the previous one, with
     /// feature flag 1024 in both words. Stable partitions write their row map to
     /// `_fri/{map_id}/stable_partition.lance` first.
+    ///
+    /// Losing the race to compatible commits that took the destination ids prepares the
+    /// rewrite again on the latest version (new ids, the latest history extended, the row
+    /// map written again), at most eight times; other conflicts are returned.
     pub async fn commit_rewrite(
+        &self,
+        sources: &[u32],
+        destinations: Vec<DataFragment>,
+        mapping: RewriteMapping<'_>,
+    ) -> Result<Dataset> {
+        let mut base = self.clone();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match base
+                .commit_rewrite_once(sources, destinations.clone(), mapping)
+                .await
+            {
+                Err(crate::Error::CommitConflict {
+                    reason,
+                    retryable,
+                    version,
+                    uri,
+                }) if retryable
+                    && tries < 8
+                    && reason.ends_with(crate::commit::REWRITE_IDS_TAKEN) =>
+                {
+                    // every version up to `version` was judged compatible; judge the ones
+                    // published since before preparing on the latest
+                    let (latest, since) =
+                        base.checkout(version).await?.transactions_since().await?;
+                    let mine = rewrite_of(sources);
+                    for (v, txn) in &since {
+                        let verdict = match txn {
+                            Some(t) => crate::compatibility(&mine, t, base.has_stable_row_ids()),
+                            None => crate::Compatibility::Incompatible(
+                                "it records no transaction".into(),
+                            ),
+                        };
+                        let why = match verdict {
+                            crate::Compatibility::Rebase => continue,
+                            crate::Compatibility::Retryable(w)
+                            | crate::Compatibility::Incompatible(w) => w,
+                        };
+                        return Err(crate::Error::CommitConflict {
+                            uri,
+                            version: *v,
+                            reason: format!("Rewrite against version {v}: {why}"),
+                            retryable: true,
+                        });
+                    }
+                    base = latest;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn commit_rewrite_once(
         &self,
         sources: &[u32],
         mut destinations: Vec<DataFragment>,
@@ -392,4 +450,22 @@ impl Dataset {
         out.sort();
         Ok(out)
     }
+}
+
+/// The Lance operation a rewrite of `sources` is judged as.
+fn rewrite_of(sources: &[u32]) -> lancet_proto::table::transaction::Operation {
+    use lancet_proto::table::transaction::{rewrite::RewriteGroup, Operation, Rewrite};
+    Operation::Rewrite(Rewrite {
+        groups: vec![RewriteGroup {
+            old_fragments: sources
+                .iter()
+                .map(|&id| DataFragment {
+                    id: u64::from(id),
+                    ..Default::default()
+                })
+                .collect(),
+            new_fragments: Vec::new(),
+        }],
+        ..Default::default()
+    })
 }
