@@ -36,7 +36,7 @@ pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(),
             .unwrap_or_default();
         let mut fragments = RoaringBitmap::new();
         for m in &segments {
-            if let Ok(b) = RoaringBitmap::deserialize_from(m.fragment_bitmap.as_slice()) {
+            if let Some(b) = ds.index_fragments(m)? {
                 fragments |= b;
             }
         }

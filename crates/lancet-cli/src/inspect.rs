@@ -94,7 +94,7 @@ fn index_report(index: &IndexMetadata) -> Result<IndexReport, CliError> {
     let fragment_ids = if index.fragment_bitmap.is_empty() {
         None
     } else {
-        let bitmap = roaring::RoaringBitmap::deserialize_from(index.fragment_bitmap.as_slice())
+        let bitmap = lancet::proto::roaring_wire::decode_roaring32(&index.fragment_bitmap)
             .map_err(|e| {
                 CliError::Usage(format!(
                     "index {:?}: fragment_bitmap is not a Roaring bitmap: {e}",

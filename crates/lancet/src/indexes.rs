@@ -68,6 +68,24 @@ impl Dataset {
 
     /// Opens every segment of the BTree index `name`; lookups are cached per segment, pages in
     /// the session's page cache.
+    /// The fragments an index entry covers (`None`: no bitmap stored), decoded strictly: one
+    /// Roaring bitmap occupying the whole field, or a typed error naming the index.
+    pub fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
+        if meta.fragment_bitmap.is_empty() {
+            return Ok(None);
+        }
+        lancet_proto::roaring_wire::decode_roaring32(&meta.fragment_bitmap)
+            .map(Some)
+            .map_err(|e| Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "index {:?}: fragment_bitmap does not decode: {e}",
+                    meta.name
+                ),
+            })
+    }
+
     pub async fn btree_segments(&self, name: &str) -> Result<Vec<BTreeSegment>> {
         let metas: Vec<IndexMetadata> = self
             .btree_indices()
@@ -107,17 +125,7 @@ impl Dataset {
                 .value
                 .downcast::<BTreeIndex>()
                 .map_err(|_| Error::Shared("segment cache holds another type".into()))?;
-            let fragments = if meta.fragment_bitmap.is_empty() {
-                RoaringBitmap::new()
-            } else {
-                RoaringBitmap::deserialize_from(meta.fragment_bitmap.as_slice()).map_err(|e| {
-                    Error::Unsupported {
-                        uri: self.uri().to_string(),
-                        version: self.version(),
-                        rule: format!("index {name}: fragment_bitmap does not decode: {e}"),
-                    }
-                })?
-            };
+            let fragments = self.index_fragments(&meta)?.unwrap_or_default();
             out.push(BTreeSegment {
                 metadata: meta,
                 index,

@@ -375,17 +375,7 @@ impl Dataset {
         let history = History::new(ledger, &what)?;
         let mut indexed = RoaringBitmap::new();
         for m in self.indices().iter().filter(|m| !is_fri_entry(m)) {
-            let bitmap = if m.fragment_bitmap.is_empty() {
-                RoaringBitmap::new()
-            } else {
-                RoaringBitmap::deserialize_from(m.fragment_bitmap.as_slice()).map_err(|e| {
-                    crate::Error::Unsupported {
-                        uri: self.uri().to_string(),
-                        version: self.version(),
-                        rule: format!("index {}: fragment_bitmap does not decode: {e}", m.name),
-                    }
-                })?
-            };
+            let bitmap = self.index_fragments(m)?.unwrap_or_default();
             indexed |= &bitmap;
             match self.checkout(m.dataset_version).await {
                 Ok(built_on) => indexed.extend(

@@ -151,3 +151,49 @@ async fn tree_objects_load_once_through_the_node_cache() {
     assert_eq!(ds.fragments().await.unwrap().to_vec(), records);
     assert_eq!(ds.fragment(40).await.unwrap(), None);
 }
+
+/// A stored `fragment_bitmap` is one Roaring bitmap occupying the whole field: trailing bytes
+/// or garbage are a typed error naming the index, never an empty or partial coverage.
+#[tokio::test]
+async fn index_fragment_bitmaps_decode_strictly() {
+    use lancet::proto::roaring_wire::encode_roaring32;
+    use lancet::proto::table::{IndexMetadata, Uuid};
+    let store = DatasetStore::open("memory://").unwrap();
+    let good: roaring::RoaringBitmap = [0u32, 3].into_iter().collect();
+    let entry = |name: &str, bitmap: Vec<u8>| IndexMetadata {
+        uuid: Some(Uuid {
+            uuid: vec![name.len() as u8; 16],
+        }),
+        name: name.into(),
+        fragment_bitmap: bitmap,
+        ..Default::default()
+    };
+    let mut trailing = encode_roaring32(&good);
+    trailing.push(0);
+    let indices = vec![
+        entry("ok", encode_roaring32(&good)),
+        entry("none", Vec::new()),
+        entry("trailing", trailing),
+        entry("garbage!", vec![1, 2, 3]),
+    ];
+    let m = Manifest {
+        version: 1,
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &indices, &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap();
+    assert_eq!(ds.index_fragments(&ds.indices()[0]).unwrap(), Some(good));
+    assert_eq!(ds.index_fragments(&ds.indices()[1]).unwrap(), None);
+    for i in [2, 3] {
+        let err = ds
+            .index_fragments(&ds.indices()[i])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&ds.indices()[i].name), "{err}");
+        assert!(err.contains("fragment_bitmap"), "{err}");
+    }
+}
