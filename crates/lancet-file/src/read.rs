@@ -157,6 +157,38 @@ impl LanceFile {
         self.collect(ReadBatchParams::Ranges(ranges), None).await
     }
 
+    /// Reads the rows at `rows` (strictly increasing, each below [`Self::num_rows`], as
+    /// lance-encoding's take requires) as one batch. A take, unlike a range read, decodes on
+    /// the calling task: for a few rows that is cheaper than lance-encoding's per-batch
+    /// decode task.
+    pub async fn take_rows(&self, rows: &[u64]) -> Result<RecordBatch> {
+        if rows.windows(2).any(|w| matches!(w, [a, b] if a >= b)) {
+            return Err(FileError::InvalidInput {
+                path: self.path.clone(),
+                rule: "rows to take must be strictly increasing".into(),
+            });
+        }
+        if let Some(&row) = rows.iter().find(|&&r| r >= self.num_rows()) {
+            return Err(FileError::OutOfRange {
+                path: self.path.clone(),
+                rule: format!("row {row} outside 0..{}", self.num_rows()),
+            });
+        }
+        if rows.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        let indices = arrow_array::UInt32Array::from_iter_values(
+            rows.iter()
+                .map(|&r| u32::try_from(r))
+                .collect::<std::result::Result<Vec<u32>, _>>()
+                .map_err(|_| FileError::OutOfRange {
+                    path: self.path.clone(),
+                    rule: "a row number does not fit u32".into(),
+                })?,
+        );
+        self.collect(ReadBatchParams::Indices(indices), None).await
+    }
+
     /// Reads only the columns `names` of rows `range` (all rows when `None`).
     pub async fn read_columns(
         &self,
@@ -334,14 +366,75 @@ pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
     let memory = Arc::new(object_store::memory::InMemory::new());
     let size = bytes.len() as u64;
     memory
-        .put(path, bytes.into())
+        .put(path, bytes.clone().into())
         .await
         .map_err(|e| FileError::Store {
             path: path.clone(),
             source: e,
         })?;
     let fs = FileStore::new(memory, "memory:///")?;
-    let file = LanceFile::open(&fs, path, Some(size)).await?;
+    let mut file = LanceFile::open(&fs, path, Some(size)).await?;
     file.check_schema(expected)?;
+    // Pages are served straight from `bytes` from here on: lance-io's scan scheduler (an I/O
+    // task, channels, a wakeup per request) costs more than decoding one row of a leaf.
+    file.reader = file.reader.with_scheduler(Arc::new(MemoryIo { bytes }));
     Ok(file)
+}
+
+/// Serves lance-encoding's page reads from a file held in memory, synchronously: every
+/// request is a slice of `bytes` (bounds-checked: a range past the end is an error, as a
+/// short object would be).
+#[derive(Debug)]
+struct MemoryIo {
+    bytes: Bytes,
+}
+
+impl lance_encoding::EncodingsIo for MemoryIo {
+    fn submit_request(
+        &self,
+        ranges: Vec<Range<u64>>,
+        _priority: u64,
+    ) -> futures::future::BoxFuture<'static, lance_core::Result<Vec<Bytes>>> {
+        let len = self.bytes.len() as u64;
+        let slices = ranges
+            .into_iter()
+            .map(|r| {
+                if r.start <= r.end && r.end <= len {
+                    // In bounds of a `usize`-sized buffer, so both ends fit `usize`.
+                    Ok(self.bytes.slice(r.start as usize..r.end as usize))
+                } else {
+                    Err(lance_core::Error::invalid_input(format!(
+                        "read of bytes {r:?} past the end of a {len}-byte file"
+                    )))
+                }
+            })
+            .collect();
+        futures::future::ready(slices).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lance_encoding::EncodingsIo;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_io_serves_slices_and_refuses_reads_past_the_end() {
+        let io = MemoryIo {
+            bytes: Bytes::from_static(b"0123456789"),
+        };
+        let got = io.submit_request(vec![2..5, 7..7, 9..10], 0).await.unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Bytes::from_static(b"234"),
+                Bytes::new(),
+                Bytes::from_static(b"9")
+            ]
+        );
+        assert!(io.submit_request(vec![0..2, 8..11], 0).await.is_err());
+        let (start, end) = (5, 4);
+        assert!(io.submit_request(vec![0..1, start..end], 0).await.is_err());
+    }
 }

@@ -178,3 +178,51 @@ async fn garbage_is_a_typed_error() {
     }
     assert!(rejected >= 10);
 }
+
+#[tokio::test]
+async fn files_held_in_memory_read_and_take_like_stored_ones() {
+    for version in [FileVersion::V2_0, FileVersion::V2_1] {
+        let raw = Arc::new(InMemory::new());
+        let fs = FileStore::new(raw.clone(), "memory:///").unwrap();
+        let path = Path::from("held.lance");
+        let options = WriteOptions {
+            version,
+            ..Default::default()
+        };
+        write_file(&fs, &path, &schema(), &[batch(0, 300)], &options)
+            .await
+            .unwrap();
+        let bytes = object_store::ObjectStoreExt::get(raw.as_ref(), &path)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let held = lancet_file::open_bytes_exact(&path, bytes, &schema())
+            .await
+            .unwrap();
+        let stored = LanceFile::open(&fs, &path, None).await.unwrap();
+        assert_eq!(
+            held.read_all().await.unwrap(),
+            stored.read_all().await.unwrap()
+        );
+        assert_eq!(held.read_range(17..40).await.unwrap(), batch(17, 23));
+        let taken = held.take_rows(&[0, 150, 299]).await.unwrap();
+        let ids = taken
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(ids.values().to_vec(), vec![0, 150, 299]);
+        assert!(matches!(
+            held.take_rows(&[5, 5]).await,
+            Err(FileError::InvalidInput { .. })
+        ));
+        assert_eq!(stored.take_rows(&[150]).await.unwrap(), batch(150, 1));
+        assert_eq!(held.take_rows(&[]).await.unwrap().num_rows(), 0);
+        assert!(matches!(
+            held.take_rows(&[3, 300]).await,
+            Err(FileError::OutOfRange { .. })
+        ));
+    }
+}

@@ -417,6 +417,7 @@ impl TreeReader {
                     let bounds = LeafBounds {
                         range: child.range,
                         max_fragment_id: inner.max_fragment_id,
+                        records: child.summary.fragments,
                     };
                     let record =
                         point_read_leaf(name, bytes, child.location.base.base_id, id, bounds)

@@ -302,13 +302,18 @@ impl Fx {
     /// The first rule a commit upserting fragment 1 meets: the writer point-reads the cold
     /// leaf 0 for its prior record (ids and that record checked).
     async fn writer_rule(&self) -> Option<Rule> {
+        self.writer_rule_for(1).await
+    }
+
+    /// [`Self::writer_rule`] for a commit upserting fragment `id`.
+    async fn writer_rule_for(&self, id: u64) -> Option<Rule> {
         let reader = match self.open().await {
             Ok(r) => r,
             Err(e) => return e.rule(),
         };
         let writer = TreeWriter::new(self.store.clone(), TreeWriterConfig::tiny());
         match writer
-            .commit(&reader, &[(1, Action::Upsert(Box::new(plain(1))))])
+            .commit(&reader, &[(id, Action::Upsert(Box::new(plain(id))))])
             .await
         {
             Ok(_) => None,
@@ -883,6 +888,27 @@ async fn leaf_rows() {
     let mut fx = Fx::new().await;
     fx.leaf_records(&[plain(1), plain(1 << 32)]).await;
     fx.expect_both(Rule::LeafIdRange).await;
+}
+
+#[tokio::test]
+async fn a_point_read_of_a_dense_leaf_reads_the_guessed_row_and_falls_back_when_it_is_wrong() {
+    // Four rows in the range 0..4: the point read takes row `id` without the id column.
+    let mut fx = Fx::new().await;
+    fx.leaf_records(&[plain(0), plain(1), plain(1), plain(3)])
+        .await;
+    // fragment 1 sits at row 1: found there; the duplicate is another row's, which a point
+    // read does not check (the reader does)
+    assert_eq!(fx.writer_rule_for(1).await, None);
+    fx.expect(Rule::LeafIdOrder).await;
+    // fragment 2's row holds 1: the guess is wrong, the id column is searched and refused
+    assert_eq!(fx.writer_rule_for(2).await, Some(Rule::LeafIdOrder));
+    // a dense, valid leaf: every record is found at its row
+    let mut fx = Fx::new().await;
+    fx.leaf_records(&[plain(0), plain(1), plain(2), plain(3)])
+        .await;
+    for id in 0..4 {
+        assert_eq!(fx.writer_rule_for(id).await, None, "fragment {id}");
+    }
 }
 
 #[tokio::test]
