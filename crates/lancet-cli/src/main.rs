@@ -22,6 +22,10 @@ use crate::error::CliError;
     about = "Inspect, verify and operate on Lance tables"
 )]
 struct Cli {
+    /// Log what lancet does to stderr: -v commits and retries, -vv every object read and
+    /// span timings, -vvv everything. `RUST_LOG` (tracing's filter syntax) overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -371,9 +375,37 @@ fn install_panic_hook() {
     }));
 }
 
+/// Sends lancet's tracing spans and events to stderr: `RUST_LOG` when set, otherwise the
+/// level `-v` asks for (warnings only without it). From `-vv` on, each span's busy and idle
+/// time is printed when it closes.
+fn install_logging(verbose: u8) {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "warn",
+        1 => "warn,lancet=info,lancet_tree=info,lancet_paths=info,lancet_btree=info",
+        2 => "warn,lancet=debug,lancet_tree=debug,lancet_paths=debug,lancet_file=debug,lancet_btree=debug,lancet_reuse=debug,lancet_rowid=debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let spans = if verbose >= 2 {
+        FmtSpan::CLOSE
+    } else {
+        FmtSpan::NONE
+    };
+    // A second subscriber (a test harness's) is not an error worth stopping for.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(spans)
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        .try_init();
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     install_panic_hook();
+    install_logging(cli.verbose);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

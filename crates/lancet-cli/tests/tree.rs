@@ -224,3 +224,46 @@ async fn check_previous_compares_max_fragment_id() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["rule"], "max-fragment-id-decreased");
 }
+
+#[test]
+fn bench_commit_prints_one_json_object_and_verbose_logs_each_commit_to_stderr() {
+    let args = [
+        "bench",
+        "commit",
+        "--fragments",
+        "3000",
+        "--commits",
+        "4",
+        "--changed",
+        "3",
+        "--layout",
+        "tree",
+        "--json",
+    ];
+    let quiet = lancet(&args);
+    assert!(quiet.status.success(), "{quiet:?}");
+    let report = json(&quiet);
+    for key in [
+        "bytes_written_per_commit",
+        "commit_latency_ms",
+        "open_to_first_resolve",
+    ] {
+        assert!(report.get(key).is_some(), "{key} missing: {report}");
+    }
+    assert!(report["bytes_written_per_commit"].as_f64().unwrap() > 0.0);
+    let quiet_err = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!quiet_err.contains("committed"), "{quiet_err}");
+
+    let mut verbose_args = vec!["-vv"];
+    verbose_args.extend(args);
+    let verbose = lancet(&verbose_args);
+    assert!(verbose.status.success(), "{verbose:?}");
+    json(&verbose); // stdout still holds exactly the report
+    let log = String::from_utf8_lossy(&verbose.stderr);
+    // every commit's event, and the span timings -vv adds
+    assert!(log.matches("committed").count() >= 4, "{log}");
+    assert!(
+        log.contains("tree_commit") && log.contains("time.busy"),
+        "{log}"
+    );
+}

@@ -18,6 +18,7 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, Deltas, FragmentChange, Mutation, TreeWriter, TreeWriterConfig};
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::transactions::{
@@ -56,7 +57,6 @@ impl Dataset {
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
     ) -> Result<Self> {
-        use tracing::Instrument;
         let span = tracing::info_span!(
             "commit",
             uri = %self.uri(),
@@ -134,6 +134,7 @@ impl Dataset {
             attempt += 1;
             let prepared = base
                 .prepare(manifest, &indices, &actions, config, &kind)
+                .instrument(tracing::debug_span!("prepare", attempt))
                 .await?;
             if new_ids.is_none() {
                 new_ids = Some(
@@ -148,6 +149,7 @@ impl Dataset {
             let txn = new_transaction(self.version(), prepared.operation.clone());
             let lost = match base
                 .publish_sized(prepared.manifest, &prepared.indices, Some(&txn))
+                .instrument(tracing::debug_span!("publish", attempt))
                 .await
             {
                 Ok((dataset, manifest_bytes)) => {
@@ -440,7 +442,11 @@ impl Dataset {
             },
         };
         tracing::info!(version = manifest.version, bytes = size, "committed");
-        Ok((self.checkout(manifest.version).await?, size))
+        let reopened = self
+            .checkout(manifest.version)
+            .instrument(tracing::debug_span!("reopen", version = manifest.version))
+            .await?;
+        Ok((reopened, size))
     }
 
     /// Publishes version N+1 of this flat table with its fragments moved into a fragment
