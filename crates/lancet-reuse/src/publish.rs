@@ -47,26 +47,33 @@ fn transition(t: &Transition) -> PbTransition {
     }
 }
 
-/// The `InlineContent` bytes of a v1 history: every transition (legacy groups included) as a
+/// A v1 history as `InlineContent`: every transition (legacy groups included) as a
 /// `Transition`, in dependency-consistent list order.
-pub fn encode_v1(ledger: &Ledger) -> Vec<u8> {
+fn inline_content(ledger: &Ledger) -> InlineContent {
     InlineContent {
         legacy_versions: Vec::new(),
         transitions: ledger.transitions.iter().map(transition).collect(),
     }
-    .encode_to_vec()
 }
 
-/// A new tagged entry for `content` (InlineContent bytes). Histories over 204,800 bytes go to
-/// an external file the caller writes to `_indices/{uuid}/details.binpb`: the second value.
+/// The `InlineContent` bytes of a v1 history (see [`tagged_entry`]).
+pub fn encode_v1(ledger: &Ledger) -> Vec<u8> {
+    inline_content(ledger).encode_to_vec()
+}
+
+/// A new tagged entry holding `ledger`. Histories whose `InlineContent` exceeds 204,800
+/// bytes go to an external file the caller writes to `_indices/{uuid}/details.binpb`: the
+/// second value, exactly [`encode_v1`]'s bytes. The entry is built from the ledger itself, so
+/// it can never hold less than the ledger (no bytes are decoded back).
 pub fn tagged_entry(
     uuid: lancet_proto::table::Uuid,
-    content: Vec<u8>,
     dataset_version: u64,
     ledger: &Ledger,
     created_at_ms: u64,
 ) -> (IndexMetadata, Option<Vec<u8>>) {
-    let (details, external) = if content.len() > INLINE_LIMIT {
+    let inline = inline_content(ledger);
+    let (details, external) = if inline.encoded_len() > INLINE_LIMIT {
+        let content = inline.encode_to_vec();
         let file = ExternalFile {
             path: EXTERNAL_FILE.to_string(),
             offset: 0,
@@ -79,7 +86,6 @@ pub fn tagged_entry(
             Some(content),
         )
     } else {
-        let inline = InlineContent::decode(content.as_slice()).unwrap_or_default();
         (
             FragmentReuseIndexDetails {
                 content: Some(Content::Inline(inline)),
@@ -108,4 +114,69 @@ pub fn tagged_entry(
         ..Default::default()
     };
     (entry, external)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(transitions: usize) -> Ledger {
+        let digest = |id: u32| Digest {
+            id,
+            physical_rows: 100,
+            num_deleted_rows: 1,
+        };
+        Ledger {
+            index_version: 1,
+            transitions: (0..transitions as u32)
+                .map(|i| Transition {
+                    dataset_version: None,
+                    sources: vec![digest(2 * i), digest(2 * i + 1)],
+                    destinations: vec![digest(1_000_000 + i)],
+                    mapping: Mapping::StablePartition {
+                        map_id: format!("{i:032x}"),
+                        map_size_bytes: 4096,
+                        base_id: None,
+                    },
+                })
+                .collect(),
+            has_unsupported: false,
+        }
+    }
+
+    fn content(entry: &IndexMetadata) -> Option<Content> {
+        let any = entry.index_details.as_ref()?;
+        FragmentReuseIndexDetails::decode(any.value.as_slice())
+            .ok()?
+            .content
+    }
+
+    #[test]
+    fn a_small_history_is_inline_and_whole() {
+        let l = ledger(3);
+        let (entry, external) = tagged_entry(Default::default(), 7, &l, 1);
+        assert!(external.is_none());
+        let Some(Content::Inline(inline)) = content(&entry) else {
+            panic!("not inline");
+        };
+        assert_eq!(inline.encode_to_vec(), encode_v1(&l));
+        assert_eq!(inline.transitions.len(), 3);
+        assert_eq!(entry.dataset_version, 7);
+    }
+
+    #[test]
+    fn a_large_history_is_external_and_whole() {
+        let l = ledger(3000);
+        let (entry, external) = tagged_entry(Default::default(), 7, &l, 1);
+        let bytes = external.expect("over the inline limit");
+        assert!(bytes.len() > INLINE_LIMIT);
+        assert_eq!(bytes, encode_v1(&l));
+        let Some(Content::External(file)) = content(&entry) else {
+            panic!("not external");
+        };
+        assert_eq!(
+            (file.path.as_str(), file.size),
+            (EXTERNAL_FILE, bytes.len() as u64)
+        );
+    }
 }

@@ -324,10 +324,8 @@ impl Dataset {
             .collect();
         if !ledger.transitions.is_empty() {
             let uuid = ObjectUuid::new_v4();
-            let content = lancet_reuse::publish::encode_v1(&ledger);
             let (entry, external) = lancet_reuse::publish::tagged_entry(
                 uuid.to_proto(),
-                content,
                 self.version(),
                 &ledger,
                 now_ms(),
