@@ -35,8 +35,9 @@ impl PageLookup {
     /// Validates a lookup batch (schema already checked exactly by the caller).
     ///
     /// Rules: `batch_size` present and a positive integer; not range-partitioned; `page_idx`
-    /// a permutation of `0..pages`; `null_count` at most the page's rows; an all-NULL page has
-    /// NULL `min` and `max` and only NULLs; a page with some NULLs has a NULL `min`; `min <=
+    /// a permutation of `0..pages`; `null_count` at most the page's rows; a page with NULL
+    /// `min` and `max` holds only NULLs (its `null_count` is its row count: `batch_size`, or
+    /// for the short last page what [`Self::check_data_rows`] finds); a page with some NULLs has a NULL `min`; `min <=
     /// max`; `min` and `max` ascending over pages with NULLs first.
     pub fn from_batch(
         path: &str,
@@ -107,9 +108,18 @@ impl PageLookup {
                     self.page_rows
                 ));
             }
+            let last_page = self.page_idx.get(i).map(|&p| p as usize + 1) == Some(self.num_pages());
             match (self.mins.is_null(i), self.maxs.is_null(i)) {
                 (true, true) if nulls == 0 => {
                     return Err(format!("page {i} has NULL min and max but no NULLs"))
+                }
+                // Only the last data page may be short; its exact count is checked against
+                // the data file (`check_data_rows`).
+                (true, true) if nulls < self.page_rows && !last_page => {
+                    return Err(format!(
+                        "page {i} has NULL min and max but only {nulls} of its {} rows are NULL",
+                        self.page_rows
+                    ))
                 }
                 (false, true) => return Err(format!("page {i} has a NULL max but a min")),
                 (false, false) if nulls > 0 => {
@@ -175,6 +185,12 @@ impl PageLookup {
             if n > rows.end - rows.start {
                 return Err(format!(
                     "page {p} has {n} NULLs in {} rows",
+                    rows.end - rows.start
+                ));
+            }
+            if self.mins.is_null(i) && self.maxs.is_null(i) && n != rows.end - rows.start {
+                return Err(format!(
+                    "page {p} has NULL min and max but only {n} of its {} rows are NULL",
                     rows.end - rows.start
                 ));
             }

@@ -146,6 +146,14 @@ async fn every_lookup_rule_rejects() {
     l.maxs[0] = None;
     assert_corrupt(open(l, 9).await.0, "NULL max");
 
+    // NULL min and max claim an all-NULL page, but only 2 of its 4 rows are NULL: range
+    // searches would skip the page's values
+    let mut l = good();
+    l.mins[0] = None;
+    l.maxs[0] = None;
+    l.nulls[0] = 2;
+    assert_corrupt(open(l, 9).await.0, "only 2 of its 4 rows are NULL");
+
     let mut l = good();
     l.meta = vec![("batch_size", "4"), ("range_partitioned", "true")];
     assert!(matches!(
@@ -169,6 +177,30 @@ async fn data_rows_must_match_the_lookup() {
         .unwrap_err();
     assert!(
         matches!(err, BTreeError::Corrupt { ref path, .. } if path.ends_with("page_data.lance")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_short_last_page_with_null_bounds_must_be_all_null() {
+    // data page 2 holds rows 8..10 (2 rows); its lookup row says NULL min and max with
+    // only 1 NULL: the lookup alone cannot tell, the data file's row count can
+    let l = Lookup {
+        mins: vec![None, Some(1), Some(5)],
+        maxs: vec![None, Some(4), Some(8)],
+        nulls: vec![1, 0, 0],
+        idx: vec![2, 0, 1],
+        meta: vec![("batch_size", "4")],
+    };
+    let (index, _, _) = open(l, 10).await;
+    let err = index
+        .unwrap()
+        .search(&Query::Equals(Arc::new(Int64Array::from(vec![5]))))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, BTreeError::Corrupt { ref path, ref rule }
+            if path.ends_with("page_data.lance") && rule.contains("only 1 of its 2 rows")),
         "{err}"
     );
 }
