@@ -212,6 +212,18 @@ impl BTreeIndex {
                 rule: "ids column has NULLs".into(),
             });
         }
+        // Every page is sliced out of the batch below: it must hold exactly the rows asked
+        // for (a decoder returning fewer would make `slice` panic).
+        let expected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        if batch.num_rows() as u64 != expected {
+            return Err(BTreeError::Corrupt {
+                path: self.data_path.to_string(),
+                rule: format!(
+                    "reading {expected} rows of pages {missing:?} returned {}",
+                    batch.num_rows()
+                ),
+            });
+        }
         let mut offset = 0usize;
         for (p, r) in missing.iter().zip(&ranges) {
             let n = (r.end - r.start) as usize;
