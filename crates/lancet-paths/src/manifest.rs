@@ -799,10 +799,36 @@ mod tests {
             )
             .await
             .unwrap();
-        assert!(matches!(
-            read_manifest(&store, Some(8)).await,
-            Err(PathsError::CorruptManifest { .. })
-        ));
+        let says = |r: Result<ManifestFile>| match r {
+            Err(e @ PathsError::CorruptManifest { .. }) => e.to_string(),
+            other => panic!("expected CorruptManifest, got {other:?}"),
+        };
+        for err in [
+            says(read_manifest(&store, Some(8)).await),
+            // the latest by listing is version 8 too
+            says(read_manifest(&store, None).await),
+            says(read_manifest_named(&store, 8, NamingScheme::V1).await),
+        ] {
+            assert!(
+                err.contains("file name says version 8 but the manifest says 7"),
+                "{err}"
+            );
+        }
+        // under the V2 name as well
+        wrong.version = 3;
+        let bytes = encode_manifest(&wrong, &[], &[], None).unwrap();
+        store
+            .put(
+                &store.path(&NamingScheme::V2.relative_path(9)),
+                Bytes::from(bytes),
+            )
+            .await
+            .unwrap();
+        let err = says(read_manifest_named(&store, 9, NamingScheme::V2).await);
+        assert!(
+            err.contains("says version 9 but the manifest says 3"),
+            "{err}"
+        );
         store
             .put(&store.path(LATEST_HINT), Bytes::from_static(b"{"))
             .await
