@@ -1,9 +1,9 @@
 //! The Lance 14 scalar BTree index: `page_lookup.lance` (one row per page: min, max,
 //! null_count, page_idx) and `page_data.lance` (every `(value, id)` sorted, NULLs first).
 //!
-//! - [`train`]: sort pairs (spilling sorted runs to temporary files past a memory budget, see
+//! - [`train()`]: sort pairs (spilling sorted runs to temporary files past a memory budget, see
 //!   [`sort`]) and write both files, usable by pylance in place of its own.
-//! - [`merge`]: a segment plus new pairs (old ids remapped, e.g. through an FRI) into a new
+//! - [`merge()`]: a segment plus new pairs (old ids remapped, e.g. through an FRI) into a new
 //!   segment with no duplicate `(value, id)`.
 //! - [`BTreeIndex`]: open a segment (the lookup only), select pages by binary search, read the
 //!   selected pages in one coalesced request set through a [`PageCache`], and evaluate exactly

@@ -37,7 +37,7 @@ impl PageLookup {
     /// Rules: `batch_size` present and a positive integer; not range-partitioned; `page_idx`
     /// a permutation of `0..pages`; `null_count` at most the page's rows; a page with NULL
     /// `min` and `max` holds only NULLs (its `null_count` is its row count: `batch_size`, or
-    /// for the short last page what [`Self::check_data_rows`] finds); a page with some NULLs has a NULL `min`; `min <=
+    /// for the short last page what `check_data_rows` finds); a page with some NULLs has a NULL `min`; `min <=
     /// max`; `min` and `max` ascending over pages with NULLs first.
     pub fn from_batch(
         path: &str,

@@ -36,7 +36,7 @@ pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
 ///
 /// arrow-ipc trusts the lengths inside a file (a hostile ZSTD buffer header made it allocate
 /// exabytes under `cargo xtask fuzz deletion_arrow`), so the file's structure is checked first
-/// by [`check_ipc_structure`]; a panic inside arrow-ipc is still reported as corruption.
+/// by `check_ipc_structure`; a panic inside arrow-ipc is still reported as corruption.
 pub fn decode_arrow(bytes: &[u8], max_rows: u64) -> Result<RoaringBitmap, String> {
     check_ipc_structure(bytes, max_rows)?;
     std::panic::catch_unwind(|| decode_arrow_inner(bytes))

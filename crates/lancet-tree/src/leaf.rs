@@ -1,12 +1,12 @@
 //! Leaves: the Arrow schema of a leaf Lance file, and records to and from record batches.
 //!
-//! Decoding ([`decode_records`]) is pure and runs after the stored schema has been compared
+//! Decoding (`decode_records`) is pure and runs after the stored schema has been compared
 //! with [`leaf_schema`] exactly (decision 17). It rejects, with the rule each breaks:
 //! a null anywhere but `base_id` (dictionary keys and values included); a mapping vector
 //! whose length is not a multiple of 4 or a dictionary key out of bounds; `fragment_meta` that
 //! does not decode, or carries a nonzero id, files or overlays; `overlay_meta` that does not
 //! decode or carries a `data_file`; an empty leaf; ids that do not strictly increase or do not
-//! fit in u32; and the record rules of [`crate::records`]. Unused and repeated dictionary
+//! fit in u32; and the record rules of `records`. Unused and repeated dictionary
 //! values are accepted (decision 9): vectors are compared, not keys.
 //!
 //! Cost: one pass over the rows; each dictionary value is decoded once per column.
