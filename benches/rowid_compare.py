@@ -2,12 +2,12 @@
 lancet building the index for the same table from disk.
 
 Usage (from the repo root):
-    python benches/rowid_compare.py [TABLE_DIR]
+    python benches/rowid_compare.py [TABLE_DIR] [--rows N]
 
-Makes TABLE_DIR (default: a temp dir) with pylance if it is empty: 1,000 fragments of 1,000 rows
-with stable row ids, then `update` of 5% of the rows (id % 20 = 7), so every fragment has a
-deletion file and the moved rows live in a new fragment. Then, five times each in a fresh
-process: pylance `lance.dataset(uri)._take_rows(ids)` for 100 ids; and lancet's criterion
+Makes TABLE_DIR (default: a temp dir) with pylance if it is empty: N rows (default 1,000,000;
+docs/performance.md also uses 10,000,000) in 1,000 fragments with stable row ids, then `update`
+of 5% of the rows (id % 20 = 7), so every fragment has a deletion file and the moved rows live
+in a new fragment. Then, seven times each in a fresh process: pylance `lance.dataset(uri)._take_rows(ids)` for 100 ids; and lancet's criterion
 `cold_open/pylance_table` (manifest, sequences, deletion files, index build).
 """
 import json
@@ -32,24 +32,32 @@ print(t1 - t0)
 """
 
 
-def make_table(uri):
-    n = 1_000_000
+TRIALS = 7
+
+
+def make_table(uri, n):
     t = pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())})
-    lance.write_dataset(t, uri, max_rows_per_file=1000, enable_stable_row_ids=True)
+    lance.write_dataset(t, uri, max_rows_per_file=n // 1000, enable_stable_row_ids=True)
     lance.dataset(uri).update({"v": "v + 1"}, where="id % 20 = 7")
 
 
 def main():
-    uri = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="lancet-rowid-")
+    args = sys.argv[1:]
+    rows = 1_000_000
+    if "--rows" in args:
+        at = args.index("--rows")
+        rows = int(args[at + 1])
+        del args[at : at + 2]
+    uri = args[0] if args else tempfile.mkdtemp(prefix="lancet-rowid-")
     if not os.path.exists(os.path.join(uri, "_versions")):
-        make_table(uri)
+        make_table(uri, rows)
     ds = lance.dataset(uri)
     print(f"table {uri}: {len(ds.get_fragments())} fragments, {ds.count_rows()} rows")
     n = ds.count_rows()
     # the ids lancet's cold_first_take bench takes
     ids = list(range(7, n, 100_007 if n > 2_000_000 else 10_007))[:100]
     times = []
-    for _ in range(5):
+    for _ in range(TRIALS):
         out = subprocess.run(
             [sys.executable, "-c", PYLANCE_TRIAL, uri, json.dumps(ids)],
             check=True, capture_output=True, text=True,

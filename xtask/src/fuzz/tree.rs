@@ -267,6 +267,38 @@ impl TreeLeafTarget {
     }
 }
 impl TreeMutationTarget {
+    fn candidates(&self) -> Vec<Vec<u8>> {
+        let Some(Layout::Tree(tree)) = self
+            .0
+            .manifest
+            .fragment_tree
+            .as_ref()
+            .and_then(|m| m.layout.clone())
+        else {
+            return Vec::new();
+        };
+        let root =
+            FragmentTreeRoot::decode(self.0.objects[&self.0.root_path].as_slice()).expect("root");
+        // Plus one that is valid again: fragment 12 upserted as it already is (no deltas).
+        let again = lancet_tree::testing::encode_mutations(&[lancet_tree::Mutation {
+            sequence: tree.next_action_sequence,
+            target: 12,
+            action: Action::Upsert(Box::new(record(12))),
+            deltas: lancet_tree::Deltas::default(),
+        }]);
+        tree.mutations_since_root
+            .iter()
+            .chain(root.buffer.iter())
+            .cloned()
+            .map(|mut m| {
+                m.action_sequence = tree.next_action_sequence;
+                m
+            })
+            .chain(again)
+            .map(|m| m.encode_to_vec())
+            .collect()
+    }
+
     pub fn new() -> Self {
         Self(fixture())
     }
@@ -314,26 +346,19 @@ impl Target for TreeMutationTarget {
     fn name(&self) -> &'static str {
         "tree_mutation"
     }
+    /// Every buffered mutation of the fixture, re-sequenced to apply last, and a re-upsert
+    /// of fragment 12 as it is. Applying a mutation a second time is refused (its deltas or
+    /// its old path no longer hold): those are near misses; the re-upsert is the seed.
     fn seeds(&self) -> Vec<Vec<u8>> {
-        let Some(Layout::Tree(tree)) = self
-            .0
-            .manifest
-            .fragment_tree
-            .as_ref()
-            .and_then(|m| m.layout.clone())
-        else {
-            return Vec::new();
-        };
-        let root =
-            FragmentTreeRoot::decode(self.0.objects[&self.0.root_path].as_slice()).expect("root");
-        tree.mutations_since_root
-            .iter()
-            .chain(root.buffer.iter())
-            .map(|m| {
-                let mut m = m.clone();
-                m.action_sequence = tree.next_action_sequence;
-                m.encode_to_vec()
-            })
+        self.candidates()
+            .into_iter()
+            .filter(|c| self.check(c))
+            .collect()
+    }
+    fn near_misses(&self) -> Vec<Vec<u8>> {
+        self.candidates()
+            .into_iter()
+            .filter(|c| !self.check(c))
             .collect()
     }
     fn check(&self, input: &[u8]) -> bool {

@@ -146,12 +146,32 @@ impl Target for TreeWriterTarget {
         "tree_writer"
     }
 
+    /// Byte strings whose action batches the writer commits at least once: the fixed
+    /// patterns that qualify, then pseudo-random strings (a fixed sequence) until there are
+    /// three. Found at start-up because what `arbitrary` makes of bytes is its own business.
     fn seeds(&self) -> Vec<Vec<u8>> {
-        vec![
+        let fixed: Vec<Vec<u8>> = vec![
             (0..=255u8).collect(),
             (0..512).map(|i| (i * 37 % 251) as u8).collect(),
             vec![0; 128],
-        ]
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random = (0..500).map(move |_| {
+            (0..384)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 24) as u8
+                })
+                .collect::<Vec<u8>>()
+        });
+        fixed
+            .into_iter()
+            .chain(random)
+            .filter(|candidate| self.check(candidate))
+            .take(3)
+            .collect()
     }
 
     fn check(&self, input: &[u8]) -> bool {
