@@ -42,6 +42,9 @@ fn classify(e: &lancet::Error) -> (String, Option<String>, String) {
         lancet::Error::Unsupported { uri, rule, .. } => {
             ("unsupported".into(), Some(uri.clone()), rule.clone())
         }
+        lancet::Error::Corrupt { uri, rule, .. } => {
+            ("manifest".into(), Some(uri.clone()), rule.clone())
+        }
         other => ("unreadable".into(), None, other.to_string()),
     }
 }

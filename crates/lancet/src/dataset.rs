@@ -245,7 +245,7 @@ impl Dataset {
                     .value
                     .downcast::<Arc<[DataFragment]>>()
                     .map(|a| (*a).clone())
-                    .map_err(|_| Error::Shared("fragment cache holds another type".into()))
+                    .map_err(|_| Error::Internal("fragment cache holds another type".into()))
             }
         }
     }

@@ -14,9 +14,13 @@ pub enum Error {
     Reuse(#[from] lancet_reuse::ReuseError),
     #[error(transparent)]
     Tree(#[from] lancet_tree::TreeError),
-    /// A load shared with other callers through a cache failed; the message is the original's.
-    #[error("{0}")]
-    Shared(String),
+    /// A load shared with other callers through a cache failed while they still held its
+    /// error: its kind and message are the original's.
+    #[error("{message}")]
+    Shared { kind: ErrorKind, message: String },
+    /// A bug in lancet: a state its own code should have made impossible.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// Another writer published version `version` first and this commit cannot be rebased
     /// over it (`reason` names both operations); nothing was published. `retryable`: redoing
     /// the work on the newer version may succeed.
@@ -26,6 +30,13 @@ pub enum Error {
         version: u64,
         reason: String,
         retryable: bool,
+    },
+    /// The manifest breaks a rule the facade checks (an index entry's bitmap, a fragment id).
+    #[error("dataset {uri} version {version}: corrupt: {rule}")]
+    Corrupt {
+        uri: String,
+        version: u64,
+        rule: String,
     },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
@@ -38,13 +49,264 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Recovers the typed error of a cached load when no other caller still holds it.
+/// What a caller can do about an error, whichever crate raised it (as slatedb's error
+/// kinds): retry, fix its input, repair the table, or report a bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller's arguments: a bad URI, a version or row that does not exist, a filter
+    /// lancet cannot parse.
+    InvalidInput,
+    /// Stored bytes break a rule of the format (or an object they reference is missing).
+    Corrupt,
+    /// The table uses a feature this build of lancet does not implement.
+    Unsupported,
+    /// Another writer got there first (a lost commit race that could not be rebased).
+    Conflict,
+    /// The object store failed; the same request may succeed later.
+    Unavailable,
+    /// A bug in lancet.
+    Internal,
+}
+
+impl Error {
+    /// The coarse kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Paths(e) => e.kind(),
+            Error::File(e) => e.kind(),
+            Error::RowId(e) => e.kind(),
+            Error::BTree(e) => e.kind(),
+            Error::Reuse(e) => e.kind(),
+            Error::Tree(e) => e.kind(),
+            Error::Shared { kind, .. } => *kind,
+            Error::Internal(_) => ErrorKind::Internal,
+            Error::CommitConflict { .. } => ErrorKind::Conflict,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+        }
+    }
+}
+
+/// The kind of each subsystem crate's error (the crates stay free of the facade's policy).
+pub(crate) trait Kind {
+    fn kind(&self) -> ErrorKind;
+}
+
+impl Kind for Error {
+    fn kind(&self) -> ErrorKind {
+        Error::kind(self)
+    }
+}
+
+impl Kind for lancet_paths::PathsError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_paths::PathsError as E;
+        match self {
+            E::InvalidUri { .. } | E::NoVersions { .. } | E::VersionNotFound { .. } => {
+                ErrorKind::InvalidInput
+            }
+            E::Store { .. } => ErrorKind::Unavailable,
+            E::AlreadyExists { .. } => ErrorKind::Conflict,
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl Kind for lancet_file::FileError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_file::FileError as E;
+        match self {
+            E::Store { .. } => ErrorKind::Unavailable,
+            E::OutOfRange { .. } | E::InvalidInput { .. } | E::InvalidUri { .. } => {
+                ErrorKind::InvalidInput
+            }
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl Kind for lancet_rowid::RowIdError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_rowid::RowIdError as E;
+        match self {
+            E::InvalidInput(_) => ErrorKind::InvalidInput,
+            E::Paths(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl Kind for lancet_btree::BTreeError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_btree::BTreeError as E;
+        match self {
+            E::Unsupported { .. } => ErrorKind::Unsupported,
+            E::InvalidInput(_) => ErrorKind::InvalidInput,
+            E::File(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl Kind for lancet_reuse::ReuseError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_reuse::ReuseError as E;
+        match self {
+            E::Unsupported { .. } => ErrorKind::Unsupported,
+            E::InvalidInput(_) => ErrorKind::InvalidInput,
+            E::File(e) => e.kind(),
+            E::Paths(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl Kind for lancet_tree::TreeError {
+    fn kind(&self) -> ErrorKind {
+        use lancet_tree::TreeError as E;
+        match self {
+            E::InvalidInput(_) => ErrorKind::InvalidInput,
+            E::Io { source, .. } => source.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+/// Recovers the typed error of a cached load when no other caller still holds it; otherwise
+/// its kind and message.
 pub(crate) fn unshare<E>(e: std::sync::Arc<E>) -> Error
 where
-    E: Into<Error> + std::fmt::Display,
+    E: Into<Error> + Kind + std::fmt::Display,
 {
     match std::sync::Arc::try_unwrap(e) {
         Ok(e) => e.into(),
-        Err(shared) => Error::Shared(shared.to_string()),
+        Err(shared) => Error::Shared {
+            kind: shared.kind(),
+            message: shared.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::path::Path;
+
+    fn store_down() -> object_store::Error {
+        object_store::Error::Generic {
+            store: "test",
+            source: "connection reset".into(),
+        }
+    }
+
+    #[test]
+    fn every_subsystem_error_has_the_kind_a_caller_acts_on() {
+        let path = Path::from("t/_versions/1.manifest");
+        let cases: Vec<(Error, ErrorKind)> = vec![
+            (
+                lancet_paths::PathsError::CorruptManifest {
+                    path: path.clone(),
+                    rule: "r".into(),
+                }
+                .into(),
+                ErrorKind::Corrupt,
+            ),
+            (
+                lancet_paths::PathsError::AlreadyExists { path: path.clone() }.into(),
+                ErrorKind::Conflict,
+            ),
+            (
+                lancet_paths::PathsError::VersionNotFound {
+                    path: path.clone(),
+                    version: 9,
+                }
+                .into(),
+                ErrorKind::InvalidInput,
+            ),
+            (
+                lancet_paths::PathsError::Store {
+                    path: path.clone(),
+                    source: store_down(),
+                }
+                .into(),
+                ErrorKind::Unavailable,
+            ),
+            (
+                lancet_file::FileError::Corrupt {
+                    path: path.clone(),
+                    rule: "r".into(),
+                }
+                .into(),
+                ErrorKind::Corrupt,
+            ),
+            (
+                lancet_btree::BTreeError::Unsupported {
+                    path: "p".into(),
+                    rule: "r".into(),
+                }
+                .into(),
+                ErrorKind::Unsupported,
+            ),
+            (
+                lancet_btree::BTreeError::File(lancet_file::FileError::Store {
+                    path: path.clone(),
+                    source: store_down(),
+                })
+                .into(),
+                ErrorKind::Unavailable,
+            ),
+            (
+                lancet_reuse::ReuseError::InvalidInput("x".into()).into(),
+                ErrorKind::InvalidInput,
+            ),
+            (
+                lancet_rowid::RowIdError::MissingSequence { fragment: 1 }.into(),
+                ErrorKind::Corrupt,
+            ),
+            (
+                lancet_tree::TreeError::Io {
+                    object: "o".into(),
+                    source: std::sync::Arc::new(lancet_paths::PathsError::Store {
+                        path: path.clone(),
+                        source: store_down(),
+                    }),
+                }
+                .into(),
+                ErrorKind::Unavailable,
+            ),
+            (
+                Error::CommitConflict {
+                    uri: "u".into(),
+                    version: 2,
+                    reason: "r".into(),
+                    retryable: true,
+                },
+                ErrorKind::Conflict,
+            ),
+            (Error::Internal("x".into()), ErrorKind::Internal),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_shared_error_keeps_its_kind() {
+        let original = std::sync::Arc::new(lancet_file::FileError::Corrupt {
+            path: Path::from("f.lance"),
+            rule: "bad page".into(),
+        });
+        let held = original.clone();
+        let e = unshare(original);
+        assert!(matches!(e, Error::Shared { .. }));
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(e.to_string().contains("bad page"));
+        drop(held);
+        let sole = std::sync::Arc::new(lancet_file::FileError::Corrupt {
+            path: Path::from("f.lance"),
+            rule: "bad page".into(),
+        });
+        assert!(matches!(unshare(sole), Error::File(_)));
     }
 }

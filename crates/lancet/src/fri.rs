@@ -42,7 +42,7 @@ impl Dataset {
             .value
             .downcast::<History>()
             .map(Some)
-            .map_err(|_| Error::Shared("FRI cache holds another type".into()))
+            .map_err(|_| Error::Internal("FRI cache holds another type".into()))
     }
 
     /// The decoded (not yet opened) FRI history of this version, if it has one: no row map
@@ -81,7 +81,7 @@ impl Dataset {
             let t = history
                 .transition(i)
                 .cloned()
-                .ok_or_else(|| Error::Shared("transition".into()))?;
+                .ok_or_else(|| Error::Internal(format!("history has no transition {i}")))?;
             history.attach_row_map(i, RowMap::open(file, &t).await?);
         }
         Ok(history)

@@ -76,7 +76,7 @@ impl Dataset {
         }
         lancet_proto::roaring_wire::decode_roaring32(&meta.fragment_bitmap)
             .map(Some)
-            .map_err(|e| Error::Unsupported {
+            .map_err(|e| Error::Corrupt {
                 uri: self.uri().to_string(),
                 version: self.version(),
                 rule: format!(
@@ -124,7 +124,7 @@ impl Dataset {
             let index = cached
                 .value
                 .downcast::<BTreeIndex>()
-                .map_err(|_| Error::Shared("segment cache holds another type".into()))?;
+                .map_err(|_| Error::Internal("segment cache holds another type".into()))?;
             let fragments = self.index_fragments(&meta)?.unwrap_or_default();
             out.push(BTreeSegment {
                 metadata: meta,
@@ -206,7 +206,9 @@ impl Dataset {
             .data_file_locations(fragment)?
             .into_iter()
             .nth(k)
-            .ok_or_else(|| Error::Shared("data file location".into()))?;
+            .ok_or_else(|| {
+                Error::Internal(format!("fragment {} has no data file {k}", fragment.id))
+            })?;
         let store = self.store_for(&loc.base)?;
         let fs = Dataset::file_store_for(&store)?;
         let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
@@ -273,7 +275,7 @@ impl Dataset {
         let mut batches = Vec::new();
         let mut covered = RoaringBitmap::new();
         for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
-            let id = u32::try_from(f.id).map_err(|_| Error::Unsupported {
+            let id = u32::try_from(f.id).map_err(|_| Error::Corrupt {
                 uri: self.uri().to_string(),
                 version: self.version(),
                 rule: format!("fragment id {} exceeds 32 bits", f.id),
@@ -325,7 +327,7 @@ impl Dataset {
         let mut fragment_bitmap = Vec::new();
         bitmap
             .serialize_into(&mut fragment_bitmap)
-            .map_err(|e| Error::Shared(e.to_string()))?;
+            .map_err(|e| Error::Internal(format!("encoding a fragment bitmap: {e}")))?;
         let name = format!("{column}_idx");
         let created_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -21,7 +21,7 @@ pub use cache::{
 };
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use indexes::BTreeSegment;
 pub use rewrite::RewriteMapping;
 pub use transactions::{compatibility, Compatibility};

@@ -133,7 +133,7 @@ impl Dataset {
         cached
             .value
             .downcast::<RowIdIndex>()
-            .map_err(|_| Error::Shared("row id index cache holds another type".into()))
+            .map_err(|_| Error::Internal("row id index cache holds another type".into()))
     }
 
     /// The addresses of `ids` (None when not live). Uses the cached `RowIdIndex` when this

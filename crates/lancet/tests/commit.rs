@@ -170,6 +170,10 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     };
     let won = delete(&second, 1).await.unwrap();
     let lost = delete(&second, 2).await;
+    assert_eq!(
+        lost.as_ref().err().map(|e| e.kind()),
+        Some(lancet::ErrorKind::Conflict)
+    );
     match lost {
         Err(Error::CommitConflict {
             version,

@@ -189,10 +189,9 @@ async fn index_fragment_bitmaps_decode_strictly() {
     assert_eq!(ds.index_fragments(&ds.indices()[0]).unwrap(), Some(good));
     assert_eq!(ds.index_fragments(&ds.indices()[1]).unwrap(), None);
     for i in [2, 3] {
-        let err = ds
-            .index_fragments(&ds.indices()[i])
-            .unwrap_err()
-            .to_string();
+        let err = ds.index_fragments(&ds.indices()[i]).unwrap_err();
+        assert_eq!(err.kind(), lancet::ErrorKind::Corrupt, "{err}");
+        let err = err.to_string();
         assert!(err.contains(&ds.indices()[i].name), "{err}");
         assert!(err.contains("fragment_bitmap"), "{err}");
     }
