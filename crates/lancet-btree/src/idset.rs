@@ -179,6 +179,12 @@ fn bitmap_from_strictly_ascending(ids: &[u64]) -> RoaringBitmap {
 /// LSD radix sort on 12-bit digits, running only the passes the ids' spread needs (ids of a
 /// few fragments' pages usually differ in their low 24–36 bits: 2–3 passes). Comparison sort
 /// for short inputs.
+///
+/// Indexing is in bounds by construction: a digit is masked to `BUCKETS - 1` and `counts`
+/// holds `BUCKETS + 1` entries; after the prefix sum, `counts[b]` stays below `ids.len()`
+/// (the length of `scratch`) because exactly that many values are placed. The input is in
+/// memory (page ids), not stored bytes.
+#[allow(clippy::indexing_slicing)]
 fn radix_sort(ids: &mut Vec<u64>) {
     const BITS: u32 = 12;
     const BUCKETS: usize = 1 << BITS;

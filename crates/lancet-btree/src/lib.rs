@@ -14,6 +14,13 @@
 //! Floats order as IEEE total order (NaN above +inf), with -0.0 = +0.0 for comparisons, which
 //! is what pylance's filters answer.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod error;
 pub mod idset;
 pub mod index;

@@ -245,6 +245,10 @@ impl SortedStream {
     }
 
     /// Up to `max_rows` next rows, or `None` at the end.
+    ///
+    /// Every `cursors[k]` and `arena_of[k]` index comes from enumerating `cursors` (and
+    /// `arena_of` has one slot per cursor), and `last_at` only ever holds such a `k`.
+    #[allow(clippy::indexing_slicing)]
     pub async fn next_batch(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
         // Output rows as (arena batch, row); the arena keeps batches alive until the flush.
         let mut arena: Vec<RecordBatch> = Vec::new();

@@ -10,6 +10,13 @@
 //!
 //! The page encodings are lance-encoding's; this crate never encodes pages by hand.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 mod error;
 mod footer;
 mod read;

@@ -10,6 +10,13 @@
 //! - [`flags`]: feature-flag names and the pairing rules.
 //! - [`transaction`]: Lance transactions: `_transactions/*.txn`, the inline section, decoding.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod bases;
 pub mod error;
 #[cfg(feature = "testing")]

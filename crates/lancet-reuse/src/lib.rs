@@ -15,6 +15,13 @@
 //!   a history as a tagged (v1) entry. Recording a rewrite and committing it lives in the
 //!   facade (`lancet::Dataset::commit_rewrite`, `trim_fri`), which owns manifests.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod counts;
 pub mod details;
 pub mod error;

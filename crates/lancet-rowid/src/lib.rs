@@ -12,6 +12,13 @@
 //! The bitmap with rank/select is hand-written (see [`bitmap`]) because its wire layout must
 //! round-trip exactly; everything else leans on `roaring`, `prost` and `rayon`.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod bitmap;
 pub mod deletion;
 pub mod encoded;

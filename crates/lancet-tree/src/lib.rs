@@ -21,6 +21,13 @@
 //! search (what `rangemap` would give, but every range must also be checked against its
 //! parent's, which a map cannot express), and the walk is a plain depth-first stack.
 
+// Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
+// `allow` states the invariant that bounds it).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 mod error;
 pub mod leaf;
 mod mutation;
