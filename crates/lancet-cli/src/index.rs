@@ -1,5 +1,6 @@
 //! `lancet index list|search|build`: BTree indexes of a table.
 
+use lancet::RowAddress;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -266,9 +267,8 @@ pub async fn search(
             .iter()
             .zip(ds.deletion_vectors().await?)
         {
-            if let Some(d) = d {
-                let base = f.id << 32;
-                deleted.extend(d.iter().map(|o| base | u64::from(o)));
+            if let (Some(d), Ok(id)) = (d, u32::try_from(f.id)) {
+                deleted.extend(d.iter().map(|o| RowAddress::new(id, o).as_u64()));
             }
         }
         result.true_ids -= &deleted;

@@ -1,5 +1,6 @@
 //! `lancet rowid`: the stable row id → address mapping of one version.
 
+use lancet::RowAddress;
 use std::io::Write;
 
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
@@ -49,8 +50,8 @@ async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError
     Ok(ids
         .iter()
         .map(|&id| {
-            let (frag, offset) = (id >> 32, (id & 0xffff_ffff) as u32);
-            let k = fragments.iter().position(|f| f.id == frag)?;
+            let (frag, offset) = RowAddress::split(id);
+            let k = fragments.iter().position(|f| f.id == u64::from(frag))?;
             let f = fragments.get(k)?;
             let deleted = deletions
                 .get(k)?
@@ -93,10 +94,11 @@ async fn row_versions(
     let mut updated = Vec::with_capacity(pairs.len());
     for (_, addr) in pairs {
         let (c, u) = by_fragment
-            .get(&(addr >> 32))
+            .get(&u64::from(RowAddress::from_u64(*addr).fragment()))
             .map_or((None, None), |(c, u)| {
+                let offset = u64::from(RowAddress::from_u64(*addr).offset());
                 let at = |s: &Option<lancet::rowid::VersionSequence>| {
-                    s.as_ref().and_then(|s| s.version_at(addr & 0xffff_ffff))
+                    s.as_ref().and_then(|s| s.version_at(offset))
                 };
                 (at(c), at(u))
             });
@@ -177,8 +179,8 @@ pub async fn run(
                 Some(a) => writeln!(
                     out,
                     "row id {id} -> fragment {} offset {}",
-                    a >> 32,
-                    a & 0xffff_ffff
+                    RowAddress::from_u64(a).fragment(),
+                    RowAddress::from_u64(a).offset()
                 )?,
                 None => writeln!(out, "row id {id} -> not live")?,
             }

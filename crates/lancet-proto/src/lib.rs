@@ -10,6 +10,7 @@
 //! (fields lancet does not model, the exact `DataFragment` bytes), which prost alone drops.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
+pub mod address;
 pub mod roaring_wire;
 pub mod wire;
 
@@ -25,6 +26,7 @@ pub mod table {
     include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
 }
 
+pub use address::RowAddress;
 pub use prost;
 pub use prost_types;
 

@@ -3,6 +3,7 @@
 //! (topological) order, so one pass follows every chain whatever the serialized order.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
+use lancet_proto::RowAddress;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use roaring::{RoaringBitmap, RoaringTreemap};
@@ -162,9 +163,9 @@ impl History {
                 Prepared::Ordered(o) => {
                     for t in out.iter_mut() {
                         if let Translation::Address(a) = *t {
-                            let frag = (a >> 32) as u32;
+                            let (frag, offset) = RowAddress::split(a);
                             if self.consumer.get(&frag) == Some(&i) {
-                                *t = o.translate(frag, a & 0xffff_ffff);
+                                *t = o.translate(frag, u64::from(offset));
                             }
                         }
                     }
@@ -175,9 +176,10 @@ impl History {
                         .enumerate()
                         .filter_map(|(slot, t)| match *t {
                             Translation::Address(a)
-                                if self.consumer.get(&((a >> 32) as u32)) == Some(&i) =>
+                                if self.consumer.get(&RowAddress::split(a).0) == Some(&i) =>
                             {
-                                Some((slot, (a >> 32) as u32, a & 0xffff_ffff))
+                                let (frag, offset) = RowAddress::split(a);
+                                Some((slot, frag, u64::from(offset)))
                             }
                             _ => None,
                         })

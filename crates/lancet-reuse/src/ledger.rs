@@ -12,6 +12,7 @@ use lancet_proto::table::fragment_reuse_index_details::{
     Version as PbVersion,
 };
 use lancet_proto::wire::{self, WireType};
+use lancet_proto::RowAddress;
 use prost::Message;
 use roaring::RoaringTreemap;
 
@@ -122,8 +123,7 @@ pub fn check(t: &Transition, what: &str) -> Result<()> {
                 ));
             }
             for s in &t.sources {
-                let lo = u64::from(s.id) << 32;
-                let n = surviving.range_cardinality(lo..lo + (1 << 32));
+                let n = surviving.range_cardinality(RowAddress::fragment_range(s.id));
                 if n != s.survivors() {
                     return Err(corrupt(
                         what,

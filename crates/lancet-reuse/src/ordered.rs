@@ -2,6 +2,7 @@
 //! survivors in the sources before it; the destinations' cumulative row starts.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
+use lancet_proto::RowAddress;
 use std::collections::HashMap;
 
 use roaring::{RoaringBitmap, RoaringTreemap};
@@ -47,11 +48,11 @@ impl Ordered {
 
     pub(crate) fn translate(&self, frag: u32, offset: u64) -> Translation {
         let Some((survivors, before, rows)) = self.sources.get(&frag) else {
-            return Translation::Address((u64::from(frag) << 32) | offset);
+            return Translation::Address(RowAddress::first_of(frag) | offset);
         };
         // an offset past the source's rows passes through, as Lance's v0 remap does
         if offset >= *rows {
-            return Translation::Address((u64::from(frag) << 32) | offset);
+            return Translation::Address(RowAddress::first_of(frag) | offset);
         }
         let o = offset as u32;
         if !survivors.contains(o) {
@@ -65,7 +66,7 @@ impl Ordered {
         let (Some(start), Some(id)) = (self.dest_starts.get(d), self.dest_ids.get(d)) else {
             return Translation::Deleted;
         };
-        Translation::Address((u64::from(*id) << 32) | (k - start))
+        Translation::Address(RowAddress::first_of(*id) | (k - start))
     }
 
     /// Translates the requested offsets `req` of source `frag` (ascending) and appends each

@@ -1,6 +1,7 @@
 //! `_fri/{map_id}/stable_partition.lance`: one nullable `uint16` label per physical source row
 //! plus the LSPC counts buffer. Opening reads the counts only; translation reads label blocks.
 
+use lancet_proto::RowAddress;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -134,7 +135,7 @@ impl RowMap {
                 while let Some((_, slot)) = next.next_if(|(p, _)| *p == lo + i as u64) {
                     let addr = to.and_then(|(d, off)| {
                         let dest = self.destinations.get(d)?;
-                        Some((u64::from(*dest) << 32) | u64::from(off))
+                        Some(RowAddress::new(*dest, off).as_u64())
                     });
                     out.push((*slot, addr));
                 }

@@ -18,12 +18,14 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
+use lancet_proto::RowAddress;
+
 use crate::error::{Result, RowIdError};
 use crate::sequence::RowIdSequence;
 
 /// The row address of `(fragment, offset)`.
 pub fn row_address(fragment: u32, offset: u32) -> u64 {
-    (u64::from(fragment) << 32) | u64::from(offset)
+    RowAddress::new(fragment, offset).as_u64()
 }
 
 /// One fragment's input to the index.
@@ -218,8 +220,7 @@ impl RowIdIndex {
 
     /// The stable row id at `address`, through the fragment's sequence; deleted rows have none.
     pub fn row_id_of(&self, address: u64) -> Option<u64> {
-        let fragment = u32::try_from(address >> 32).ok()?;
-        let offset = (address & 0xffff_ffff) as u32;
+        let (fragment, offset) = RowAddress::split(address);
         let f = self.fragments.get(&fragment)?;
         if f.deletions.as_ref().is_some_and(|d| d.contains(offset)) {
             return None;
@@ -230,11 +231,11 @@ impl RowIdIndex {
     /// The stable row id stored at `address`, deleted or not (for answers that ignore
     /// deletion vectors).
     pub fn row_id_at(&self, address: u64) -> Option<u64> {
-        let fragment = u32::try_from(address >> 32).ok()?;
+        let (fragment, offset) = RowAddress::split(address);
         self.fragments
             .get(&fragment)?
             .sequence
-            .get(address & 0xffff_ffff)
+            .get(u64::from(offset))
     }
 
     /// Number of live rows.

@@ -1,5 +1,6 @@
 //! BTree indexes of a `Dataset`: segments, cached opening, column reads, building.
 
+use lancet_proto::RowAddress;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -234,7 +235,7 @@ impl Dataset {
                 continue;
             }
             let values = self.read_column(f, field_id).await?;
-            let base = u64::from(id) << 32;
+            let base = RowAddress::first_of(id);
             let ids = UInt64Array::from_iter_values((0..values.len() as u64).map(|o| base | o));
             let page = Page::new(values, Arc::new(ids));
             out.union_disjoint(page.evaluate_unindexed(query)?);
@@ -250,7 +251,7 @@ impl Dataset {
                 continue;
             };
             if fragments(id) {
-                let base = u64::from(id) << 32;
+                let base = RowAddress::first_of(id);
                 out.insert_range(base..base + f.physical_rows);
             }
         }
@@ -288,9 +289,8 @@ impl Dataset {
             let take = arrow_array::UInt32Array::from(keep.clone());
             let values = arrow_select::take::take(values.as_ref(), &take, None)
                 .map_err(lancet_btree::BTreeError::from)?;
-            let base = u64::from(id) << 32;
             let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(
-                keep.iter().map(|o| base | u64::from(*o)),
+                keep.iter().map(|o| RowAddress::new(id, *o).as_u64()),
             ));
             batches.push(Ok(RecordBatch::try_from_iter([
                 ("value", values),

@@ -23,6 +23,7 @@ pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
 pub use indexes::BTreeSegment;
+pub use lancet_proto::RowAddress;
 pub use rewrite::RewriteMapping;
 pub use transactions::{compatibility, Compatibility};
 pub use verify::{LineageViolation, VerifyReport};

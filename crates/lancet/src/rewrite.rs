@@ -14,6 +14,7 @@
 //! - the history lancet extends is one it can interpret entirely, and the table does not use
 //!   stable row ids (Lance 14 refuses tagged histories there).
 
+use lancet_proto::RowAddress;
 use std::collections::HashSet;
 
 use lancet_paths::ObjectUuid;
@@ -189,8 +190,7 @@ impl Dataset {
                         .map_err(|_| invalid(format!("fragment {} is too large", s.id)))?;
                     let mut live: RoaringBitmap = (0..rows).collect();
                     live -= del;
-                    let base = u64::from(s.id) << 32;
-                    surviving.extend(live.iter().map(|o| base | u64::from(o)));
+                    surviving.extend(live.iter().map(|o| RowAddress::new(s.id, o).as_u64()));
                 }
                 Mapping::OrderedCompaction { surviving }
             }
