@@ -25,15 +25,7 @@ pub(crate) struct Footer {
     pub minor: u16,
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
+use lancet_proto::le::{u16_at, u32_at, u64_at};
 
 /// Parses the last 40 bytes of a file of `size` bytes and checks that the tables it names lie
 /// inside the file, in order, before the footer.

@@ -134,11 +134,6 @@ impl DecodedManifest {
     }
 }
 
-fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
-    let bytes: [u8; 4] = buf.get(at..at.checked_add(4)?)?.try_into().ok()?;
-    Some(u32::from_le_bytes(bytes))
-}
-
 /// Decodes one manifest object. Pure: no I/O, so fuzz targets call it directly.
 pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
     let corrupt = |rule: String| PathsError::corrupt(path, rule);
@@ -155,11 +150,8 @@ pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
     if footer.get(12..16) != Some(MAGIC.as_slice()) {
         return Err(corrupt("footer magic is not \"LANC\"".into()));
     }
-    let pos_bytes: [u8; 8] = footer
-        .get(0..8)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| corrupt("footer out of range".into()))?;
-    let pos = i64::from_le_bytes(pos_bytes);
+    let pos =
+        lancet_proto::le::i64_at(footer, 0).ok_or_else(|| corrupt("footer out of range".into()))?;
     let pos = usize::try_from(pos)
         .ok()
         .filter(|p| p.checked_add(4).is_some_and(|end| end <= footer_start))
@@ -168,8 +160,8 @@ pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
                 "manifest position {pos} is outside the file (footer at {footer_start})"
             ))
         })?;
-    let len =
-        read_u32(&bytes, pos).ok_or_else(|| corrupt("manifest length out of range".into()))?;
+    let len = lancet_proto::le::u32_at(&bytes, pos)
+        .ok_or_else(|| corrupt("manifest length out of range".into()))?;
     let expected = footer_start - pos - 4;
     if len as usize != expected {
         return Err(corrupt(format!(
@@ -223,8 +215,8 @@ fn section_bytes(
         .ok_or_else(|| {
             format!("{what} section offset {offset} is not before the manifest at {manifest_pos}")
         })?;
-    let len = read_u32(bytes, start).ok_or_else(|| format!("{what} section length out of range"))?
-        as usize;
+    let len = lancet_proto::le::u32_at(bytes, start)
+        .ok_or_else(|| format!("{what} section length out of range"))? as usize;
     let end = start
         .checked_add(4)
         .and_then(|b| b.checked_add(len))
@@ -245,7 +237,8 @@ fn decode_index_section(
         .ok_or_else(|| {
             format!("index_section offset {offset} is not before the manifest at {manifest_pos}")
         })?;
-    let len = read_u32(bytes, start).ok_or("index section length out of range")? as usize;
+    let len =
+        lancet_proto::le::u32_at(bytes, start).ok_or("index section length out of range")? as usize;
     let body = bytes
         .get(start + 4..)
         .and_then(|b| b.get(..len))

@@ -11,6 +11,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
 pub mod address;
+pub mod le;
 pub mod roaring_wire;
 pub mod wire;
 

@@ -18,11 +18,7 @@ const MAX_CONTAINERS: u32 = 1 << 16;
 
 /// Checks the header at the cursor's position: a known cookie and at most 2^16 containers.
 fn check_header(bytes: &[u8], at: usize) -> Result<(), String> {
-    let word = |k: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(
-            bytes.get(at + k..at + k + 4)?.try_into().ok()?,
-        ))
-    };
+    let word = |k: usize| crate::le::u32_at(bytes, at.checked_add(k)?);
     let cookie = word(0).ok_or("shorter than a roaring header")?;
     if cookie == SERIAL_COOKIE_NO_RUNCONTAINER {
         let size = word(4).ok_or("roaring header truncated")?;

@@ -23,9 +23,7 @@ impl Counts {
     /// positive block size, exact length `28 + 4·blocks·m`, counts never decreasing, a block
     /// adding at most its own length.
     pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let u32_at = |at: usize| -> Option<u32> {
-            Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-        };
+        let u32_at = |at: usize| lancet_proto::le::u32_at(bytes, at);
         if bytes.get(0..4) != Some(MAGIC.as_slice()) {
             return Err("counts buffer has no LSPC magic".into());
         }

@@ -47,17 +47,7 @@ const ARROW_MAGIC: &[u8; 6] = b"ARROW1";
 /// Sentinel for an uncompressed buffer inside a compressed batch.
 const NOT_COMPRESSED: i64 = -1;
 
-fn i32_at(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-fn i64_at(b: &[u8], at: usize) -> Option<i64> {
-    Some(i64::from_le_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
+use lancet_proto::le::{i32_at, i64_at};
 
 fn to_usize(v: i64, what: &str) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("negative {what} {v}"))
