@@ -255,9 +255,17 @@ def transactions(uri):
     return {"version": ds.version, "transactions": out, "indices": sorted(i["name"] for i in ds.list_indices())}
 
 
+def index(uri, column, index_type, name):
+    """Builds a pylance scalar index (BTREE, BITMAP, ZONEMAP, ...) and lists every index."""
+    ds = lance.dataset(uri)
+    ds.create_scalar_index(column, index_type, name=name)
+    ds = lance.dataset(uri)
+    return {"version": ds.version, "indices": sorted([i["name"], i["type"]] for i in ds.list_indices())}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -1,6 +1,5 @@
 //! `lancet index list|search|build`: BTree indexes of a table.
 
-use lancet::RowAddress;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -9,7 +8,8 @@ use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
 use lancet::btree::{NullableIdSet, Query};
 use lancet::Dataset;
-use roaring::{RoaringBitmap, RoaringTreemap};
+use lancet::RowAddress;
+use roaring::RoaringTreemap;
 use serde_json::{json, Value};
 use std::ops::Bound;
 
@@ -24,31 +24,16 @@ async fn open(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
 pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(), CliError> {
     let ds = open(uri, version).await?;
     let mut out = Vec::new();
-    for (name, segments) in ds.btree_indices() {
-        let fields: Vec<String> = segments
-            .first()
-            .map(|m| {
-                m.fields
-                    .iter()
-                    .filter_map(|id| ds.manifest().fields.iter().find(|f| f.id == *id))
-                    .map(|f| f.name.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut fragments = RoaringBitmap::new();
-        for m in &segments {
-            if let Some(b) = ds.index_fragments(m)? {
-                fragments |= b;
-            }
-        }
+    for s in ds.index_summaries()? {
         out.push(json!({
-            "name": name,
-            "type": "BTree",
-            "columns": fields,
-            "segments": segments.len(),
-            "index_version": segments.first().and_then(|m| m.index_version).unwrap_or(0),
-            "dataset_version": segments.iter().map(|m| m.dataset_version).max(),
-            "fragment_ids": fragments.iter().collect::<Vec<_>>(),
+            "name": s.name,
+            "type": s.index_type,
+            "columns": s.columns,
+            "segments": s.segments,
+            "index_version": s.index_version,
+            "dataset_version": s.dataset_version,
+            "fragment_ids": s.fragments.iter().collect::<Vec<_>>(),
+            "answered_by_lancet": s.answered_by_lancet,
         }));
     }
     let stdout = std::io::stdout();
@@ -56,13 +41,19 @@ pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(),
     if json_out {
         writeln!(w, "{}", json!({ "indices": out }))?;
     } else if out.is_empty() {
-        writeln!(w, "no BTree indexes")?;
+        writeln!(w, "no indexes")?;
     } else {
         for i in &out {
+            let answered = if i["answered_by_lancet"] == json!(true) {
+                "answered through it"
+            } else {
+                "not used by lancet"
+            };
             writeln!(
                 w,
-                "{} on {} ({} segment(s), built at version {}, {} fragments)",
+                "{} ({}) on {} ({} segment(s), built at version {}, {} fragments; {answered})",
                 i["name"].as_str().unwrap_or(""),
+                i["type"].as_str().unwrap_or(""),
                 i["columns"],
                 i["segments"],
                 i["dataset_version"],

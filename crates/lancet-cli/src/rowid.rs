@@ -1,11 +1,11 @@
 //! `lancet rowid`: the stable row id → address mapping of one version.
 
-use lancet::RowAddress;
 use std::io::Write;
 
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::rowid::{row_address, RowIdSequence};
 use lancet::Dataset;
+use lancet::RowAddress;
 use serde::Serialize;
 use serde_json::{Map, Value};
 

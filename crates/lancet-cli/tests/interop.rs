@@ -620,6 +620,41 @@ fn lancet_trained_indexes_serve_pylance_queries() {
     }
 }
 
+#[test]
+fn index_list_names_every_index_pylance_builds_with_its_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("btree");
+    copy_dir(&fixtures().join("btree"), &copy);
+    let uri = copy.to_str().unwrap();
+    peer(&["index", uri, "s", "BITMAP", "s_bitmap"]);
+    let pylance = peer(&["index", uri, "m", "ZONEMAP", "m_zones"]);
+    let listed: Value = serde_json::from_str(&lancet(&["index", "list", uri, "--json"])).unwrap();
+    let mut ours: Vec<Value> = listed["indices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| json!([i["name"], i["type"]]))
+        .collect();
+    ours.sort_by_key(|v| v.to_string());
+    // the same names and types pylance lists (its BTrees on i, f, s, m and the two new ones)
+    assert_eq!(Value::Array(ours), pylance["indices"], "{listed}");
+    for i in listed["indices"].as_array().unwrap() {
+        let btree = i["type"] == "BTree";
+        assert_eq!(i["answered_by_lancet"], json!(btree), "{i}");
+        assert!(!i["fragment_ids"].as_array().unwrap().is_empty(), "{i}");
+    }
+    let bitmap = listed["indices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "s_bitmap")
+        .unwrap();
+    assert_eq!(bitmap["columns"], json!(["s"]));
+    let text = lancet(&["index", "list", uri]);
+    assert!(text.contains("s_bitmap (Bitmap) on [\"s\"]"), "{text}");
+    assert!(text.contains("not used by lancet"), "{text}");
+}
+
 fn lancet_stdin(args: &[&str], input: &str) -> String {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))

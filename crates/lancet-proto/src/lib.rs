@@ -41,6 +41,21 @@ pub fn type_url_message_name(type_url: &str) -> Option<&str> {
     type_url.rsplit_once('/').map(|(_, name)| name)
 }
 
+/// The index type a details type URL names, as Lance's message names spell it without the
+/// package and the `IndexDetails` suffix: `"BTree"`, `"Bitmap"`, `"ZoneMap"`, `"Inverted"`,
+/// `"Vector"`, `"FragmentReuse"`, ... (BTree's Lance 0.36 alias included, case-insensitively
+/// normalised for BTree). `None` when the URL has no `/` or names no `...IndexDetails` message.
+pub fn index_type_name(type_url: &str) -> Option<String> {
+    if is_btree_type_url(type_url) {
+        return Some("BTree".into());
+    }
+    let message = type_url_message_name(type_url)?;
+    let short = message.rsplit('.').next()?;
+    let cut = short.len().checked_sub("IndexDetails".len())?;
+    let (kind, suffix) = (short.get(..cut)?, short.get(cut..)?);
+    (suffix.eq_ignore_ascii_case("IndexDetails") && !kind.is_empty()).then(|| kind.to_string())
+}
+
 /// Whether `type_url` names a BTree index, accepting what Lance 14 accepts: the text after the last
 /// `/`, compared case-insensitively with `lance.table.BTreeIndexDetails` or the Lance 0.36 alias
 /// `lance.index.pb.BTreeIndexDetails`. A URL without `/` is rejected.
@@ -84,5 +99,31 @@ mod tests {
         assert!(!is_btree_type_url("/.lance.table.BTreeIndexDetails"));
         assert!(is_fri_type_url("/lance.table.FragmentReuseIndexDetails"));
         assert!(!is_fri_type_url("/lance.table.BTreeIndexDetails"));
+    }
+
+    #[test]
+    fn index_type_names() {
+        let name = |u: &str| index_type_name(u);
+        assert_eq!(
+            name("/lance.table.BTreeIndexDetails").as_deref(),
+            Some("BTree")
+        );
+        assert_eq!(
+            name("/lance.index.pb.BTreeIndexDetails").as_deref(),
+            Some("BTree")
+        );
+        assert_eq!(
+            name("/lance.table.BitmapIndexDetails").as_deref(),
+            Some("Bitmap")
+        );
+        assert_eq!(
+            name("/lance.table.ZoneMapIndexDetails").as_deref(),
+            Some("ZoneMap")
+        );
+        assert_eq!(name(FRI_DETAILS_TYPE_URL).as_deref(), Some("FragmentReuse"));
+        assert_eq!(name("/lance.table.IndexDetails"), None);
+        assert_eq!(name("/lance.table.Bitmap"), None);
+        assert_eq!(name("BitmapIndexDetails"), None);
+        assert_eq!(name(""), None);
     }
 }

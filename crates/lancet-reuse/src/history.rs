@@ -3,9 +3,9 @@
 //! (topological) order, so one pass follows every chain whatever the serialized order.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
-use lancet_proto::RowAddress;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::{corrupt, Result};

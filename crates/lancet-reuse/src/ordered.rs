@@ -2,9 +2,9 @@
 //! survivors in the sources before it; the destinations' cumulative row starts.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
-use lancet_proto::RowAddress;
 use std::collections::HashMap;
 
+use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::history::Translation;

@@ -1,7 +1,6 @@
 //! `_fri/{map_id}/stable_partition.lance`: one nullable `uint16` label per physical source row
 //! plus the LSPC counts buffer. Opening reads the counts only; translation reads label blocks.
 
-use lancet_proto::RowAddress;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -9,6 +8,7 @@ use arrow_array::{Array, RecordBatch, UInt16Array};
 use arrow_schema::{DataType, Field, Schema};
 use futures::StreamExt;
 use lancet_file::LanceFile;
+use lancet_proto::RowAddress;
 use roaring::RoaringBitmap;
 
 use crate::counts::Counts;

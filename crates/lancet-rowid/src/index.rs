@@ -15,10 +15,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use lancet_proto::RowAddress;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
-
-use lancet_proto::RowAddress;
 
 use crate::error::{Result, RowIdError};
 use crate::sequence::RowIdSequence;

@@ -1,6 +1,5 @@
 //! BTree indexes of a `Dataset`: segments, cached opening, column reads, building.
 
-use lancet_proto::RowAddress;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -8,6 +7,7 @@ use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use lancet_btree::{BTreeIndex, NullableIdSet, Page, Query, TrainOptions};
 use lancet_paths::{files, ObjectUuid};
 use lancet_proto::table::{DataFragment, IndexFile, IndexMetadata};
+use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::cache::CachedAny;
@@ -39,7 +39,68 @@ fn uuid_of(meta: &IndexMetadata) -> Result<ObjectUuid> {
     Ok(ObjectUuid::from_slice(bytes)?)
 }
 
+/// One index of a version, whatever its type: every entry (segment) of one name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexSummary {
+    pub name: String,
+    /// The details message's type without package and `IndexDetails` suffix (`"BTree"`,
+    /// `"Bitmap"`, `"ZoneMap"`, `"Inverted"`, `"Vector"`, `"FragmentReuse"`, ...), or
+    /// `"unknown"` when the entry has no details lancet recognises.
+    pub index_type: String,
+    /// Names of the indexed top-level columns (empty for system indexes).
+    pub columns: Vec<String>,
+    pub segments: usize,
+    pub index_version: i32,
+    /// The newest `dataset_version` among the segments.
+    pub dataset_version: u64,
+    /// Fragments the segments cover (decoded strictly; an entry without a bitmap adds none).
+    pub fragments: RoaringBitmap,
+    /// Whether lancet answers queries through this index (only BTrees today; `index search`
+    /// refuses a column that has no BTree).
+    pub answered_by_lancet: bool,
+}
+
 impl Dataset {
+    /// Every index of this version, grouped by name in manifest order, with its type.
+    /// A `fragment_bitmap` that does not decode is an error naming the index.
+    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
+        let mut out: Vec<IndexSummary> = Vec::new();
+        for m in self.indices() {
+            let index_type = m
+                .index_details
+                .as_ref()
+                .and_then(|d| lancet_proto::index_type_name(&d.type_url))
+                .unwrap_or_else(|| "unknown".into());
+            let fragments = self.index_fragments(m)?.unwrap_or_default();
+            match out.iter_mut().find(|s| s.name == m.name) {
+                Some(s) => {
+                    s.segments += 1;
+                    s.fragments |= fragments;
+                    s.dataset_version = s.dataset_version.max(m.dataset_version);
+                }
+                None => {
+                    let columns = m
+                        .fields
+                        .iter()
+                        .filter_map(|id| self.manifest().fields.iter().find(|f| f.id == *id))
+                        .map(|f| f.name.clone())
+                        .collect();
+                    out.push(IndexSummary {
+                        name: m.name.clone(),
+                        answered_by_lancet: index_type == "BTree",
+                        index_type,
+                        columns,
+                        segments: 1,
+                        index_version: m.index_version.unwrap_or(0),
+                        dataset_version: m.dataset_version,
+                        fragments,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The BTree index entries, grouped by name (one entry per segment).
     pub fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
         let mut by_name: Vec<(String, Vec<&IndexMetadata>)> = Vec::new();

@@ -22,7 +22,7 @@ pub use cache::{
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
-pub use indexes::BTreeSegment;
+pub use indexes::{BTreeSegment, IndexSummary};
 pub use lancet_proto::RowAddress;
 pub use rewrite::RewriteMapping;
 pub use transactions::{compatibility, Compatibility};

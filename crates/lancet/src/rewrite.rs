@@ -14,11 +14,11 @@
 //! - the history lancet extends is one it can interpret entirely, and the table does not use
 //!   stable row ids (Lance 14 refuses tagged histories there).
 
-use lancet_proto::RowAddress;
 use std::collections::HashSet;
 
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
+use lancet_proto::RowAddress;
 use lancet_reuse::details::is_fri_entry;
 use lancet_reuse::ledger::{check, Digest, Ledger, Mapping, Transition};
 use lancet_reuse::rowmap::ROW_MAP_FILE;
