@@ -199,6 +199,7 @@ fn expected_versions(name: &str) -> Vec<u64> {
 #[test]
 fn rowid_mapping_equals_pylance_for_every_version() {
     let mut checked = 0;
+    let mut versions_checked = 0;
     for name in DATASETS {
         let uri = fixtures().join(name);
         let uri = uri.to_str().unwrap();
@@ -211,10 +212,24 @@ fn rowid_mapping_equals_pylance_for_every_version() {
                 &v,
                 "--json",
                 "--segments",
+                "--versions",
             ]))
             .unwrap();
             let want = peer(&["rowids", uri, &v]);
             assert_eq!(got["row_ids"], want["row_ids"], "{name} v{v}: row ids");
+            // created / last-updated versions per row, as pylance's
+            // _row_created_at_version and _row_last_updated_at_version columns give them
+            if want.get("created_at").is_some() {
+                assert_eq!(
+                    got["created_at"], want["created_at"],
+                    "{name} v{v}: created"
+                );
+                assert_eq!(
+                    got["last_updated_at"], want["last_updated_at"],
+                    "{name} v{v}: last updated"
+                );
+                versions_checked += 1;
+            }
             assert_eq!(
                 got["row_addrs"], want["row_addrs"],
                 "{name} v{v}: row addresses"
@@ -252,6 +267,11 @@ fn rowid_mapping_equals_pylance_for_every_version() {
         }
     }
     assert!(checked >= 25, "only {checked} versions checked");
+    // every version of the two stable-row-id tables
+    assert!(
+        versions_checked >= 8,
+        "row versions compared on only {versions_checked} versions"
+    );
 }
 
 #[tokio::test]
