@@ -266,4 +266,7 @@ fn bench_commit_prints_one_json_object_and_verbose_logs_each_commit_to_stderr() 
         log.contains("tree_commit") && log.contains("time.busy"),
         "{log}"
     );
+    // object requests: each manifest is put if absent, each reopen gets it back
+    assert!(log.matches("put if absent").count() >= 4, "{log}");
+    assert!(log.contains(" get "), "{log}");
 }

@@ -173,15 +173,19 @@ impl DatasetStore {
                 actual: bytes.len() as u64,
             });
         }
+        tracing::debug!(path = %path, bytes = bytes.len(), "get");
         Ok(bytes)
     }
 
     /// Reads `range` of an object.
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
-        self.store
-            .get_range(path, range)
+        let bytes = self
+            .store
+            .get_range(path, range.clone())
             .await
-            .map_err(|e| PathsError::store(path, e))
+            .map_err(|e| PathsError::store(path, e))?;
+        tracing::debug!(path = %path, start = range.start, bytes = bytes.len(), "get range");
+        Ok(bytes)
     }
 
     /// Size of an object.
@@ -196,6 +200,7 @@ impl DatasetStore {
 
     /// Writes an object, replacing any previous one. For immutable objects with fresh UUID names.
     pub async fn put(&self, path: &Path, bytes: Bytes) -> Result<()> {
+        tracing::debug!(path = %path, bytes = bytes.len(), "put");
         self.store
             .put(path, PutPayload::from(bytes))
             .await
@@ -205,6 +210,7 @@ impl DatasetStore {
 
     /// Writes an object only if nothing is there yet; otherwise `AlreadyExists`.
     pub async fn put_if_absent(&self, path: &Path, bytes: Bytes) -> Result<()> {
+        tracing::debug!(path = %path, bytes = bytes.len(), "put if absent");
         let opts = PutOptions {
             mode: PutMode::Create,
             ..Default::default()

@@ -105,11 +105,18 @@ where
                 load.await
             })
             .await;
-        if loaded.load(Ordering::Relaxed) {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-        } else {
+        let hit = !loaded.load(Ordering::Relaxed);
+        if hit {
             self.hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
         }
+        tracing::trace!(
+            cache = std::any::type_name::<V>(),
+            hit,
+            ok = result.is_ok(),
+            "cache"
+        );
         result
     }
 

@@ -172,15 +172,23 @@ impl Dataset {
             let cached = self
                 .caches()
                 .indexes
-                .get_or_try_load(key, async {
-                    let index =
-                        BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes).await?;
-                    let weight = (index.lookup().num_pages() as u64 + 1) * 64;
-                    Ok::<_, Error>(CachedAny {
-                        value: Arc::new(index),
-                        weight,
-                    })
-                })
+                .get_or_try_load(
+                    key,
+                    tracing::Instrument::instrument(
+                        async {
+                            let index =
+                                BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes)
+                                    .await?;
+                            let weight = (index.lookup().num_pages() as u64 + 1) * 64;
+                            tracing::debug!(pages = index.lookup().num_pages(), "btree segment");
+                            Ok::<_, Error>(CachedAny {
+                                value: Arc::new(index),
+                                weight,
+                            })
+                        },
+                        tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path),
+                    ),
+                )
                 .await
                 .map_err(crate::error::unshare)?;
             let index = cached
