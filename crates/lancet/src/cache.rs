@@ -155,18 +155,72 @@ impl Weighted for CachedManifest {
     }
 }
 
-/// A type-erased cached structure with its weight (row id indexes, index lookups, ...).
-#[derive(Clone)]
-pub(crate) struct CachedAny {
-    pub value: Arc<dyn std::any::Any + Send + Sync>,
-    pub weight: u64,
+/// What a decoded structure is cached under: each kind names what it depends on. A BTree
+/// segment is immutable and shared by every version that lists it, so its directory alone
+/// names it; the others belong to one version.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum StructureKey {
+    /// Every fragment record of a tree version, resolved.
+    TreeFragments { uri: String, version: u64 },
+    /// A version's Fragment Reuse Index history, opened.
+    FriHistory { uri: String, version: u64 },
+    /// A stable-row-id version's `RowIdIndex`.
+    RowIdIndex { uri: String, version: u64 },
+    /// A BTree segment (its lookup), by the display URI of its index directory.
+    BTreeSegment { dir: String },
 }
 
-impl Weighted for CachedAny {
+/// A decoded structure in the structure cache: one variant per [`StructureKey`] kind.
+#[derive(Clone)]
+pub(crate) enum Structure {
+    TreeFragments(Arc<[lancet_proto::table::DataFragment]>),
+    FriHistory(Arc<lancet_reuse::History>),
+    RowIdIndex(Arc<lancet_rowid::RowIdIndex>),
+    BTreeSegment(Arc<lancet_btree::BTreeIndex>),
+}
+
+impl Weighted for Structure {
     fn weight_bytes(&self) -> u64 {
-        self.weight.max(1)
+        let bytes = match self {
+            Structure::TreeFragments(all) => all
+                .iter()
+                .map(|f| prost::Message::encoded_len(f) as u64)
+                .sum(),
+            // a history holds digests and bitmaps; row maps are read on demand
+            Structure::FriHistory(_) => 4096,
+            Structure::RowIdIndex(index) => index.resident_bytes() as u64,
+            Structure::BTreeSegment(index) => (index.lookup().num_pages() as u64 + 1) * 64,
+        };
+        bytes.max(1)
     }
 }
+
+/// The Rust type a [`Structure`] variant holds: the typed way in and out of the cache.
+pub(crate) trait CachedStructure: Send + Sync + 'static {
+    fn wrap(value: Arc<Self>) -> Structure;
+    fn unwrap(cached: Structure) -> Option<Arc<Self>>;
+}
+
+macro_rules! cached_structure {
+    ($variant:ident, $ty:ty) => {
+        impl CachedStructure for $ty {
+            fn wrap(value: Arc<Self>) -> Structure {
+                Structure::$variant(value)
+            }
+            fn unwrap(cached: Structure) -> Option<Arc<Self>> {
+                match cached {
+                    Structure::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+cached_structure!(TreeFragments, [lancet_proto::table::DataFragment]);
+cached_structure!(FriHistory, lancet_reuse::History);
+cached_structure!(RowIdIndex, lancet_rowid::RowIdIndex);
+cached_structure!(BTreeSegment, lancet_btree::BTreeIndex);
 
 /// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
 /// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.
@@ -270,19 +324,43 @@ impl lancet_tree::NodeCache for TreeNodeCache {
     }
 }
 
-pub(crate) type VersionKey = (String, u64, &'static str);
-
 /// The caches of one lancet session, shared by every dataset opened with it.
 #[derive(Debug)]
 pub struct Caches {
     config: CacheConfig,
     pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
-    pub(crate) indexes: ByteCache<VersionKey, CachedAny>,
+    pub(crate) indexes: ByteCache<StructureKey, Structure>,
     pub(crate) pages: Arc<MokaPageCache>,
     pub(crate) tree_nodes: Arc<TreeNodeCache>,
 }
 
 impl Caches {
+    /// The structure under `key`, or `load`'s (cached on success; concurrent callers share
+    /// one load). A key of one kind always holds its own variant; finding another is a bug.
+    pub(crate) async fn structure<T, F>(&self, key: StructureKey, load: F) -> crate::Result<Arc<T>>
+    where
+        T: CachedStructure + ?Sized,
+        F: std::future::Future<Output = crate::Result<Arc<T>>>,
+    {
+        let what = format!("{key:?}");
+        let cached = self
+            .indexes
+            .get_or_try_load(key, async { load.await.map(T::wrap) })
+            .await
+            .map_err(crate::error::unshare)?;
+        T::unwrap(cached).ok_or_else(|| {
+            crate::Error::Internal(format!("the cache holds another kind under {what}"))
+        })
+    }
+
+    /// The structure under `key` if it is cached (no load).
+    pub(crate) async fn cached_structure<T>(&self, key: &StructureKey) -> Option<Arc<T>>
+    where
+        T: CachedStructure + ?Sized,
+    {
+        T::unwrap(self.indexes.get(key).await?)
+    }
+
     pub fn new(config: CacheConfig) -> Arc<Self> {
         Arc::new(Self::with_config(config))
     }
@@ -330,6 +408,56 @@ impl Default for Caches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lancet_proto::table::DataFragment;
+
+    #[tokio::test]
+    async fn structures_are_typed_loaded_once_and_counted() {
+        let caches = Caches::new(CacheConfig::default());
+        let key = StructureKey::TreeFragments {
+            uri: "memory://t".into(),
+            version: 3,
+        };
+        let loads = AtomicU64::new(0);
+        let load = || async {
+            loads.fetch_add(1, Ordering::SeqCst);
+            let all: Vec<DataFragment> = (0..3)
+                .map(|id| DataFragment {
+                    id,
+                    ..Default::default()
+                })
+                .collect();
+            Ok(Arc::<[DataFragment]>::from(all))
+        };
+        let first = caches.structure(key.clone(), load()).await.unwrap();
+        let again = caches.structure(key.clone(), load()).await.unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        let stats = caches.index_stats();
+        assert_eq!((stats.hits, stats.misses), (1, 1));
+        // the key's kind decides the type: asking for another type under it is a typed bug
+        // report, never a wrong value
+        assert!(caches
+            .cached_structure::<lancet_rowid::RowIdIndex>(&key)
+            .await
+            .is_none());
+        let wrong = caches
+            .structure::<lancet_rowid::RowIdIndex, _>(key, async {
+                panic!("a cached key is not loaded again")
+            })
+            .await;
+        assert_eq!(
+            wrong.err().map(|e| e.kind()),
+            Some(crate::ErrorKind::Internal)
+        );
+        // BTree segments are keyed by directory alone: no version in the key
+        let segment = StructureKey::BTreeSegment {
+            dir: "memory://t/_indices/u".into(),
+        };
+        assert!(caches
+            .cached_structure::<lancet_btree::BTreeIndex>(&segment)
+            .await
+            .is_none());
+    }
 
     #[derive(Clone)]
     struct Blob(u64);

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use prost::Message;
-
 use lancet_file::FileStore;
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{
@@ -227,25 +225,16 @@ impl Dataset {
         match &self.source {
             FragmentSource::Flat(all) => Ok(all.clone()),
             FragmentSource::Tree(reader) => {
-                let key = (self.uri().to_string(), self.version(), "tree_fragments");
-                let cached = self
-                    .caches
-                    .indexes
-                    .get_or_try_load(key, async {
+                let key = crate::cache::StructureKey::TreeFragments {
+                    uri: self.uri().to_string(),
+                    version: self.version(),
+                };
+                self.caches
+                    .structure(key, async {
                         let all: Vec<DataFragment> = reader.all_fragments().await?;
-                        let weight = all.iter().map(|f| f.encoded_len() as u64).sum();
-                        Ok::<_, Error>(crate::cache::CachedAny {
-                            value: Arc::new(Arc::<[DataFragment]>::from(all)),
-                            weight,
-                        })
+                        Ok(Arc::<[DataFragment]>::from(all))
                     })
                     .await
-                    .map_err(crate::error::unshare)?;
-                cached
-                    .value
-                    .downcast::<Arc<[DataFragment]>>()
-                    .map(|a| (*a).clone())
-                    .map_err(|_| Error::Internal("fragment cache holds another type".into()))
             }
         }
     }

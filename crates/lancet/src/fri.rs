@@ -9,7 +9,7 @@ use lancet_reuse::ledger::decode_inline;
 use lancet_reuse::rowmap::{RowMap, ROW_MAP_FILE};
 use lancet_reuse::{History, ReuseError};
 
-use crate::cache::CachedAny;
+use crate::cache::StructureKey;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
@@ -25,24 +25,14 @@ impl Dataset {
         let Some(entry) = self.fri_entry().cloned() else {
             return Ok(None);
         };
-        let key = (self.uri().to_string(), self.version(), "fri_history");
-        let cached = self
-            .caches()
-            .indexes
-            .get_or_try_load(key, async {
-                let history = self.load_fri(&entry).await?;
-                Ok::<_, Error>(CachedAny {
-                    value: Arc::new(history),
-                    weight: 4096,
-                })
-            })
+        let key = StructureKey::FriHistory {
+            uri: self.uri().to_string(),
+            version: self.version(),
+        };
+        self.caches()
+            .structure(key, async { Ok(Arc::new(self.load_fri(&entry).await?)) })
             .await
-            .map_err(crate::error::unshare)?;
-        cached
-            .value
-            .downcast::<History>()
             .map(Some)
-            .map_err(|_| Error::Internal("FRI cache holds another type".into()))
     }
 
     /// The decoded (not yet opened) FRI history of this version, if it has one: no row map

@@ -10,7 +10,7 @@ use lancet_proto::table::{DataFragment, IndexFile, IndexMetadata};
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use crate::cache::CachedAny;
+use crate::cache::StructureKey;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
@@ -167,34 +167,20 @@ impl Dataset {
                 .filter(|f| f.size_bytes > 0)
                 .map(|f| (f.path.clone(), f.size_bytes))
                 .collect();
-            let key = (dir.display_uri(), 0, "btree_segment");
+            let key = StructureKey::BTreeSegment {
+                dir: dir.display_uri(),
+            };
             let pages: Arc<dyn lancet_btree::PageCache> = self.caches().pages.clone();
-            let cached = self
+            let load = async {
+                let index = BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes).await?;
+                tracing::debug!(pages = index.lookup().num_pages(), "btree segment");
+                Ok(Arc::new(index))
+            };
+            let span = tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path);
+            let index: Arc<BTreeIndex> = self
                 .caches()
-                .indexes
-                .get_or_try_load(
-                    key,
-                    tracing::Instrument::instrument(
-                        async {
-                            let index =
-                                BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes)
-                                    .await?;
-                            let weight = (index.lookup().num_pages() as u64 + 1) * 64;
-                            tracing::debug!(pages = index.lookup().num_pages(), "btree segment");
-                            Ok::<_, Error>(CachedAny {
-                                value: Arc::new(index),
-                                weight,
-                            })
-                        },
-                        tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path),
-                    ),
-                )
-                .await
-                .map_err(crate::error::unshare)?;
-            let index = cached
-                .value
-                .downcast::<BTreeIndex>()
-                .map_err(|_| Error::Internal("segment cache holds another type".into()))?;
+                .structure(key, tracing::Instrument::instrument(load, span))
+                .await?;
             let fragments = self.index_fragments(&meta)?.unwrap_or_default();
             out.push(BTreeSegment {
                 metadata: meta,

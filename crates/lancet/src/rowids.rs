@@ -13,7 +13,7 @@ use lancet_rowid::{
 };
 use roaring::RoaringBitmap;
 
-use crate::cache::CachedAny;
+use crate::cache::StructureKey;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
@@ -116,35 +116,27 @@ impl Dataset {
                 rule: "the table has no stable row ids; _rowid is the row address".into(),
             });
         }
-        let key = (self.uri().to_string(), self.version(), "row_id_index");
-        let cached = self
-            .caches()
-            .indexes
-            .get_or_try_load(key, async {
-                let index = self.build_row_id_index().await?;
-                let weight = index.resident_bytes() as u64;
-                Ok::<_, Error>(CachedAny {
-                    value: Arc::new(index),
-                    weight,
-                })
+        let key = StructureKey::RowIdIndex {
+            uri: self.uri().to_string(),
+            version: self.version(),
+        };
+        self.caches()
+            .structure(key, async {
+                Ok(Arc::new(self.build_row_id_index().await?))
             })
             .await
-            .map_err(crate::error::unshare)?;
-        cached
-            .value
-            .downcast::<RowIdIndex>()
-            .map_err(|_| Error::Internal("row id index cache holds another type".into()))
     }
 
     /// The addresses of `ids` (None when not live). Uses the cached `RowIdIndex` when this
     /// version has one; otherwise answers lazily, reading only the deletion files of the
     /// fragments that hold the ids (what a first take after opening needs).
     pub async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
-        let key = (self.uri().to_string(), self.version(), "row_id_index");
-        if let Some(cached) = self.caches().indexes.get(&key).await {
-            if let Ok(index) = cached.value.downcast::<RowIdIndex>() {
-                return Ok(ids.iter().map(|id| index.get(*id)).collect());
-            }
+        let key = StructureKey::RowIdIndex {
+            uri: self.uri().to_string(),
+            version: self.version(),
+        };
+        if let Some(index) = self.caches().cached_structure::<RowIdIndex>(&key).await {
+            return Ok(ids.iter().map(|id| index.get(*id)).collect());
         }
         let all = self.fragments().await?;
         let mut fragments = Vec::with_capacity(all.len());
