@@ -128,6 +128,17 @@ impl Target for ManifestTarget {
             .iter()
             .all(|i| i.uuid.as_ref().is_some_and(|u| u.uuid.len() == 16)));
         assert!(flags::validate_flags(&d.manifest).is_ok());
+        // Every index entry's fragment_bitmap through the strict decoder the facade uses
+        // (Dataset::index_fragments): what decodes re-encodes to a bitmap that decodes equal.
+        for index in &d.indices {
+            if let Ok(b) = lancet_proto::roaring_wire::decode_roaring32(&index.fragment_bitmap) {
+                let again = lancet_proto::roaring_wire::encode_roaring32(&b);
+                assert_eq!(
+                    lancet_proto::roaring_wire::decode_roaring32(&again).expect("re-encoded"),
+                    b
+                );
+            }
+        }
         let again = encode_manifest(&d.manifest, &d.indices, &d.unknown_fields, None)
             .expect("a decoded manifest re-encodes");
         let d2 = decode_manifest(&path, Bytes::from(again)).expect("re-encoded manifest decodes");
