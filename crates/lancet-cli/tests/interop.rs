@@ -1616,7 +1616,11 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
     // lancet's rewrites are Rewrite versions too, besides pylance's compactions; FRI
     // publication rides on them
     assert_eq!(count("CreateIndex"), built, "{ops:?}");
-    assert_eq!(count("Rewrite"), landed("compact") + rewrites, "{ops:?}");
+    assert_eq!(
+        count("Rewrite"),
+        landed("compact") + rewrites,
+        "{ops:?} {churned} lancet rewrites {rewrites}"
+    );
     assert_eq!(count("Append"), landed("append"), "{ops:?}");
     assert_eq!(count("Delete"), landed("delete"), "{ops:?}");
     let seen = peer(&["versions", &uri]);

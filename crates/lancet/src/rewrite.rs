@@ -224,25 +224,19 @@ impl Dataset {
 
         // The destinations go last, as Lance 14's compaction places them: fragment ids
         // increase along the list (the manifest reader's rule), and theirs are the largest.
-        // On a tree the same change is a list of actions for the tree writer.
+        // Flat or tree, the change is a list of actions, so a rebase onto a newer version
+        // replays it there (a manifest edited in place would be replaced by the latest's).
         let mut manifest = self.manifest().clone();
         manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        let actions: Vec<(u64, lancet_tree::Action)> = if self.tree().is_some() {
-            sources
-                .iter()
-                .map(|s| (u64::from(*s), lancet_tree::Action::Remove))
-                .chain(
-                    destinations
-                        .into_iter()
-                        .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
-                )
-                .collect()
-        } else {
-            let source_set: HashSet<u64> = sources.iter().map(|s| u64::from(*s)).collect();
-            manifest.fragments.retain(|f| !source_set.contains(&f.id));
-            manifest.fragments.extend(destinations);
-            Vec::new()
-        };
+        let actions: Vec<(u64, lancet_tree::Action)> = sources
+            .iter()
+            .map(|s| (u64::from(*s), lancet_tree::Action::Remove))
+            .chain(
+                destinations
+                    .into_iter()
+                    .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
+            )
+            .collect();
         self.publish_history(manifest, ledger, &actions).await
     }
 
@@ -310,6 +304,9 @@ impl Dataset {
 
     /// Commits `manifest` with `ledger` as the tagged FRI entry replacing the current one
     /// (no entry when the ledger is empty); other index entries are kept as they are.
+    /// `actions` are a rewrite's removals and upserts, committed as a Rewrite; none is an
+    /// index-only change (a CreateIndex of the FRI). Fragment changes must come as actions:
+    /// a rebase replays the actions on the latest manifest and drops any other edit.
     pub(crate) async fn publish_history(
         &self,
         mut manifest: lancet_proto::table::Manifest,

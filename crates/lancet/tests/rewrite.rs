@@ -197,6 +197,76 @@ async fn bad_rewrites_are_refused_and_nothing_is_committed() {
     assert_eq!(again.version(), 1, "nothing was committed");
 }
 
+/// A rewrite prepared on a version another writer has since changed is rebased: the
+/// published version removes the sources, holds the destinations and the other writer's
+/// change, and records a Rewrite. (It once recorded a CreateIndex of the FRI alone and
+/// dropped the rewrite: a flat rewrite edited the manifest in place, which a rebase
+/// replaces with the latest's.) When the other writer took the destination's id, the
+/// rewrite is prepared again on the latest version.
+#[tokio::test]
+async fn a_flat_rewrite_is_rebased_over_other_writers() {
+    let deletion = lancet::tree::Action::AddDeletionFile(DeletionFile {
+        id: 7,
+        num_deleted_rows: 1,
+        ..Default::default()
+    });
+    let append = lancet::tree::Action::Upsert(Box::new(fragment(3, 3)));
+    // (the other writer's change, the version the rewrite is finally prepared on, ids after)
+    for ((id, other), read_version, want) in [
+        ((2, deletion), 1, vec![2, 3]),
+        ((3, append), 2, vec![2, 3, 4]),
+    ] {
+        let mut m = two_fragments();
+        m.fragments.push(fragment(2, 4));
+        m.max_fragment_id = Some(2);
+        let ds = table(m, &[]).await;
+        let changed = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                ds.indices(),
+                &[(id, other)],
+                &Default::default(),
+            )
+            .await
+            .unwrap();
+        let rewritten = ds
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(99, 15)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await
+            .unwrap();
+        assert_eq!(rewritten.version(), changed.version() + 1);
+        let ids: Vec<u64> = rewritten
+            .fragments()
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, want, "the other change kept, the destination after it");
+        let kept = rewritten.fragment(2).await.unwrap().unwrap();
+        assert_eq!(kept.deletion_file.is_some(), read_version == 1);
+        let txn = rewritten.transaction().await.unwrap().unwrap();
+        assert_eq!(txn.operation_name(), "Rewrite");
+        assert_eq!(txn.transaction.read_version, read_version);
+        let history = rewritten.fri_history().await.unwrap().unwrap();
+        let dst: Vec<u32> = history
+            .ledger
+            .transitions
+            .iter()
+            .flat_map(|t| t.destinations.iter().map(|d| d.id))
+            .collect();
+        assert_eq!(
+            dst,
+            vec![*want.last().unwrap() as u32],
+            "the history names the fragment the manifest holds"
+        );
+        rewritten.verify().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn stable_row_id_tables_are_refused() {
     let mut m = two_fragments();
