@@ -3,7 +3,6 @@
 mod bench;
 mod demo;
 mod error;
-mod filter;
 mod fri;
 mod index;
 mod inspect;
@@ -215,8 +214,11 @@ enum IndexCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Answer a filter over indexed columns (=, <, <=, >, >=, !=, BETWEEN, IN, IS [NOT] NULL,
-    /// NOT, AND, OR, LIKE 'prefix%', starts_with(col, 'p')) with SQL NULL semantics.
+    /// Answer a filter in Lance's filter language exactly, with SQL NULL semantics: BTree
+    /// indexes where they cover the column, the column read directly elsewhere. Comparisons,
+    /// BETWEEN, IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, IS [NOT] DISTINCT FROM, LIKE,
+    /// ILIKE, starts_with, NOT, AND, OR; DATE, TIMESTAMP and CAST literals; constant
+    /// arithmetic.
     Search {
         dataset: String,
         #[arg(long)]

@@ -224,14 +224,20 @@ impl RowMap {
             .iter()
             .filter_map(|(b, parts)| parts.as_ref().map(|_| *b))
             .collect();
-        let mut batches = futures::stream::iter(partial.chunks(READ_AHEAD_BLOCKS).map(|chunk| {
-            let ranges: Vec<Range<u64>> = chunk
-                .iter()
-                .map(|b| b * block_rows..b * block_rows + self.counts.block_len(*b))
-                .collect();
-            async move { self.file.read_ranges(&ranges).await }
-        }))
-        .buffered(2);
+        // owned ranges per read, so the stream's closure takes no borrowed argument (a
+        // closure over `&[u64]` chunks makes the future unprovably `Send`)
+        let reads: Vec<Vec<Range<u64>>> = partial
+            .chunks(READ_AHEAD_BLOCKS)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .map(|b| b * block_rows..b * block_rows + self.counts.block_len(*b))
+                    .collect()
+            })
+            .collect();
+        let mut batches = futures::stream::iter(reads)
+            .map(|ranges: Vec<Range<u64>>| async move { self.file.read_ranges(&ranges).await })
+            .buffered(2);
         let mut current: Option<(RecordBatch, usize)> = None;
         for (b, parts) in plan {
             let Some(parts) = parts else {

@@ -38,6 +38,10 @@ pub enum Error {
         version: u64,
         rule: String,
     },
+    /// A filter lancet cannot parse, or one that names no column of the table or compares
+    /// a column with a literal of another type ([`crate::Filter`]).
+    #[error("filter {filter:?}: {reason}")]
+    InvalidFilter { filter: String, reason: String },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {
@@ -84,6 +88,7 @@ impl Error {
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::InvalidFilter { .. } => ErrorKind::InvalidInput,
         }
     }
 }
@@ -285,6 +290,13 @@ mod tests {
                 ErrorKind::Conflict,
             ),
             (Error::Internal("x".into()), ErrorKind::Internal),
+            (
+                Error::InvalidFilter {
+                    filter: "x +".into(),
+                    reason: "r".into(),
+                },
+                ErrorKind::InvalidInput,
+            ),
         ];
         for (error, kind) in cases {
             assert_eq!(error.kind(), kind, "{error}");

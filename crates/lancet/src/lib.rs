@@ -9,10 +9,12 @@ mod cache;
 mod commit;
 mod dataset;
 mod error;
+mod filter;
 mod fri;
 mod indexes;
 mod rewrite;
 mod rowids;
+mod search;
 mod transactions;
 mod verify;
 
@@ -22,9 +24,11 @@ pub use cache::{
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
+pub use filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth};
 pub use indexes::{BTreeSegment, IndexSummary};
 pub use lancet_proto::RowAddress;
 pub use rewrite::RewriteMapping;
+pub use search::{SearchOptions, SearchResult};
 pub use transactions::{compatibility, Compatibility};
 pub use verify::{LineageViolation, VerifyReport};
 

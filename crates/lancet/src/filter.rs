@@ -1,0 +1,759 @@
+//! Lance's filter language: the boolean SQL expressions pylance 14.0.2 accepts in
+//! `to_table(filter=...)`, parsed with `sqlparser` into predicates on one column each,
+//! combined with Kleene (three-valued) logic. [`crate::Dataset::search`] answers them.
+//!
+//! What lancet reads as Lance does (each checked against pylance in the interop tests):
+//! - identifiers are bare or in backticks; `"x"` and `'x'` are both strings; a string has no
+//!   backslash escapes (`''` is a quote);
+//! - literals are typed by the column they meet, not coerced: an integer fits an integer or
+//!   float column, a decimal number only a float column, a string only a string column
+//!   (`i = 2.0`, `d = '2024-01-01'` are errors, as in Lance); `DATE '…'`, `TIMESTAMP '…'`
+//!   and `CAST(literal AS type)` convert first (`CAST('NaN' AS DOUBLE)`,
+//!   `CAST('-Infinity' AS DOUBLE)`);
+//! - constant arithmetic (`+ - * / %`, unary minus, parentheses) is folded in the column's
+//!   type, so `i = 7 / 2` is `i = 3` and `f = 3 / 2` is `f = 1.5`;
+//! - `LIKE`/`ILIKE` patterns escape with a backslash only (another `ESCAPE` character is an
+//!   error, as in Lance); `starts_with(col, 'p')`; `IS [NOT] TRUE|FALSE`, `IS [NOT] DISTINCT
+//!   FROM`, a bare boolean column, and the constants `TRUE`, `FALSE`, `NULL`.
+//!
+//! Not accepted (a typed [`Error::InvalidFilter`]): arithmetic on columns, comparing two
+//! columns, functions other than `starts_with`, `IS UNKNOWN` (Lance refuses it too).
+
+use arrow_schema::{DataType, TimeUnit};
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType as SqlType, Expr as Sql, FunctionArg, FunctionArgExpr,
+    FunctionArguments, UnaryOperator, Value,
+};
+use sqlparser::dialect::Dialect;
+use sqlparser::parser::Parser;
+
+use crate::{Error, Result};
+
+/// A parsed filter: the expression, and the text it came from (for error messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    text: String,
+    expr: Expr,
+}
+
+impl Filter {
+    /// Parses a filter such as `x >= 3 AND (name LIKE 'ab%' OR y IS NULL)`.
+    pub fn parse(text: &str) -> Result<Filter> {
+        let invalid = |reason: String| Error::InvalidFilter {
+            filter: text.to_string(),
+            reason,
+        };
+        let sql = Parser::new(&LanceDialect)
+            .try_with_sql(text)
+            .and_then(|mut p| {
+                let e = p.parse_expr()?;
+                p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+                Ok(e)
+            })
+            .map_err(|e| invalid(format!("cannot parse: {e}")))?;
+        let expr = convert(&sql).map_err(invalid)?;
+        Ok(Filter {
+            text: text.to_string(),
+            expr,
+        })
+    }
+
+    /// A filter built in code (its text is the expression's debug form).
+    pub fn from_expr(expr: Expr) -> Filter {
+        Filter {
+            text: format!("{expr:?}"),
+            expr,
+        }
+    }
+
+    /// The filter's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The expression, as parsed.
+    pub fn expr(&self) -> &Expr {
+        &self.expr
+    }
+}
+
+/// The SQL dialect of Lance filters: backtick-quoted identifiers, no backslash escapes in
+/// string literals, double quotes for strings.
+#[derive(Debug)]
+struct LanceDialect;
+
+impl Dialect for LanceDialect {
+    fn is_identifier_start(&self, ch: char) -> bool {
+        ch.is_alphabetic() || ch == '_'
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        ch.is_alphanumeric() || ch == '_'
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        ch == '`'
+    }
+}
+
+/// A literal, typed when it meets its column (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lit {
+    /// An integer that fits an `i64`.
+    Int(i64),
+    /// An integer above `i64::MAX` (only an unsigned column takes it).
+    UInt(u64),
+    /// A number with a decimal point or exponent.
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    Null,
+    /// `CAST(lit AS type)`, `DATE '…'`, `TIMESTAMP '…'`.
+    Cast(Box<Lit>, DataType),
+    /// `-lit`.
+    Neg(Box<Lit>),
+    /// Constant arithmetic, evaluated in the column's type.
+    Arith(Arith, Box<Lit>, Box<Lit>),
+}
+
+/// An arithmetic operator of a constant expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+/// A comparison operator, column on the left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+/// One predicate on one column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Leaf {
+    Cmp(Op, Lit),
+    Between(Lit, Lit),
+    In(Vec<Lit>),
+    IsNull,
+    /// Strings starting with this (unescaped) prefix: `LIKE 'p%'`, `starts_with`.
+    Prefix(String),
+    /// Any other `LIKE` pattern (backslash escapes), `ILIKE` when `case_insensitive`.
+    Like {
+        pattern: String,
+        case_insensitive: bool,
+    },
+}
+
+/// `e IS [NOT] TRUE|FALSE`: never NULL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truth {
+    True,
+    False,
+    NotTrue,
+    NotFalse,
+}
+
+/// A boolean expression over column predicates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Leaf {
+        column: String,
+        leaf: Leaf,
+    },
+    /// `TRUE`, `FALSE` or `NULL` (`None`) for every row.
+    Const(Option<bool>),
+    Not(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Is(Box<Expr>, Truth),
+}
+
+type Conv<T> = std::result::Result<T, String>;
+
+fn column(e: &Sql) -> Option<String> {
+    match e {
+        Sql::Identifier(id) => Some(id.value.clone()),
+        Sql::CompoundIdentifier(parts) if parts.len() == 1 => {
+            parts.first().map(|p| p.value.clone())
+        }
+        Sql::Nested(inner) => column(inner),
+        _ => None,
+    }
+}
+
+/// The Arrow type of a SQL type name, as DataFusion maps them.
+fn arrow_type(t: &SqlType) -> Conv<DataType> {
+    Ok(match t {
+        SqlType::TinyInt(_) => DataType::Int8,
+        SqlType::SmallInt(_) | SqlType::Int2(_) => DataType::Int16,
+        SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::Int32 => {
+            DataType::Int32
+        }
+        SqlType::BigInt(_) | SqlType::Int8(_) | SqlType::Int64 => DataType::Int64,
+        SqlType::BigIntUnsigned(_) => DataType::UInt64,
+        SqlType::Float(_) | SqlType::Float4 | SqlType::Float32 | SqlType::Real => DataType::Float32,
+        SqlType::Double(_) | SqlType::DoublePrecision | SqlType::Float8 | SqlType::Float64 => {
+            DataType::Float64
+        }
+        SqlType::Varchar(_) | SqlType::Char(_) | SqlType::Text | SqlType::String(_) => {
+            DataType::Utf8
+        }
+        SqlType::Bool | SqlType::Boolean => DataType::Boolean,
+        SqlType::Date => DataType::Date32,
+        SqlType::Timestamp(_, sqlparser::ast::TimezoneInfo::None) | SqlType::Datetime(_) => {
+            DataType::Timestamp(TimeUnit::Nanosecond, None)
+        }
+        other => return Err(format!("type {other} is not supported")),
+    })
+}
+
+fn literal(e: &Sql) -> Conv<Lit> {
+    match e {
+        Sql::Value(v) => match &v.value {
+            Value::Number(n, _) => {
+                if let Ok(i) = n.parse::<i64>() {
+                    Ok(Lit::Int(i))
+                } else if let Ok(u) = n.parse::<u64>() {
+                    Ok(Lit::UInt(u))
+                } else {
+                    n.parse::<f64>()
+                        .map(Lit::Float)
+                        .map_err(|_| format!("number {n} is not supported"))
+                }
+            }
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(Lit::Str(s.clone())),
+            Value::Boolean(b) => Ok(Lit::Bool(*b)),
+            Value::Null => Ok(Lit::Null),
+            other => Err(format!("literal {other} is not supported")),
+        },
+        Sql::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => Ok(Lit::Neg(Box::new(literal(expr)?))),
+        Sql::BinaryOp { left, op, right } => {
+            let a = match op {
+                BinaryOperator::Plus => Arith::Add,
+                BinaryOperator::Minus => Arith::Sub,
+                BinaryOperator::Multiply => Arith::Mul,
+                BinaryOperator::Divide => Arith::Div,
+                BinaryOperator::Modulo => Arith::Rem,
+                _ => return Err(format!("{e} is not a constant")),
+            };
+            Ok(Lit::Arith(
+                a,
+                Box::new(literal(left)?),
+                Box::new(literal(right)?),
+            ))
+        }
+        Sql::Cast {
+            kind: CastKind::Cast | CastKind::DoubleColon,
+            expr,
+            data_type,
+            format: None,
+        } => Ok(Lit::Cast(Box::new(literal(expr)?), arrow_type(data_type)?)),
+        Sql::TypedString(t) => {
+            let (Value::SingleQuotedString(s) | Value::DoubleQuotedString(s)) = &t.value.value
+            else {
+                return Err(format!("{e}: a typed literal needs a string"));
+            };
+            Ok(Lit::Cast(
+                Box::new(Lit::Str(s.clone())),
+                arrow_type(&t.data_type)?,
+            ))
+        }
+        Sql::Nested(inner) => literal(inner),
+        Sql::Identifier(_) | Sql::CompoundIdentifier(_) => Err(format!(
+            "{e}: arithmetic on columns and comparisons between columns are not supported"
+        )),
+        other => Err(format!("{other} is not a literal")),
+    }
+}
+
+fn flip(op: Op) -> Op {
+    match op {
+        Op::Lt => Op::Gt,
+        Op::LtEq => Op::GtEq,
+        Op::Gt => Op::Lt,
+        Op::GtEq => Op::LtEq,
+        Op::Eq => Op::Eq,
+    }
+}
+
+fn leaf(column: String, leaf: Leaf) -> Expr {
+    Expr::Leaf { column, leaf }
+}
+
+fn not(e: Expr) -> Expr {
+    Expr::Not(Box::new(e))
+}
+
+fn negated_if(negated: bool, e: Expr) -> Expr {
+    if negated {
+        not(e)
+    } else {
+        e
+    }
+}
+
+/// A LIKE pattern as a leaf: a literal string (no unescaped wildcard) is an equality, a
+/// literal prefix followed by one `%` a prefix search; anything else stays a pattern.
+fn like_leaf(pattern: &str) -> Leaf {
+    let mut literal = String::new();
+    let mut chars = pattern.chars();
+    loop {
+        match chars.next() {
+            None => return Leaf::Cmp(Op::Eq, Lit::Str(literal)),
+            Some('\\') => match chars.next() {
+                Some(escaped) => literal.push(escaped),
+                // a dangling escape: the LIKE kernel decides
+                None => break,
+            },
+            Some('%') if chars.as_str().is_empty() => return Leaf::Prefix(literal),
+            Some('%' | '_') => break,
+            Some(c) => literal.push(c),
+        }
+    }
+    Leaf::Like {
+        pattern: pattern.to_string(),
+        case_insensitive: false,
+    }
+}
+
+fn like(
+    expr: &Sql,
+    pattern: &Sql,
+    escape: &Option<Value>,
+    negated: bool,
+    case_insensitive: bool,
+) -> Conv<Expr> {
+    match escape {
+        None => {}
+        Some(Value::SingleQuotedString(c)) if c == "\\" => {}
+        Some(other) => {
+            return Err(format!(
+                "LIKE supports no escape character but the backslash, not {other}"
+            ))
+        }
+    }
+    let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
+    let Lit::Str(p) = literal(pattern)? else {
+        return Err("LIKE needs a string pattern".into());
+    };
+    let l = if case_insensitive {
+        Leaf::Like {
+            pattern: p,
+            case_insensitive: true,
+        }
+    } else {
+        like_leaf(&p)
+    };
+    Ok(negated_if(negated, leaf(col, l)))
+}
+
+fn convert(e: &Sql) -> Conv<Expr> {
+    match e {
+        Sql::Nested(inner) => convert(inner),
+        Sql::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Ok(not(convert(expr)?)),
+        Sql::Value(v) => match &v.value {
+            Value::Boolean(b) => Ok(Expr::Const(Some(*b))),
+            Value::Null => Ok(Expr::Const(None)),
+            other => Err(format!("{other} is not a boolean")),
+        },
+        // a bare (boolean) column
+        Sql::Identifier(_) | Sql::CompoundIdentifier(_) => {
+            let col = column(e).ok_or_else(|| format!("{e} is not a column"))?;
+            Ok(leaf(col, Leaf::Cmp(Op::Eq, Lit::Bool(true))))
+        }
+        Sql::BinaryOp { left, op, right } => {
+            let cmp = match op {
+                BinaryOperator::And => {
+                    return Ok(Expr::And(
+                        Box::new(convert(left)?),
+                        Box::new(convert(right)?),
+                    ))
+                }
+                BinaryOperator::Or => {
+                    return Ok(Expr::Or(
+                        Box::new(convert(left)?),
+                        Box::new(convert(right)?),
+                    ))
+                }
+                BinaryOperator::Eq => Some((Op::Eq, false)),
+                BinaryOperator::NotEq => Some((Op::Eq, true)),
+                BinaryOperator::Lt => Some((Op::Lt, false)),
+                BinaryOperator::LtEq => Some((Op::LtEq, false)),
+                BinaryOperator::Gt => Some((Op::Gt, false)),
+                BinaryOperator::GtEq => Some((Op::GtEq, false)),
+                _ => None,
+            };
+            let (op, negate) = cmp.ok_or_else(|| format!("operator {op} is not supported"))?;
+            // `pred = TRUE` / `pred = FALSE` on a boolean sub-expression
+            if op == Op::Eq {
+                for (p, v) in [(left, right), (right, left)] {
+                    if let (Ok(Lit::Bool(b)), true) = (literal(v), column(p).is_none()) {
+                        let inner = convert(p)?;
+                        return Ok(negated_if(negate == b, inner));
+                    }
+                }
+            }
+            let (col, lit, op) = match (column(left), column(right)) {
+                (Some(c), None) => (c, literal(right)?, op),
+                (None, Some(c)) => (c, literal(left)?, flip(op)),
+                _ => return Err(format!("{e}: compare one column with a constant")),
+            };
+            Ok(negated_if(negate, leaf(col, Leaf::Cmp(op, lit))))
+        }
+        Sql::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => {
+            let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
+            let out = leaf(col, Leaf::Between(literal(low)?, literal(high)?));
+            Ok(negated_if(*negated, out))
+        }
+        Sql::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
+            let values = list.iter().map(literal).collect::<Conv<Vec<_>>>()?;
+            Ok(negated_if(*negated, leaf(col, Leaf::In(values))))
+        }
+        Sql::IsNull(expr) | Sql::IsNotNull(expr) => {
+            let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
+            Ok(negated_if(
+                matches!(e, Sql::IsNotNull(_)),
+                leaf(col, Leaf::IsNull),
+            ))
+        }
+        Sql::IsTrue(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::True)),
+        Sql::IsFalse(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::False)),
+        Sql::IsNotTrue(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::NotTrue)),
+        Sql::IsNotFalse(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::NotFalse)),
+        Sql::IsUnknown(_) | Sql::IsNotUnknown(_) => {
+            Err("IS [NOT] UNKNOWN is not supported (nor by Lance)".into())
+        }
+        Sql::IsDistinctFrom(a, b) | Sql::IsNotDistinctFrom(a, b) => {
+            let distinct = matches!(e, Sql::IsDistinctFrom(..));
+            let (col, lit) = match (column(a), column(b)) {
+                (Some(c), None) => (c, literal(b)?),
+                (None, Some(c)) => (c, literal(a)?),
+                _ => return Err(format!("{e}: compare one column with a constant")),
+            };
+            Ok(if lit == Lit::Null {
+                negated_if(distinct, leaf(col, Leaf::IsNull))
+            } else {
+                let truth = if distinct {
+                    Truth::NotTrue
+                } else {
+                    Truth::True
+                };
+                Expr::Is(Box::new(leaf(col, Leaf::Cmp(Op::Eq, lit))), truth)
+            })
+        }
+        Sql::Like {
+            negated,
+            any: false,
+            expr,
+            pattern,
+            escape_char,
+        } => like(expr, pattern, escape_char, *negated, false),
+        Sql::ILike {
+            negated,
+            any: false,
+            expr,
+            pattern,
+            escape_char,
+        } => like(expr, pattern, escape_char, *negated, true),
+        Sql::Function(f) if f.name.to_string().eq_ignore_ascii_case("starts_with") => {
+            let usage = || "use starts_with(column, 'prefix')".to_string();
+            let FunctionArguments::List(list) = &f.args else {
+                return Err(usage());
+            };
+            let args: Vec<&Sql> = list
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect();
+            match args.as_slice() {
+                [c, p] if args.len() == list.args.len() => {
+                    let col = column(c).ok_or_else(usage)?;
+                    let Lit::Str(p) = literal(p)? else {
+                        return Err(usage());
+                    };
+                    Ok(leaf(col, Leaf::Prefix(p)))
+                }
+                _ => Err(usage()),
+            }
+        }
+        other => Err(format!("{other} is not supported")),
+    }
+}
+
+impl Expr {
+    /// Pushes NOT down to the leaves where SQL's three-valued logic allows it, so a negated
+    /// comparison reads the pages of its complement instead of every page: `NOT (x > v)` is
+    /// `x <= v` (NULL stays NULL either way), `NOT (x = v)` is `x < v OR x > v`, `NOT (x
+    /// BETWEEN a AND b)` is `x < a OR x > b`, and De Morgan's laws hold in Kleene logic.
+    /// Negated IN, IS NULL and LIKE stay as NOT, evaluated as a complement.
+    pub fn push_not(self) -> Expr {
+        negate_if(self, false)
+    }
+}
+
+fn negate_if(e: Expr, negate: bool) -> Expr {
+    match e {
+        Expr::Not(inner) => negate_if(*inner, !negate),
+        Expr::Const(v) if negate => Expr::Const(v.map(|b| !b)),
+        Expr::Const(v) => Expr::Const(v),
+        Expr::Is(inner, t) => {
+            let t = match (t, negate) {
+                (t, false) => t,
+                (Truth::True, true) => Truth::NotTrue,
+                (Truth::NotTrue, true) => Truth::True,
+                (Truth::False, true) => Truth::NotFalse,
+                (Truth::NotFalse, true) => Truth::False,
+            };
+            Expr::Is(Box::new(negate_if(*inner, false)), t)
+        }
+        Expr::And(a, b) if negate => {
+            Expr::Or(Box::new(negate_if(*a, true)), Box::new(negate_if(*b, true)))
+        }
+        Expr::Or(a, b) if negate => {
+            Expr::And(Box::new(negate_if(*a, true)), Box::new(negate_if(*b, true)))
+        }
+        Expr::And(a, b) => Expr::And(
+            Box::new(negate_if(*a, false)),
+            Box::new(negate_if(*b, false)),
+        ),
+        Expr::Or(a, b) => Expr::Or(
+            Box::new(negate_if(*a, false)),
+            Box::new(negate_if(*b, false)),
+        ),
+        Expr::Leaf { column, leaf } if negate => match leaf {
+            Leaf::Cmp(_, Lit::Null) => Expr::Leaf { column, leaf },
+            Leaf::Cmp(op, v) => {
+                let cmp = |op| Expr::Leaf {
+                    column: column.clone(),
+                    leaf: Leaf::Cmp(op, v.clone()),
+                };
+                match op {
+                    Op::Eq => Expr::Or(Box::new(cmp(Op::Lt)), Box::new(cmp(Op::Gt))),
+                    Op::Lt => cmp(Op::GtEq),
+                    Op::LtEq => cmp(Op::Gt),
+                    Op::Gt => cmp(Op::LtEq),
+                    Op::GtEq => cmp(Op::Lt),
+                }
+            }
+            Leaf::Between(a, b) if a != Lit::Null && b != Lit::Null => Expr::Or(
+                Box::new(Expr::Leaf {
+                    column: column.clone(),
+                    leaf: Leaf::Cmp(Op::Lt, a),
+                }),
+                Box::new(Expr::Leaf {
+                    column,
+                    leaf: Leaf::Cmp(Op::Gt, b),
+                }),
+            ),
+            leaf => not(Expr::Leaf { column, leaf }),
+        },
+        leaf => leaf,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(c: &str, leaf: Leaf) -> Expr {
+        Expr::Leaf {
+            column: c.into(),
+            leaf,
+        }
+    }
+
+    fn parse(s: &str) -> Result<Expr> {
+        Filter::parse(s).map(|f| f.expr)
+    }
+
+    #[test]
+    fn parses_every_form() {
+        assert_eq!(
+            parse("x = 3").unwrap(),
+            l("x", Leaf::Cmp(Op::Eq, Lit::Int(3)))
+        );
+        assert_eq!(
+            parse("3 < `x`").unwrap(),
+            l("x", Leaf::Cmp(Op::Gt, Lit::Int(3)))
+        );
+        assert_eq!(
+            parse("x != -1.5").unwrap(),
+            not(l(
+                "x",
+                Leaf::Cmp(Op::Eq, Lit::Neg(Box::new(Lit::Float(1.5))))
+            ))
+        );
+        assert_eq!(
+            parse("x = 9223372036854775808").unwrap(),
+            l("x", Leaf::Cmp(Op::Eq, Lit::UInt(1 << 63)))
+        );
+        assert_eq!(
+            parse("x BETWEEN 1 AND 2").unwrap(),
+            l("x", Leaf::Between(Lit::Int(1), Lit::Int(2)))
+        );
+        assert_eq!(
+            parse("x NOT IN (1, NULL)").unwrap(),
+            not(l("x", Leaf::In(vec![Lit::Int(1), Lit::Null])))
+        );
+        assert_eq!(parse("x IS NOT NULL").unwrap(), not(l("x", Leaf::IsNull)));
+        assert_eq!(
+            parse("s LIKE 'ab%'").unwrap(),
+            l("s", Leaf::Prefix("ab".into()))
+        );
+        assert_eq!(
+            parse(r"s LIKE 'a\%b\_%'").unwrap(),
+            l("s", Leaf::Prefix("a%b_".into()))
+        );
+        assert_eq!(
+            parse(r"s LIKE 'a\%'").unwrap(),
+            l("s", Leaf::Cmp(Op::Eq, Lit::Str("a%".into())))
+        );
+        assert_eq!(
+            parse("s LIKE 'a%b'").unwrap(),
+            l(
+                "s",
+                Leaf::Like {
+                    pattern: "a%b".into(),
+                    case_insensitive: false
+                }
+            )
+        );
+        assert_eq!(
+            parse("s = 'it''s' OR s = \"q\"").unwrap(),
+            Expr::Or(
+                Box::new(l("s", Leaf::Cmp(Op::Eq, Lit::Str("it's".into())))),
+                Box::new(l("s", Leaf::Cmp(Op::Eq, Lit::Str("q".into()))))
+            )
+        );
+        assert_eq!(
+            parse("starts_with(s, 'é')").unwrap(),
+            l("s", Leaf::Prefix("é".into()))
+        );
+        assert_eq!(
+            parse("d > DATE '2024-01-01'").unwrap(),
+            l(
+                "d",
+                Leaf::Cmp(
+                    Op::Gt,
+                    Lit::Cast(Box::new(Lit::Str("2024-01-01".into())), DataType::Date32)
+                )
+            )
+        );
+        assert_eq!(
+            parse("f = CAST('NaN' AS DOUBLE)").unwrap(),
+            l(
+                "f",
+                Leaf::Cmp(
+                    Op::Eq,
+                    Lit::Cast(Box::new(Lit::Str("NaN".into())), DataType::Float64)
+                )
+            )
+        );
+        assert_eq!(
+            parse("i = (7 / 2)").unwrap(),
+            l(
+                "i",
+                Leaf::Cmp(
+                    Op::Eq,
+                    Lit::Arith(Arith::Div, Box::new(Lit::Int(7)), Box::new(Lit::Int(2)))
+                )
+            )
+        );
+        assert_eq!(
+            parse("b").unwrap(),
+            l("b", Leaf::Cmp(Op::Eq, Lit::Bool(true)))
+        );
+        assert_eq!(
+            parse("(i > 1) = FALSE").unwrap(),
+            not(l("i", Leaf::Cmp(Op::Gt, Lit::Int(1))))
+        );
+        assert_eq!(
+            parse("i IS DISTINCT FROM 2").unwrap(),
+            Expr::Is(
+                Box::new(l("i", Leaf::Cmp(Op::Eq, Lit::Int(2)))),
+                Truth::NotTrue
+            )
+        );
+        assert_eq!(
+            parse("i IS NOT DISTINCT FROM NULL").unwrap(),
+            l("i", Leaf::IsNull)
+        );
+        assert_eq!(parse("TRUE").unwrap(), Expr::Const(Some(true)));
+        assert!(matches!(
+            parse("NOT (x > 1 OR y <= 2) AND z = 'q'").unwrap(),
+            Expr::And(..)
+        ));
+    }
+
+    #[test]
+    fn not_is_pushed_to_the_leaves() {
+        let pushed = parse("NOT (x > 1 OR NOT y = 2)").unwrap().push_not();
+        assert_eq!(
+            pushed,
+            Expr::And(
+                Box::new(l("x", Leaf::Cmp(Op::LtEq, Lit::Int(1)))),
+                Box::new(l("y", Leaf::Cmp(Op::Eq, Lit::Int(2))))
+            )
+        );
+        assert_eq!(
+            parse("NOT x IS NULL").unwrap().push_not(),
+            not(l("x", Leaf::IsNull))
+        );
+        assert_eq!(
+            parse("NOT (b IS TRUE)").unwrap().push_not(),
+            Expr::Is(
+                Box::new(l("b", Leaf::Cmp(Op::Eq, Lit::Bool(true)))),
+                Truth::NotTrue
+            )
+        );
+        assert_eq!(parse("NOT NULL").unwrap().push_not(), Expr::Const(None));
+    }
+
+    #[test]
+    fn what_lance_refuses_is_refused() {
+        for bad in [
+            "x + 1 = 2",
+            "x = y",
+            "f(x) = 1",
+            "x =",
+            "x = 1 x",
+            "s = 'it\\'s'",
+            "b IS UNKNOWN",
+            "s LIKE 'a!%%' ESCAPE '!'",
+            "i = +2",
+            "s LIKE x",
+        ] {
+            match parse(bad) {
+                Err(Error::InvalidFilter { filter, .. }) => assert_eq!(filter, bad),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+}

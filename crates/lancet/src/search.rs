@@ -1,0 +1,547 @@
+//! Exact answers to a [`Filter`]: [`Dataset::search`].
+//!
+//! Each predicate is answered on one column. When a BTree covers the column, its segments
+//! answer the fragments they cover (through the Fragment Reuse Index when rewrites moved
+//! rows since), and every other fragment's column is read and evaluated directly; a column
+//! with no BTree (none, or only a Bitmap, ZoneMap, Inverted or vector index), or a `LIKE`
+//! pattern no range expresses, is scanned in every fragment. Predicates combine in Kleene
+//! logic over row addresses: `NOT` complements within the version's physical rows, and
+//! entries of rows no longer in the version are dropped. Deleted rows are removed last, and
+//! on stable-row-id tables addresses become row ids.
+//!
+//! Literals are typed by the column (see [`crate::filter`]): the index's value type, or the
+//! type of the column as read.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::{
+    new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int64Array, Scalar, StringArray,
+    UInt64Array,
+};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::DataType;
+use futures::future::BoxFuture;
+use lancet_btree::{NullableIdSet, Page, Query};
+use lancet_proto::RowAddress;
+use roaring::{RoaringBitmap, RoaringTreemap};
+use tracing::Instrument;
+
+use crate::filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth};
+use crate::{Dataset, Error, Result};
+
+/// What [`Dataset::search`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchResult {
+    /// Rows where the filter is TRUE: row ids (equal to row addresses unless the table has
+    /// stable row ids).
+    pub row_ids: RoaringTreemap,
+    /// Rows where the filter is NULL (neither TRUE nor FALSE).
+    pub null_row_ids: RoaringTreemap,
+    /// Index pages read for this search (pages other searches read from the same cached
+    /// index at the same time are counted too).
+    pub pages_read: u64,
+    /// Fragments whose column was read directly, summed over the filter's predicates.
+    pub scanned_fragments: u64,
+}
+
+/// How [`Dataset::search_with`] answers.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Leave deleted rows out (the default); `false` answers over every physical row.
+    pub apply_deletions: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            apply_deletions: true,
+        }
+    }
+}
+
+impl Dataset {
+    /// The rows of this version where `filter` is TRUE, and where it is NULL.
+    pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
+        self.search_with(filter, &SearchOptions::default()).await
+    }
+
+    /// [`Dataset::search`] with options.
+    pub async fn search_with(
+        &self,
+        filter: &Filter,
+        options: &SearchOptions,
+    ) -> Result<SearchResult> {
+        let span = tracing::debug_span!("search", uri = %self.uri(), filter = filter.text());
+        self.search_inner(filter, options).instrument(span).await
+    }
+
+    async fn search_inner(&self, filter: &Filter, options: &SearchOptions) -> Result<SearchResult> {
+        let expr = filter.expr().clone().push_not();
+        let row_ids = if self.has_stable_row_ids() {
+            Some(self.row_id_index().await?)
+        } else {
+            None
+        };
+        let search = Search {
+            ds: self,
+            filter,
+            universe: self.row_addresses(|_| true).await?,
+            row_ids,
+            pages: AtomicU64::new(0),
+            scanned: AtomicU64::new(0),
+        };
+        let mut result = search.eval(&expr).await?;
+        if options.apply_deletions {
+            let mut deleted = RoaringTreemap::new();
+            for (f, d) in self
+                .fragments()
+                .await?
+                .iter()
+                .zip(self.deletion_vectors().await?)
+            {
+                if let (Some(d), Ok(id)) = (d, u32::try_from(f.id)) {
+                    deleted.extend(d.iter().map(|o| RowAddress::new(id, o).as_u64()));
+                }
+            }
+            result.true_ids -= &deleted;
+            result.null_ids -= &deleted;
+        }
+        let to_row_ids = |addrs: &RoaringTreemap| -> RoaringTreemap {
+            match &search.row_ids {
+                Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
+                None => addrs.clone(),
+            }
+        };
+        Ok(SearchResult {
+            row_ids: to_row_ids(&result.true_ids),
+            null_row_ids: to_row_ids(&result.null_ids),
+            pages_read: search.pages.load(Ordering::Relaxed),
+            scanned_fragments: search.scanned.load(Ordering::Relaxed),
+        })
+    }
+}
+
+struct Search<'a> {
+    ds: &'a Dataset,
+    filter: &'a Filter,
+    /// Every physical row address of the version: the domain NOT complements in.
+    universe: RoaringTreemap,
+    row_ids: Option<Arc<lancet_rowid::RowIdIndex>>,
+    pages: AtomicU64,
+    scanned: AtomicU64,
+}
+
+impl Search<'_> {
+    fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidFilter {
+            filter: self.filter.text().to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn eval<'b>(&'b self, e: &'b Expr) -> BoxFuture<'b, Result<NullableIdSet>> {
+        Box::pin(async move {
+            Ok(match e {
+                Expr::Leaf { column, leaf } => self.leaf(column, leaf).await?,
+                Expr::Const(Some(true)) => {
+                    NullableIdSet::new(self.universe.clone(), RoaringTreemap::new())
+                }
+                Expr::Const(Some(false)) => NullableIdSet::default(),
+                Expr::Const(None) => {
+                    NullableIdSet::new(RoaringTreemap::new(), self.universe.clone())
+                }
+                Expr::Not(inner) => self.eval(inner).await?.not(&self.universe),
+                Expr::And(a, b) => self.eval(a).await?.and(&self.eval(b).await?),
+                Expr::Or(a, b) => self.eval(a).await?.or(&self.eval(b).await?),
+                Expr::Is(inner, truth) => {
+                    let r = self.eval(inner).await?;
+                    let ids = match truth {
+                        Truth::True => r.true_ids,
+                        Truth::NotTrue => &self.universe - &r.true_ids,
+                        Truth::False => &(&self.universe - &r.true_ids) - &r.null_ids,
+                        Truth::NotFalse => &r.true_ids | &r.null_ids,
+                    };
+                    NullableIdSet::new(ids, RoaringTreemap::new())
+                }
+            })
+        })
+    }
+
+    async fn leaf(&self, column: &str, leaf: &Leaf) -> Result<NullableIdSet> {
+        let field = self
+            .ds
+            .manifest()
+            .fields
+            .iter()
+            .find(|f| f.name == column && f.parent_id == -1)
+            .ok_or_else(|| self.invalid(format!("the table has no column {column:?}")))?;
+        let index = match leaf {
+            Leaf::Like { .. } => None,
+            _ => self.ds.btree_on_field(field.id),
+        };
+        let mut answered = NullableIdSet::default();
+        let mut covered = RoaringBitmap::new();
+        if let Some(name) = index {
+            let segments = self.ds.btree_segments(&name).await?;
+            if let Some(first) = segments.first() {
+                let value_type = first.index.lookup().value_type().clone();
+                let mut result: Option<NullableIdSet> = None;
+                for q in self.queries(column, leaf, &value_type)? {
+                    let mut part = NullableIdSet::default();
+                    for seg in &segments {
+                        let before = seg.index.pages_read();
+                        let r = seg.index.search(&q).await?;
+                        self.pages.fetch_add(
+                            seg.index.pages_read().saturating_sub(before),
+                            Ordering::Relaxed,
+                        );
+                        let mut r = self.ds.segment_answer(seg, r).await?;
+                        if !seg.ids_are_addresses(self.ds.has_stable_row_ids()) {
+                            r = self.ids_to_addresses(&r)?;
+                        }
+                        // translated answers of two segments may share a destination
+                        part = part.or(&r);
+                    }
+                    result = Some(match result {
+                        None => part,
+                        Some(prev) => prev.and(&part),
+                    });
+                }
+                answered = result.unwrap_or_default();
+                covered = self.ds.answered_fragments(&segments).await?;
+                // entries for rows no longer in this version (or in fragments the index
+                // does not answer for) are not answers
+                answered.true_ids &= &self.universe;
+                answered.null_ids &= &self.universe;
+            }
+        }
+        let scanned = self.scan(field.id, column, leaf, &covered).await?;
+        Ok(answered.or(&scanned))
+    }
+
+    /// Evaluates `leaf` on the column of every fragment `covered` does not name.
+    async fn scan(
+        &self,
+        field_id: i32,
+        column: &str,
+        leaf: &Leaf,
+        covered: &RoaringBitmap,
+    ) -> Result<NullableIdSet> {
+        let mut out = NullableIdSet::default();
+        for f in self.ds.fragments().await?.iter() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if covered.contains(id) || f.physical_rows == 0 {
+                continue;
+            }
+            self.scanned.fetch_add(1, Ordering::Relaxed);
+            let values = self.ds.read_column(f, field_id).await?;
+            let base = RowAddress::first_of(id);
+            out.union_disjoint(self.evaluate(column, leaf, values, base)?);
+        }
+        // a fragment's rows past the universe (a data file longer than physical_rows)
+        out.true_ids &= &self.universe;
+        out.null_ids &= &self.universe;
+        Ok(out)
+    }
+
+    /// `leaf` on one fragment's values; ids are `base + row`.
+    fn evaluate(
+        &self,
+        column: &str,
+        leaf: &Leaf,
+        values: ArrayRef,
+        base: u64,
+    ) -> Result<NullableIdSet> {
+        let n = values.len() as u64;
+        let ids = Arc::new(UInt64Array::from_iter_values(base..base + n));
+        if let Leaf::Like {
+            pattern,
+            case_insensitive,
+        } = leaf
+        {
+            let t = values.data_type().clone();
+            if !is_string(&t) {
+                return Err(self.invalid(format!("LIKE needs a string column; {column} is {t}")));
+            }
+            let p = cast_with_options(
+                &(Arc::new(StringArray::from(vec![pattern.as_str()])) as ArrayRef),
+                &t,
+                &CastOptions::default(),
+            )
+            .map_err(lancet_btree::BTreeError::from)?;
+            let p = Scalar::new(p);
+            let mask = if *case_insensitive {
+                arrow_string::like::ilike(&values, &p)
+            } else {
+                arrow_string::like::like(&values, &p)
+            }
+            .map_err(|e| self.invalid(format!("LIKE {pattern:?}: {e}")))?;
+            return Ok(mask_to_set(&mask, ids.values()));
+        }
+        let page = Page::new(values.clone(), ids);
+        let mut result: Option<NullableIdSet> = None;
+        for q in self.queries(column, leaf, values.data_type())? {
+            let part = page.evaluate_unindexed(&q)?;
+            result = Some(match result {
+                None => part,
+                Some(prev) => prev.and(&part),
+            });
+        }
+        Ok(result.unwrap_or_default())
+    }
+
+    /// The BTree queries of one leaf on a column of type `t`, to be combined with AND
+    /// (BETWEEN with a NULL end is `x >= a AND x <= b`).
+    fn queries(&self, column: &str, leaf: &Leaf, t: &DataType) -> Result<Vec<Query>> {
+        let value = |lit: &Lit| -> Result<ArrayRef> {
+            resolve(lit, t).map_err(|e| self.invalid(format!("column {column} ({t}): {e}")))
+        };
+        let q = match leaf {
+            Leaf::Cmp(op, lit) => {
+                let s = value(lit)?;
+                if s.is_null(0) {
+                    // a comparison with NULL is NULL on every row
+                    Query::Equals(s)
+                } else {
+                    match op {
+                        Op::Eq => Query::Equals(s),
+                        Op::Lt => Query::Range(Bound::Unbounded, Bound::Excluded(s)),
+                        Op::LtEq => Query::Range(Bound::Unbounded, Bound::Included(s)),
+                        Op::Gt => Query::Range(Bound::Excluded(s), Bound::Unbounded),
+                        Op::GtEq => Query::Range(Bound::Included(s), Bound::Unbounded),
+                    }
+                }
+            }
+            Leaf::Between(a, b) => {
+                let (a, b) = (value(a)?, value(b)?);
+                if a.is_null(0) || b.is_null(0) {
+                    let nulls_or = |s: ArrayRef, bound: fn(ArrayRef) -> Query| {
+                        if s.is_null(0) {
+                            Query::Equals(s)
+                        } else {
+                            bound(s)
+                        }
+                    };
+                    return Ok(vec![
+                        nulls_or(a, |s| Query::Range(Bound::Included(s), Bound::Unbounded)),
+                        nulls_or(b, |s| Query::Range(Bound::Unbounded, Bound::Included(s))),
+                    ]);
+                }
+                Query::Range(Bound::Included(a), Bound::Included(b))
+            }
+            Leaf::In(values) => {
+                let arrays = values.iter().map(value).collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+                Query::IsIn(
+                    arrow_select::concat::concat(&refs).map_err(lancet_btree::BTreeError::from)?,
+                )
+            }
+            Leaf::IsNull => Query::IsNull,
+            Leaf::Prefix(p) if is_string(t) => Query::LikePrefix(p.clone()),
+            Leaf::Prefix(_) | Leaf::Like { .. } => {
+                return Err(self.invalid(format!("LIKE needs a string column; {column} is {t}")))
+            }
+        };
+        Ok(vec![q])
+    }
+
+    /// Legacy segments (index_version 0 on stable-row-id tables) store row ids.
+    fn ids_to_addresses(&self, r: &NullableIdSet) -> Result<NullableIdSet> {
+        let index = self
+            .row_ids
+            .as_ref()
+            .ok_or_else(|| Error::Internal("row id index missing".into()))?;
+        let map = |ids: &RoaringTreemap| ids.iter().filter_map(|id| index.get(id)).collect();
+        Ok(NullableIdSet::new(map(&r.true_ids), map(&r.null_ids)))
+    }
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// TRUE ids where the mask is TRUE, NULL ids where it is NULL.
+fn mask_to_set(mask: &BooleanArray, ids: &[u64]) -> NullableIdSet {
+    let mut true_ids = RoaringTreemap::new();
+    let mut null_ids = RoaringTreemap::new();
+    for (i, id) in ids.iter().enumerate() {
+        if mask.is_null(i) {
+            null_ids.insert(*id);
+        } else if mask.value(i) {
+            true_ids.insert(*id);
+        }
+    }
+    NullableIdSet::new(true_ids, null_ids)
+}
+
+type Conv<T> = std::result::Result<T, String>;
+
+fn strict() -> CastOptions<'static> {
+    CastOptions {
+        safe: false,
+        ..Default::default()
+    }
+}
+
+fn cast_to(a: ArrayRef, t: &DataType) -> Conv<ArrayRef> {
+    cast_with_options(&a, t, &strict()).map_err(|e| e.to_string())
+}
+
+/// A literal as a one-element array of the column's type `t`, by Lance's rule: an integer
+/// fits an integer or float column, a decimal number a float column, a string a string
+/// column, a boolean a boolean column; a CAST converts to its type, then to `t`. Constant
+/// arithmetic runs in `t` (wrapping on overflow, an error on division by zero).
+fn resolve(lit: &Lit, t: &DataType) -> Conv<ArrayRef> {
+    let numeric = t.is_integer() || t.is_floating();
+    match lit {
+        Lit::Null => Ok(new_null_array(t, 1)),
+        Lit::Int(i) if numeric => cast_to(Arc::new(Int64Array::from(vec![*i])), t),
+        Lit::UInt(u) if numeric => cast_to(Arc::new(UInt64Array::from(vec![*u])), t),
+        Lit::Float(f) if t.is_floating() => cast_to(Arc::new(Float64Array::from(vec![*f])), t),
+        Lit::Str(s) if is_string(t) => cast_to(Arc::new(StringArray::from(vec![s.as_str()])), t),
+        Lit::Bool(b) if *t == DataType::Boolean => Ok(Arc::new(BooleanArray::from(vec![*b]))),
+        Lit::Cast(inner, to) => cast_to(cast_to(natural(inner, to)?, to)?, t),
+        Lit::Neg(inner) if numeric => {
+            arrow_arith::numeric::neg_wrapping(&resolve(inner, t)?).map_err(|e| e.to_string())
+        }
+        Lit::Arith(op, a, b) if numeric => {
+            let (a, b) = (resolve(a, t)?, resolve(b, t)?);
+            let r = match op {
+                Arith::Add => arrow_arith::numeric::add_wrapping(&a, &b),
+                Arith::Sub => arrow_arith::numeric::sub_wrapping(&a, &b),
+                Arith::Mul => arrow_arith::numeric::mul_wrapping(&a, &b),
+                Arith::Div => arrow_arith::numeric::div(&a, &b),
+                Arith::Rem => arrow_arith::numeric::rem(&a, &b),
+            };
+            r.map_err(|e| e.to_string())
+        }
+        other => Err(format!("literal {other:?} cannot be compared with it")),
+    }
+}
+
+/// A CAST's operand in its own type: integers as Int64 (UInt64 past its range), decimals
+/// as Float64, strings as Utf8; arithmetic in Float64 when a decimal takes part.
+fn natural(lit: &Lit, to: &DataType) -> Conv<ArrayRef> {
+    fn has_float(l: &Lit) -> bool {
+        match l {
+            Lit::Float(_) => true,
+            Lit::Neg(a) => has_float(a),
+            Lit::Arith(_, a, b) => has_float(a) || has_float(b),
+            _ => false,
+        }
+    }
+    match lit {
+        Lit::Null => Ok(new_null_array(to, 1)),
+        Lit::Int(_) | Lit::UInt(_) | Lit::Float(_) | Lit::Neg(_) | Lit::Arith(..) => {
+            let t = match lit {
+                Lit::UInt(_) => DataType::UInt64,
+                l if has_float(l) => DataType::Float64,
+                _ => DataType::Int64,
+            };
+            resolve(lit, &t)
+        }
+        Lit::Str(_) => resolve(lit, &DataType::Utf8),
+        Lit::Bool(_) => resolve(lit, &DataType::Boolean),
+        Lit::Cast(inner, t) => cast_to(natural(inner, t)?, t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Date32Type, Float32Type, Float64Type, Int32Type, Int64Type};
+    use arrow_schema::TimeUnit;
+
+    fn lit_of(filter: &str) -> Lit {
+        match Filter::parse(filter).unwrap().expr() {
+            Expr::Leaf {
+                leaf: Leaf::Cmp(_, l),
+                ..
+            } => l.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn i64_of(filter: &str) -> Conv<i64> {
+        resolve(&lit_of(filter), &DataType::Int64).map(|a| a.as_primitive::<Int64Type>().value(0))
+    }
+
+    fn f64_of(filter: &str) -> f64 {
+        resolve(&lit_of(filter), &DataType::Float64)
+            .unwrap()
+            .as_primitive::<Float64Type>()
+            .value(0)
+    }
+
+    #[test]
+    fn literals_are_typed_by_their_column_as_lance_types_them() {
+        assert_eq!(i64_of("i = 7 / 2"), Ok(3));
+        assert_eq!(i64_of("i = 7 % 4"), Ok(3));
+        assert_eq!(i64_of("i = -(-2) * 3 - 1"), Ok(5));
+        assert_eq!(i64_of("i = 9223372036854775807 + 1"), Ok(i64::MIN));
+        assert_eq!(i64_of("i = CAST(2.7 AS BIGINT)"), Ok(2));
+        assert_eq!(i64_of("i = CAST('2' AS BIGINT)"), Ok(2));
+        for refused in [
+            "i = 2.0",
+            "i = '2'",
+            "i = 9223372036854775808",
+            "i = 7 / 0",
+            "i = CAST('2.7' AS BIGINT)",
+            "i = TRUE",
+        ] {
+            assert!(i64_of(refused).is_err(), "{refused}");
+        }
+        assert_eq!(f64_of("f = 3 / 2"), 1.5);
+        assert_eq!(f64_of("f = 1e400"), f64::INFINITY);
+        assert!(f64_of("f = CAST('NaN' AS DOUBLE)").is_nan());
+        assert_eq!(f64_of("f = CAST('Infinity' AS DOUBLE)"), f64::INFINITY);
+        assert_eq!(f64_of("f = CAST('-Infinity' AS DOUBLE)"), f64::NEG_INFINITY);
+        assert_eq!(f64_of("f = -CAST('inf' AS DOUBLE)"), f64::NEG_INFINITY);
+        assert!(f64_of("f = -0.0").is_sign_negative());
+        let f32 = resolve(&lit_of("f = 1.5"), &DataType::Float32).unwrap();
+        assert_eq!(f32.as_primitive::<Float32Type>().value(0), 1.5);
+        assert!(resolve(&lit_of("i = 3000000000"), &DataType::Int32).is_err());
+        let i32 = resolve(&lit_of("i = 2"), &DataType::Int32).unwrap();
+        assert_eq!(i32.as_primitive::<Int32Type>().value(0), 2);
+        let d = resolve(&lit_of("d = DATE '2024-1-2'"), &DataType::Date32).unwrap();
+        assert_eq!(d.as_primitive::<Date32Type>().value(0), 19724);
+        assert!(resolve(&lit_of("d = '2024-01-01'"), &DataType::Date32).is_err());
+        assert!(resolve(&lit_of("d = DATE '2024-13-01'"), &DataType::Date32).is_err());
+        // a timestamp literal meets a date column, a date literal a timestamp column
+        let d = resolve(
+            &lit_of("d = TIMESTAMP '2024-01-02 10:00:00'"),
+            &DataType::Date32,
+        )
+        .unwrap();
+        assert_eq!(d.as_primitive::<Date32Type>().value(0), 19724);
+        let us = DataType::Timestamp(TimeUnit::Microsecond, None);
+        for (text, want) in [
+            ("ts = DATE '2024-01-02'", 1_704_153_600_000_000i64),
+            (
+                "ts = TIMESTAMP '2024-01-02T00:00:01'",
+                1_704_153_601_000_000,
+            ),
+            (
+                "ts = TIMESTAMP '2024-01-02 02:00:00+02:00'",
+                1_704_153_600_000_000,
+            ),
+            (
+                "ts = CAST('2024-01-02' AS TIMESTAMP)",
+                1_704_153_600_000_000,
+            ),
+        ] {
+            let v = resolve(&lit_of(text), &us).unwrap();
+            let v = v
+                .as_primitive::<arrow_array::types::TimestampMicrosecondType>()
+                .value(0);
+            assert_eq!(v, want, "{text}");
+        }
+        assert!(resolve(&lit_of("s = 1"), &DataType::Utf8).is_err());
+        assert!(resolve(&lit_of("b = 1"), &DataType::Boolean).is_err());
+    }
+}
