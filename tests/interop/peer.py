@@ -4,7 +4,10 @@ Every subcommand prints one JSON object on stdout.
 
   scan URI [VERSION]            rows (sorted by every column), count and indices of a version
   rowids URI VERSION            every live (_rowid, _rowaddr), sorted by _rowid
-  filters URI VERSION JSON [I]  TRUE and NULL _rowids of each filter (full scan, or indexed if I=true)
+  filters URI VERSION JSON [I]  TRUE and NULL _rowids of each filter (full scan, or indexed if I=true;
+                                {"error": ...} for a filter pylance refuses)
+  filter-table URI              a table of every filter type with indexes, an append, a delete
+                                and a compaction; prints the versions
   read-file PATH                a Lance file read with LanceFileReader
   write-file PATH               write a Lance file with LanceFileWriter (known rows, metadata,
                                 one global buffer)
@@ -72,9 +75,64 @@ def filters(uri, version, filters_json, use_index="false"):
     everything = set(ds.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist())
     out = []
     for f in json.loads(filters_json):
-        true = ids(f)
-        false = ids(f"NOT ({f})")
+        try:
+            true = ids(f)
+            false = ids(f"NOT ({f})")
+        except Exception as e:  # noqa: BLE001 - a filter pylance refuses
+            out.append({"error": str(e).splitlines()[0]})
+            continue
         out.append({"row_ids": sorted(true), "null_row_ids": sorted(everything - true - false)})
+    return out
+
+
+def filter_table(uri):
+    """A table with a column of every type filters compare (int64, int32, float64, float32,
+    string, date, timestamp, bool; NULLs, float specials, strings with quotes, wildcards and
+    backslashes), BTrees on i, f, s, d, ts and a Bitmap on i32; then an append no index
+    covers, a delete and a compaction. Prints the versions to compare at."""
+    import datetime
+    n = 3000
+    specials = [float("nan"), -0.0, 0.0, float("inf"), float("-inf"), None]
+    words = ["", "a", "ab", "a%b", "a_b", "it's", "back\\slash", "%", "_x", "abc", "B", "é", "日本", "z"]
+    epoch = datetime.datetime(2024, 1, 1)
+
+    def rows(lo, hi):
+        cols = {k: [] for k in ["i", "i32", "f", "f32", "s", "d", "ts", "b"]}
+        for k in range(lo, hi):
+            cols["i"].append(None if k % 53 == 0 else [-(2**63) + 1, 2**63 - 1][k % 2] if k % 401 == 3 else (k * 37) % 81 - 40)
+            cols["i32"].append(None if k % 61 == 0 else (k * 11) % 41 - 20)
+            cols["f"].append(specials[k % len(specials)] if k % 9 == 0 else ((k * 13) % 81 - 40) / 4.0)
+            cols["f32"].append(None if k % 47 == 0 else ((k * 7) % 33 - 16) / 2.0)
+            cols["s"].append(None if k % 59 == 0 else words[k % len(words)] + ("" if k % 4 else str(k % 3)))
+            cols["d"].append(None if k % 43 == 0 else (epoch + datetime.timedelta(days=(k * 17) % 90 - 30)).date())
+            cols["ts"].append(None if k % 41 == 0 else epoch + datetime.timedelta(hours=(k * 29) % 200 - 100, seconds=k % 2))
+            cols["b"].append(None if k % 7 == 0 else k % 3 == 0)
+        return pa.table(
+            {
+                "i": pa.array(cols["i"], pa.int64()),
+                "i32": pa.array(cols["i32"], pa.int32()),
+                "f": pa.array(cols["f"], pa.float64()),
+                "f32": pa.array(cols["f32"], pa.float32()),
+                "s": pa.array(cols["s"], pa.utf8()),
+                "d": pa.array(cols["d"], pa.date32()),
+                "ts": pa.array(cols["ts"], pa.timestamp("us")),
+                "b": pa.array(cols["b"], pa.bool_()),
+            }
+        )
+
+    ds = lance.write_dataset(rows(0, n), uri, max_rows_per_file=700)
+    out = {"unindexed": ds.version}
+    for col in ["i", "f", "s", "d", "ts"]:
+        ds.create_scalar_index(col, lance.indices.IndexConfig("btree", {"zone_size": 64}))
+    ds.create_scalar_index("i32", "BITMAP")
+    ds = lance.write_dataset(rows(n, n + 500), uri, mode="append")
+    out["appended"] = ds.version
+    ds.delete("i % 5 = 0 OR s = 'ab'")
+    ds = lance.dataset(uri)
+    out["deleted"] = ds.version
+    ds.optimize.compact_files(target_rows_per_fragment=2000)
+    ds = lance.dataset(uri)
+    out["compacted"] = ds.version
     return out
 
 
@@ -265,7 +323,7 @@ def index(uri, column, index_type, name):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -17,6 +17,9 @@ use lancet::Dataset;
 use prost::Message;
 use serde_json::{json, Value};
 
+#[path = "interop/filters.rs"]
+mod filters;
+
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
 }

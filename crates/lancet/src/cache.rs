@@ -337,10 +337,15 @@ pub struct Caches {
 impl Caches {
     /// The structure under `key`, or `load`'s (cached on success; concurrent callers share
     /// one load). A key of one kind always holds its own variant; finding another is a bug.
-    pub(crate) async fn structure<T, F>(&self, key: StructureKey, load: F) -> crate::Result<Arc<T>>
+    /// `load` comes boxed: loads hold lance-file's large futures, which held inline would be
+    /// copied through the stack (beyond a 2 MiB thread stack in debug builds).
+    pub(crate) async fn structure<T>(
+        &self,
+        key: StructureKey,
+        load: futures::future::BoxFuture<'_, crate::Result<Arc<T>>>,
+    ) -> crate::Result<Arc<T>>
     where
         T: CachedStructure + ?Sized,
-        F: std::future::Future<Output = crate::Result<Arc<T>>>,
     {
         let what = format!("{key:?}");
         let cached = self
@@ -428,8 +433,14 @@ mod tests {
                 .collect();
             Ok(Arc::<[DataFragment]>::from(all))
         };
-        let first = caches.structure(key.clone(), load()).await.unwrap();
-        let again = caches.structure(key.clone(), load()).await.unwrap();
+        let first = caches
+            .structure(key.clone(), Box::pin(load()))
+            .await
+            .unwrap();
+        let again = caches
+            .structure(key.clone(), Box::pin(load()))
+            .await
+            .unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!(loads.load(Ordering::SeqCst), 1);
         let stats = caches.index_stats();
@@ -441,9 +452,10 @@ mod tests {
             .await
             .is_none());
         let wrong = caches
-            .structure::<lancet_rowid::RowIdIndex, _>(key, async {
-                panic!("a cached key is not loaded again")
-            })
+            .structure::<lancet_rowid::RowIdIndex>(
+                key,
+                Box::pin(async { panic!("a cached key is not loaded again") }),
+            )
             .await;
         assert_eq!(
             wrong.err().map(|e| e.kind()),

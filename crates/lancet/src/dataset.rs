@@ -230,10 +230,13 @@ impl Dataset {
                     version: self.version(),
                 };
                 self.caches
-                    .structure(key, async {
-                        let all: Vec<DataFragment> = reader.all_fragments().await?;
-                        Ok(Arc::<[DataFragment]>::from(all))
-                    })
+                    .structure(
+                        key,
+                        Box::pin(async {
+                            let all: Vec<DataFragment> = reader.all_fragments().await?;
+                            Ok(Arc::<[DataFragment]>::from(all))
+                        }),
+                    )
                     .await
             }
         }

@@ -30,7 +30,10 @@ impl Dataset {
             version: self.version(),
         };
         self.caches()
-            .structure(key, async { Ok(Arc::new(self.load_fri(&entry).await?)) })
+            .structure(
+                key,
+                Box::pin(async { Ok(Arc::new(self.load_fri(&entry).await?)) }),
+            )
             .await
             .map(Some)
     }

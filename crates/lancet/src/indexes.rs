@@ -179,7 +179,7 @@ impl Dataset {
             let span = tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path);
             let index: Arc<BTreeIndex> = self
                 .caches()
-                .structure(key, tracing::Instrument::instrument(load, span))
+                .structure(key, Box::pin(tracing::Instrument::instrument(load, span)))
                 .await?;
             let fragments = self.index_fragments(&meta)?.unwrap_or_default();
             out.push(BTreeSegment {

@@ -99,8 +99,18 @@ impl Dataset {
     /// fragment order.
     pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
         let fragments = self.fragments().await?;
-        futures::stream::iter(fragments.iter())
-            .map(|f| async move { Ok::<_, Error>(self.deletion_vector(f).await?.map(Arc::new)) })
+        // by position, not by reference: a stream closure taking `&DataFragment` makes the
+        // future unprovably `Send`
+        futures::stream::iter(0..fragments.len())
+            .map(|i| {
+                let fragments = fragments.clone();
+                async move {
+                    let Some(f) = fragments.get(i) else {
+                        return Ok(None);
+                    };
+                    Ok::<_, Error>(self.deletion_vector(f).await?.map(Arc::new))
+                }
+            })
             .buffered(DELETION_READ_CONCURRENCY)
             .try_collect()
             .await
@@ -121,9 +131,10 @@ impl Dataset {
             version: self.version(),
         };
         self.caches()
-            .structure(key, async {
-                Ok(Arc::new(self.build_row_id_index().await?))
-            })
+            .structure(
+                key,
+                Box::pin(async { Ok(Arc::new(self.build_row_id_index().await?)) }),
+            )
             .await
     }
 

@@ -184,7 +184,7 @@ impl Search<'_> {
         let mut answered = NullableIdSet::default();
         let mut covered = RoaringBitmap::new();
         if let Some(name) = index {
-            let segments = self.ds.btree_segments(&name).await?;
+            let segments = Box::pin(self.ds.btree_segments(&name)).await?;
             if let Some(first) = segments.first() {
                 let value_type = first.index.lookup().value_type().clone();
                 let mut result: Option<NullableIdSet> = None;
@@ -192,12 +192,12 @@ impl Search<'_> {
                     let mut part = NullableIdSet::default();
                     for seg in &segments {
                         let before = seg.index.pages_read();
-                        let r = seg.index.search(&q).await?;
+                        let r = Box::pin(seg.index.search(&q)).await?;
                         self.pages.fetch_add(
                             seg.index.pages_read().saturating_sub(before),
                             Ordering::Relaxed,
                         );
-                        let mut r = self.ds.segment_answer(seg, r).await?;
+                        let mut r = Box::pin(self.ds.segment_answer(seg, r)).await?;
                         if !seg.ids_are_addresses(self.ds.has_stable_row_ids()) {
                             r = self.ids_to_addresses(&r)?;
                         }
@@ -238,7 +238,9 @@ impl Search<'_> {
                 continue;
             }
             self.scanned.fetch_add(1, Ordering::Relaxed);
-            let values = self.ds.read_column(f, field_id).await?;
+            // boxed: lance-file's read futures are large, and inline in this recursion they
+            // overflow a 2 MiB thread stack in debug builds
+            let values = Box::pin(self.ds.read_column(f, field_id)).await?;
             let base = RowAddress::first_of(id);
             out.union_disjoint(self.evaluate(column, leaf, values, base)?);
         }
