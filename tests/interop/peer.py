@@ -63,8 +63,10 @@ def rowids(uri, version):
 
 
 def filters(uri, version, filters_json, use_index="false"):
-    """For each filter: the _rowid of rows where it is TRUE and where it is NULL (neither TRUE
-    nor FALSE), by pylance's full scan (or with its scalar indexes when use_index is true)."""
+    """For each filter: the _rowid of rows where it is TRUE, where NOT (filter) is TRUE, and
+    where it is NULL (neither), by pylance's full scan (or with its scalar indexes when
+    use_index is true). Lance types some literals differently under NOT, so "NULL" is only
+    meaningful for filters whose literals type the same in both places."""
     ds = lance.dataset(uri, version=int(version))
     index = use_index == "true"
 
@@ -81,7 +83,7 @@ def filters(uri, version, filters_json, use_index="false"):
         except Exception as e:  # noqa: BLE001 - a filter pylance refuses
             out.append({"error": str(e).splitlines()[0]})
             continue
-        out.append({"row_ids": sorted(true), "null_row_ids": sorted(everything - true - false)})
+        out.append({"row_ids": sorted(true), "not_row_ids": sorted(false), "null_row_ids": sorted(everything - true - false)})
     return out
 
 

@@ -51,7 +51,7 @@ impl Filter {
                 Ok(e)
             })
             .map_err(|e| invalid(format!("cannot parse: {e}")))?;
-        let expr = convert(&sql).map_err(invalid)?;
+        let expr = convert(&sql, true).map_err(invalid)?;
         Ok(Filter {
             text: text.to_string(),
             expr,
@@ -161,12 +161,26 @@ pub enum Truth {
     NotFalse,
 }
 
+/// How a predicate's literals are typed (Lance 14 does both, by where the predicate is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typing {
+    /// Converted into the column's type, or refused (`i = 2.5` is an error); constant
+    /// arithmetic runs in the column's type (`f = 3 / 2` is 1.5). Lance does this for a
+    /// comparison with the column on the left, reached from the top through AND/OR only.
+    Column,
+    /// Typed by themselves (integers Int64, decimals Float64, `3 / 2` is 1), then compared
+    /// in the common type of column and literal, as DataFusion coerces (`NOT (i = 2.5)`
+    /// compares as Float64). Under NOT, IS TRUE/FALSE, `= TRUE`, or literal on the left.
+    Common,
+}
+
 /// A boolean expression over column predicates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Leaf {
         column: String,
         leaf: Leaf,
+        typing: Typing,
     },
     /// `TRUE`, `FALSE` or `NULL` (`None`) for every row.
     Const(Option<bool>),
@@ -287,8 +301,17 @@ fn flip(op: Op) -> Op {
     }
 }
 
-fn leaf(column: String, leaf: Leaf) -> Expr {
-    Expr::Leaf { column, leaf }
+fn leaf(column: String, leaf: Leaf, strict: bool) -> Expr {
+    let typing = if strict {
+        Typing::Column
+    } else {
+        Typing::Common
+    };
+    Expr::Leaf {
+        column,
+        leaf,
+        typing,
+    }
 }
 
 fn not(e: Expr) -> Expr {
@@ -333,6 +356,7 @@ fn like(
     escape: &Option<Value>,
     negated: bool,
     case_insensitive: bool,
+    strict: bool,
 ) -> Conv<Expr> {
     match escape {
         None => {}
@@ -355,16 +379,19 @@ fn like(
     } else {
         like_leaf(&p)
     };
-    Ok(negated_if(negated, leaf(col, l)))
+    Ok(negated_if(negated, leaf(col, l, strict)))
 }
 
-fn convert(e: &Sql) -> Conv<Expr> {
+/// `strict`: Lance types the literals of this predicate by its column (a comparison with
+/// the column on the left, at the top or under AND/OR); under NOT, IS TRUE/FALSE, `= TRUE`
+/// or with the literal on the left it leaves typing to DataFusion's coercion.
+fn convert(e: &Sql, strict: bool) -> Conv<Expr> {
     match e {
-        Sql::Nested(inner) => convert(inner),
+        Sql::Nested(inner) => convert(inner, strict),
         Sql::UnaryOp {
             op: UnaryOperator::Not,
             expr,
-        } => Ok(not(convert(expr)?)),
+        } => Ok(not(convert(expr, false)?)),
         Sql::Value(v) => match &v.value {
             Value::Boolean(b) => Ok(Expr::Const(Some(*b))),
             Value::Null => Ok(Expr::Const(None)),
@@ -373,20 +400,20 @@ fn convert(e: &Sql) -> Conv<Expr> {
         // a bare (boolean) column
         Sql::Identifier(_) | Sql::CompoundIdentifier(_) => {
             let col = column(e).ok_or_else(|| format!("{e} is not a column"))?;
-            Ok(leaf(col, Leaf::Cmp(Op::Eq, Lit::Bool(true))))
+            Ok(leaf(col, Leaf::Cmp(Op::Eq, Lit::Bool(true)), strict))
         }
         Sql::BinaryOp { left, op, right } => {
             let cmp = match op {
                 BinaryOperator::And => {
                     return Ok(Expr::And(
-                        Box::new(convert(left)?),
-                        Box::new(convert(right)?),
+                        Box::new(convert(left, strict)?),
+                        Box::new(convert(right, strict)?),
                     ))
                 }
                 BinaryOperator::Or => {
                     return Ok(Expr::Or(
-                        Box::new(convert(left)?),
-                        Box::new(convert(right)?),
+                        Box::new(convert(left, strict)?),
+                        Box::new(convert(right, strict)?),
                     ))
                 }
                 BinaryOperator::Eq => Some((Op::Eq, false)),
@@ -402,17 +429,17 @@ fn convert(e: &Sql) -> Conv<Expr> {
             if op == Op::Eq {
                 for (p, v) in [(left, right), (right, left)] {
                     if let (Ok(Lit::Bool(b)), true) = (literal(v), column(p).is_none()) {
-                        let inner = convert(p)?;
+                        let inner = convert(p, false)?;
                         return Ok(negated_if(negate == b, inner));
                     }
                 }
             }
-            let (col, lit, op) = match (column(left), column(right)) {
-                (Some(c), None) => (c, literal(right)?, op),
-                (None, Some(c)) => (c, literal(left)?, flip(op)),
+            let (col, lit, op, strict) = match (column(left), column(right)) {
+                (Some(c), None) => (c, literal(right)?, op, strict),
+                (None, Some(c)) => (c, literal(left)?, flip(op), false),
                 _ => return Err(format!("{e}: compare one column with a constant")),
             };
-            Ok(negated_if(negate, leaf(col, Leaf::Cmp(op, lit))))
+            Ok(negated_if(negate, leaf(col, Leaf::Cmp(op, lit), strict)))
         }
         Sql::Between {
             expr,
@@ -421,7 +448,7 @@ fn convert(e: &Sql) -> Conv<Expr> {
             high,
         } => {
             let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
-            let out = leaf(col, Leaf::Between(literal(low)?, literal(high)?));
+            let out = leaf(col, Leaf::Between(literal(low)?, literal(high)?), strict);
             Ok(negated_if(*negated, out))
         }
         Sql::InList {
@@ -431,38 +458,38 @@ fn convert(e: &Sql) -> Conv<Expr> {
         } => {
             let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
             let values = list.iter().map(literal).collect::<Conv<Vec<_>>>()?;
-            Ok(negated_if(*negated, leaf(col, Leaf::In(values))))
+            Ok(negated_if(*negated, leaf(col, Leaf::In(values), strict)))
         }
         Sql::IsNull(expr) | Sql::IsNotNull(expr) => {
             let col = column(expr).ok_or_else(|| format!("{expr} is not a column"))?;
             Ok(negated_if(
                 matches!(e, Sql::IsNotNull(_)),
-                leaf(col, Leaf::IsNull),
+                leaf(col, Leaf::IsNull, strict),
             ))
         }
-        Sql::IsTrue(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::True)),
-        Sql::IsFalse(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::False)),
-        Sql::IsNotTrue(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::NotTrue)),
-        Sql::IsNotFalse(inner) => Ok(Expr::Is(Box::new(convert(inner)?), Truth::NotFalse)),
+        Sql::IsTrue(inner) => Ok(Expr::Is(Box::new(convert(inner, false)?), Truth::True)),
+        Sql::IsFalse(inner) => Ok(Expr::Is(Box::new(convert(inner, false)?), Truth::False)),
+        Sql::IsNotTrue(inner) => Ok(Expr::Is(Box::new(convert(inner, false)?), Truth::NotTrue)),
+        Sql::IsNotFalse(inner) => Ok(Expr::Is(Box::new(convert(inner, false)?), Truth::NotFalse)),
         Sql::IsUnknown(_) | Sql::IsNotUnknown(_) => {
             Err("IS [NOT] UNKNOWN is not supported (nor by Lance)".into())
         }
         Sql::IsDistinctFrom(a, b) | Sql::IsNotDistinctFrom(a, b) => {
             let distinct = matches!(e, Sql::IsDistinctFrom(..));
-            let (col, lit) = match (column(a), column(b)) {
-                (Some(c), None) => (c, literal(b)?),
-                (None, Some(c)) => (c, literal(a)?),
+            let (col, lit, strict) = match (column(a), column(b)) {
+                (Some(c), None) => (c, literal(b)?, strict),
+                (None, Some(c)) => (c, literal(a)?, false),
                 _ => return Err(format!("{e}: compare one column with a constant")),
             };
             Ok(if lit == Lit::Null {
-                negated_if(distinct, leaf(col, Leaf::IsNull))
+                negated_if(distinct, leaf(col, Leaf::IsNull, strict))
             } else {
                 let truth = if distinct {
                     Truth::NotTrue
                 } else {
                     Truth::True
                 };
-                Expr::Is(Box::new(leaf(col, Leaf::Cmp(Op::Eq, lit))), truth)
+                Expr::Is(Box::new(leaf(col, Leaf::Cmp(Op::Eq, lit), strict)), truth)
             })
         }
         Sql::Like {
@@ -471,14 +498,14 @@ fn convert(e: &Sql) -> Conv<Expr> {
             expr,
             pattern,
             escape_char,
-        } => like(expr, pattern, escape_char, *negated, false),
+        } => like(expr, pattern, escape_char, *negated, false, strict),
         Sql::ILike {
             negated,
             any: false,
             expr,
             pattern,
             escape_char,
-        } => like(expr, pattern, escape_char, *negated, true),
+        } => like(expr, pattern, escape_char, *negated, true, strict),
         Sql::Function(f) if f.name.to_string().eq_ignore_ascii_case("starts_with") => {
             let usage = || "use starts_with(column, 'prefix')".to_string();
             let FunctionArguments::List(list) = &f.args else {
@@ -498,7 +525,7 @@ fn convert(e: &Sql) -> Conv<Expr> {
                     let Lit::Str(p) = literal(p)? else {
                         return Err(usage());
                     };
-                    Ok(leaf(col, Leaf::Prefix(p)))
+                    Ok(leaf(col, Leaf::Prefix(p), strict))
                 }
                 _ => Err(usage()),
             }
@@ -547,12 +574,21 @@ fn negate_if(e: Expr, negate: bool) -> Expr {
             Box::new(negate_if(*a, false)),
             Box::new(negate_if(*b, false)),
         ),
-        Expr::Leaf { column, leaf } if negate => match leaf {
-            Leaf::Cmp(_, Lit::Null) => Expr::Leaf { column, leaf },
+        Expr::Leaf {
+            column,
+            leaf,
+            typing,
+        } if negate => match leaf {
+            Leaf::Cmp(_, Lit::Null) => Expr::Leaf {
+                column,
+                leaf,
+                typing,
+            },
             Leaf::Cmp(op, v) => {
                 let cmp = |op| Expr::Leaf {
                     column: column.clone(),
                     leaf: Leaf::Cmp(op, v.clone()),
+                    typing,
                 };
                 match op {
                     Op::Eq => Expr::Or(Box::new(cmp(Op::Lt)), Box::new(cmp(Op::Gt))),
@@ -566,13 +602,19 @@ fn negate_if(e: Expr, negate: bool) -> Expr {
                 Box::new(Expr::Leaf {
                     column: column.clone(),
                     leaf: Leaf::Cmp(Op::Lt, a),
+                    typing,
                 }),
                 Box::new(Expr::Leaf {
                     column,
                     leaf: Leaf::Cmp(Op::Gt, b),
+                    typing,
                 }),
             ),
-            leaf => not(Expr::Leaf { column, leaf }),
+            leaf => not(Expr::Leaf {
+                column,
+                leaf,
+                typing,
+            }),
         },
         leaf => leaf,
     }
@@ -586,6 +628,15 @@ mod tests {
         Expr::Leaf {
             column: c.into(),
             leaf,
+            typing: Typing::Column,
+        }
+    }
+
+    fn common(c: &str, leaf: Leaf) -> Expr {
+        Expr::Leaf {
+            column: c.into(),
+            leaf,
+            typing: Typing::Common,
         }
     }
 
@@ -601,7 +652,7 @@ mod tests {
         );
         assert_eq!(
             parse("3 < `x`").unwrap(),
-            l("x", Leaf::Cmp(Op::Gt, Lit::Int(3)))
+            common("x", Leaf::Cmp(Op::Gt, Lit::Int(3)))
         );
         assert_eq!(
             parse("x != -1.5").unwrap(),
@@ -692,7 +743,7 @@ mod tests {
         );
         assert_eq!(
             parse("(i > 1) = FALSE").unwrap(),
-            not(l("i", Leaf::Cmp(Op::Gt, Lit::Int(1))))
+            not(common("i", Leaf::Cmp(Op::Gt, Lit::Int(1))))
         );
         assert_eq!(
             parse("i IS DISTINCT FROM 2").unwrap(),
@@ -718,18 +769,18 @@ mod tests {
         assert_eq!(
             pushed,
             Expr::And(
-                Box::new(l("x", Leaf::Cmp(Op::LtEq, Lit::Int(1)))),
-                Box::new(l("y", Leaf::Cmp(Op::Eq, Lit::Int(2))))
+                Box::new(common("x", Leaf::Cmp(Op::LtEq, Lit::Int(1)))),
+                Box::new(common("y", Leaf::Cmp(Op::Eq, Lit::Int(2))))
             )
         );
         assert_eq!(
             parse("NOT x IS NULL").unwrap().push_not(),
-            not(l("x", Leaf::IsNull))
+            not(common("x", Leaf::IsNull))
         );
         assert_eq!(
             parse("NOT (b IS TRUE)").unwrap().push_not(),
             Expr::Is(
-                Box::new(l("b", Leaf::Cmp(Op::Eq, Lit::Bool(true)))),
+                Box::new(common("b", Leaf::Cmp(Op::Eq, Lit::Bool(true)))),
                 Truth::NotTrue
             )
         );

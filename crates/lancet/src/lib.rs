@@ -24,7 +24,7 @@ pub use cache::{
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
-pub use filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth};
+pub use filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth, Typing};
 pub use indexes::{BTreeSegment, IndexSummary};
 pub use lancet_proto::RowAddress;
 pub use rewrite::RewriteMapping;

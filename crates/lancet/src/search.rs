@@ -28,7 +28,7 @@ use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
 
-use crate::filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth};
+use crate::filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth, Typing};
 use crate::{Dataset, Error, Result};
 
 /// What [`Dataset::search`] found.
@@ -144,7 +144,11 @@ impl Search<'_> {
     fn eval<'b>(&'b self, e: &'b Expr) -> BoxFuture<'b, Result<NullableIdSet>> {
         Box::pin(async move {
             Ok(match e {
-                Expr::Leaf { column, leaf } => self.leaf(column, leaf).await?,
+                Expr::Leaf {
+                    column,
+                    leaf,
+                    typing,
+                } => self.leaf(column, leaf, *typing).await?,
                 Expr::Const(Some(true)) => {
                     NullableIdSet::new(self.universe.clone(), RoaringTreemap::new())
                 }
@@ -169,7 +173,7 @@ impl Search<'_> {
         })
     }
 
-    async fn leaf(&self, column: &str, leaf: &Leaf) -> Result<NullableIdSet> {
+    async fn leaf(&self, column: &str, leaf: &Leaf, typing: Typing) -> Result<NullableIdSet> {
         let field = self
             .ds
             .manifest()
@@ -185,10 +189,17 @@ impl Search<'_> {
         let mut covered = RoaringBitmap::new();
         if let Some(name) = index {
             let segments = Box::pin(self.ds.btree_segments(&name)).await?;
-            if let Some(first) = segments.first() {
-                let value_type = first.index.lookup().value_type().clone();
+            let plan = match segments.first() {
+                Some(first) => {
+                    let value_type = first.index.lookup().value_type().clone();
+                    Some(self.plan(column, leaf, typing, &value_type)?)
+                }
+                None => None,
+            };
+            // an index answers comparisons in its own value type only
+            if let Some(plan) = plan.filter(|p| p.compare_as.is_none()) {
                 let mut result: Option<NullableIdSet> = None;
-                for q in self.queries(column, leaf, &value_type)? {
+                for q in plan.queries {
                     let mut part = NullableIdSet::default();
                     for seg in &segments {
                         let before = seg.index.pages_read();
@@ -217,7 +228,7 @@ impl Search<'_> {
                 answered.null_ids &= &self.universe;
             }
         }
-        let scanned = self.scan(field.id, column, leaf, &covered).await?;
+        let scanned = self.scan(field.id, column, leaf, typing, &covered).await?;
         Ok(answered.or(&scanned))
     }
 
@@ -227,6 +238,7 @@ impl Search<'_> {
         field_id: i32,
         column: &str,
         leaf: &Leaf,
+        typing: Typing,
         covered: &RoaringBitmap,
     ) -> Result<NullableIdSet> {
         let mut out = NullableIdSet::default();
@@ -242,7 +254,7 @@ impl Search<'_> {
             // overflow a 2 MiB thread stack in debug builds
             let values = Box::pin(self.ds.read_column(f, field_id)).await?;
             let base = RowAddress::first_of(id);
-            out.union_disjoint(self.evaluate(column, leaf, values, base)?);
+            out.union_disjoint(self.evaluate(column, leaf, typing, values, base)?);
         }
         // a fragment's rows past the universe (a data file longer than physical_rows)
         out.true_ids &= &self.universe;
@@ -255,6 +267,7 @@ impl Search<'_> {
         &self,
         column: &str,
         leaf: &Leaf,
+        typing: Typing,
         values: ArrayRef,
         base: u64,
     ) -> Result<NullableIdSet> {
@@ -284,9 +297,16 @@ impl Search<'_> {
             .map_err(|e| self.invalid(format!("LIKE {pattern:?}: {e}")))?;
             return Ok(mask_to_set(&mask, ids.values()));
         }
-        let page = Page::new(values.clone(), ids);
+        let plan = self.plan(column, leaf, typing, values.data_type())?;
+        let values = match &plan.compare_as {
+            None => values,
+            Some(t) => cast_with_options(&values, t, &strict()).map_err(|e| {
+                self.invalid(format!("column {column} cannot be compared as {t}: {e}"))
+            })?,
+        };
+        let page = Page::new(values, ids);
         let mut result: Option<NullableIdSet> = None;
-        for q in self.queries(column, leaf, values.data_type())? {
+        for q in plan.queries {
             let part = page.evaluate_unindexed(&q)?;
             result = Some(match result {
                 None => part,
@@ -297,14 +317,26 @@ impl Search<'_> {
     }
 
     /// The BTree queries of one leaf on a column of type `t`, to be combined with AND
-    /// (BETWEEN with a NULL end is `x >= a AND x <= b`).
-    fn queries(&self, column: &str, leaf: &Leaf, t: &DataType) -> Result<Vec<Query>> {
-        let value = |lit: &Lit| -> Result<ArrayRef> {
-            resolve(lit, t).map_err(|e| self.invalid(format!("column {column} ({t}): {e}")))
+    /// (BETWEEN with a NULL end is `x >= a AND x <= b`), and the type they compare in.
+    fn plan(&self, column: &str, leaf: &Leaf, typing: Typing, t: &DataType) -> Result<Plan> {
+        let lits: Vec<&Lit> = match leaf {
+            Leaf::Cmp(_, l) => vec![l],
+            Leaf::Between(a, b) => vec![a, b],
+            Leaf::In(list) => list.iter().collect(),
+            Leaf::IsNull | Leaf::Prefix(_) | Leaf::Like { .. } => Vec::new(),
+        };
+        let (compare_as, values) = typed(&lits, typing, t)
+            .map_err(|e| self.invalid(format!("column {column} ({t}): {e}")))?;
+        let qt = compare_as.as_ref().unwrap_or(t);
+        let mut values = values.into_iter();
+        let mut next = || {
+            values
+                .next()
+                .ok_or_else(|| Error::Internal("a literal was not typed".into()))
         };
         let q = match leaf {
-            Leaf::Cmp(op, lit) => {
-                let s = value(lit)?;
+            Leaf::Cmp(op, _) => {
+                let s = next()?;
                 if s.is_null(0) {
                     // a comparison with NULL is NULL on every row
                     Query::Equals(s)
@@ -318,8 +350,8 @@ impl Search<'_> {
                     }
                 }
             }
-            Leaf::Between(a, b) => {
-                let (a, b) = (value(a)?, value(b)?);
+            Leaf::Between(..) => {
+                let (a, b) = (next()?, next()?);
                 if a.is_null(0) || b.is_null(0) {
                     let nulls_or = |s: ArrayRef, bound: fn(ArrayRef) -> Query| {
                         if s.is_null(0) {
@@ -328,27 +360,36 @@ impl Search<'_> {
                             bound(s)
                         }
                     };
-                    return Ok(vec![
+                    let queries = vec![
                         nulls_or(a, |s| Query::Range(Bound::Included(s), Bound::Unbounded)),
                         nulls_or(b, |s| Query::Range(Bound::Unbounded, Bound::Included(s))),
-                    ]);
+                    ];
+                    return Ok(Plan {
+                        compare_as,
+                        queries,
+                    });
                 }
                 Query::Range(Bound::Included(a), Bound::Included(b))
             }
-            Leaf::In(values) => {
-                let arrays = values.iter().map(value).collect::<Result<Vec<_>>>()?;
+            Leaf::In(list) => {
+                let arrays = (0..list.len())
+                    .map(|_| next())
+                    .collect::<Result<Vec<_>>>()?;
                 let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
                 Query::IsIn(
                     arrow_select::concat::concat(&refs).map_err(lancet_btree::BTreeError::from)?,
                 )
             }
             Leaf::IsNull => Query::IsNull,
-            Leaf::Prefix(p) if is_string(t) => Query::LikePrefix(p.clone()),
+            Leaf::Prefix(p) if is_string(qt) => Query::LikePrefix(p.clone()),
             Leaf::Prefix(_) | Leaf::Like { .. } => {
                 return Err(self.invalid(format!("LIKE needs a string column; {column} is {t}")))
             }
         };
-        Ok(vec![q])
+        Ok(Plan {
+            compare_as,
+            queries: vec![q],
+        })
     }
 
     /// Legacy segments (index_version 0 on stable-row-id tables) store row ids.
@@ -359,6 +400,84 @@ impl Search<'_> {
             .ok_or_else(|| Error::Internal("row id index missing".into()))?;
         let map = |ids: &RoaringTreemap| ids.iter().filter_map(|id| index.get(id)).collect();
         Ok(NullableIdSet::new(map(&r.true_ids), map(&r.null_ids)))
+    }
+}
+
+/// A leaf's BTree queries and the type they compare in: `None` is the column's own type
+/// (an index on it can answer), `Some(t)` a common type the column's values are cast to.
+struct Plan {
+    compare_as: Option<DataType>,
+    queries: Vec<Query>,
+}
+
+/// The literals of a leaf as one-element arrays, and the type they compare in.
+///
+/// [`Typing::Column`] converts each into the column's type `t` ([`resolve`]).
+/// [`Typing::Common`] types each by itself ([`natural`]), finds the common type of column
+/// and literals ([`common_type`]) and compares there; when every literal survives a round
+/// trip through `t` unchanged, comparing in `t` gives the same answer (the casts are
+/// monotonic), so the column's own type (and its index) is used.
+fn typed(lits: &[&Lit], typing: Typing, t: &DataType) -> Conv<(Option<DataType>, Vec<ArrayRef>)> {
+    if typing == Typing::Column {
+        let values = lits.iter().map(|l| resolve(l, t)).collect::<Conv<_>>()?;
+        return Ok((None, values));
+    }
+    let naturals = lits
+        .iter()
+        .map(|l| natural(l, t))
+        .collect::<Conv<Vec<_>>>()?;
+    let mut common = t.clone();
+    for v in naturals.iter().filter(|v| v.null_count() == 0) {
+        common = common_type(&common, v.data_type())
+            .ok_or_else(|| format!("cannot be compared with a {} literal", v.data_type()))?;
+    }
+    let values = naturals
+        .into_iter()
+        .map(|v| cast_to(v, &common))
+        .collect::<Conv<Vec<_>>>()?;
+    if common == *t {
+        return Ok((None, values));
+    }
+    let in_column_type: Option<Vec<ArrayRef>> = values
+        .iter()
+        .map(|v| {
+            let there = cast_to(v.clone(), t).ok()?;
+            let back = cast_to(there.clone(), &common).ok()?;
+            (back.as_ref() == v.as_ref()).then_some(there)
+        })
+        .collect();
+    Ok(match in_column_type {
+        Some(values) => (None, values),
+        None => (Some(common), values),
+    })
+}
+
+/// The type DataFusion compares a column of type `column` and a literal of type `literal`
+/// in: numbers in the wider (a float when either is), a string as the other side's type,
+/// a date against a timestamp as the timestamp. `None`: they cannot be compared.
+fn common_type(column: &DataType, literal: &DataType) -> Option<DataType> {
+    use DataType::*;
+    if column == literal {
+        return Some(column.clone());
+    }
+    let numeric = |t: &DataType| t.is_integer() || t.is_floating();
+    match (column, literal) {
+        (a, b) if numeric(a) && numeric(b) => {
+            if *a == Float64 || *b == Float64 {
+                Some(Float64)
+            } else if *a == Float32 || *b == Float32 {
+                Some(Float32)
+            } else if a.is_signed_integer() == b.is_signed_integer() {
+                let width = |t: &DataType| t.primitive_width().unwrap_or(0);
+                Some(if width(a) >= width(b) { a } else { b }.clone())
+            } else {
+                None
+            }
+        }
+        (s, other) | (other, s) if is_string(s) && !is_string(other) => Some(other.clone()),
+        (Date32, Timestamp(u, tz)) | (Timestamp(u, tz), Date32) => Some(Timestamp(*u, tz.clone())),
+        (Timestamp(u, tz), Timestamp(..)) => Some(Timestamp(*u, tz.clone())),
+        _ => None,
     }
 }
 
