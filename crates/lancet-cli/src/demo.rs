@@ -14,9 +14,8 @@ use lancet::paths::manifest::{self, NamingScheme};
 use lancet::paths::{DatasetStore, ObjectUuid};
 use lancet::proto::prost_types::Timestamp;
 use lancet::proto::table::data_fragment::RowIdSequence as RowIds;
-use lancet::proto::table::deletion_file::DeletionFileType;
 use lancet::proto::table::manifest::{DataStorageFormat, WriterVersion};
-use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
+use lancet::proto::table::{DataFile, DataFragment, Manifest};
 use lancet::rowid::deletion;
 use lancet::rowid::RowIdSequence;
 use lancet::tree::{Action, TreeWriterConfig};
@@ -147,31 +146,8 @@ async fn delete_sevens(ds: &Dataset) -> Result<Dataset, CliError> {
     let deleted: roaring::RoaringBitmap = (0..ROWS_PER_FRAGMENT as u32)
         .filter(|o| (first + u64::from(*o)).is_multiple_of(7))
         .collect();
-    let file_type = deletion::file_type_for(&deleted);
-    let bytes = match file_type {
-        DeletionFileType::Bitmap => deletion::encode_bitmap(&deleted),
-        DeletionFileType::ArrowArray => {
-            deletion::encode_arrow(&deleted).map_err(CliError::Usage)?
-        }
-    };
-    let file = DeletionFile {
-        file_type: file_type as i32,
-        read_version: ds.version(),
-        id: u64::from_le_bytes(
-            ObjectUuid::new_v4().as_bytes()[..8]
-                .try_into()
-                .unwrap_or_default(),
-        ),
-        num_deleted_rows: deleted.len(),
-        base_id: None,
-    };
-    let name = lancet::paths::files::deletion_file_name(DELETED_FRAGMENT, &file)?;
-    ds.store()
-        .put(
-            &ds.store().path(&format!("_deletions/{name}")),
-            bytes.into(),
-        )
-        .await?;
+    let file =
+        deletion::write_deletion_file(ds.store(), DELETED_FRAGMENT, ds.version(), &deleted).await?;
     Ok(ds
         .commit_with_actions(
             ds.manifest().clone(),

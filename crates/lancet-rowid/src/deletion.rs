@@ -207,6 +207,38 @@ pub fn file_type_for(deleted: &RoaringBitmap) -> DeletionFileType {
     }
 }
 
+/// Writes the deletion vector `deleted` of fragment `fragment` as a new deletion file of
+/// `store` (under `_deletions/`, named as Lance names it, in the format Lance picks for its
+/// size), and returns the reference to store in the fragment. `read_version`: the version
+/// the deletion was computed on.
+pub async fn write_deletion_file(
+    store: &DatasetStore,
+    fragment: u64,
+    read_version: u64,
+    deleted: &RoaringBitmap,
+) -> Result<DeletionFile> {
+    let file_type = file_type_for(deleted);
+    let bytes = match file_type {
+        DeletionFileType::Bitmap => encode_bitmap(deleted),
+        DeletionFileType::ArrowArray => encode_arrow(deleted).map_err(RowIdError::InvalidInput)?,
+    };
+    let uuid = lancet_paths::ObjectUuid::new_v4();
+    let mut id = [0u8; 8];
+    id.copy_from_slice(uuid.as_bytes().get(..8).unwrap_or(&[0; 8]));
+    let file = DeletionFile {
+        file_type: file_type as i32,
+        read_version,
+        id: u64::from_le_bytes(id),
+        num_deleted_rows: deleted.len(),
+        base_id: None,
+    };
+    let name = lancet_paths::files::deletion_file_name(fragment, &file)?;
+    store
+        .put(&store.path(&format!("_deletions/{name}")), bytes.into())
+        .await?;
+    Ok(file)
+}
+
 /// Reads the deletion file `file` at `path` (resolved by lancet-paths) of a fragment with
 /// `physical_rows` rows (0 = unknown). A non-zero `num_deleted_rows` must equal the number of
 /// offsets read, and every offset must be below a known `physical_rows`.

@@ -168,6 +168,8 @@ pub(crate) enum StructureKey {
     RowIdIndex { uri: String, version: u64 },
     /// A BTree segment (its lookup), by the display URI of its index directory.
     BTreeSegment { dir: String },
+    /// A fragment's deletion vector, by the display URI of its (immutable) deletion file.
+    DeletionVector { file: String },
 }
 
 /// A decoded structure in the structure cache: one variant per [`StructureKey`] kind.
@@ -177,6 +179,7 @@ pub(crate) enum Structure {
     FriHistory(Arc<lancet_reuse::History>),
     RowIdIndex(Arc<lancet_rowid::RowIdIndex>),
     BTreeSegment(Arc<lancet_btree::BTreeIndex>),
+    DeletionVector(Arc<roaring::RoaringBitmap>),
 }
 
 impl Weighted for Structure {
@@ -190,6 +193,7 @@ impl Weighted for Structure {
             Structure::FriHistory(_) => 4096,
             Structure::RowIdIndex(index) => index.resident_bytes() as u64,
             Structure::BTreeSegment(index) => (index.lookup().num_pages() as u64 + 1) * 64,
+            Structure::DeletionVector(d) => d.serialized_size() as u64,
         };
         bytes.max(1)
     }
@@ -221,6 +225,7 @@ cached_structure!(TreeFragments, [lancet_proto::table::DataFragment]);
 cached_structure!(FriHistory, lancet_reuse::History);
 cached_structure!(RowIdIndex, lancet_rowid::RowIdIndex);
 cached_structure!(BTreeSegment, lancet_btree::BTreeIndex);
+cached_structure!(DeletionVector, roaring::RoaringBitmap);
 
 /// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
 /// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.

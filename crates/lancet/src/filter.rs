@@ -405,16 +405,22 @@ fn convert(e: &Sql, strict: bool) -> Conv<Expr> {
         Sql::BinaryOp { left, op, right } => {
             let cmp = match op {
                 BinaryOperator::And => {
+                    if let Some(folded) = fold_in_lists(left, right, true) {
+                        return Ok(folded);
+                    }
                     return Ok(Expr::And(
                         Box::new(convert(left, strict)?),
                         Box::new(convert(right, strict)?),
-                    ))
+                    ));
                 }
                 BinaryOperator::Or => {
+                    if let Some(folded) = fold_in_lists(left, right, false) {
+                        return Ok(folded);
+                    }
                     return Ok(Expr::Or(
                         Box::new(convert(left, strict)?),
                         Box::new(convert(right, strict)?),
-                    ))
+                    ));
                 }
                 BinaryOperator::Eq => Some((Op::Eq, false)),
                 BinaryOperator::NotEq => Some((Op::Eq, true)),
@@ -531,6 +537,62 @@ fn convert(e: &Sql, strict: bool) -> Conv<Expr> {
             }
         }
         other => Err(format!("{other} is not supported")),
+    }
+}
+
+/// DataFusion's IN-list simplification, which pylance 14 applies to every filter: two IN
+/// lists on one column joined directly by AND/OR become one list, and an empty result
+/// becomes a constant, without regard to NULL: `x IN A AND x IN B` with no common value is
+/// FALSE (a NULL `x` included, where SQL says NULL), so is `x IN A AND x NOT IN B` with
+/// `A ⊆ B`, and `x NOT IN A OR x NOT IN B` with no common value is TRUE. lancet folds the
+/// same pairs to the same constants so that it answers as Lance does (visible under NOT and
+/// for NULL rows); the other merges DataFusion makes change no answer. Lists of constants
+/// of one type only.
+fn fold_in_lists(left: &Sql, right: &Sql, and: bool) -> Option<Expr> {
+    fn strip(e: &Sql) -> &Sql {
+        match e {
+            Sql::Nested(inner) => strip(inner),
+            other => other,
+        }
+    }
+    /// Each literal as (type, value text): constants are compared after evaluation, so
+    /// `DATE '2024-01-02'` and `CAST('2024-01-02' AS DATE)` are one value.
+    fn list(e: &Sql) -> Option<(String, Vec<(String, String)>, bool)> {
+        let Sql::InList {
+            expr,
+            list,
+            negated,
+        } = strip(e)
+        else {
+            return None;
+        };
+        let values = list
+            .iter()
+            .map(|item| {
+                let lit = literal(item).ok()?;
+                let v = crate::search::literal_value(&lit)?;
+                let text = arrow_cast::display::array_value_to_string(&v, 0).ok()?;
+                Some((v.data_type().to_string(), text))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((column(expr)?, values, *negated))
+    }
+    let (ca, a, na) = list(left)?;
+    let (cb, b, nb) = list(right)?;
+    let null = DataType::Null.to_string();
+    let mut kinds = a.iter().chain(&b).map(|(t, _)| t).filter(|t| **t != null);
+    let first = kinds.next();
+    if ca != cb || kinds.any(|t| Some(t) != first) {
+        return None;
+    }
+    let disjoint = !a.iter().any(|x| b.contains(x));
+    let subset = |x: &[(String, String)], y: &[(String, String)]| x.iter().all(|v| y.contains(v));
+    match (and, na, nb) {
+        (true, false, false) if disjoint => Some(Expr::Const(Some(false))),
+        (true, false, true) if subset(&a, &b) => Some(Expr::Const(Some(false))),
+        (true, true, false) if subset(&b, &a) => Some(Expr::Const(Some(false))),
+        (false, true, true) if disjoint => Some(Expr::Const(Some(true))),
+        _ => None,
     }
 }
 
@@ -785,6 +847,32 @@ mod tests {
             )
         );
         assert_eq!(parse("NOT NULL").unwrap().push_not(), Expr::Const(None));
+    }
+
+    #[test]
+    fn in_lists_fold_as_datafusion_folds_them() {
+        let f = |s: &str| parse(s).unwrap();
+        assert_eq!(
+            f("s IN ('a') AND (s IN ('b', NULL))"),
+            Expr::Const(Some(false))
+        );
+        assert_eq!(
+            f("s IN ('a') AND s NOT IN ('a', 'b')"),
+            Expr::Const(Some(false))
+        );
+        assert_eq!(
+            f("s NOT IN ('a') OR s NOT IN ('b')"),
+            Expr::Const(Some(true))
+        );
+        for kept in [
+            "s IN ('a', 'b') AND s IN ('b')",
+            "s IN ('a') AND t IN ('b')",
+            "s IN ('a') AND s = 'b'",
+            "i IN (1) AND i IN (1.0)",
+            "s IN ('a') OR s IN ('b')",
+        ] {
+            assert!(matches!(f(kept), Expr::And(..) | Expr::Or(..)), "{kept}");
+        }
     }
 
     #[test]

@@ -95,6 +95,34 @@ impl Dataset {
         ))
     }
 
+    /// [`Dataset::deletion_vector`], kept in the session's structure cache (deletion files
+    /// are immutable, so the key is the file alone).
+    pub async fn cached_deletion_vector(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<Option<Arc<RoaringBitmap>>> {
+        let (Some(_), Some(loc)) = (
+            &fragment.deletion_file,
+            self.deletion_file_location(fragment)?,
+        ) else {
+            return Ok(None);
+        };
+        let key = StructureKey::DeletionVector {
+            file: loc.display_uri(),
+        };
+        let d = self
+            .caches()
+            .structure(
+                key,
+                Box::pin(async {
+                    let d = self.deletion_vector(fragment).await?.unwrap_or_default();
+                    Ok(Arc::new(d))
+                }),
+            )
+            .await?;
+        Ok(Some(d))
+    }
+
     /// Every fragment's deletion vector (None where it has none), read concurrently, in
     /// fragment order.
     pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {

@@ -14,7 +14,7 @@
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{
     new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int64Array, Scalar, StringArray,
@@ -24,6 +24,7 @@ use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
 use lancet_btree::{NullableIdSet, Page, Query};
+use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
@@ -87,26 +88,15 @@ impl Dataset {
         let search = Search {
             ds: self,
             filter,
-            universe: self.row_addresses(|_| true).await?,
+            fragments: self.fragments().await?,
+            universe: OnceLock::new(),
             row_ids,
             pages: AtomicU64::new(0),
             scanned: AtomicU64::new(0),
         };
         let mut result = search.eval(&expr).await?;
         if options.apply_deletions {
-            let mut deleted = RoaringTreemap::new();
-            for (f, d) in self
-                .fragments()
-                .await?
-                .iter()
-                .zip(self.deletion_vectors().await?)
-            {
-                if let (Some(d), Ok(id)) = (d, u32::try_from(f.id)) {
-                    deleted.extend(d.iter().map(|o| RowAddress::new(id, o).as_u64()));
-                }
-            }
-            result.true_ids -= &deleted;
-            result.null_ids -= &deleted;
+            result = search.without_deleted(result).await?;
         }
         let to_row_ids = |addrs: &RoaringTreemap| -> RoaringTreemap {
             match &search.row_ids {
@@ -126,14 +116,93 @@ impl Dataset {
 struct Search<'a> {
     ds: &'a Dataset,
     filter: &'a Filter,
-    /// Every physical row address of the version: the domain NOT complements in.
-    universe: RoaringTreemap,
+    /// The version's fragments, in id order.
+    fragments: Arc<[DataFragment]>,
+    /// Every physical row address of the version: the domain NOT complements in (built
+    /// when a NOT, IS or constant needs it).
+    universe: OnceLock<RoaringTreemap>,
     row_ids: Option<Arc<lancet_rowid::RowIdIndex>>,
     pages: AtomicU64,
     scanned: AtomicU64,
 }
 
 impl Search<'_> {
+    fn universe(&self) -> &RoaringTreemap {
+        self.universe.get_or_init(|| {
+            let mut out = RoaringTreemap::new();
+            for f in self.fragments.iter() {
+                if let Ok(id) = u32::try_from(f.id) {
+                    let base = RowAddress::first_of(id);
+                    out.insert_range(base..base.saturating_add(f.physical_rows));
+                }
+            }
+            out
+        })
+    }
+
+    /// The physical row count of fragment `id` in this version, if it has that fragment.
+    fn rows_of(&self, id: u32) -> Option<u64> {
+        let i = self
+            .fragments
+            .binary_search_by_key(&u64::from(id), |f| f.id)
+            .ok()?;
+        self.fragments.get(i).map(|f| f.physical_rows)
+    }
+
+    /// `ids` within this version's rows: fragment by fragment (the treemap's high words are
+    /// fragment ids), so nothing the size of the table is built.
+    fn within_version(&self, ids: &RoaringTreemap) -> RoaringTreemap {
+        RoaringTreemap::from_bitmaps(ids.bitmaps().filter_map(|(id, offsets)| {
+            let rows = self.rows_of(id)?;
+            let mut kept = offsets.clone();
+            if rows <= u64::from(u32::MAX) {
+                kept.remove_range(rows as u32..);
+            }
+            (!kept.is_empty()).then_some((id, kept))
+        }))
+    }
+
+    fn restrict(&self, set: NullableIdSet) -> NullableIdSet {
+        NullableIdSet::new(
+            self.within_version(&set.true_ids),
+            self.within_version(&set.null_ids),
+        )
+    }
+
+    /// `result` without deleted rows: the deletion vectors of the fragments it names only,
+    /// each read once per session (deletion files are immutable).
+    async fn without_deleted(&self, result: NullableIdSet) -> Result<NullableIdSet> {
+        let NullableIdSet {
+            mut true_ids,
+            mut null_ids,
+        } = result;
+        let touched: Vec<u32> = true_ids
+            .bitmaps()
+            .map(|(id, _)| id)
+            .chain(null_ids.bitmaps().map(|(id, _)| id))
+            .collect::<std::collections::BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        let mut deleted = RoaringTreemap::new();
+        for id in touched {
+            let Ok(i) = self
+                .fragments
+                .binary_search_by_key(&u64::from(id), |f| f.id)
+            else {
+                continue;
+            };
+            let Some(f) = self.fragments.get(i) else {
+                continue;
+            };
+            if let Some(d) = Box::pin(self.ds.cached_deletion_vector(f)).await? {
+                deleted |= RoaringTreemap::from_bitmaps([(id, (*d).clone())]);
+            }
+        }
+        true_ids -= &deleted;
+        null_ids -= &deleted;
+        Ok(NullableIdSet::new(true_ids, null_ids))
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidFilter {
             filter: self.filter.text().to_string(),
@@ -148,23 +217,23 @@ impl Search<'_> {
                     column,
                     leaf,
                     typing,
-                } => self.leaf(column, leaf, *typing).await?,
+                } => self.leaves(column, &[leaf], *typing).await?,
                 Expr::Const(Some(true)) => {
-                    NullableIdSet::new(self.universe.clone(), RoaringTreemap::new())
+                    NullableIdSet::new(self.universe().clone(), RoaringTreemap::new())
                 }
                 Expr::Const(Some(false)) => NullableIdSet::default(),
                 Expr::Const(None) => {
-                    NullableIdSet::new(RoaringTreemap::new(), self.universe.clone())
+                    NullableIdSet::new(RoaringTreemap::new(), self.universe().clone())
                 }
-                Expr::Not(inner) => self.eval(inner).await?.not(&self.universe),
-                Expr::And(a, b) => self.eval(a).await?.and(&self.eval(b).await?),
+                Expr::Not(inner) => self.eval(inner).await?.not(self.universe()),
+                Expr::And(..) => self.conjunction(e).await?,
                 Expr::Or(a, b) => self.eval(a).await?.or(&self.eval(b).await?),
                 Expr::Is(inner, truth) => {
                     let r = self.eval(inner).await?;
                     let ids = match truth {
                         Truth::True => r.true_ids,
-                        Truth::NotTrue => &self.universe - &r.true_ids,
-                        Truth::False => &(&self.universe - &r.true_ids) - &r.null_ids,
+                        Truth::NotTrue => self.universe() - &r.true_ids,
+                        Truth::False => &(self.universe() - &r.true_ids) - &r.null_ids,
                         Truth::NotFalse => &r.true_ids | &r.null_ids,
                     };
                     NullableIdSet::new(ids, RoaringTreemap::new())
@@ -173,7 +242,62 @@ impl Search<'_> {
         })
     }
 
-    async fn leaf(&self, column: &str, leaf: &Leaf, typing: Typing) -> Result<NullableIdSet> {
+    /// An AND chain: its comparisons on one column (with one typing) are answered together,
+    /// so `v >= a AND v < b` is one index range, not two half-tables intersected.
+    async fn conjunction(&self, e: &Expr) -> Result<NullableIdSet> {
+        fn flatten<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+            match e {
+                Expr::And(a, b) => {
+                    flatten(a, out);
+                    flatten(b, out);
+                }
+                other => out.push(other),
+            }
+        }
+        let mut conjuncts = Vec::new();
+        flatten(e, &mut conjuncts);
+        let mut groups: Vec<(&str, Typing, Vec<&Leaf>)> = Vec::new();
+        let mut others = Vec::new();
+        for c in conjuncts {
+            match c {
+                Expr::Leaf {
+                    column,
+                    leaf: leaf @ (Leaf::Cmp(..) | Leaf::Between(..)),
+                    typing,
+                } => match groups
+                    .iter_mut()
+                    .find(|(c, t, _)| *c == column.as_str() && t == typing)
+                {
+                    Some((_, _, leaves)) => leaves.push(leaf),
+                    None => groups.push((column.as_str(), *typing, vec![leaf])),
+                },
+                other => others.push(other),
+            }
+        }
+        let mut result: Option<NullableIdSet> = None;
+        let mut and = |part: NullableIdSet| {
+            result = Some(match result.take() {
+                None => part,
+                Some(prev) => prev.and(&part),
+            });
+        };
+        for (column, typing, leaves) in &groups {
+            and(self.leaves(column, leaves, *typing).await?);
+        }
+        for other in others {
+            and(self.eval(other).await?);
+        }
+        Ok(result.unwrap_or_default())
+    }
+
+    /// The conjunction of `leaves`, all on `column`: through its BTree where one covers
+    /// fragments and the leaves compare in its value type, by reading the column elsewhere.
+    async fn leaves(
+        &self,
+        column: &str,
+        leaves: &[&Leaf],
+        typing: Typing,
+    ) -> Result<NullableIdSet> {
         let field = self
             .ds
             .manifest()
@@ -181,25 +305,34 @@ impl Search<'_> {
             .iter()
             .find(|f| f.name == column && f.parent_id == -1)
             .ok_or_else(|| self.invalid(format!("the table has no column {column:?}")))?;
-        let index = match leaf {
-            Leaf::Like { .. } => None,
-            _ => self.ds.btree_on_field(field.id),
+        let index = if leaves.iter().any(|l| matches!(l, Leaf::Like { .. })) {
+            None
+        } else {
+            self.ds.btree_on_field(field.id)
         };
         let mut answered = NullableIdSet::default();
         let mut covered = RoaringBitmap::new();
         if let Some(name) = index {
             let segments = Box::pin(self.ds.btree_segments(&name)).await?;
-            let plan = match segments.first() {
+            let queries = match segments.first() {
                 Some(first) => {
                     let value_type = first.index.lookup().value_type().clone();
-                    Some(self.plan(column, leaf, typing, &value_type)?)
+                    let mut queries = Some(Vec::new());
+                    for leaf in leaves {
+                        let plan = self.plan(column, leaf, typing, &value_type)?;
+                        // an index answers comparisons in its own value type only
+                        match (&mut queries, plan.compare_as) {
+                            (Some(q), None) => q.extend(plan.queries),
+                            _ => queries = None,
+                        }
+                    }
+                    queries.map(intersect_ranges)
                 }
                 None => None,
             };
-            // an index answers comparisons in its own value type only
-            if let Some(plan) = plan.filter(|p| p.compare_as.is_none()) {
+            if let Some(queries) = queries {
                 let mut result: Option<NullableIdSet> = None;
-                for q in plan.queries {
+                for q in queries {
                     let mut part = NullableIdSet::default();
                     for seg in &segments {
                         let before = seg.index.pages_read();
@@ -222,27 +355,28 @@ impl Search<'_> {
                 }
                 answered = result.unwrap_or_default();
                 covered = self.ds.answered_fragments(&segments).await?;
-                // entries for rows no longer in this version (or in fragments the index
-                // does not answer for) are not answers
-                answered.true_ids &= &self.universe;
-                answered.null_ids &= &self.universe;
+                // entries for rows no longer in this version are not answers
+                answered = self.restrict(answered);
             }
         }
-        let scanned = self.scan(field.id, column, leaf, typing, &covered).await?;
+        let scanned = self
+            .scan(field.id, column, leaves, typing, &covered)
+            .await?;
         Ok(answered.or(&scanned))
     }
 
-    /// Evaluates `leaf` on the column of every fragment `covered` does not name.
+    /// Evaluates the conjunction of `leaves` on the column of every fragment `covered` does
+    /// not name.
     async fn scan(
         &self,
         field_id: i32,
         column: &str,
-        leaf: &Leaf,
+        leaves: &[&Leaf],
         typing: Typing,
         covered: &RoaringBitmap,
     ) -> Result<NullableIdSet> {
         let mut out = NullableIdSet::default();
-        for f in self.ds.fragments().await?.iter() {
+        for f in self.fragments.iter() {
             let Ok(id) = u32::try_from(f.id) else {
                 continue;
             };
@@ -254,12 +388,18 @@ impl Search<'_> {
             // overflow a 2 MiB thread stack in debug builds
             let values = Box::pin(self.ds.read_column(f, field_id)).await?;
             let base = RowAddress::first_of(id);
-            out.union_disjoint(self.evaluate(column, leaf, typing, values, base)?);
+            let mut part: Option<NullableIdSet> = None;
+            for leaf in leaves {
+                let r = self.evaluate(column, leaf, typing, values.clone(), base)?;
+                part = Some(match part {
+                    None => r,
+                    Some(prev) => prev.and(&r),
+                });
+            }
+            out.union_disjoint(part.unwrap_or_default());
         }
-        // a fragment's rows past the universe (a data file longer than physical_rows)
-        out.true_ids &= &self.universe;
-        out.null_ids &= &self.universe;
-        Ok(out)
+        // a fragment's rows past physical_rows (a data file longer than its record says)
+        Ok(self.restrict(out))
     }
 
     /// `leaf` on one fragment's values; ids are `base + row`.
@@ -481,6 +621,95 @@ fn common_type(column: &DataType, literal: &DataType) -> Option<DataType> {
     }
 }
 
+/// Folds the range and equality queries of one conjunction into one range (the largest
+/// lower bound, the smallest upper; on a tie the excluding one), keeping the rest. Bounds
+/// at NULL, NaN or a float zero (where total order and SQL disagree on -0.0) are not folded.
+fn intersect_ranges(queries: Vec<Query>) -> Vec<Query> {
+    fn foldable(v: &ArrayRef) -> bool {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float32Type, Float64Type};
+        if v.len() != 1 || v.is_null(0) {
+            return false;
+        }
+        match v.data_type() {
+            DataType::Float64 => {
+                let f = v.as_primitive::<Float64Type>().value(0);
+                f != 0.0 && !f.is_nan()
+            }
+            DataType::Float32 => {
+                let f = v.as_primitive::<Float32Type>().value(0);
+                f != 0.0 && !f.is_nan()
+            }
+            DataType::Float16 => false,
+            _ => true,
+        }
+    }
+    fn bound_ok(b: &Bound<ArrayRef>) -> bool {
+        match b {
+            Bound::Included(v) | Bound::Excluded(v) => foldable(v),
+            Bound::Unbounded => true,
+        }
+    }
+    /// How `a` orders against `b` (`None`: not comparable).
+    fn order(a: &ArrayRef, b: &ArrayRef) -> Option<std::cmp::Ordering> {
+        let cmp =
+            arrow_ord::ord::make_comparator(a.as_ref(), b.as_ref(), Default::default()).ok()?;
+        Some(cmp(0, 0))
+    }
+    /// The tighter of two lower (`lower`) or upper bounds.
+    fn tighter(a: Bound<ArrayRef>, b: Bound<ArrayRef>, lower: bool) -> Option<Bound<ArrayRef>> {
+        use std::cmp::Ordering::*;
+        let (av, bv) = match (&a, &b) {
+            (Bound::Unbounded, _) => return Some(b),
+            (_, Bound::Unbounded) => return Some(a),
+            (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+                (x, y)
+            }
+        };
+        Some(match (order(av, bv)?, lower) {
+            (Greater, true) | (Less, false) => a,
+            (Less, true) | (Greater, false) => b,
+            (Equal, _) => match a {
+                Bound::Excluded(_) => a,
+                _ => b,
+            },
+        })
+    }
+    let foldable_count = queries
+        .iter()
+        .filter(|q| match q {
+            Query::Range(lo, hi) => bound_ok(lo) && bound_ok(hi),
+            Query::Equals(v) => foldable(v),
+            _ => false,
+        })
+        .count();
+    if foldable_count < 2 {
+        return queries;
+    }
+    let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
+    let mut rest = Vec::new();
+    for q in queries {
+        let (l, h) = match q {
+            Query::Range(l, h) if bound_ok(&l) && bound_ok(&h) => (l, h),
+            Query::Equals(v) if foldable(&v) => (Bound::Included(v.clone()), Bound::Included(v)),
+            other => {
+                rest.push(other);
+                continue;
+            }
+        };
+        match (
+            tighter(lo.clone(), l.clone(), true),
+            tighter(hi.clone(), h.clone(), false),
+        ) {
+            (Some(a), Some(b)) => (lo, hi) = (a, b),
+            // not comparable: keep it as its own query
+            _ => rest.push(Query::Range(l, h)),
+        }
+    }
+    rest.insert(0, Query::Range(lo, hi));
+    rest
+}
+
 fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
@@ -542,6 +771,12 @@ fn resolve(lit: &Lit, t: &DataType) -> Conv<ArrayRef> {
         }
         other => Err(format!("literal {other:?} cannot be compared with it")),
     }
+}
+
+/// A constant by itself (as [`natural`] types it; NULL as the Null type), for comparing
+/// literals before any column is known. `None` when it does not evaluate.
+pub(crate) fn literal_value(lit: &Lit) -> Option<ArrayRef> {
+    natural(lit, &DataType::Null).ok()
 }
 
 /// A CAST's operand in its own type: integers as Int64 (UInt64 past its range), decimals
