@@ -557,7 +557,8 @@ fn fold_in_lists(left: &Sql, right: &Sql, and: bool) -> Option<Expr> {
     }
     /// Each literal as (type, value text): constants are compared after evaluation, so
     /// `DATE '2024-01-02'` and `CAST('2024-01-02' AS DATE)` are one value.
-    fn list(e: &Sql) -> Option<(String, Vec<(String, String)>, bool)> {
+    type Typed = (String, String);
+    fn list(e: &Sql) -> Option<(String, Vec<Typed>, bool)> {
         let Sql::InList {
             expr,
             list,
@@ -586,7 +587,7 @@ fn fold_in_lists(left: &Sql, right: &Sql, and: bool) -> Option<Expr> {
         return None;
     }
     let disjoint = !a.iter().any(|x| b.contains(x));
-    let subset = |x: &[(String, String)], y: &[(String, String)]| x.iter().all(|v| y.contains(v));
+    let subset = |x: &[Typed], y: &[Typed]| x.iter().all(|v| y.contains(v));
     match (and, na, nb) {
         (true, false, false) if disjoint => Some(Expr::Const(Some(false))),
         (true, false, true) if subset(&a, &b) => Some(Expr::Const(Some(false))),
