@@ -227,7 +227,7 @@ impl BTreeIndex {
         let mut offset = 0usize;
         for (p, r) in missing.iter().zip(&ranges) {
             let n = (r.end - r.start) as usize;
-            let page = Arc::new(Page::new(
+            let page = Arc::new(Page::new_index_page(
                 batch.column(0).slice(offset, n),
                 Arc::new(ids.slice(offset, n)),
             ));

@@ -27,6 +27,9 @@ pub struct Page {
     ids: Arc<UInt64Array>,
     /// Positions `0..len` ordered by id.
     by_id: Vec<u32>,
+    /// The values are checked to be in index order (NULLs first, then ascending in total
+    /// order): a range is then two binary searches instead of a comparison per row.
+    sorted: bool,
 }
 
 impl Page {
@@ -40,7 +43,67 @@ impl Page {
         if !raw.get(..n).is_some_and(|r| r.is_sorted()) {
             by_id.sort_unstable_by_key(|&p| raw.get(p as usize).copied().unwrap_or(u64::MAX));
         }
-        Self { values, ids, by_id }
+        Self {
+            values,
+            ids,
+            by_id,
+            sorted: false,
+        }
+    }
+
+    /// [`Page::new`] for a page of an index, whose values should be in index order: checked
+    /// once here (one comparison per row), so later searches may binary search the page. A
+    /// page out of order (a corrupt or foreign segment) is still answered exactly, row by
+    /// row.
+    pub fn new_index_page(values: ArrayRef, ids: Arc<UInt64Array>) -> Self {
+        let mut page = Self::new(values, ids);
+        page.sorted = make_comparator(page.values.as_ref(), page.values.as_ref(), NULLS_FIRST)
+            .is_ok_and(|cmp| (1..page.values.len()).all(|i| cmp(i - 1, i).is_le()));
+        page
+    }
+
+    /// The positions `[a, b)` of the non-NULL values within `b` (a sorted page only); `None`
+    /// when a bound cannot be compared with the values.
+    fn sorted_range(&self, b: &Bounds) -> Option<std::ops::Range<usize>> {
+        let n = self.values.len();
+        let nulls = self.values.logical_null_count();
+        let first = |bound: &Bound<ArrayRef>, lower: bool| -> Option<usize> {
+            let (v, inclusive) = match bound {
+                Bound::Unbounded => return Some(if lower { nulls } else { n }),
+                Bound::Included(v) => (v, true),
+                Bound::Excluded(v) => (v, false),
+            };
+            if v.len() != 1 || v.is_null(0) {
+                return None;
+            }
+            let cmp = make_comparator(self.values.as_ref(), v.as_ref(), NULLS_FIRST).ok()?;
+            // lower: first position not below the bound; upper: first position above it
+            let before = |i: usize| {
+                let o = cmp(nulls + i, 0);
+                match (lower, inclusive) {
+                    (true, true) => o.is_lt(),
+                    (true, false) | (false, true) => o.is_le(),
+                    (false, false) => o.is_lt(),
+                }
+            };
+            Some(nulls + crate::partition_point(n - nulls, before))
+        };
+        let a = first(&b.lo, true)?;
+        let z = first(&b.hi, false)?;
+        Some(a..z.max(a))
+    }
+
+    /// Appends the ids of positions `range` as one run in id order: a few are sorted, many
+    /// are picked from the id-ordered walk.
+    fn push_positions(&self, out: &mut SortedRuns, range: std::ops::Range<usize>) {
+        let ids = self.ids.values();
+        if range.len() * 8 < self.by_id.len() {
+            let mut picked: Vec<u64> = ids.get(range).unwrap_or_default().to_vec();
+            picked.sort_unstable();
+            out.push_run(picked);
+        } else {
+            self.push_run(out, |p| range.contains(&p));
+        }
     }
 
     /// The page's values, in index order.
@@ -122,6 +185,14 @@ impl Page {
     }
 
     fn eval_range(&self, b: &Bounds, m: PageMatch, out: &mut IdLists) -> Result<()> {
+        if self.sorted && m != PageMatch::All {
+            if let Some(range) = self.sorted_range(b) {
+                let nulls = self.values.logical_null_count();
+                self.push_positions(&mut out.nulls, 0..nulls);
+                self.push_positions(&mut out.trues, range);
+                return Ok(());
+            }
+        }
         self.push_by_nullness(true, &mut out.nulls);
         match self.range_mask(b, m)? {
             Some(mask) => self.push_where(&mask, &mut out.trues),
@@ -262,4 +333,101 @@ fn add_other_zero(sorted: &ArrayRef) -> Result<ArrayRef> {
         }
     }
     Ok(sorted.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int64Array};
+    use arrow_schema::DataType;
+
+    fn ids(n: usize) -> Arc<UInt64Array> {
+        // ids not in position order, as an index page holds them
+        Arc::new(UInt64Array::from_iter_values(
+            (0..n as u64).map(|i| (i * 7919) % 1000),
+        ))
+    }
+
+    fn queries(vals: &[Option<i64>]) -> Vec<Query> {
+        let s = |v: i64| -> ArrayRef { Arc::new(Int64Array::from(vec![v])) };
+        let mut out = Vec::new();
+        for v in vals.iter().flatten().chain([&-1000, &1000, &0]) {
+            out.push(Query::Equals(s(*v)));
+            out.push(Query::Range(Bound::Included(s(*v)), Bound::Unbounded));
+            out.push(Query::Range(Bound::Unbounded, Bound::Excluded(s(*v))));
+            out.push(Query::Range(
+                Bound::Excluded(s(*v)),
+                Bound::Included(s(v + 3)),
+            ));
+            out.push(Query::Range(
+                Bound::Included(s(v + 3)),
+                Bound::Included(s(*v)),
+            ));
+        }
+        out
+    }
+
+    /// A page checked to be in index order answers by binary search exactly as row-by-row
+    /// evaluation does; a page out of order (corrupt) falls back to row by row.
+    #[test]
+    fn sorted_pages_answer_as_unsorted_evaluation_does() {
+        let mut sorted: Vec<Option<i64>> = (0..300)
+            .map(|i| (i % 11 != 0).then_some((i * 37) % 90 - 45))
+            .collect();
+        sorted.sort();
+        let mut shuffled = sorted.clone();
+        shuffled.reverse();
+        for vals in [sorted, shuffled] {
+            let values: ArrayRef = Arc::new(Int64Array::from(vals.clone()));
+            let index = Page::new_index_page(values.clone(), ids(vals.len()));
+            let plain = Page::new(values, ids(vals.len()));
+            assert_eq!(index.sorted, vals.is_sorted());
+            for q in queries(&vals) {
+                let mut a = IdLists::default();
+                let mut b = IdLists::default();
+                index
+                    .evaluate_into(&DataType::Int64, &q, PageMatch::Some, &mut a)
+                    .unwrap();
+                plain
+                    .evaluate_into(&DataType::Int64, &q, PageMatch::Some, &mut b)
+                    .unwrap();
+                assert_eq!(a.into_set(), b.into_set(), "{q:?}");
+            }
+        }
+        // floats in total order (NaN last) with both zeros: bounds at zero keep SQL's
+        // equality of -0.0 and 0.0 (the range is widened before the search)
+        let vals = vec![
+            None,
+            Some(f64::NEG_INFINITY),
+            Some(-1.5),
+            Some(-0.0),
+            Some(0.0),
+            Some(2.0),
+            Some(f64::INFINITY),
+            Some(f64::NAN),
+        ];
+        let values: ArrayRef = Arc::new(Float64Array::from(vals.clone()));
+        let index = Page::new_index_page(values.clone(), ids(vals.len()));
+        assert!(index.sorted);
+        let plain = Page::new(values, ids(vals.len()));
+        let f = |v: f64| -> ArrayRef { Arc::new(Float64Array::from(vec![v])) };
+        for q in [
+            Query::Equals(f(0.0)),
+            Query::Equals(f(-0.0)),
+            Query::Equals(f(f64::NAN)),
+            Query::Range(Bound::Excluded(f(0.0)), Bound::Unbounded),
+            Query::Range(Bound::Unbounded, Bound::Excluded(f(0.0))),
+            Query::Range(Bound::Included(f(-1.5)), Bound::Included(f(f64::INFINITY))),
+        ] {
+            let mut a = IdLists::default();
+            let mut b = IdLists::default();
+            index
+                .evaluate_into(&DataType::Float64, &q, PageMatch::Some, &mut a)
+                .unwrap();
+            plain
+                .evaluate_into(&DataType::Float64, &q, PageMatch::Some, &mut b)
+                .unwrap();
+            assert_eq!(a.into_set(), b.into_set(), "{q:?}");
+        }
+    }
 }

@@ -127,7 +127,8 @@ fn bench(c: &mut Criterion) {
         })
         .unwrap();
     let (name, _) = ds.btree_indices().into_iter().next().expect("a BTree on v");
-    let segment = rt.block_on(ds.btree_segments(&name)).unwrap().remove(0);
+    let segments = rt.block_on(ds.btree_segments(&name)).unwrap();
+    let segment = &segments[0];
     let eq = Filter::parse("v = 4242424").unwrap();
     let range_text = "v >= 5000000 AND v < 5010000";
     let range = Filter::parse(range_text).unwrap();

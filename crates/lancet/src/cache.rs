@@ -170,6 +170,12 @@ pub(crate) enum StructureKey {
     BTreeSegment { dir: String },
     /// A fragment's deletion vector, by the display URI of its (immutable) deletion file.
     DeletionVector { file: String },
+    /// The opened segments of a version's BTree index `name`.
+    BTreeSegments {
+        uri: String,
+        version: u64,
+        name: String,
+    },
 }
 
 /// A decoded structure in the structure cache: one variant per [`StructureKey`] kind.
@@ -180,6 +186,7 @@ pub(crate) enum Structure {
     RowIdIndex(Arc<lancet_rowid::RowIdIndex>),
     BTreeSegment(Arc<lancet_btree::BTreeIndex>),
     DeletionVector(Arc<roaring::RoaringBitmap>),
+    BTreeSegments(Arc<Vec<crate::BTreeSegment>>),
 }
 
 impl Weighted for Structure {
@@ -194,6 +201,11 @@ impl Weighted for Structure {
             Structure::RowIdIndex(index) => index.resident_bytes() as u64,
             Structure::BTreeSegment(index) => (index.lookup().num_pages() as u64 + 1) * 64,
             Structure::DeletionVector(d) => d.serialized_size() as u64,
+            // the segments' lookups are weighed under their own keys
+            Structure::BTreeSegments(segments) => segments
+                .iter()
+                .map(|s| s.fragments.serialized_size() as u64 + 256)
+                .sum(),
         };
         bytes.max(1)
     }
@@ -226,6 +238,7 @@ cached_structure!(FriHistory, lancet_reuse::History);
 cached_structure!(RowIdIndex, lancet_rowid::RowIdIndex);
 cached_structure!(BTreeSegment, lancet_btree::BTreeIndex);
 cached_structure!(DeletionVector, roaring::RoaringBitmap);
+cached_structure!(BTreeSegments, Vec<crate::BTreeSegment>);
 
 /// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
 /// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.

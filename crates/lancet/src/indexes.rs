@@ -148,7 +148,23 @@ impl Dataset {
             })
     }
 
-    pub async fn btree_segments(&self, name: &str) -> Result<Vec<BTreeSegment>> {
+    /// The segments of this version's BTree index `name`, opened (kept in the session's
+    /// structure cache per version: a hot search opens nothing).
+    pub async fn btree_segments(&self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
+        let key = StructureKey::BTreeSegments {
+            uri: self.uri().to_string(),
+            version: self.version(),
+            name: name.to_string(),
+        };
+        self.caches()
+            .structure(
+                key,
+                Box::pin(async { Ok(Arc::new(self.open_btree_segments(name).await?)) }),
+            )
+            .await
+    }
+
+    async fn open_btree_segments(&self, name: &str) -> Result<Vec<BTreeSegment>> {
         let metas: Vec<IndexMetadata> = self
             .btree_indices()
             .into_iter()

@@ -98,15 +98,15 @@ impl Dataset {
         if options.apply_deletions {
             result = search.without_deleted(result).await?;
         }
-        let to_row_ids = |addrs: &RoaringTreemap| -> RoaringTreemap {
+        let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
             match &search.row_ids {
                 Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
-                None => addrs.clone(),
+                None => addrs,
             }
         };
         Ok(SearchResult {
-            row_ids: to_row_ids(&result.true_ids),
-            null_row_ids: to_row_ids(&result.null_ids),
+            row_ids: to_row_ids(result.true_ids),
+            null_row_ids: to_row_ids(result.null_ids),
             pages_read: search.pages.load(Ordering::Relaxed),
             scanned_fragments: search.scanned.load(Ordering::Relaxed),
         })
@@ -149,24 +149,31 @@ impl Search<'_> {
         self.fragments.get(i).map(|f| f.physical_rows)
     }
 
-    /// `ids` within this version's rows: fragment by fragment (the treemap's high words are
-    /// fragment ids), so nothing the size of the table is built.
-    fn within_version(&self, ids: &RoaringTreemap) -> RoaringTreemap {
-        RoaringTreemap::from_bitmaps(ids.bitmaps().filter_map(|(id, offsets)| {
-            let rows = self.rows_of(id)?;
-            let mut kept = offsets.clone();
-            if rows <= u64::from(u32::MAX) {
-                kept.remove_range(rows as u32..);
+    /// Drops from `ids` the rows this version does not have, fragment by fragment (the
+    /// treemap's high words are fragment ids): in place, and nothing the size of the table
+    /// is built. Usually nothing is dropped and nothing is copied.
+    fn keep_within_version(&self, ids: &mut RoaringTreemap) {
+        let mut drop: Vec<std::ops::Range<u64>> = Vec::new();
+        for (id, offsets) in ids.bitmaps() {
+            let base = RowAddress::first_of(id);
+            let end = base + (1 << 32);
+            match self.rows_of(id) {
+                None => drop.push(base..end),
+                Some(rows) if offsets.max().is_some_and(|m| u64::from(m) >= rows) => {
+                    drop.push(base.saturating_add(rows)..end)
+                }
+                Some(_) => {}
             }
-            (!kept.is_empty()).then_some((id, kept))
-        }))
+        }
+        for range in drop {
+            ids.remove_range(range);
+        }
     }
 
-    fn restrict(&self, set: NullableIdSet) -> NullableIdSet {
-        NullableIdSet::new(
-            self.within_version(&set.true_ids),
-            self.within_version(&set.null_ids),
-        )
+    fn restrict(&self, mut set: NullableIdSet) -> NullableIdSet {
+        self.keep_within_version(&mut set.true_ids);
+        self.keep_within_version(&mut set.null_ids);
+        set
     }
 
     /// `result` without deleted rows: the deletion vectors of the fragments it names only,
@@ -334,7 +341,7 @@ impl Search<'_> {
                 let mut result: Option<NullableIdSet> = None;
                 for q in queries {
                     let mut part = NullableIdSet::default();
-                    for seg in &segments {
+                    for seg in segments.iter() {
                         let before = seg.index.pages_read();
                         let r = Box::pin(seg.index.search(&q)).await?;
                         self.pages.fetch_add(
@@ -346,7 +353,7 @@ impl Search<'_> {
                             r = self.ids_to_addresses(&r)?;
                         }
                         // translated answers of two segments may share a destination
-                        part = part.or(&r);
+                        part = if segments.len() == 1 { r } else { part.or(&r) };
                     }
                     result = Some(match result {
                         None => part,
@@ -362,7 +369,15 @@ impl Search<'_> {
         let scanned = self
             .scan(field.id, column, leaves, typing, &covered)
             .await?;
-        Ok(answered.or(&scanned))
+        // the index and the scan answer disjoint fragments: join without copying either
+        // when one side is empty (the usual case: one of them answers everything)
+        Ok(if is_empty(&scanned) {
+            answered
+        } else if is_empty(&answered) {
+            scanned
+        } else {
+            answered.or(&scanned)
+        })
     }
 
     /// Evaluates the conjunction of `leaves` on the column of every fragment `covered` does
@@ -708,6 +723,10 @@ fn intersect_ranges(queries: Vec<Query>) -> Vec<Query> {
     }
     rest.insert(0, Query::Range(lo, hi));
     rest
+}
+
+fn is_empty(set: &NullableIdSet) -> bool {
+    set.true_ids.is_empty() && set.null_ids.is_empty()
 }
 
 fn is_string(t: &DataType) -> bool {
