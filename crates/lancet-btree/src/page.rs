@@ -27,6 +27,10 @@ pub struct Page {
     ids: Arc<UInt64Array>,
     /// Positions `0..len` ordered by id.
     by_id: Vec<u32>,
+    /// The ids in that order (index pages only; empty otherwise): walking a page by id
+    /// reads two sequential arrays instead of one random id per row, and a whole page is a
+    /// copy.
+    ids_by_id: Vec<u64>,
     /// The values are checked to be in index order (NULLs first, then ascending in total
     /// order): a range is then two binary searches instead of a comparison per row.
     sorted: bool,
@@ -47,6 +51,7 @@ impl Page {
             values,
             ids,
             by_id,
+            ids_by_id: Vec::new(),
             sorted: false,
         }
     }
@@ -57,6 +62,15 @@ impl Page {
     /// row.
     pub fn new_index_page(values: ArrayRef, ids: Arc<UInt64Array>) -> Self {
         let mut page = Self::new(values, ids);
+        let raw = page.ids.values();
+        page.ids_by_id = page
+            .by_id
+            .iter()
+            .filter_map(|&p| raw.get(p as usize).copied())
+            .collect();
+        if page.ids_by_id.len() != page.by_id.len() {
+            page.ids_by_id.clear();
+        }
         page.sorted = make_comparator(page.values.as_ref(), page.values.as_ref(), NULLS_FIRST)
             .is_ok_and(|cmp| (1..page.values.len()).all(|i| cmp(i - 1, i).is_le()));
         page
@@ -121,10 +135,20 @@ impl Page {
         self.values.get_array_memory_size()
             + self.ids.get_array_memory_size()
             + self.by_id.capacity() * std::mem::size_of::<u32>()
+            + self.ids_by_id.capacity() * std::mem::size_of::<u64>()
     }
 
     /// Appends, in id order, the ids of the positions `keep` accepts; one sorted run.
     fn push_run(&self, out: &mut SortedRuns, keep: impl Fn(usize) -> bool) {
+        if self.ids_by_id.len() == self.by_id.len() && !self.ids_by_id.is_empty() {
+            out.push_run(
+                self.by_id
+                    .iter()
+                    .zip(&self.ids_by_id)
+                    .filter_map(|(&p, &id)| keep(p as usize).then_some(id)),
+            );
+            return;
+        }
         let ids = self.ids.values();
         out.push_run(self.by_id.iter().filter_map(|&p| {
             let p = p as usize;
@@ -149,6 +173,9 @@ impl Page {
     fn push_by_nullness(&self, nulls: bool, out: &mut SortedRuns) {
         match self.values.logical_nulls() {
             None if nulls => {}
+            None if self.ids_by_id.len() == self.by_id.len() && !self.ids_by_id.is_empty() => {
+                out.push_run(self.ids_by_id.iter().copied())
+            }
             None => self.push_run(out, |_| true),
             Some(n) => self.push_run(out, |p| p < n.len() && n.is_null(p) == nulls),
         }
