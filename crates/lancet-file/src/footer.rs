@@ -148,9 +148,11 @@ mod tests {
         bad_magic[39] = b'X';
         assert!(parse_footer(&bad_magic, size)
             .unwrap_err()
+            .to_string()
             .contains("magic"));
         assert!(parse_footer(&bad_magic[..10], 10)
             .unwrap_err()
+            .to_string()
             .contains("shorter"));
     }
 

@@ -123,9 +123,9 @@ impl LanceFile {
 
     /// Fails with `SchemaMismatch` unless the stored schema is exactly `expected`.
     pub fn check_schema(&self, expected: &Schema) -> Result<()> {
-        check_schema_exact(&self.schema, expected).map_err(|rule| FileError::SchemaMismatch {
+        check_schema_exact(&self.schema, expected).map_err(|e| FileError::SchemaMismatch {
             path: self.path.clone(),
-            rule,
+            rule: e.rule,
         })
     }
 

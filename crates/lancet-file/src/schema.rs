@@ -3,7 +3,14 @@ use arrow_schema::{Field, Schema};
 /// Compares two schemas exactly: same fields in the same order, with equal names, nullability
 /// and data types (nested fields, list item names and dictionary key/value types included).
 /// Field and schema metadata are not compared. Returns the first difference.
-pub fn check_schema_exact(actual: &Schema, expected: &Schema) -> Result<(), String> {
+pub fn check_schema_exact(
+    actual: &Schema,
+    expected: &Schema,
+) -> Result<(), lancet_proto::Malformed> {
+    schema_difference(actual, expected).map_err(lancet_proto::Malformed::from)
+}
+
+fn schema_difference(actual: &Schema, expected: &Schema) -> Result<(), String> {
     if actual.fields().len() != expected.fields().len() {
         return Err(format!(
             "{} fields, expected {} ({:?})",
@@ -114,6 +121,7 @@ mod tests {
         assert!(
             check_schema_exact(&s(f.iter().map(|f| f.as_ref().clone()).collect()), &base)
                 .unwrap_err()
+                .to_string()
                 .contains("found where")
         );
         let nullable = s(vec![
@@ -123,6 +131,7 @@ mod tests {
         ]);
         assert!(check_schema_exact(&nullable, &base)
             .unwrap_err()
+            .to_string()
             .contains("nullable"));
         let dict_value = s(vec![
             base.field(0).clone(),
@@ -135,6 +144,7 @@ mod tests {
         ]);
         assert!(check_schema_exact(&dict_value, &base)
             .unwrap_err()
+            .to_string()
             .contains("type"));
         let item_name = s(vec![
             base.field(0).clone(),
@@ -148,6 +158,7 @@ mod tests {
         assert!(check_schema_exact(&item_name, &base).is_err());
         assert!(check_schema_exact(&s(vec![base.field(0).clone()]), &base)
             .unwrap_err()
+            .to_string()
             .contains("fields"));
     }
 }

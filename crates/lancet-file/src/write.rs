@@ -148,10 +148,10 @@ impl StreamingWriter {
     }
 
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        check_schema_exact(batch.schema().as_ref(), &self.schema).map_err(|rule| {
+        check_schema_exact(batch.schema().as_ref(), &self.schema).map_err(|e| {
             FileError::InvalidInput {
                 path: self.path.clone(),
-                rule,
+                rule: e.rule,
             }
         })?;
         self.rows += batch.num_rows() as u64;

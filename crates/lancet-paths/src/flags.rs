@@ -99,7 +99,11 @@ const PAIRED: [u64; 5] = [
 ];
 
 /// Checks the flag words against each other and against the manifest. Returns the broken rule.
-pub fn validate_flags(m: &Manifest) -> Result<(), String> {
+pub fn validate_flags(m: &Manifest) -> Result<(), lancet_proto::Malformed> {
+    broken_flag_rule(m).map_err(lancet_proto::Malformed::from)
+}
+
+fn broken_flag_rule(m: &Manifest) -> Result<(), String> {
     let (r, w) = (m.reader_feature_flags, m.writer_feature_flags);
     for flag in PAIRED {
         if (r & flag != 0) != (w & flag != 0) {
@@ -154,7 +158,7 @@ mod tests {
                 reader_feature_flags: flag,
                 ..Default::default()
             };
-            assert!(validate_flags(&m).unwrap_err().contains("both"));
+            assert!(validate_flags(&m).unwrap_err().to_string().contains("both"));
             let m = Manifest {
                 writer_feature_flags: flag,
                 ..Default::default()
@@ -167,13 +171,17 @@ mod tests {
             max_allocated_field_id: Some(3),
             ..Default::default()
         };
-        assert!(validate_flags(&m).unwrap_err().contains("writer-only"));
+        assert!(validate_flags(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("writer-only"));
         let m = Manifest {
             writer_feature_flags: NON_REUSABLE_FIELD_IDS,
             ..Default::default()
         };
         assert!(validate_flags(&m)
             .unwrap_err()
+            .to_string()
             .contains("max_allocated_field_id"));
         let m = Manifest {
             max_allocated_field_id: Some(1),
@@ -184,7 +192,7 @@ mod tests {
             fragment_tree: Some(Default::default()),
             ..Default::default()
         };
-        assert!(validate_flags(&m).unwrap_err().contains("4096"));
+        assert!(validate_flags(&m).unwrap_err().to_string().contains("4096"));
         let m = Manifest {
             reader_feature_flags: FRAGMENT_TREE,
             writer_feature_flags: FRAGMENT_TREE,
@@ -192,6 +200,7 @@ mod tests {
         };
         assert!(validate_flags(&m)
             .unwrap_err()
+            .to_string()
             .contains("fragment_tree is absent"));
         let m = Manifest {
             reader_feature_flags: FRAGMENT_TREE,
@@ -202,6 +211,7 @@ mod tests {
         };
         assert!(validate_flags(&m)
             .unwrap_err()
+            .to_string()
             .contains("empty flat fragment list"));
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod address;
 pub mod le;
+pub mod malformed;
 pub mod roaring_wire;
 pub mod wire;
 
@@ -28,6 +29,7 @@ pub mod table {
 }
 
 pub use address::RowAddress;
+pub use malformed::Malformed;
 pub use prost;
 pub use prost_types;
 

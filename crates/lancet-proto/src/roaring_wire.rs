@@ -11,6 +11,8 @@ use std::io::Cursor;
 
 use roaring::{RoaringBitmap, RoaringTreemap};
 
+use crate::Malformed;
+
 const SERIAL_COOKIE_NO_RUNCONTAINER: u32 = 12346;
 const SERIAL_COOKIE: u16 = 12347;
 /// A Roaring32 has at most 2^16 containers.
@@ -37,7 +39,11 @@ fn read_one(bytes: &[u8], cursor: &mut Cursor<&[u8]>) -> Result<RoaringBitmap, S
 }
 
 /// Decodes exactly one Roaring32 occupying all of `bytes`.
-pub fn decode_roaring32(bytes: &[u8]) -> Result<RoaringBitmap, String> {
+pub fn decode_roaring32(bytes: &[u8]) -> Result<RoaringBitmap, Malformed> {
+    decode_roaring32_inner(bytes).map_err(Malformed::from)
+}
+
+fn decode_roaring32_inner(bytes: &[u8]) -> Result<RoaringBitmap, String> {
     let mut cursor = Cursor::new(bytes);
     let bitmap = read_one(bytes, &mut cursor)?;
     trailing(bytes, &cursor)?;
@@ -46,7 +52,11 @@ pub fn decode_roaring32(bytes: &[u8]) -> Result<RoaringBitmap, String> {
 
 /// Decodes exactly one RoaringTreemap occupying all of `bytes`: keys strictly ascending, no
 /// trailing bytes.
-pub fn decode_treemap(bytes: &[u8]) -> Result<RoaringTreemap, String> {
+pub fn decode_treemap(bytes: &[u8]) -> Result<RoaringTreemap, Malformed> {
+    decode_treemap_inner(bytes).map_err(Malformed::from)
+}
+
+fn decode_treemap_inner(bytes: &[u8]) -> Result<RoaringTreemap, String> {
     let count = bytes
         .get(0..8)
         .and_then(|b| b.try_into().ok())
@@ -122,11 +132,17 @@ mod tests {
         assert_eq!(decode_treemap(&bytes).unwrap(), t);
         let mut extra = bytes.clone();
         extra.push(0);
-        assert!(decode_treemap(&extra).unwrap_err().contains("trailing"));
+        assert!(decode_treemap(&extra)
+            .unwrap_err()
+            .to_string()
+            .contains("trailing"));
         assert!(decode_treemap(&bytes[..bytes.len() - 2]).is_err());
         let mut huge = u64::MAX.to_le_bytes().to_vec();
         huge.extend_from_slice(&[0; 16]);
-        assert!(decode_treemap(&huge).unwrap_err().contains("claims"));
+        assert!(decode_treemap(&huge)
+            .unwrap_err()
+            .to_string()
+            .contains("claims"));
         // swap the order of two keys
         let two: RoaringTreemap = [1u64, 1 << 32].into_iter().collect();
         let enc = encode_treemap(&two);
@@ -136,9 +152,15 @@ mod tests {
         let mut swapped = enc.clone();
         swapped[first..first + 4].copy_from_slice(&1u32.to_le_bytes());
         swapped[second..second + 4].copy_from_slice(&0u32.to_le_bytes());
-        assert!(decode_treemap(&swapped).unwrap_err().contains("ascending"));
+        assert!(decode_treemap(&swapped)
+            .unwrap_err()
+            .to_string()
+            .contains("ascending"));
         let mut many = SERIAL_COOKIE_NO_RUNCONTAINER.to_le_bytes().to_vec();
         many.extend_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_roaring32(&many).unwrap_err().contains("containers"));
+        assert!(decode_roaring32(&many)
+            .unwrap_err()
+            .to_string()
+            .contains("containers"));
     }
 }

@@ -22,7 +22,11 @@ impl Counts {
     /// Decodes and validates: magic, version 1, representation 0, 1..=65536 destinations,
     /// positive block size, exact length `28 + 4·blocks·m`, counts never decreasing, a block
     /// adding at most its own length.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, lancet_proto::Malformed> {
+        Self::decode_inner(bytes).map_err(lancet_proto::Malformed::from)
+    }
+
+    fn decode_inner(bytes: &[u8]) -> Result<Self, String> {
         let u32_at = |at: usize| lancet_proto::le::u32_at(bytes, at);
         if bytes.get(0..4) != Some(MAGIC.as_slice()) {
             return Err("counts buffer has no LSPC magic".into());
@@ -182,29 +186,39 @@ mod tests {
         };
         let mut bad_magic = good.clone();
         bad_magic[0] = b'X';
-        assert!(Counts::decode(&bad_magic).unwrap_err().contains("magic"));
+        assert!(Counts::decode(&bad_magic)
+            .unwrap_err()
+            .to_string()
+            .contains("magic"));
         assert!(Counts::decode(&patch(4, 2))
             .unwrap_err()
+            .to_string()
             .contains("version"));
         assert!(Counts::decode(&patch(8, 1))
             .unwrap_err()
+            .to_string()
             .contains("representation"));
         assert!(Counts::decode(&patch(12, 0))
             .unwrap_err()
+            .to_string()
             .contains("destinations"));
         assert!(Counts::decode(&patch(16, 0))
             .unwrap_err()
+            .to_string()
             .contains("block_rows"));
         assert!(Counts::decode(&good[..good.len() - 4])
             .unwrap_err()
+            .to_string()
             .contains("implies"));
         // a count decreasing: block 1 destination 0 from 2 to 1
         assert!(Counts::decode(&patch(28 + 8, 1))
             .unwrap_err()
+            .to_string()
             .contains("decreases"));
         // block 1 adding 5 rows to a 4-row block
         assert!(Counts::decode(&patch(28 + 12, 6))
             .unwrap_err()
+            .to_string()
             .contains("adds"));
         let empty = Counts::encode(3, 8, 0, &[]);
         assert_eq!(Counts::decode(&empty).unwrap().totals(), vec![0, 0, 0]);

@@ -28,7 +28,7 @@ fn deletion_schema() -> Schema {
 
 /// Decodes a `.bin` deletion file: exactly one Roaring32, its container count checked
 /// before the roaring crate allocates, no trailing bytes.
-pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
+pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, lancet_proto::Malformed> {
     lancet_proto::roaring_wire::decode_roaring32(bytes)
 }
 
@@ -37,10 +37,11 @@ pub fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap, String> {
 /// arrow-ipc trusts the lengths inside a file (a hostile ZSTD buffer header made it allocate
 /// exabytes under `cargo xtask fuzz deletion_arrow`), so the file's structure is checked first
 /// by `check_ipc_structure`; a panic inside arrow-ipc is still reported as corruption.
-pub fn decode_arrow(bytes: &[u8], max_rows: u64) -> Result<RoaringBitmap, String> {
+pub fn decode_arrow(bytes: &[u8], max_rows: u64) -> Result<RoaringBitmap, lancet_proto::Malformed> {
     check_ipc_structure(bytes, max_rows)?;
     std::panic::catch_unwind(|| decode_arrow_inner(bytes))
         .unwrap_or_else(|_| Err("the Arrow IPC decoder gave up on the input".into()))
+        .map_err(lancet_proto::Malformed::from)
 }
 
 const ARROW_MAGIC: &[u8; 6] = b"ARROW1";
@@ -181,7 +182,11 @@ pub fn encode_bitmap(deleted: &RoaringBitmap) -> Vec<u8> {
 }
 
 /// Encodes `.arrow` bytes (one batch, ZSTD buffers).
-pub fn encode_arrow(deleted: &RoaringBitmap) -> Result<Vec<u8>, String> {
+pub fn encode_arrow(deleted: &RoaringBitmap) -> Result<Vec<u8>, lancet_proto::Malformed> {
+    encode_arrow_inner(deleted).map_err(lancet_proto::Malformed::from)
+}
+
+fn encode_arrow_inner(deleted: &RoaringBitmap) -> Result<Vec<u8>, String> {
     let schema = Arc::new(deletion_schema());
     let values = UInt32Array::from_iter_values(deleted.iter());
     let batch =
@@ -220,7 +225,9 @@ pub async fn write_deletion_file(
     let file_type = file_type_for(deleted);
     let bytes = match file_type {
         DeletionFileType::Bitmap => encode_bitmap(deleted),
-        DeletionFileType::ArrowArray => encode_arrow(deleted).map_err(RowIdError::InvalidInput)?,
+        DeletionFileType::ArrowArray => {
+            encode_arrow(deleted).map_err(|e| RowIdError::InvalidInput(e.rule))?
+        }
     };
     let uuid = lancet_paths::ObjectUuid::new_v4();
     let mut id = [0u8; 8];
@@ -260,9 +267,12 @@ pub async fn read_deletion_vector(
     let bitmap = match DeletionFileType::try_from(file.file_type) {
         Ok(DeletionFileType::ArrowArray) => decode_arrow(&bytes, max_rows),
         Ok(DeletionFileType::Bitmap) => decode_bitmap(&bytes),
-        Err(_) => Err(format!("unknown deletion file type {}", file.file_type)),
+        Err(_) => Err(lancet_proto::Malformed::from(format!(
+            "unknown deletion file type {}",
+            file.file_type
+        ))),
     }
-    .map_err(corrupt)?;
+    .map_err(|e| corrupt(e.rule))?;
     if let Some(max) = bitmap.max() {
         if u64::from(max) >= max_rows {
             return Err(corrupt(format!(
@@ -305,12 +315,21 @@ mod tests {
         let deleted: RoaringBitmap = [1u32, 2, 3].into_iter().collect();
         let mut bytes = encode_bitmap(&deleted);
         bytes.push(0);
-        assert!(decode_bitmap(&bytes).unwrap_err().contains("trailing"));
+        assert!(decode_bitmap(&bytes)
+            .unwrap_err()
+            .to_string()
+            .contains("trailing"));
         assert!(decode_bitmap(&[1, 2]).is_err());
-        assert!(decode_bitmap(&[0; 8]).unwrap_err().contains("cookie"));
+        assert!(decode_bitmap(&[0; 8])
+            .unwrap_err()
+            .to_string()
+            .contains("cookie"));
         let mut huge = 12346u32.to_le_bytes().to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_bitmap(&huge).unwrap_err().contains("containers"));
+        assert!(decode_bitmap(&huge)
+            .unwrap_err()
+            .to_string()
+            .contains("containers"));
         let good = encode_bitmap(&deleted);
         assert!(decode_bitmap(&good[..good.len() - 1]).is_err());
     }
@@ -334,7 +353,10 @@ mod tests {
         w.write(&batch).unwrap();
         w.finish().unwrap();
         drop(w);
-        assert!(decode_arrow(&out, 100).unwrap_err().contains("schema"));
+        assert!(decode_arrow(&out, 100)
+            .unwrap_err()
+            .to_string()
+            .contains("schema"));
         // two batches
         let schema = Arc::new(deletion_schema());
         let batch = RecordBatch::try_new(
@@ -348,7 +370,10 @@ mod tests {
         w.write(&batch).unwrap();
         w.finish().unwrap();
         drop(w);
-        assert!(decode_arrow(&out, 100).unwrap_err().contains("exactly 1"));
+        assert!(decode_arrow(&out, 100)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly 1"));
         let good = encode_arrow(&[1u32].into_iter().collect()).unwrap();
         assert!(decode_arrow(&good[..good.len() - 3], 100).is_err());
         // the input the fuzzer found: a ZSTD buffer header declaring ~1.3 EB
@@ -361,6 +386,7 @@ mod tests {
         hostile[zstd_frame - 8..zstd_frame].copy_from_slice(&(1i64 << 60).to_le_bytes());
         assert!(decode_arrow(&hostile, 100)
             .unwrap_err()
+            .to_string()
             .contains("declares"));
     }
 }

@@ -72,7 +72,11 @@ impl WideTotals {
     }
 
     /// The sums as non-negative totals with `visible ≤ total`, or what is wrong with them.
-    pub fn to_totals(self) -> std::result::Result<Totals, String> {
+    pub fn to_totals(self) -> std::result::Result<Totals, lancet_proto::Malformed> {
+        self.totals().map_err(lancet_proto::Malformed::from)
+    }
+
+    fn totals(self) -> std::result::Result<Totals, String> {
         let conv = |v: i128, what: &str| {
             u64::try_from(v).map_err(|_| format!("{what} sums to {v}, outside 0..=2^64-1"))
         };
