@@ -1,5 +1,5 @@
 /// Errors of lancet-btree, each naming the index file and the rule broken.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum BTreeError {
     /// A stored index file breaks a rule of the BTree layout.
@@ -14,7 +14,13 @@ pub enum BTreeError {
     #[error(transparent)]
     File(#[from] lancet_file::FileError),
     #[error("arrow: {0}")]
-    Arrow(#[from] arrow_schema::ArrowError),
+    Arrow(std::sync::Arc<arrow_schema::ArrowError>),
+}
+
+impl From<arrow_schema::ArrowError> for BTreeError {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        BTreeError::Arrow(std::sync::Arc::new(e))
+    }
 }
 
 pub type Result<T, E = BTreeError> = std::result::Result<T, E>;

@@ -1,7 +1,10 @@
+use std::sync::Arc;
+
 use object_store::path::Path;
 
-/// Errors of lancet-file, each naming the file and the rule broken.
-#[derive(Debug, thiserror::Error)]
+/// Errors of lancet-file, each naming the file and the rule broken. `Clone`: the sources of
+/// other crates are shared (`Arc`), so an error can be handed to every caller of a shared load.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum FileError {
     /// lance-file could not read or write the file (I/O, or bytes it cannot decode).
@@ -9,7 +12,7 @@ pub enum FileError {
     Lance {
         path: Path,
         #[source]
-        source: lance_core::Error,
+        source: Arc<lance_core::Error>,
     },
     /// The file's bytes break a rule of the Lance v2 file layout.
     #[error("lance file {path}: corrupt: {rule}")]
@@ -19,7 +22,7 @@ pub enum FileError {
     Store {
         path: Path,
         #[source]
-        source: object_store::Error,
+        source: Arc<object_store::Error>,
     },
     /// The stored schema differs from the one the caller requires.
     #[error("lance file {path}: schema mismatch: {rule}")]
@@ -40,6 +43,6 @@ pub type Result<T, E = FileError> = std::result::Result<T, E>;
 pub(crate) fn lance_err(path: &Path) -> impl FnOnce(lance_core::Error) -> FileError + '_ {
     move |source| FileError::Lance {
         path: path.clone(),
-        source,
+        source: Arc::new(source),
     }
 }

@@ -63,7 +63,7 @@ impl LanceFile {
                     .await
                     .map_err(|e| FileError::Store {
                         path: path.clone(),
-                        source: e,
+                        source: e.into(),
                     })?
                     .size
             }
@@ -273,7 +273,7 @@ impl LanceFile {
         let schema = batches.first().map_or(schema, |b| b.schema());
         arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| FileError::Lance {
             path: self.path.clone(),
-            source: lance_core::Error::from(e),
+            source: lance_core::Error::from(e).into(),
         })
     }
 }
@@ -318,9 +318,9 @@ async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
             "file is {size} bytes, shorter than the 40-byte v2 footer"
         )));
     }
-    let store_err = |e| FileError::Store {
+    let store_err = |e: object_store::Error| FileError::Store {
         path: path.clone(),
-        source: e,
+        source: e.into(),
     };
     let tail = fs
         .raw
@@ -335,7 +335,7 @@ async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
         .await
         .map_err(|e| FileError::Store {
             path: path.clone(),
-            source: e,
+            source: e.into(),
         })?;
     let split = usize::try_from(footer.gbo_table_start - footer.cmo_table_start)
         .map_err(|_| corrupt("offset tables too large".into()))?;
@@ -370,7 +370,7 @@ pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
         .await
         .map_err(|e| FileError::Store {
             path: path.clone(),
-            source: e,
+            source: e.into(),
         })?;
     let fs = FileStore::new(memory, "memory:///")?;
     let mut file = LanceFile::open(&fs, path, Some(size)).await?;

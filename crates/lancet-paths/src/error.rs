@@ -1,7 +1,7 @@
 use object_store::path::Path;
 
 /// Errors of lancet-paths. Every variant names the offending object or path and the rule broken.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum PathsError {
     /// A tree object path breaks a path rule of the fragment-tree spec.
@@ -33,7 +33,7 @@ pub enum PathsError {
     Store {
         path: Path,
         #[source]
-        source: object_store::Error,
+        source: std::sync::Arc<object_store::Error>,
     },
     /// An object that must exist does not.
     #[error("object {path} not found")]
@@ -83,7 +83,7 @@ impl PathsError {
             object_store::Error::AlreadyExists { .. } => Self::AlreadyExists { path: path.clone() },
             source => Self::Store {
                 path: path.clone(),
-                source,
+                source: std::sync::Arc::new(source),
             },
         }
     }

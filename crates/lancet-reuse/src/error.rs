@@ -1,5 +1,5 @@
 /// Errors of lancet-reuse, each naming the object and the rule broken.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReuseError {
     /// The FRI history or a row map breaks a rule of the format.

@@ -13,7 +13,7 @@ impl DecodeError {
 }
 
 /// Errors of lancet-rowid, each naming the object and the rule it broke.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RowIdError {
     /// Stored bytes of a sequence or version sequence break a rule.

@@ -1,5 +1,5 @@
 /// Errors of the facade: the subsystem crate's error, unchanged, or a facade rule.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     #[error(transparent)]
@@ -14,10 +14,6 @@ pub enum Error {
     Reuse(#[from] lancet_reuse::ReuseError),
     #[error(transparent)]
     Tree(#[from] lancet_tree::TreeError),
-    /// A load shared with other callers through a cache failed while they still held its
-    /// error: its kind and message are the original's.
-    #[error("{message}")]
-    Shared { kind: ErrorKind, message: String },
     /// A bug in lancet: a state its own code should have made impossible.
     #[error("internal error: {0}")]
     Internal(String),
@@ -83,7 +79,6 @@ impl Error {
             Error::BTree(e) => e.kind(),
             Error::Reuse(e) => e.kind(),
             Error::Tree(e) => e.kind(),
-            Error::Shared { kind, .. } => *kind,
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
@@ -178,19 +173,16 @@ impl Kind for lancet_tree::TreeError {
     }
 }
 
-/// Recovers the typed error of a cached load when no other caller still holds it; otherwise
-/// its kind and message.
+/// The typed error of a cached load that failed, for each caller that shared the load: the
+/// error itself when no other caller holds it, a clone otherwise (errors are `Clone`, so no
+/// caller gets a flattened string).
 pub(crate) fn unshare<E>(e: std::sync::Arc<E>) -> Error
 where
-    E: Into<Error> + Kind + std::fmt::Display,
+    E: Into<Error> + Clone,
 {
-    match std::sync::Arc::try_unwrap(e) {
-        Ok(e) => e.into(),
-        Err(shared) => Error::Shared {
-            kind: shared.kind(),
-            message: shared.to_string(),
-        },
-    }
+    std::sync::Arc::try_unwrap(e)
+        .unwrap_or_else(|shared| (*shared).clone())
+        .into()
 }
 
 #[cfg(test)]
@@ -232,7 +224,7 @@ mod tests {
             (
                 lancet_paths::PathsError::Store {
                     path: path.clone(),
-                    source: store_down(),
+                    source: store_down().into(),
                 }
                 .into(),
                 ErrorKind::Unavailable,
@@ -256,7 +248,7 @@ mod tests {
             (
                 lancet_btree::BTreeError::File(lancet_file::FileError::Store {
                     path: path.clone(),
-                    source: store_down(),
+                    source: store_down().into(),
                 })
                 .into(),
                 ErrorKind::Unavailable,
@@ -274,7 +266,7 @@ mod tests {
                     object: "o".into(),
                     source: std::sync::Arc::new(lancet_paths::PathsError::Store {
                         path: path.clone(),
-                        source: store_down(),
+                        source: store_down().into(),
                     }),
                 }
                 .into(),
@@ -304,16 +296,17 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_error_keeps_its_kind() {
+    fn a_shared_error_stays_typed() {
         let original = std::sync::Arc::new(lancet_file::FileError::Corrupt {
             path: Path::from("f.lance"),
             rule: "bad page".into(),
         });
         let held = original.clone();
         let e = unshare(original);
-        assert!(matches!(e, Error::Shared { .. }));
+        assert!(
+            matches!(&e, Error::File(lancet_file::FileError::Corrupt { rule, .. }) if rule == "bad page")
+        );
         assert_eq!(e.kind(), ErrorKind::Corrupt);
-        assert!(e.to_string().contains("bad page"));
         drop(held);
         let sole = std::sync::Arc::new(lancet_file::FileError::Corrupt {
             path: Path::from("f.lance"),

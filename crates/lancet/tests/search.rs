@@ -1,4 +1,5 @@
-//! `Dataset::search` as a library call: its futures can be spawned, and what it refuses.
+//! `Dataset::search` as a library call: its futures can be spawned, its errors cloned, and
+//! what it refuses.
 //! (Answers are compared with pylance's full scans in lancet-cli's interop tests.)
 
 use lancet::paths::manifest::{write_manifest, NamingScheme};
@@ -18,6 +19,21 @@ fn futures_are_send(ds: &Dataset, filter: &Filter) {
     assert_send(&ds.row_id_index());
     assert_send(&ds.fri_history());
     assert_send(&ds.verify());
+}
+
+/// Compile-time: every error a caller can get is `Clone` (a cached load's error reaches each
+/// waiting caller typed, not as a string).
+#[allow(dead_code)]
+fn errors_are_clone() {
+    fn assert_clone<T: Clone>() {}
+    assert_clone::<lancet::Error>();
+    assert_clone::<lancet::paths::PathsError>();
+    assert_clone::<lancet::file::FileError>();
+    assert_clone::<lancet::rowid::RowIdError>();
+    assert_clone::<lancet::btree::BTreeError>();
+    assert_clone::<lancet::reuse::ReuseError>();
+    assert_clone::<lancet::tree::TreeError>();
+    assert_clone::<lancet::proto::Malformed>();
 }
 
 async fn empty_table() -> Dataset {
