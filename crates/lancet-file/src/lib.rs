@@ -17,6 +17,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+mod checked_io;
 mod error;
 mod footer;
 mod read;
@@ -24,6 +25,7 @@ mod schema;
 mod store;
 mod write;
 
+pub use checked_io::MAX_DECOMPRESSED;
 pub use error::{FileError, Result};
 pub use read::{open_bytes_exact, read_bytes_exact, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields};

@@ -15,6 +15,7 @@ use lance_io::ReadBatchParams;
 use object_store::path::Path;
 use object_store::ObjectStoreExt;
 
+use crate::checked_io::{CheckedIo, CompressedPages, StoreIo};
 use crate::error::{lance_err, FileError, Result};
 use crate::footer::{check_offset_table, parse_footer, FOOTER_LEN};
 use crate::schema::check_schema_exact;
@@ -37,6 +38,8 @@ pub struct LanceFile {
     path: Path,
     reader: FileReader,
     schema: SchemaRef,
+    /// The file's compressed buffers, checked on every page read (`checked_io.rs`).
+    pages: Arc<CompressedPages>,
 }
 
 impl std::fmt::Debug for LanceFile {
@@ -86,6 +89,27 @@ impl LanceFile {
         )
         .await?
         .map_err(lance_err(path))?;
+        // Every page read from here on goes through the compressed-buffer check.
+        let pages = Arc::new(CompressedPages::of_pages(
+            reader
+                .metadata()
+                .column_infos
+                .iter()
+                .enumerate()
+                .flat_map(|(c, col)| {
+                    col.page_infos
+                        .iter()
+                        .enumerate()
+                        .map(move |(p, page)| (c, p, page))
+                }),
+        ));
+        let reader = reader.with_scheduler(Arc::new(CheckedIo {
+            inner: Arc::new(StoreIo {
+                store: fs.raw.clone(),
+                path: path.clone(),
+            }),
+            pages: pages.clone(),
+        }));
         let lance_schema = reader.schema().clone();
         // lance-core unwraps on a logical type it does not know; bytes decide the type.
         let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -100,6 +124,7 @@ impl LanceFile {
             path: path.clone(),
             reader,
             schema: Arc::new(schema),
+            pages,
         })
     }
 
@@ -377,7 +402,10 @@ pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
     file.check_schema(expected)?;
     // Pages are served straight from `bytes` from here on: lance-io's scan scheduler (an I/O
     // task, channels, a wakeup per request) costs more than decoding one row of a leaf.
-    file.reader = file.reader.with_scheduler(Arc::new(MemoryIo { bytes }));
+    file.reader = file.reader.with_scheduler(Arc::new(CheckedIo {
+        inner: Arc::new(MemoryIo { bytes }),
+        pages: file.pages.clone(),
+    }));
     Ok(file)
 }
 

@@ -183,18 +183,6 @@ impl Target for DataTarget {
         "btree_data"
     }
 
-    /// lance-encoding 14.0.2 decompresses an LZ4 block into a buffer of the size its u32
-    /// prefix declares, before lancet can see the page: one allocation of up to 4 GiB per
-    /// block is that crate's bound, not lancet's. Anything larger still fails the run.
-    fn allocation_limit(&self) -> usize {
-        (u32::MAX as usize) + 1
-    }
-
-    /// Zero-filling such a 4 GiB block takes tens of seconds; it is the same upstream bound.
-    fn hang_limit(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(120)
-    }
-
     fn seeds(&self) -> Vec<Vec<u8>> {
         self.segments
             .iter()
@@ -212,5 +200,54 @@ impl Target for DataTarget {
             return false;
         };
         exercise(lookup, bytes, kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fuzz input that made lance-encoding reserve 35.6 TB for a zstd dictionary buffer
+    /// (its 8-byte length prefix, unchecked): lancet-file's compressed-buffer check now
+    /// refuses the page before lance-encoding sees it, with a typed error naming the buffer.
+    #[test]
+    fn the_zstd_length_reproducer_is_a_typed_error() {
+        let input = include_bytes!("../../regressions/btree_data_zstd_alloc.bin");
+        let target = DataTarget::new();
+        let (&k, data) = input.split_first().unwrap();
+        let (lookup, _, kind) = &target.segments[usize::from(k) % target.segments.len()];
+        let errors: Vec<String> = runtime().block_on(async {
+            let store = Arc::new(InMemory::new());
+            let dir = Path::from("seg");
+            for (name, bytes) in [
+                ("page_lookup.lance", &lookup[..]),
+                ("page_data.lance", data),
+            ] {
+                store
+                    .put(
+                        &dir.clone().join(name),
+                        Bytes::copy_from_slice(bytes).into(),
+                    )
+                    .await
+                    .unwrap();
+            }
+            let fs = FileStore::new(store, "memory:///").unwrap();
+            let index = BTreeIndex::open(&fs, &dir, Arc::new(NoCache), &HashMap::new())
+                .await
+                .unwrap();
+            let mut errors = Vec::new();
+            for q in queries(kind) {
+                if let Err(e) = index.search(&q).await {
+                    errors.push(e.to_string());
+                }
+            }
+            errors
+        });
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("declares") && e.contains("dictionary")),
+            "{errors:?}"
+        );
     }
 }
