@@ -277,13 +277,13 @@ impl CompressedPages {
     }
 
     /// The chunked pages whose chunk data `range` touches.
-    fn chunked_in(&self, range: &Range<u64>) -> Vec<ChunkedPage> {
+    fn chunked_in(&self, range: &Range<u64>) -> Vec<&ChunkedPage> {
         // chunk buffers of distinct pages are disjoint, so their ends ascend with their starts
         self.chunked
             .range(..range.end)
             .rev()
             .take_while(|(start, p)| start.saturating_add(p.data.1) > range.start)
-            .map(|(_, p)| p.clone())
+            .map(|(_, p)| p)
             .collect()
     }
 
@@ -380,7 +380,7 @@ impl CompressedPages {
                     .checked_add(len)
                     .and_then(|e| data.get(at..e))
                     .ok_or_else(|| format!("{}: a chunk past the bytes read", page.what))?;
-                check_chunk(&page, chunk, bytes)?;
+                check_chunk(page, chunk, bytes)?;
             }
         }
         for (pos, site) in self.sites.range(range.start..range.end) {
@@ -594,7 +594,7 @@ impl EncodingsIo for CheckedIo {
                 }
                 let meta = page.meta.0..page.meta.0.saturating_add(page.meta.1);
                 let got = inner.submit_request(vec![meta], priority).await?;
-                let table = chunk_table(&page, got.first().map(|b| b.as_ref()).unwrap_or_default())
+                let table = chunk_table(page, got.first().map(|b| b.as_ref()).unwrap_or_default())
                     .map_err(lance_core::Error::invalid_input)?;
                 pages.set_table(page.data.0, Arc::new(table));
             }
@@ -688,6 +688,99 @@ mod tests {
         assert!(check_prefix(&site(7, 64), &[0; 8])
             .unwrap_err()
             .contains("unknown"));
+    }
+
+    fn chunked(num_items: u64) -> ChunkedPage {
+        ChunkedPage {
+            what: "column 0 page 0".into(),
+            meta: (0, 4),
+            data: (100, 48),
+            large: false,
+            num_buffers: 1,
+            has_rep: false,
+            has_def: false,
+            num_items,
+            value: Some((ZSTD, ValueBound::Bits(64))),
+            rep: None,
+            def: None,
+        }
+    }
+
+    /// A chunk: u16 level count, u16 size of its one value buffer, padding to 8, then the
+    /// buffer (a zstd prefix declaring `declared` bytes, then the frame), padded to `len`.
+    fn chunk(declared: u64, len: usize) -> Vec<u8> {
+        let mut b = vec![0, 0, 16, 0, 0, 0, 0, 0];
+        b.extend_from_slice(&declared.to_le_bytes());
+        b.extend_from_slice(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]);
+        b.resize(len, 0);
+        b
+    }
+
+    #[test]
+    fn chunk_tables_must_tile_the_chunk_data() {
+        let page = chunked(10);
+        // two chunks of 24 bytes: 8 values (log 3), then the last 2
+        let words: Vec<u8> = [(2u16 << 4) | 3, 2 << 4]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let table = chunk_table(&page, &words).unwrap();
+        assert_eq!(
+            table
+                .iter()
+                .map(|c| (c.start, c.len, c.items))
+                .collect::<Vec<_>>(),
+            vec![(100, 24, 8), (124, 24, 2)]
+        );
+        // sizes that do not add up to the chunk data, a non-final chunk of no values, more
+        // values than the page holds, a torn word
+        for (words, rule) in [
+            (vec![2u16 << 4], "add up"),
+            (vec![2 << 4, 2 << 4], "holds no values"),
+            (vec![(2 << 4) | 4, 2 << 4], "more values"),
+        ] {
+            let bytes: Vec<u8> = words.iter().flat_map(|w: &u16| w.to_le_bytes()).collect();
+            let e = chunk_table(&page, &bytes).unwrap_err();
+            assert!(e.contains(rule), "{e}");
+        }
+        assert!(chunk_table(&page, &[0, 0, 0])
+            .unwrap_err()
+            .contains("whole words"));
+    }
+
+    #[test]
+    fn each_chunk_value_prefix_is_bounded_by_its_value_count() {
+        let mut pages = CompressedPages::default();
+        let page = chunked(10);
+        pages.chunked.insert(page.data.0, page.clone());
+        let words: Vec<u8> = [(2u16 << 4) | 3, 2 << 4]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        // a data read before the chunk table is known is refused
+        let data = Bytes::from([chunk(64, 24), chunk(16, 24)].concat());
+        assert!(pages
+            .check(&(100..148), &data)
+            .unwrap_err()
+            .contains("chunk table"));
+        pages.set_table(100, Arc::new(chunk_table(&page, &words).unwrap()));
+        // 8 and 2 int64 values: 64 and 16 bytes (plus 64 of slack) are within bounds
+        assert!(pages.check(&(100..148), &data).is_ok());
+        let e = pages
+            .check(
+                &(100..148),
+                &Bytes::from([chunk(64, 24), chunk(1 << 40, 24)].concat()),
+            )
+            .unwrap_err();
+        assert!(
+            e.contains("chunk at byte 124 values") && e.contains("declares"),
+            "{e}"
+        );
+        // a read of part of a chunk could hide its prefix from the check
+        assert!(pages
+            .check(&(104..148), &data.slice(4..))
+            .unwrap_err()
+            .contains("part of a chunk"));
     }
 
     #[test]

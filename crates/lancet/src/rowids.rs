@@ -124,7 +124,7 @@ impl Dataset {
     }
 
     /// Every fragment's deletion vector (None where it has none), read concurrently, in
-    /// fragment order.
+    /// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
     pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
         let fragments = self.fragments().await?;
         // by position, not by reference: a stream closure taking `&DataFragment` makes the
@@ -136,7 +136,7 @@ impl Dataset {
                     let Some(f) = fragments.get(i) else {
                         return Ok(None);
                     };
-                    Ok::<_, Error>(self.deletion_vector(f).await?.map(Arc::new))
+                    self.cached_deletion_vector(f).await
                 }
             })
             .buffered(DELETION_READ_CONCURRENCY)
