@@ -14,6 +14,7 @@
 //! - [`Mutation`] / [`Action`]: buffered storage actions and their exact semantics.
 //! - [`TreeWriter`]: actions to mutations, flushes, materialization, splits and merges; each
 //!   commit returns the manifest's new tree and what it wrote.
+//! - [`clone_tree`]: a shallow clone's own root over the source's shared subtrees.
 //! - [`NodeCache`] / [`ObjectFetcher`]: where a cache and a store plug in.
 //! - `testing` (feature): a builder that writes valid trees for tests.
 //!
@@ -28,6 +29,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+mod clone;
 mod error;
 pub mod leaf;
 mod mutation;
@@ -41,6 +43,7 @@ mod snapshot;
 pub mod testing;
 mod writer;
 
+pub use clone::{clone_tree, point_mutations_at, point_root_at};
 pub use error::{Result, Rule, TreeError};
 pub use mutation::{Action, Mutation};
 pub use objects::{

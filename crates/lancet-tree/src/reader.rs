@@ -71,6 +71,8 @@ pub struct TreeReader {
 struct Inner {
     root_object: Arc<str>,
     root_info: RootInfo,
+    /// The external root's location, `None` for an inline root.
+    root_location: Option<ObjectLocation>,
     bases: BaseTable,
     max_fragment_id: Option<u32>,
     reader_flags: u64,
@@ -142,6 +144,7 @@ impl TreeReader {
         let (tree, source) = check_manifest(manifest).map_err(|v| v.at(mobj))?;
         let bases = BaseTable::new(&manifest.base_paths)
             .map_err(|e| TreeError::corrupt(mobj, Rule::ChildBaseId, e.to_string()))?;
+        let mut root_location = None;
         let (root, root_object, root_info): (FragmentTreeRoot, Arc<str>, RootInfo) = match source {
             RootSource::Inline(root) => (
                 root.clone(),
@@ -167,6 +170,7 @@ impl TreeReader {
                     )
                 })?;
                 let size = bytes.len() as u64;
+                root_location = Some(location);
                 (root, Arc::from(object), RootInfo::External { path, size })
             }
         };
@@ -236,6 +240,7 @@ impl TreeReader {
             inner: Arc::new(Inner {
                 root_object,
                 root_info,
+                root_location,
                 bases,
                 max_fragment_id,
                 reader_flags: manifest.reader_feature_flags,
@@ -749,6 +754,8 @@ impl TreeReader {
         };
         let mut unique = Uniqueness::Whole(HashSet::default());
         let mut tasks: Vec<LeafTask> = Vec::new();
+        let mut objects: Vec<ObjectLocation> = Vec::new();
+        objects.extend(inner.root_location.iter().cloned());
         if inner.children.is_empty() {
             tasks.push(LeafTask {
                 child: None,
@@ -763,6 +770,7 @@ impl TreeReader {
                 .rev()
                 .collect();
         while let Some((child, mut pending, level)) = stack.pop() {
+            objects.push(child.location.clone());
             if child.location.base.base_id.is_some() {
                 stats.foreign_objects += 1;
             }
@@ -818,6 +826,7 @@ impl TreeReader {
             reader: self.clone(),
             tasks,
             stats,
+            objects,
         })
     }
 
@@ -955,12 +964,19 @@ pub struct Walk {
     reader: TreeReader,
     tasks: Vec<LeafTask>,
     stats: TreeStats,
+    objects: Vec<ObjectLocation>,
 }
 
 impl Walk {
     /// Statistics of the tree (interiors counted now, leaves from their references).
     pub fn stats(&self) -> &TreeStats {
         &self.stats
+    }
+
+    /// Every tree object the version reaches, with the dataset each resolves to: the external
+    /// root (if any), then every interior and leaf, depth-first. Cleanup keeps these.
+    pub fn objects(&self) -> &[ObjectLocation] {
+        &self.objects
     }
 
     /// Every fragment in id order. After the last one, the records must add up to the
