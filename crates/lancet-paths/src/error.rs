@@ -54,6 +54,9 @@ pub enum PathsError {
     /// A transaction (a `.txn` file or a manifest's inline section) does not decode.
     #[error("corrupt transaction {path}: {rule}")]
     CorruptTransaction { path: Path, rule: String },
+    /// A tag or branch file (`_refs/`) is not the JSON Lance writes.
+    #[error("corrupt reference {path}: {rule}")]
+    CorruptRef { path: Path, rule: String },
     /// A dataset has no manifest versions.
     #[error("no manifest versions under {path}")]
     NoVersions { path: Path },

@@ -9,6 +9,7 @@
 //! - [`store`]: [`DatasetStore`], reads with size checks and the put-if-absent commit write.
 //! - [`manifest`]: naming schemes, the manifest layout, listing, reading and committing versions.
 //! - [`flags`]: feature-flag names and the pairing rules.
+//! - [`refs`]: tags and branches (`_refs/`).
 //! - [`transaction`]: Lance transactions: `_transactions/*.txn`, the inline section, decoding.
 
 // Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
@@ -27,6 +28,7 @@ pub mod files;
 pub mod flags;
 pub mod manifest;
 pub mod object_uuid;
+pub mod refs;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
