@@ -5,7 +5,6 @@
 //! fragments in a fragment tree (which Lance 14 refuses by its flag, as it must).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
@@ -58,13 +57,7 @@ pub fn rows(start: i64, n: i64) -> RecordBatch {
 }
 
 fn now() -> Timestamp {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp {
-        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
-    }
+    lancet::paths::manifest::now_timestamp()
 }
 
 /// Creates the demo dataset at `uri` and returns it opened.

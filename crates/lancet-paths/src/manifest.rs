@@ -414,6 +414,49 @@ pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result
     Ok(ManifestFile { entry, decoded })
 }
 
+/// Reads the manifest a listing found (one GET of the listed size, no probing by name).
+pub async fn read_manifest_entry(
+    store: &DatasetStore,
+    entry: &VersionEntry,
+) -> Result<ManifestFile> {
+    let bytes = store.get(&entry.path, Some(entry.size)).await?;
+    let decoded = decode_manifest(&entry.path, bytes)?;
+    if decoded.manifest.version != entry.version {
+        return Err(PathsError::corrupt(
+            &entry.path,
+            format!(
+                "file name says version {} but the manifest says {}",
+                entry.version, decoded.manifest.version
+            ),
+        ));
+    }
+    Ok(ManifestFile {
+        entry: entry.clone(),
+        decoded,
+    })
+}
+
+/// Now, as the manifest's `timestamp` field (7) holds it: the commit time Lance's cleanup
+/// judges a version's age by.
+pub fn now_timestamp() -> lancet_proto::prost_types::Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    lancet_proto::prost_types::Timestamp {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// A manifest's commit time in milliseconds since the epoch (0 when it records none).
+pub fn timestamp_ms(manifest: &Manifest) -> i64 {
+    manifest.timestamp.as_ref().map_or(0, |t| {
+        t.seconds
+            .saturating_mul(1000)
+            .saturating_add(i64::from(t.nanos) / 1_000_000)
+    })
+}
+
 /// Reads version `version` under one naming scheme only (a table keeps one scheme): what a
 /// writer probing for versions after its own uses, one request per probe.
 pub async fn read_manifest_named(

@@ -135,6 +135,11 @@ where
         self.inner.insert(key, value).await;
     }
 
+    /// Drops `key` (an object that was deleted).
+    pub async fn invalidate(&self, key: &K) {
+        self.inner.invalidate(key).await;
+    }
+
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),

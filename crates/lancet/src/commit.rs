@@ -412,6 +412,8 @@ impl Dataset {
         transaction: Option<&Transaction>,
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
+        // The commit time: Lance's cleanup judges a version's age by it.
+        manifest.timestamp = Some(manifest::now_timestamp());
         let written = manifest::write_manifest(
             self.store(),
             &manifest,

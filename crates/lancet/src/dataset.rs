@@ -156,6 +156,12 @@ impl Dataset {
             .await;
     }
 
+    /// Drops a removed version's manifest from the manifest cache.
+    pub(crate) async fn forget_manifest(&self, version: u64) {
+        let key = (self.store.uri().to_string(), version);
+        self.caches.manifests.invalidate(&key).await;
+    }
+
     async fn load_manifest(
         store: &DatasetStore,
         version: Option<u64>,

@@ -38,6 +38,10 @@ pub enum Error {
     /// a column with a literal of another type ([`crate::Filter`]).
     #[error("filter {filter:?}: {reason}")]
     InvalidFilter { filter: String, reason: String },
+    /// An argument the operation cannot take (a clone target that already holds a table,
+    /// a cleanup policy that would keep nothing).
+    #[error("{what}: {reason}")]
+    InvalidArgument { what: String, reason: String },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {
@@ -83,7 +87,7 @@ impl Error {
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::InvalidFilter { .. } => ErrorKind::InvalidInput,
+            Error::InvalidFilter { .. } | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
         }
     }
 }

@@ -6,6 +6,8 @@
 //! ([`Caches`]) that the subsystem crates plug into. Format logic lives in the subsystem crates.
 
 mod cache;
+mod cleanup;
+mod clone;
 mod commit;
 mod dataset;
 mod error;
@@ -20,6 +22,10 @@ mod verify;
 
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
+};
+pub use cleanup::{
+    CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
+    DEFAULT_UNVERIFIED_OLDER_THAN,
 };
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};

@@ -1,0 +1,527 @@
+//! Cleanup: removing old versions, and the objects only they need.
+//!
+//! [`Dataset::cleanup`] follows Lance 14.0.2's `cleanup_old_versions`
+//! (`docs/research/lance-cleanup-and-clone.md`; `docs/architecture.md`, "Cleanup"):
+//!
+//! 1. **Versions.** Every manifest in `_versions/` is read (a corrupt one stops the cleanup
+//!    before anything is deleted). A version is removed when it is older than the policy's
+//!    age (by the manifest's commit timestamp) **and** outside the last `retain_versions`;
+//!    it is always kept when it is this handle's version or newer, when a tag names it, or
+//!    when a branch forked from it still uses this dataset's files.
+//! 2. **References.** From each version's *resolved* state (the fragment tree walked with
+//!    its buffers applied, so a file only a superseded mutation names is not reached): data,
+//!    deletion and overlay files, tree objects, index directories, the FRI's row maps and
+//!    the version's transaction. A kept version's references are *referenced*; a removed
+//!    version's are *verified*. Branches' versions add what they use of this dataset.
+//!    Objects in another dataset (reached through a `base_id`) are never candidates.
+//! 3. **Decision** ([`lancet_paths::cleanup::plan`]): referenced objects stay; verified ones
+//!    go; objects no version names go only when older than `unverified_older_than` (an
+//!    in-progress commit's objects are younger).
+//! 4. **Deletes**: the removed versions' manifests first (a version still listed stays
+//!    complete if the cleanup stops half-way), then the objects, concurrently and at a
+//!    bounded rate. A failed delete is reported and the run goes on.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::{StreamExt, TryStreamExt};
+use lancet_paths::cleanup::{plan, Decide, Listed, ObjectKind, References};
+use lancet_paths::manifest::{self, ManifestFile};
+use lancet_paths::refs;
+use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
+use lancet_proto::table::DataFragment;
+use lancet_reuse::Mapping;
+use tracing::Instrument;
+
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// Lance's default age when the policy names neither an age nor a count.
+pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Lance's age below which an object no version names is presumed in progress.
+pub const DEFAULT_UNVERIFIED_OLDER_THAN: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Manifests read at once.
+const READ_CONCURRENCY: usize = 16;
+
+/// Which versions and objects a cleanup removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// Versions committed longer ago than this are candidates. With neither this nor
+    /// `retain_versions`, [`DEFAULT_OLDER_THAN`].
+    pub older_than: Option<Duration>,
+    /// Only versions outside the newest `n` are candidates (at least 1).
+    pub retain_versions: Option<u64>,
+    /// Objects no version names are deleted only when last modified longer ago than this.
+    pub unverified_older_than: Duration,
+    /// Decide and report, delete nothing.
+    pub dry_run: bool,
+    /// Deletes in flight at once.
+    pub delete_concurrency: usize,
+    /// At most this many deletes started per second (`None`: no limit).
+    pub deletes_per_second: Option<u32>,
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        Self {
+            older_than: None,
+            retain_versions: None,
+            unverified_older_than: DEFAULT_UNVERIFIED_OLDER_THAN,
+            dry_run: false,
+            delete_concurrency: 16,
+            deletes_per_second: None,
+        }
+    }
+}
+
+/// Objects and bytes of one kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindTotals {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// What a cleanup did (or, dry, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub dry_run: bool,
+    pub kept_versions: Vec<u64>,
+    pub removed_versions: Vec<u64>,
+    /// Deleted (or, dry, to delete) per kind.
+    pub deleted: BTreeMap<ObjectKind, KindTotals>,
+    /// Paths deleted, relative to the dataset root, sorted.
+    pub deleted_paths: Vec<String>,
+    /// Objects no version names, kept as too young.
+    pub kept_young: u64,
+    /// Deletes that failed: path and error.
+    pub failed: Vec<(String, String)>,
+}
+
+impl CleanupReport {
+    /// Objects and bytes over every kind.
+    pub fn total(&self) -> KindTotals {
+        self.deleted
+            .values()
+            .fold(KindTotals::default(), |a, t| KindTotals {
+                objects: a.objects + t.objects,
+                bytes: a.bytes + t.bytes,
+            })
+    }
+}
+
+/// Where a cleanup is, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupProgress {
+    /// Versions read (their manifests and what they reference).
+    Reading { done: u64, total: u64 },
+    /// Objects deleted.
+    Deleting { done: u64, total: u64 },
+}
+
+impl Dataset {
+    /// Removes the versions `policy` selects and every object only they (or no version)
+    /// need (module docs). Runs from this handle's version: it and newer versions are kept.
+    pub async fn cleanup(&self, policy: &CleanupPolicy) -> Result<CleanupReport> {
+        self.cleanup_with_progress(policy, |_| {}).await
+    }
+
+    /// [`Dataset::cleanup`], telling `progress` how far it is.
+    pub async fn cleanup_with_progress(
+        &self,
+        policy: &CleanupPolicy,
+        progress: impl Fn(CleanupProgress) + Send + Sync,
+    ) -> Result<CleanupReport> {
+        let span = tracing::info_span!("cleanup", uri = %self.uri(), dry_run = policy.dry_run);
+        self.cleanup_inner(policy, &progress).instrument(span).await
+    }
+
+    async fn cleanup_inner(
+        &self,
+        policy: &CleanupPolicy,
+        progress: &(impl Fn(CleanupProgress) + Send + Sync),
+    ) -> Result<CleanupReport> {
+        if policy.retain_versions == Some(0) {
+            return Err(Error::InvalidArgument {
+                what: "cleanup policy".into(),
+                reason: "retain_versions must be at least 1 (the latest version is always kept)"
+                    .into(),
+            });
+        }
+        if policy.delete_concurrency == 0 || policy.deletes_per_second == Some(0) {
+            return Err(Error::InvalidArgument {
+                what: "cleanup policy".into(),
+                reason: "deletes need a concurrency and a rate above 0".into(),
+            });
+        }
+        let now_ms = now_ms();
+        let store = self.store();
+        let entries = manifest::list_versions(store).await?;
+        let total = entries.len() as u64 + 1;
+        let files: Vec<ManifestFile> = futures::stream::iter(entries.iter())
+            .map(|e| manifest::read_manifest_entry(store, e))
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+
+        let branch = self.manifest().branch.clone();
+        let tagged: BTreeSet<u64> = refs::list_tags(store)
+            .await?
+            .into_iter()
+            .filter(|t| t.branch == branch)
+            .map(|t| t.version)
+            .collect();
+        let (referenced_by_branches, forked_from) = self.branch_references().await?;
+
+        let age = match (policy.older_than, policy.retain_versions) {
+            (None, None) => Some(DEFAULT_OLDER_THAN),
+            (age, _) => age,
+        };
+        let age_cutoff_ms = age.map(|a| now_ms.saturating_sub(millis(a)));
+        let version_cutoff = policy.retain_versions.and_then(|n| {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            let i = entries.len().saturating_sub(n);
+            entries.get(i).map(|e| e.version)
+        });
+        let removed = |file: &ManifestFile| {
+            let v = file.entry.version;
+            let old =
+                age_cutoff_ms.is_none_or(|c| manifest::timestamp_ms(&file.decoded.manifest) < c);
+            let outside = version_cutoff.is_none_or(|c| v < c);
+            v < self.version()
+                && old
+                && outside
+                && !tagged.contains(&v)
+                && !forked_from.contains(&v)
+        };
+
+        let mut report = CleanupReport {
+            dry_run: policy.dry_run,
+            ..Default::default()
+        };
+        let mut referenced = referenced_by_branches;
+        let mut verified = References::default();
+        let mut removed_manifests = HashSet::new();
+        // each version's references, several versions at once, in version order
+        let mut read = futures::stream::iter(files)
+            .map(|file| async move {
+                let version = file.entry.version;
+                let manifest_path = self.store().relative(&file.entry.path).unwrap_or_default();
+                let is_removed = removed(&file);
+                self.cache_manifest(file).await;
+                let ds = self.checkout(version).await?;
+                let refs = self.references_of(&ds, true).await?;
+                Ok::<_, Error>((version, manifest_path, is_removed, refs))
+            })
+            .buffered(READ_CONCURRENCY);
+        let mut done = 0;
+        while let Some(next) = read.next().await {
+            let (version, manifest_path, is_removed, refs) = next?;
+            if is_removed {
+                report.removed_versions.push(version);
+                removed_manifests.insert(manifest_path);
+                verified.extend(refs);
+            } else {
+                report.kept_versions.push(version);
+                referenced.extend(refs);
+            }
+            done += 1;
+            progress(CleanupProgress::Reading { done, total });
+        }
+        drop(read);
+
+        let mut listing = Vec::new();
+        for prefix in [
+            manifest::VERSIONS_DIR,
+            "_transactions",
+            "data",
+            "_deletions",
+            "_indices",
+            "_fri",
+            "_bt",
+        ] {
+            for meta in store.list(prefix).await? {
+                let Some(path) = store.relative(&meta.location) else {
+                    continue;
+                };
+                listing.push(Listed {
+                    path,
+                    size: meta.size,
+                    last_modified_ms: meta.last_modified.timestamp_millis(),
+                });
+            }
+        }
+        progress(CleanupProgress::Reading { done: total, total });
+        let decided = plan(
+            listing,
+            Decide {
+                referenced: &referenced,
+                verified: &verified,
+                removed_manifests: &removed_manifests,
+                unverified_before_ms: now_ms.saturating_sub(millis(policy.unverified_older_than)),
+            },
+        );
+        report.kept_young = decided.kept_young;
+        for (kind, (objects, bytes)) in decided.totals() {
+            report.deleted.insert(kind, KindTotals { objects, bytes });
+        }
+        let mut doomed = decided.delete;
+        // manifests first: a version still listed keeps everything it names
+        doomed.sort_by_key(|(o, kind)| (*kind != ObjectKind::Manifest, o.path.clone()));
+        report.deleted_paths = doomed.iter().map(|(o, _)| o.path.clone()).collect();
+        report.deleted_paths.sort();
+        tracing::info!(
+            removed_versions = report.removed_versions.len(),
+            objects = doomed.len(),
+            kept_young = report.kept_young,
+            "cleanup decided"
+        );
+        if !policy.dry_run {
+            for &v in &report.removed_versions {
+                self.forget_manifest(v).await;
+            }
+            report.failed = delete_all(store, &doomed, policy, progress).await;
+            remove_empty_index_dirs(store, &doomed);
+        }
+        Ok(report)
+    }
+
+    /// What `ds` (a version of this dataset, or of one of its branches) names in this
+    /// dataset. `own`: `ds` is a version of this dataset (its transaction file is ours).
+    async fn references_of(&self, ds: &Dataset, own: bool) -> Result<References> {
+        let mut out = References::default();
+        let mut places = Places::new(self.uri());
+        let tf = &ds.manifest().transaction_file;
+        if own && !tf.is_empty() {
+            out.add_path(format!("_transactions/{tf}"));
+        }
+        let fragments: Vec<DataFragment> = match ds.tree() {
+            Some(tree) => {
+                let walk = tree.walk().await?;
+                for object in walk.objects() {
+                    if let Some(p) = places.local(object) {
+                        out.add_path(p);
+                    }
+                }
+                walk.into_stream().try_collect().await?
+            }
+            None => ds.manifest().fragments.clone(),
+        };
+        for f in &fragments {
+            for location in ds.data_file_locations(f)? {
+                if let Some(p) = places.local(&location) {
+                    out.add_path(p);
+                }
+            }
+            for overlay in &f.overlays {
+                if let Some(file) = &overlay.data_file {
+                    let location = files::data_file_location(file, ds.bases(), &ds.root())?;
+                    if let Some(p) = places.local(&location) {
+                        out.add_path(p);
+                    }
+                }
+            }
+            if let Some(location) = ds.deletion_file_location(f)? {
+                if let Some(p) = places.local(&location) {
+                    out.add_path(p);
+                }
+            }
+        }
+        for index in ds.indices() {
+            let Some(uuid) = index.uuid.as_ref() else {
+                continue;
+            };
+            let uuid = ObjectUuid::from_slice(&uuid.uuid)?;
+            let location = files::index_dir_location(&uuid, index.base_id, ds.bases(), &ds.root())?;
+            if places.local(&location).is_some() {
+                out.add_index(uuid.to_string());
+            }
+        }
+        if let Some(ledger) = ds.fri_ledger().await? {
+            for t in &ledger.transitions {
+                if let Mapping::StablePartition {
+                    map_id, base_id, ..
+                } = &t.mapping
+                {
+                    let base = ds.bases().resolve(
+                        *base_id,
+                        &ds.root(),
+                        lancet_paths::BaseRequirement::Any,
+                    )?;
+                    let location = ObjectLocation {
+                        base,
+                        path: format!("_fri/{map_id}"),
+                    };
+                    if places.local(&location).is_some() {
+                        out.add_row_map(map_id.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// What this dataset's branches use of it, and the versions they forked from that must
+    /// stay while they do.
+    async fn branch_references(&self) -> Result<(References, BTreeSet<u64>)> {
+        let mut out = References::default();
+        let mut forked_from = BTreeSet::new();
+        for branch in refs::list_branches(self.store()).await? {
+            let uri = format!("{}/{}", normalize(self.uri()), branch.root());
+            let store = match DatasetStore::open(&uri) {
+                Ok(s) => s,
+                // a branch whose tree holds nothing uses nothing
+                Err(lancet_paths::PathsError::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let mut uses = References::default();
+            for entry in manifest::list_versions(&store).await? {
+                let ds =
+                    Dataset::open_with(store.clone(), Some(entry.version), self.caches().clone())
+                        .await?;
+                uses.extend(self.references_of(&ds, false).await?);
+            }
+            if !uses.is_empty() && branch.parent_branch.is_none() {
+                forked_from.insert(branch.parent_version);
+            }
+            out.extend(uses);
+        }
+        Ok((out, forked_from))
+    }
+}
+
+/// Deletes `doomed` in order of the list's kinds (manifests were put first), at most
+/// `delete_concurrency` at once and `deletes_per_second` started per second.
+async fn delete_all(
+    store: &DatasetStore,
+    doomed: &[(Listed, ObjectKind)],
+    policy: &CleanupPolicy,
+    progress: &(impl Fn(CleanupProgress) + Send + Sync),
+) -> Vec<(String, String)> {
+    let total = doomed.len() as u64;
+    let manifests = doomed
+        .iter()
+        .take_while(|(_, k)| *k == ObjectKind::Manifest)
+        .count();
+    let (first, rest) = doomed.split_at(manifests);
+    let pace = policy.deletes_per_second.map(|r| {
+        Arc::new(tokio::sync::Mutex::new(tokio::time::interval(
+            Duration::from_secs_f64(1.0 / f64::from(r)),
+        )))
+    });
+    let mut failed = Vec::new();
+    let mut done = 0u64;
+    for phase in [first, rest] {
+        let mut results = futures::stream::iter(phase.iter())
+            .map(|(o, _)| {
+                let pace = pace.clone();
+                async move {
+                    if let Some(p) = pace {
+                        p.lock().await.tick().await;
+                    }
+                    let path = store.path(&o.path);
+                    match store.delete(&path).await {
+                        Ok(()) | Err(lancet_paths::PathsError::NotFound { .. }) => Ok(()),
+                        Err(e) => Err((o.path.clone(), e.to_string())),
+                    }
+                }
+            })
+            .buffer_unordered(policy.delete_concurrency);
+        while let Some(r) = results.next().await {
+            done += 1;
+            if let Err(f) = r {
+                tracing::warn!(path = %f.0, error = %f.1, "delete failed");
+                failed.push(f);
+            }
+            progress(CleanupProgress::Deleting { done, total });
+        }
+    }
+    failed.sort();
+    failed
+}
+
+/// On a local disk, `_indices/{uuid}/` directories the deletes emptied are removed too
+/// (as Lance does); object stores have no directories.
+fn remove_empty_index_dirs(store: &DatasetStore, doomed: &[(Listed, ObjectKind)]) {
+    let Some(root) = store.local_root() else {
+        return;
+    };
+    let dirs: BTreeSet<&str> = doomed
+        .iter()
+        .filter(|(_, k)| *k == ObjectKind::Index)
+        .filter_map(|(o, _)| o.path.rsplit_once('/').map(|(d, _)| d))
+        .collect();
+    for dir in dirs.into_iter().rev() {
+        // only empty directories go; a failure leaves a harmless empty directory
+        let _ = std::fs::remove_dir(root.join(dir));
+    }
+}
+
+/// A location written without scheme noise: no `file://`, no trailing `/`.
+fn normalize(uri: &str) -> &str {
+    uri.strip_prefix("file://")
+        .unwrap_or(uri)
+        .trim_end_matches('/')
+}
+
+/// Which resolved bases lie inside this dataset, and where. A base is compared by its
+/// canonical location: Lance writes `BasePath.path` as the user spelled it (relative,
+/// `file://`, a trailing `/`), so on a local disk both sides are canonicalized (once per
+/// distinct base). A base that cannot be placed inside this dataset is another dataset's:
+/// what it names is neither deleted nor counted as referenced here.
+struct Places {
+    root: String,
+    known: std::collections::HashMap<String, Option<String>>,
+}
+
+impl Places {
+    fn new(root: &str) -> Self {
+        Self {
+            root: canonical(root),
+            known: Default::default(),
+        }
+    }
+
+    /// The path of `location` relative to this dataset's root, when it lies in this dataset.
+    fn local(&mut self, location: &ObjectLocation) -> Option<String> {
+        let root = &self.root;
+        let prefix = self
+            .known
+            .entry(location.base.uri.clone())
+            .or_insert_with(|| {
+                let base = canonical(&location.base.uri);
+                if &base == root {
+                    Some(String::new())
+                } else {
+                    base.strip_prefix(&format!("{root}/"))
+                        .map(|p| format!("{p}/"))
+                }
+            })
+            .as_ref()?;
+        Some(format!("{prefix}{}", location.path))
+    }
+}
+
+/// `uri` normalized; a local path also canonicalized when it exists.
+fn canonical(uri: &str) -> String {
+    let plain = normalize(uri);
+    if plain.contains("://") {
+        return plain.to_string();
+    }
+    std::fs::canonicalize(plain)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| plain.to_string())
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(millis)
+        .unwrap_or(0)
+}

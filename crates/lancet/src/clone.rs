@@ -1,0 +1,165 @@
+//! Shallow clones: a new dataset whose first version is a version of this one, sharing every
+//! data, deletion, index and tree object by reference.
+//!
+//! What [`Dataset::shallow_clone`] writes in the target, as pylance 14.0.2's `shallow_clone`
+//! does (`docs/research/lance-cleanup-and-clone.md`): a transaction
+//! (`Clone { is_shallow, ref_version, ref_path }`, read version = the source version), the
+//! manifest **with the source's version number**, and the latest-version hint; for a tree
+//! version also the clone's own external root when the source's root is external. The
+//! manifest is the source's with a new commit time, feature flag 16 (base paths), the
+//! source root added to `base_paths` (`lancet_paths::clone`) and every inherited reference
+//! it holds pointed there: fragments' data and deletion files, index entries, a tree's
+//! root (`lancet_tree::clone_tree`) and, for lancet's tagged FRI, the row maps its history
+//! names. Nothing is written to the source.
+//!
+//! The contract with the source (`docs/architecture.md`, "Shallow clones and cleanup"): the
+//! clone needs the source version's objects for as long as it references them; a cleanup of
+//! the source does not know about clones, so the cloned version must stay retained there
+//! (tag it) while the clone lives.
+
+use lancet_paths::clone::{clone_base_paths, inherit_fragment_from, inherit_index_from};
+use lancet_paths::{flags, manifest, DatasetStore, ObjectUuid};
+use lancet_proto::table::transaction::{Clone as CloneOp, Operation};
+use lancet_proto::table::IndexMetadata;
+use lancet_reuse::details::is_fri_entry;
+use lancet_reuse::Mapping;
+use tracing::Instrument;
+
+use crate::error::{Error, Result};
+use crate::transactions::new_transaction;
+use crate::Dataset;
+
+impl Dataset {
+    /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
+    /// which must not hold a table yet, and returns it opened.
+    pub async fn shallow_clone(&self, target: &str, version: Option<u64>) -> Result<Dataset> {
+        let span = tracing::info_span!("shallow_clone", source = %self.uri(), target, ?version);
+        self.shallow_clone_inner(target, version)
+            .instrument(span)
+            .await
+    }
+
+    async fn shallow_clone_inner(&self, target: &str, version: Option<u64>) -> Result<Dataset> {
+        let source = match version {
+            Some(v) if v != self.version() => self.checkout(v).await?,
+            _ => self.clone(),
+        };
+        let store = DatasetStore::create(target)?;
+        if !store.list(manifest::VERSIONS_DIR).await?.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: format!("clone target {target}"),
+                reason: "it already holds a table".into(),
+            });
+        }
+        let source_uri = absolute(source.uri());
+        let mut manifest = source.manifest().clone();
+        let (bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
+        manifest.base_paths = bases;
+        manifest.reader_feature_flags |= flags::BASE_PATHS;
+        manifest.writer_feature_flags |= flags::BASE_PATHS;
+        for f in &mut manifest.fragments {
+            inherit_fragment_from(f, id);
+        }
+        if let Some(tree) = &manifest.fragment_tree {
+            let (cloned, written) =
+                lancet_tree::clone_tree(tree, source.store(), &store, id).await?;
+            tracing::debug!(objects = written.len(), "clone root written");
+            manifest.fragment_tree = Some(cloned);
+        }
+        let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
+        for index in source.indices() {
+            indices.push(
+                match self.fri_with_row_maps(&source, index, id, &store).await? {
+                    Some(entry) => entry,
+                    None => {
+                        let mut index = index.clone();
+                        inherit_index_from(&mut index, id);
+                        index
+                    }
+                },
+            );
+        }
+        manifest.timestamp = Some(manifest::now_timestamp());
+        let txn = new_transaction(
+            source.version(),
+            Operation::Clone(CloneOp {
+                is_shallow: true,
+                ref_name: None,
+                ref_version: source.version(),
+                ref_path: source_uri.clone(),
+                branch_name: None,
+            }),
+        );
+        let entry = manifest::write_manifest(
+            &store,
+            &manifest,
+            &indices,
+            &source.manifest_file().decoded.unknown_fields,
+            source.naming_scheme(),
+            Some(&txn),
+        )
+        .await?;
+        tracing::info!(version = entry.version, "shallow clone committed");
+        Dataset::open_with(store, Some(entry.version), self.caches().clone()).await
+    }
+
+    /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits
+    /// the source dataset, the clone gets the same history with those maps pointed at the
+    /// source, as a new entry of its own (written into the clone when it is external).
+    /// `None` for every other index (its entry's `base_id` is enough).
+    async fn fri_with_row_maps(
+        &self,
+        source: &Dataset,
+        index: &IndexMetadata,
+        id: u32,
+        store: &DatasetStore,
+    ) -> Result<Option<IndexMetadata>> {
+        if !is_fri_entry(index) || index.index_version.unwrap_or(0) == 0 {
+            return Ok(None);
+        }
+        let Some(mut ledger) = source.fri_ledger().await? else {
+            return Ok(None);
+        };
+        let mut inherited = false;
+        for t in &mut ledger.transitions {
+            if let Mapping::StablePartition { base_id, .. } = &mut t.mapping {
+                if base_id.is_none() {
+                    *base_id = Some(id);
+                    inherited = true;
+                }
+            }
+        }
+        if !inherited {
+            return Ok(None);
+        }
+        let uuid = ObjectUuid::new_v4();
+        let created = index.created_at.unwrap_or(0);
+        let (entry, external) = lancet_reuse::publish::tagged_entry(
+            uuid.to_proto(),
+            index.dataset_version,
+            &ledger,
+            created,
+        );
+        if let Some(bytes) = external {
+            let path = store.path(&format!(
+                "_indices/{uuid}/{}",
+                lancet_reuse::publish::EXTERNAL_FILE
+            ));
+            store.put(&path, bytes.into()).await?;
+        }
+        Ok(Some(entry))
+    }
+}
+
+/// The source's location as a clone must record it: a local path made absolute (pylance
+/// records what the user typed, which breaks when the clone is opened from elsewhere).
+fn absolute(uri: &str) -> String {
+    let plain = uri.strip_prefix("file://").unwrap_or(uri);
+    if plain.contains("://") {
+        return uri.trim_end_matches('/').to_string();
+    }
+    std::fs::canonicalize(plain)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| plain.trim_end_matches('/').to_string())
+}

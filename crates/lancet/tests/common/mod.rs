@@ -1,0 +1,162 @@
+//! Test tables and a reachability oracle shared by the facade's integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use futures::TryStreamExt;
+use lancet::paths::manifest::{list_versions, write_manifest, NamingScheme};
+use lancet::paths::DatasetStore;
+use lancet::proto::table::{DataFile, DataFragment, Manifest};
+use lancet::{Caches, Dataset};
+
+/// A fragment of 50 rows in one data file `{id}.lance`.
+pub fn fragment(id: u64) -> DataFragment {
+    fragment_in(id, &format!("{id}.lance"))
+}
+
+/// A fragment of 50 rows in one data file at `path` (relative to `data/`).
+pub fn fragment_in(id: u64, path: &str) -> DataFragment {
+    DataFragment {
+        id,
+        files: vec![DataFile {
+            path: path.to_string(),
+            fields: vec![0],
+            column_indices: vec![0],
+            file_major_version: 2,
+            file_minor_version: 1,
+            ..Default::default()
+        }],
+        physical_rows: 50,
+        ..Default::default()
+    }
+}
+
+/// Version 1 of a flat table of fragments `0..n` at `dir`.
+pub async fn flat_table(dir: &Path, n: u64) -> Dataset {
+    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
+    let m = Manifest {
+        version: 1,
+        fragments: (0..n).map(fragment).collect(),
+        max_fragment_id: n.checked_sub(1).map(|m| m as u32),
+        timestamp: Some(lancet::paths::manifest::now_timestamp()),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap()
+}
+
+/// Copies a directory tree.
+pub fn copy(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir`, relative, `/`-separated.
+pub fn files(dir: &Path) -> BTreeSet<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &entry.path(), out);
+            } else {
+                let rel = entry.path().strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel.to_str().unwrap().replace('\\', "/"));
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// What one version of `ds`'s table needs in its own directory, computed from the facade's
+/// public reads: its manifest, its transaction, its tree objects, and the data and deletion
+/// files of its resolved fragments that live in this dataset (no `base_id`).
+pub async fn needed_by(ds: &Dataset) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    out.insert(ds.manifest_path());
+    let tf = &ds.manifest().transaction_file;
+    if !tf.is_empty() {
+        out.insert(format!("_transactions/{tf}"));
+    }
+    let fragments: Vec<DataFragment> = match ds.tree() {
+        Some(tree) => {
+            let walk = tree.walk().await.unwrap();
+            for o in walk.objects() {
+                if o.base.base_id.is_none() {
+                    out.insert(o.path.clone());
+                }
+            }
+            walk.into_stream().try_collect().await.unwrap()
+        }
+        None => ds.manifest().fragments.clone(),
+    };
+    for f in &fragments {
+        for l in ds.data_file_locations(f).unwrap() {
+            if l.base.base_id.is_none() {
+                out.insert(l.path);
+            }
+        }
+        if let Some(l) = ds.deletion_file_location(f).unwrap() {
+            if l.base.base_id.is_none() {
+                out.insert(l.path);
+            }
+        }
+    }
+    out
+}
+
+/// Writes a placeholder object for every data and deletion file `ds` names in its own
+/// directory that does not exist yet (cleanup never reads them).
+pub async fn materialize_files(dir: &Path, ds: &Dataset) {
+    for path in needed_by(ds).await {
+        let full = dir.join(&path);
+        if !full.exists() && (path.starts_with("data/") || path.starts_with("_deletions/")) {
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, b"placeholder").unwrap();
+        }
+    }
+}
+
+/// The versions of the table at `dir`.
+pub async fn versions(dir: &Path) -> Vec<u64> {
+    let store = DatasetStore::open(dir.to_str().unwrap()).unwrap();
+    list_versions(&store)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.version)
+        .collect()
+}
+
+/// Files cleanup may ever delete (Lance's candidates and `_bt/`).
+pub fn candidate(path: &str) -> bool {
+    [
+        "_versions/",
+        "_transactions/",
+        "data/",
+        "_deletions/",
+        "_indices/",
+        "_fri/",
+        "_bt/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
+        && !path.ends_with("latest_version_hint.json")
+}
