@@ -11,6 +11,11 @@ Every subcommand prints one JSON object on stdout.
   read-file PATH                a Lance file read with LanceFileReader
   write-file PATH               write a Lance file with LanceFileWriter (known rows, metadata,
                                 one global buffer)
+  cleanup-history URI STABLE    a history to clean up: appends, deletes, an update, BTree builds,
+                                compactions (deferred remap: an FRI, without stable row ids), a tag
+  cleanup URI JSON              cleanup_old_versions with JSON's arguments (older_than_s, retain_versions,
+                                delete_unverified), tagged versions kept; prints the stats
+  clone URI TARGET VERSION      shallow_clone of VERSION to TARGET; prints the target's versions
 """
 import json
 import sys
@@ -329,9 +334,56 @@ def index(uri, column, index_type, name):
     return {"version": ds.version, "indices": sorted([i["name"], i["type"]] for i in ds.list_indices())}
 
 
+def cleanup_history(uri, stable):
+    """Versions 1.. : create, two appends, a delete, a BTree, an update, a compaction, a
+    BTree rebuild, a delete, a second compaction, another delete; tag `t2` on version 2.
+    Without stable row ids the compactions defer index remapping (a v0 FRI); pylance 14.0.2
+    refuses that with stable row ids, so those compact plainly."""
+    stable = stable == "true"
+
+    def tbl(a, b):
+        return pa.table({"id": pa.array(range(a, b), pa.int64()), "v": pa.array([f"s{i}" for i in range(a, b)])})
+
+    lance.write_dataset(tbl(0, 100), uri, enable_stable_row_ids=stable)
+    lance.write_dataset(tbl(100, 200), uri, mode="append")
+    lance.write_dataset(tbl(200, 300), uri, mode="append")
+    lance.dataset(uri).delete("id < 10")
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    lance.dataset(uri).update({"v": "'upd'"}, where="id >= 250")
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000, defer_index_remap=not stable)
+    lance.dataset(uri).create_scalar_index("id", "BTREE", replace=True)
+    lance.dataset(uri).delete("id = 42")
+    lance.write_dataset(tbl(300, 400), uri, mode="append")
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000, defer_index_remap=not stable)
+    lance.dataset(uri).delete("id = 77")
+    ds = lance.dataset(uri)
+    ds.tags.create("t2", 2)
+    return {"version": ds.version, "indices": sorted(i["name"] for i in ds.list_indices())}
+
+
+def cleanup(uri, args_json):
+    import datetime
+    a = json.loads(args_json)
+    kw = {"error_if_tagged_old_versions": False}
+    if "older_than_s" in a:
+        kw["older_than"] = datetime.timedelta(seconds=a["older_than_s"])
+    if "retain_versions" in a:
+        kw["retain_versions"] = a["retain_versions"]
+    if a.get("delete_unverified"):
+        kw["delete_unverified"] = True
+    st = lance.dataset(uri).cleanup_old_versions(**kw)
+    return {"bytes_removed": st.bytes_removed, "old_versions": st.old_versions}
+
+
+def clone(uri, target, version):
+    lance.dataset(uri).shallow_clone(target, int(version))
+    c = lance.dataset(target)
+    return {"version": c.version, "versions": [v["version"] for v in c.versions()]}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -1,6 +1,7 @@
 //! `lancet`: inspect and operate on Lance tables with lancet's crates.
 
 mod bench;
+mod cleanup;
 mod demo;
 mod error;
 mod fri;
@@ -96,6 +97,44 @@ enum Command {
     Tree {
         #[command(subcommand)]
         command: TreeCommand,
+    },
+    /// Create a shallow clone: a new table whose first version is a version of <source>,
+    /// sharing its files through a base path (nothing is copied, nothing written to the source).
+    Clone {
+        source: String,
+        target: String,
+        /// Version to clone (default: latest).
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Remove old versions and every file only they (or no version) need. Kept: the latest
+    /// version, tagged versions, versions branches forked from, the last N and those newer than
+    /// the age. Files of other datasets (shallow-clone sources) are never touched.
+    Cleanup {
+        dataset: String,
+        /// Versions committed longer ago than this go (`0s`, `90m`, `36h`, `7d`, `2w`). With
+        /// neither this nor --retain-versions: 14d, as Lance.
+        #[arg(long)]
+        older_than: Option<String>,
+        /// Keep the newest N versions whatever their age (N >= 1).
+        #[arg(long)]
+        retain_versions: Option<u64>,
+        /// Files no version names are presumed in progress for 7 days; with this, only as long
+        /// as --older-than says.
+        #[arg(long)]
+        delete_unverified: bool,
+        /// Report what would go; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print one JSON object: versions kept and removed, objects and bytes per kind.
+        #[arg(long)]
+        json: bool,
+        /// Deletes in flight at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// At most this many deletes started per second.
+        #[arg(long)]
+        rate: Option<u32>,
     },
     /// Create a small real Lance dataset (data files by lance-file, manifest by lancet).
     Demo {
@@ -304,6 +343,30 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                 .await,
             )
         }
+        Command::Cleanup {
+            dataset,
+            older_than,
+            retain_versions,
+            delete_unverified,
+            dry_run,
+            json,
+            concurrency,
+            rate,
+        } => {
+            cleanup::cleanup(
+                &dataset,
+                cleanup::Options {
+                    older_than,
+                    retain_versions,
+                    delete_unverified,
+                    dry_run,
+                    json,
+                    concurrency,
+                    rate,
+                },
+            )
+            .await
+        }
         command => done(run_other(command).await),
     }
 }
@@ -356,7 +419,15 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             }
         },
         Command::Demo { dir, layout } => demo::run(&dir, layout == "tree").await,
-        Command::Verify { .. } | Command::Tree { .. } | Command::Bench { .. } => Ok(()),
+        Command::Clone {
+            source,
+            target,
+            version,
+        } => cleanup::clone(&source, &target, version).await,
+        Command::Verify { .. }
+        | Command::Tree { .. }
+        | Command::Bench { .. }
+        | Command::Cleanup { .. } => Ok(()),
     }
 }
 

@@ -1663,3 +1663,157 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
         }
     }
 }
+
+/// Every file under `dir`, relative.
+fn file_set(dir: &Path) -> std::collections::BTreeSet<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &entry.path(), out);
+            } else {
+                let rel = entry.path().strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel.to_str().unwrap().to_string());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn lancet_cleanup_removes_exactly_what_pylance_cleanup_removes() {
+    // (pylance's arguments, lancet's): no age (pylance reads timedelta(0) as "no filter"),
+    // a count, and an age nothing is old enough for; tagged versions kept by both
+    let policies: [(&str, &[&str]); 4] = [
+        (r#"{"older_than_s": 0}"#, &["--older-than", "0s"]),
+        (r#"{"retain_versions": 3}"#, &["--retain-versions", "3"]),
+        (
+            r#"{"older_than_s": 0, "retain_versions": 5}"#,
+            &["--older-than", "0s", "--retain-versions", "5"],
+        ),
+        (r#"{"older_than_s": 3600}"#, &["--older-than", "1h"]),
+    ];
+    for stable in ["false", "true"] {
+        let dir = tempfile::tempdir().unwrap();
+        let history = dir.path().join("history");
+        let built = peer(&["cleanup-history", history.to_str().unwrap(), stable]);
+        if stable == "false" {
+            assert!(
+                built["indices"].to_string().contains("__lance_frag_reuse"),
+                "{built}"
+            );
+        }
+        let before = peer(&["versions", history.to_str().unwrap()]);
+        for (py_args, lancet_args) in policies {
+            let what = format!("stable={stable} {py_args}");
+            let (a, b) = (dir.path().join("by_pylance"), dir.path().join("by_lancet"));
+            let _ = std::fs::remove_dir_all(&a);
+            let _ = std::fs::remove_dir_all(&b);
+            copy_dir(&history, &a);
+            copy_dir(&history, &b);
+            peer(&["cleanup", a.to_str().unwrap(), py_args]);
+            let mut args = vec!["cleanup", b.to_str().unwrap(), "--json"];
+            args.extend_from_slice(lancet_args);
+            let report: Value = serde_json::from_str(&lancet(&args)).unwrap();
+            assert_eq!(file_set(&a), file_set(&b), "{what}");
+            // pylance opens every version lancet kept, and reads it as before the cleanup
+            let after = peer(&["versions", b.to_str().unwrap()]);
+            let kept: Vec<String> = report["kept_versions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            assert_eq!(
+                after
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .len(),
+                kept.len(),
+                "{what}: {after}"
+            );
+            for v in &kept {
+                assert_eq!(after[v], before[v], "{what}: version {v}");
+            }
+            // and every kept version verifies in lancet
+            for v in &kept {
+                lancet(&["verify", b.to_str().unwrap(), "--version", v]);
+            }
+        }
+    }
+}
+
+#[test]
+fn pylance_reads_lancet_clones_and_lancet_reads_pylance_clones() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("btree");
+    copy_dir(&fixtures().join("btree"), &src);
+    let src_files = file_set(&src);
+    let versions = expected_versions("btree");
+    let v = versions.last().unwrap().to_string();
+    let filters = serde_json::to_string(&["i < 0", "s = 'abc'", "f IS NULL"]).unwrap();
+    let want_scan = peer(&["scan", src.to_str().unwrap(), &v]);
+    let want_filters = peer(&["filters", src.to_str().unwrap(), &v, &filters]);
+
+    // lancet clones, pylance opens and queries the clone (through its indexes too)
+    let by_lancet = dir.path().join("lancet_clone");
+    lancet(&[
+        "clone",
+        src.to_str().unwrap(),
+        by_lancet.to_str().unwrap(),
+        "--version",
+        &v,
+    ]);
+    let c = by_lancet.to_str().unwrap();
+    assert_eq!(peer(&["scan", c, &v]), want_scan);
+    assert_eq!(peer(&["filters", c, &v, &filters]), want_filters);
+    assert_eq!(peer(&["filters", c, &v, &filters, "true"]), want_filters);
+    let names: Vec<String> = file_set(&by_lancet)
+        .iter()
+        .map(|p| p.split('/').next().unwrap().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        names,
+        ["_transactions", "_versions"],
+        "a shallow clone copies nothing"
+    );
+
+    // pylance clones, lancet reads the clone: verify, and index search as on the source
+    let by_pylance = dir.path().join("pylance_clone");
+    peer(&[
+        "clone",
+        src.to_str().unwrap(),
+        by_pylance.to_str().unwrap(),
+        &v,
+    ]);
+    let p = by_pylance.to_str().unwrap();
+    lancet(&["verify", p]);
+    for f in ["i < 0", "s = 'abc'", "f IS NULL"] {
+        let got = lancet_search(p, &v, f);
+        let want = lancet_search(src.to_str().unwrap(), &v, f);
+        assert_eq!(got["row_ids"], want["row_ids"], "{f}");
+        assert_eq!(
+            got["scanned_fragments"], 0,
+            "{f}: answered through the source's index"
+        );
+    }
+    // cleaning either clone never touches the source
+    for clone in [c, p] {
+        lancet(&[
+            "cleanup",
+            clone,
+            "--older-than",
+            "0s",
+            "--delete-unverified",
+        ]);
+    }
+    assert_eq!(file_set(&src), src_files);
+    assert_eq!(peer(&["scan", c, &v]), want_scan);
+}
