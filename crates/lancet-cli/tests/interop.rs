@@ -1382,6 +1382,35 @@ where
         .await
         .unwrap();
     let expected = signature(&op(base.clone()).await.unwrap()).await;
+    let orphans_only = lancet::CleanupPolicy {
+        retain_versions: Some(u64::MAX),
+        unverified_older_than: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    // what a cleanup leaves of the template (objects written for the operation but not yet
+    // committed, like a rewrite's new data files, are orphans there)
+    let baseline_dir = tempfile::tempdir().unwrap();
+    copy_dir(template, baseline_dir.path());
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    for dir in [baseline_dir.path(), clean_dir.path()] {
+        Dataset::open(dir.to_str().unwrap())
+            .await
+            .unwrap()
+            .cleanup(&orphans_only)
+            .await
+            .unwrap();
+    }
+    let template_files = file_set(baseline_dir.path());
+    // what a clean run adds, per top-level directory
+    let added = |dir: &Path| {
+        let mut out = std::collections::BTreeMap::<String, usize>::new();
+        for f in file_set(dir).difference(&template_files) {
+            *out.entry(f.split('/').next().unwrap().to_string())
+                .or_default() += 1;
+        }
+        out
+    };
+    let clean_added = added(clean_dir.path());
     let mut cases = 0;
     for request in [
         Request::Put,
@@ -1403,20 +1432,36 @@ where
                 let result = op(ds).await;
                 let what = format!("{request:?} #{k} {mode:?}: {:?}", result.as_ref().err());
                 let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
-                match latest.version() - base.version() {
-                    0 => assert!(result.is_err(), "{what}"),
+                let landed = match latest.version() - base.version() {
+                    0 => {
+                        assert!(result.is_err(), "{what}");
+                        false
+                    }
                     1 => {
                         latest
                             .verify()
                             .await
                             .unwrap_or_else(|e| panic!("{what}: {e}"));
                         assert_eq!(signature(&latest).await, expected, "{what}");
+                        true
                     }
                     n => panic!("{what}: {n} versions published"),
-                }
+                };
                 if let Ok(ds) = result {
                     assert_eq!(ds.version(), base.version() + 1, "{what}");
                 }
+                // cleanup removes exactly what the attempt left (issue 13): what it leaves
+                // of the template stays, plus what a clean run adds when the version landed
+                tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+                latest.cleanup(&orphans_only).await.unwrap();
+                let want = if landed {
+                    clean_added.clone()
+                } else {
+                    Default::default()
+                };
+                assert_eq!(added(dir.path()), want, "{what}");
+                assert!(template_files.is_subset(&file_set(dir.path())), "{what}");
+                lancet(&["verify", dir.path().to_str().unwrap()]);
             }
         }
     }

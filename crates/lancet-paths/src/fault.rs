@@ -173,26 +173,34 @@ impl ObjectStore for FaultyStore {
         .await
     }
 
+    /// A delete stream counts as one `Delete`: failing before, nothing is deleted; failing
+    /// after, every delete happens and the stream then ends with the error.
     fn delete_stream(
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
-        if self.request == Request::Delete && self.armed.load(Ordering::SeqCst) {
-            let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
-            if n == self.k && self.mode == Mode::Before {
-                return futures::stream::once(async { Err(Self::injected(&Path::from("delete"))) })
-                    .boxed();
-            }
+        if !self.trips(Request::Delete) {
+            return self.inner.delete_stream(locations);
         }
-        self.inner.delete_stream(locations)
+        let failed = futures::stream::once(async { Err(Self::injected(&Path::from("delete"))) });
+        match self.mode {
+            Mode::Before => failed.boxed(),
+            Mode::After => self.inner.delete_stream(locations).chain(failed).boxed(),
+        }
     }
 
+    /// A listing counts as one `List`: failing before, nothing is listed; failing after,
+    /// every entry is listed and the stream then ends with the error.
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        if self.trips(Request::List) && self.mode == Mode::Before {
-            let p = prefix.cloned().unwrap_or_default();
-            return futures::stream::once(async move { Err(Self::injected(&p)) }).boxed();
+        if !self.trips(Request::List) {
+            return self.inner.list(prefix);
         }
-        self.inner.list(prefix)
+        let p = prefix.cloned().unwrap_or_default();
+        let failed = futures::stream::once(async move { Err(Self::injected(&p)) });
+        match self.mode {
+            Mode::Before => failed.boxed(),
+            Mode::After => self.inner.list(prefix).chain(failed).boxed(),
+        }
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {

@@ -67,7 +67,14 @@ async fn history(dir: &std::path::Path, config: Option<&TreeWriterConfig>) -> Da
             .unwrap();
         materialize_files(dir, &ds).await;
     }
+    settle().await;
     ds
+}
+
+/// Lets a millisecond pass: "older than 0 s" is strict, and a cleanup may start in the same
+/// millisecond as the last write.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(3)).await;
 }
 
 async fn needed_by_versions(ds: &Dataset, versions: &[u64]) -> BTreeSet<String> {
@@ -100,7 +107,7 @@ async fn removes_exactly_what_no_kept_version_needs(config: Option<TreeWriterCon
         std::fs::write(p, b"x").unwrap();
     }
     let before = files(dir.path());
-
+    settle().await;
     let report = ds.cleanup(&now_policy()).await.unwrap();
     assert_eq!(report.kept_versions, [tagged, last]);
     let removed: Vec<u64> = (1..last).filter(|&v| v != tagged).collect();
@@ -239,6 +246,7 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
     let walk = ds.tree().unwrap().walk().await.unwrap();
     assert!(walk.stats().root_buffer + walk.stats().mutations_since_root >= 2);
     assert!(dir.path().join("data/extra.lance").exists());
+    settle().await;
     let report = ds.cleanup(&now_policy()).await.unwrap();
     assert_eq!(report.kept_versions, [ds.version()]);
     assert!(!dir.path().join("data/extra.lance").exists());
@@ -361,6 +369,7 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
     }
     assert!(target.join("data/c25.lance").exists());
     assert_eq!(files(src_dir.path()), src_files, "the source is untouched");
+    settle().await;
 
     // cleaning the clone, with no age for anything, never reaches into the source
     let report = c

@@ -2,31 +2,22 @@
 //! commit makes (objects, transaction, manifest; reads of the prior records), failing before
 //! or after performing it, readers see exactly the old or the new version, the new version
 //! verifies, and a manifest put that landed but reported failure is never committed twice.
+//! Then (issue 13) a cleanup removes exactly the objects the failed attempt left.
 
+mod common;
+
+use common::{copy, fragment};
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use lancet::paths::fault::{FaultyStore, Mode, Request};
 use lancet::paths::manifest::{write_manifest, NamingScheme};
 use lancet::paths::DatasetStore;
-use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
+use lancet::proto::table::{DeletionFile, Manifest};
 use lancet::tree::{Action, TreeWriterConfig};
-use lancet::{Caches, Dataset};
-
-fn fragment(id: u64) -> DataFragment {
-    DataFragment {
-        id,
-        files: vec![DataFile {
-            path: format!("{id}.lance"),
-            fields: vec![0],
-            column_indices: vec![0],
-            file_major_version: 2,
-            file_minor_version: 1,
-            ..Default::default()
-        }],
-        physical_rows: 50,
-        ..Default::default()
-    }
-}
+use lancet::{Caches, CleanupPolicy, Dataset};
 
 /// A tree table of 40 fragments under the tiny policy, where the commit below flushes,
 /// splits and writes several objects.
@@ -81,7 +72,8 @@ async fn faulty(
         mode,
     ));
     let root = clean.path("");
-    let uri = format!("file://{}", dir.display());
+    // not file://: lance-io would write the leaves' local files itself, around the store
+    let uri = format!("memory://faulty{}", dir.display());
     let ds_store = DatasetStore::from_store(store.clone(), root, &uri);
     let ds = Dataset::open_with(ds_store, None, Caches::new(Default::default()))
         .await
@@ -90,25 +82,53 @@ async fn faulty(
     (ds, store)
 }
 
+/// Files under `dir` that `template` does not have, counted per top-level directory.
+fn added(template: &BTreeSet<String>, dir: &std::path::Path) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for f in common::files(dir).difference(template) {
+        *out.entry(f.split('/').next().unwrap().to_string())
+            .or_default() += 1;
+    }
+    out
+}
+
+/// Removes every object no version names, at any age, keeping every version.
+fn orphans_only() -> CleanupPolicy {
+    CleanupPolicy {
+        retain_versions: Some(u64::MAX),
+        unverified_older_than: Duration::ZERO,
+        ..Default::default()
+    }
+}
+
 #[tokio::test]
 async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version() {
     let template = tempfile::tempdir().unwrap();
     let base = tree_table(template.path()).await;
+    let template_files = common::files(template.path());
     let config = TreeWriterConfig::tiny();
-    // the expected result, from a clean commit on a copy
+    // the expected result, from a clean commit on a copy: it flushes and splits
     let clean_dir = tempfile::tempdir().unwrap();
     copy(template.path(), clean_dir.path());
-    let expected = Dataset::open(clean_dir.path().to_str().unwrap())
+    let clean = Dataset::open(clean_dir.path().to_str().unwrap())
         .await
         .unwrap()
-        .commit_with_actions(base.manifest().clone(), &[], &actions(), &config)
-        .await
-        .unwrap()
-        .fragments()
+        .commit_measured(base.manifest().clone(), &[], &actions(), &config)
         .await
         .unwrap();
+    assert!(clean.objects_written >= 6, "{}", clean.objects_written);
+    let stats = clean.dataset.tree().unwrap().verify().await.unwrap();
+    assert!(stats.height >= 2 && stats.leaves > 10, "{stats:?}");
+    let expected = clean.dataset.fragments().await.unwrap();
+    let clean_added = added(&template_files, clean_dir.path());
     let mut cases = 0;
-    for request in [Request::Put, Request::PutIfAbsent, Request::Get] {
+    for request in [
+        Request::Put,
+        Request::PutIfAbsent,
+        Request::Get,
+        Request::List,
+        Request::Delete,
+    ] {
         // count the matching requests of one clean commit
         let count_dir = tempfile::tempdir().unwrap();
         copy(template.path(), count_dir.path());
@@ -117,7 +137,10 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
             .await
             .unwrap();
         let n = store.matching();
-        assert!(n > 0 || request == Request::Get, "{request:?}");
+        assert!(
+            n > 0 || matches!(request, Request::Get | Request::List | Request::Delete),
+            "{request:?}"
+        );
         for k in 1..=n {
             for mode in [Mode::Before, Mode::After] {
                 cases += 1;
@@ -129,16 +152,47 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
                     .await;
                 let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
                 let what = format!("{request:?} #{k} {mode:?}: {result:?}");
-                match latest.version() - base.version() {
-                    0 => assert!(result.is_err(), "{what}"),
+                let landed = match latest.version() - base.version() {
+                    0 => {
+                        assert!(result.is_err(), "{what}");
+                        false
+                    }
                     1 => {
                         latest.verify().await.unwrap();
                         assert_eq!(latest.fragments().await.unwrap(), expected, "{what}");
+                        true
                     }
                     n => panic!("{what}: committed {n} versions"),
-                }
+                };
                 if let Ok(committed) = &result {
                     assert_eq!(committed.version(), base.version() + 1, "{what}");
+                }
+                // cleanup removes exactly what the attempt left: the table then holds the
+                // template's objects plus, when the commit landed, what a clean commit adds
+                // (an object is older than 0 s once a millisecond has passed)
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                let report = latest.cleanup(&orphans_only()).await.unwrap();
+                let want = if landed {
+                    clean_added.clone()
+                } else {
+                    BTreeMap::new()
+                };
+                let mut got = added(&template_files, dir.path());
+                got.retain(|_, n| *n > 0);
+                assert_eq!(
+                    got,
+                    want,
+                    "{what}: {:?} {report:?}",
+                    common::files(dir.path())
+                        .difference(&template_files)
+                        .collect::<Vec<_>>()
+                );
+                assert!(
+                    template_files.is_subset(&common::files(dir.path())),
+                    "{what}: a template object was deleted"
+                );
+                for v in common::versions(dir.path()).await {
+                    latest.checkout(v).await.unwrap().verify().await.unwrap();
                 }
             }
         }
@@ -146,15 +200,69 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
     assert!(cases > 10, "only {cases} cases");
 }
 
-fn copy(from: &std::path::Path, to: &std::path::Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
+/// A cleanup whose listing or deletes fail: a failed listing stops it before any delete; a
+/// failed delete is reported and the rest goes on; nothing a version needs is ever deleted.
+#[tokio::test]
+async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs() {
+    let template = tempfile::tempdir().unwrap();
+    let base = tree_table(template.path()).await;
+    // a history of three more commits, whose superseded objects a cleanup removes
+    let mut ds = base;
+    for round in 0..3u64 {
+        let actions = vec![(60 + round, Action::Upsert(Box::new(fragment(60 + round))))];
+        ds = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &actions,
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+    }
+    let everything = CleanupPolicy {
+        older_than: Some(Duration::ZERO),
+        unverified_older_than: Duration::ZERO,
+        ..Default::default()
+    };
+    let clean_dir = tempfile::tempdir().unwrap();
+    copy(template.path(), clean_dir.path());
+    let clean = Dataset::open(clean_dir.path().to_str().unwrap())
+        .await
+        .unwrap()
+        .cleanup(&everything)
+        .await
+        .unwrap();
+    let kept = common::files(clean_dir.path());
+    assert!(clean.total().objects > 5);
+    for request in [Request::List, Request::Delete, Request::Get] {
+        let count_dir = tempfile::tempdir().unwrap();
+        copy(template.path(), count_dir.path());
+        let (ds, store) = faulty(count_dir.path(), request, 0, Mode::Before).await;
+        ds.cleanup(&everything).await.unwrap();
+        for k in 1..=store.matching() {
+            for mode in [Mode::Before, Mode::After] {
+                let dir = tempfile::tempdir().unwrap();
+                copy(template.path(), dir.path());
+                let before = common::files(dir.path());
+                let (ds, _) = faulty(dir.path(), request, k, mode).await;
+                let what = format!("{request:?} #{k} {mode:?}");
+                match ds.cleanup(&everything).await {
+                    Err(e) => {
+                        assert_eq!(common::files(dir.path()), before, "{what}: {e}");
+                    }
+                    Ok(report) => {
+                        let left = common::files(dir.path());
+                        assert!(kept.is_subset(&left), "{what}: a needed object is gone");
+                        assert!(report.failed.len() <= 1, "{what}");
+                        if report.failed.is_empty() && mode == Mode::Before {
+                            assert_eq!(left, kept, "{what}");
+                        }
+                    }
+                }
+                let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
+                latest.verify().await.unwrap();
+            }
         }
     }
 }
