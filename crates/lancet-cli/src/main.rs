@@ -2,6 +2,7 @@
 
 mod bench;
 mod cleanup;
+mod cleanup_bench;
 mod demo;
 mod error;
 mod fri;
@@ -182,6 +183,27 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         writers: u64,
     },
+    /// Build a history of V versions (each replacing M of F fragments, with a deletion file;
+    /// every file a real object), then time a dry run and a cleanup keeping the newest R
+    /// versions from a cold handle, counting requests.
+    Cleanup {
+        #[arg(long, default_value_t = 100)]
+        fragments: u64,
+        #[arg(long, default_value_t = 1000)]
+        versions: u64,
+        #[arg(long, default_value_t = 8)]
+        changed: u64,
+        #[arg(long = "retain-versions", default_value_t = 100)]
+        retain: u64,
+        #[arg(long, value_parser = ["tree", "flat"], default_value = "flat")]
+        layout: String,
+        /// Where to build the table (default: a fresh temporary directory, removed after).
+        #[arg(long)]
+        store: Option<String>,
+        /// Print exactly one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -303,6 +325,29 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             } => tree::convert(&dataset, leaf_records, inline_root).await,
             TreeCommand::Flatten { dataset } => tree::flatten(&dataset).await,
         }),
+        Command::Bench {
+            command:
+                BenchCommand::Cleanup {
+                    fragments,
+                    versions,
+                    changed,
+                    retain,
+                    layout,
+                    store,
+                    json,
+                },
+        } => done(
+            cleanup_bench::run(cleanup_bench::Options {
+                fragments,
+                versions,
+                changed,
+                retain,
+                tree: layout == "tree",
+                store,
+                json,
+            })
+            .await,
+        ),
         Command::Bench {
             command:
                 BenchCommand::Commit {
