@@ -1522,6 +1522,13 @@ async fn index_build_fri_publish_and_rewrite_survive_every_injected_fault() {
     .await;
 }
 
+/// Queries every version of the mixed race answers in both (on indexed and plain columns).
+const RACE_QUERIES: [&str; 3] = [
+    "id < 50",
+    "value >= 100.0 AND value < 200.0",
+    "name = 'name-7' OR id > 1000",
+];
+
 /// Issue 11's mixed race: a pylance writer appends, deletes and compacts while lancet builds
 /// indexes on the same table, each retrying what conflicts. Every version that lands opens in
 /// both, verifies in lancet, and counts the same rows in both.
@@ -1672,6 +1679,7 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
     assert_eq!(count("Append"), landed("append"), "{ops:?}");
     assert_eq!(count("Delete"), landed("delete"), "{ops:?}");
     let seen = peer(&["versions", &uri]);
+    let queries = serde_json::to_string(&RACE_QUERIES).unwrap();
     let latest = Dataset::open(&uri).await.unwrap();
     for v in start..=latest.version() {
         let ds = latest.checkout(v).await.unwrap();
@@ -1680,6 +1688,12 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
             .unwrap_or_else(|e| panic!("version {v}: {e}"));
         let theirs = &seen[v.to_string()];
         assert_eq!(ds.num_rows(), theirs["rows"].as_u64(), "version {v}");
+        // and answers the same queries: lancet's search (indexes, FRI, scans) as pylance's scan
+        let want = peer(&["filters", &uri, &v.to_string(), &queries]);
+        for (q, w) in RACE_QUERIES.iter().zip(want.as_array().unwrap()) {
+            let got = ds.search(&lancet::Filter::parse(q).unwrap()).await.unwrap();
+            filters::same_rows(&got.row_ids, &w["row_ids"], &format!("version {v}: {q}"));
+        }
         // pylance lists every index lancet reads, except that it may hide one whose fragments
         // were all rewritten away (whether it does depends on the reuse history)
         let frags: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();

@@ -132,6 +132,7 @@ impl Dataset {
         let started = std::time::Instant::now();
         loop {
             attempt += 1;
+            let attempt_started = std::time::Instant::now();
             let prepared = base
                 .prepare(manifest, &indices, &actions, config, &kind)
                 .instrument(tracing::debug_span!("prepare", attempt))
@@ -252,7 +253,7 @@ impl Dataset {
                 "commit rebased"
             );
             base = latest;
-            backoff(attempt).await;
+            backoff(attempt, attempt_started.elapsed()).await;
         }
     }
 
@@ -636,13 +637,16 @@ pub const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(6
 /// See [`COMMIT_TIMEOUT`].
 pub const MAX_ATTEMPTS: u32 = 10_000;
 
-/// Sleeps before attempt `attempt + 1`: a random number of 5 ms slots, the slot count
-/// doubling from 4 to 32 (Lance's slot backoff, with a lower ceiling: a loser that waits
-/// long only loses again).
-async fn backoff(attempt: u32) {
+/// Sleeps before attempt `attempt + 1`: a random number of slots, the slot count doubling
+/// from 4 to 32 (Lance's slot backoff, with a lower ceiling: a loser that waits long only
+/// loses again). A slot is 5 ms, or a quarter of what the lost attempt took when that is
+/// longer (up to 50 ms): on a store where a commit takes 100 ms (S3), writers spread over
+/// its latency instead of colliding again within it.
+async fn backoff(attempt: u32, lost_attempt: std::time::Duration) {
     let slots = 4u64 << attempt.min(3);
     let slot = u64::from(ObjectUuid::new_v4().as_bytes()[0]) % slots;
-    tokio::time::sleep(std::time::Duration::from_millis(slot * 5)).await;
+    let slot_ms = (lost_attempt.as_millis() / 4).clamp(5, 50) as u64;
+    tokio::time::sleep(std::time::Duration::from_millis(slot * slot_ms)).await;
 }
 
 /// `(old, new)` ids for fragments this commit creates that the latest version has taken

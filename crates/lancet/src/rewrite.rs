@@ -99,16 +99,16 @@ impl Dataset {
                                 "it records no transaction".into(),
                             ),
                         };
-                        let why = match verdict {
+                        let (why, retryable) = match verdict {
                             crate::Compatibility::Rebase => continue,
-                            crate::Compatibility::Retryable(w)
-                            | crate::Compatibility::Incompatible(w) => w,
+                            crate::Compatibility::Retryable(w) => (w, true),
+                            crate::Compatibility::Incompatible(w) => (w, false),
                         };
                         return Err(crate::Error::CommitConflict {
                             uri,
                             version: *v,
                             reason: format!("Rewrite against version {v}: {why}"),
-                            retryable: true,
+                            retryable,
                         });
                     }
                     base = latest;

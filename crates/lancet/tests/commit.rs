@@ -214,3 +214,54 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     assert_eq!(f[1].deletion_file.as_ref().unwrap().num_deleted_rows, 1);
     assert_eq!(f[2].deletion_file.as_ref().unwrap().num_deleted_rows, 3);
 }
+
+#[tokio::test]
+async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TreeWriterConfig {
+        inline_root_max_bytes: 0,
+        ..TreeWriterConfig::default()
+    };
+    let base = flat_table(dir.path(), 10)
+        .await
+        .convert_to_tree(&config, |_, _| {})
+        .await
+        .unwrap();
+    let root = |ds: &Dataset| ds.tree().unwrap().root_info().clone();
+    assert!(matches!(
+        root(&base),
+        lancet::tree::RootInfo::External { .. }
+    ));
+    let append = |id: u64| vec![(id, Action::Upsert(Box::new(fragment(id))))];
+    let won = base
+        .commit_measured(base.manifest().clone(), &[], &append(10), &config)
+        .await
+        .unwrap();
+    assert_eq!((won.attempts, won.objects_written), (1, 2));
+    // prepared on the same version: loses the race, rebases onto the winner's tree
+    let rebased = base
+        .commit_measured(base.manifest().clone(), &[], &append(10), &config)
+        .await
+        .unwrap();
+    assert_eq!(rebased.attempts, 2);
+    assert_eq!(
+        rebased.objects_written, 2,
+        "the changes fit in mutations_since_root: only the transaction and manifest"
+    );
+    assert_eq!(root(&rebased.dataset), root(&won.dataset));
+    assert_eq!(rebased.dataset.version(), won.dataset.version() + 1);
+    let ids: Vec<u64> = rebased
+        .dataset
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(
+        ids,
+        (0..12).collect::<Vec<_>>(),
+        "the new id moved past the winner's"
+    );
+    rebased.dataset.verify().await.unwrap();
+}

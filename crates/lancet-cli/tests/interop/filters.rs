@@ -188,7 +188,7 @@ async fn search(ds: &lancet::Dataset, f: &str) -> lancet::Result<lancet::SearchR
 }
 
 /// Lancet's rows equal pylance's; on a difference, the rows only one side has.
-fn same_rows(ours: &roaring::RoaringTreemap, theirs: &serde_json::Value, what: &str) {
+pub(crate) fn same_rows(ours: &roaring::RoaringTreemap, theirs: &serde_json::Value, what: &str) {
     let theirs: roaring::RoaringTreemap = theirs
         .as_array()
         .unwrap()
