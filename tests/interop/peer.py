@@ -16,6 +16,9 @@ Every subcommand prints one JSON object on stdout.
   cleanup URI JSON              cleanup_old_versions with JSON's arguments (older_than_s, retain_versions,
                                 delete_unverified), tagged versions kept; prints the stats
   clone URI TARGET VERSION      shallow_clone of VERSION to TARGET; prints the target's versions
+  branch-history URI            versions 1-3 (create, append, delete), branch `dev` from version 2 with
+                                an insert, then a compaction of main; prints the versions
+  branch-rows URI BRANCH        the rows pylance reads on a branch's latest version
 """
 import json
 import sys
@@ -381,9 +384,27 @@ def clone(uri, target, version):
     return {"version": c.version, "versions": [v["version"] for v in c.versions()]}
 
 
+def branch_history(uri):
+    def tbl(a, b):
+        return pa.table({"id": pa.array(range(a, b), pa.int64()), "v": pa.array([f"s{i}" for i in range(a, b)])})
+
+    lance.write_dataset(tbl(0, 100), uri)
+    lance.write_dataset(tbl(100, 200), uri, mode="append")
+    lance.dataset(uri).delete("id < 5")
+    branch = lance.dataset(uri).create_branch("dev", 2)
+    branch.insert(tbl(900, 910))
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=10000)
+    return {"version": lance.dataset(uri).version}
+
+
+def branch_rows(uri, branch):
+    d = lance.dataset(uri).checkout_version((branch, None))
+    return {"rows": d.count_rows(), "data": sorted(d.to_table().column("id").to_pylist())}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

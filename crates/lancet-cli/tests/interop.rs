@@ -1876,3 +1876,43 @@ fn pylance_reads_lancet_clones_and_lancet_reads_pylance_clones() {
     assert_eq!(file_set(&src), src_files);
     assert_eq!(peer(&["scan", c, &v]), want_scan);
 }
+
+/// Branches (Lance 14 writes them under `tree/{name}/`, forked from a main version whose
+/// files they read): a cleanup of main keeps every file a branch version names and the
+/// version it forked from, and pylance still reads the branch. (pylance's own cleanup decides
+/// this by timestamps and listing cutoffs that depend on sub-second timing, so the two are not
+/// compared file by file here.)
+#[test]
+fn lancet_cleanup_keeps_what_a_branch_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    peer(&["branch-history", history.to_str().unwrap()]);
+    let b = dir.path().join("by_lancet");
+    copy_dir(&history, &b);
+    let report: Value = serde_json::from_str(&lancet(&[
+        "cleanup",
+        b.to_str().unwrap(),
+        "--older-than",
+        "0s",
+        "--delete-unverified",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(report["kept_versions"], json!([2, 5]), "{report}");
+    assert_eq!(report["removed_versions"], json!([1, 3, 4]), "{report}");
+    let files = file_set(&b);
+    assert!(
+        file_set(&history)
+            .iter()
+            .filter(|f| f.starts_with("tree/"))
+            .all(|f| files.contains(f)),
+        "the branch's own files are never cleaned"
+    );
+    assert_eq!(
+        peer(&["branch-rows", b.to_str().unwrap(), "dev"]),
+        peer(&["branch-rows", history.to_str().unwrap(), "dev"])
+    );
+    let versions = peer(&["versions", b.to_str().unwrap()]);
+    assert_eq!(versions.as_object().unwrap().len(), 2, "{versions}");
+    lancet(&["verify", b.to_str().unwrap(), "--version", "2"]);
+}
