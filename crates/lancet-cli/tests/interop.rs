@@ -19,6 +19,9 @@ use serde_json::{json, Value};
 
 #[path = "interop/filters.rs"]
 mod filters;
+#[path = "interop/fragments.rs"]
+mod fragments;
+use fragments::fragments_of;
 
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
@@ -851,39 +854,6 @@ fn fri_upgrade_refuses_tables_it_must_not_change() {
 }
 
 /// Fragments pylance wrote (`peer rewrite`, not committed) as lancet's protos.
-fn fragments_of(v: &Value) -> Vec<lancet::proto::table::DataFragment> {
-    use lancet::proto::table::{DataFile, DataFragment};
-    let ints = |v: &Value| -> Vec<i32> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_i64().unwrap() as i32)
-            .collect()
-    };
-    v["fragments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| DataFragment {
-            files: f["files"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| DataFile {
-                    path: d["path"].as_str().unwrap().to_string(),
-                    fields: ints(&d["fields"]),
-                    column_indices: ints(&d["column_indices"]),
-                    file_major_version: d["file_major_version"].as_u64().unwrap() as u32,
-                    file_minor_version: d["file_minor_version"].as_u64().unwrap() as u32,
-                    file_size_bytes: d["file_size_bytes"].as_u64().unwrap(),
-                    base_id: d["base_id"].as_u64().map(|b| b as u32),
-                })
-                .collect(),
-            physical_rows: f["physical_rows"].as_u64().unwrap(),
-            ..Default::default()
-        })
-        .collect()
-}
 
 /// A v1 history lancet writes from rewrites it commits: the fixture's two legacy compactions,
 /// then (after deletions) a stable partition of the compacted fragment into 3 destinations by

@@ -3,6 +3,9 @@
 //! check, lancet's commits through conditional put (a pylance writer and lancet on one table,
 //! eight lancet writers at once), and the released CLI with the usual AWS_* variables.
 
+#[path = "interop/fragments.rs"]
+mod fragments;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -185,6 +188,112 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["version"], json!(4));
     assert_eq!(report["transaction"]["operation"], json!("Append"));
+
+    // 3b. a rewrite of pylance's fragments committed with its stable-partition row map and
+    //     FRI entry (every object through S3), the history trimmed, then a cleanup on S3:
+    //     pylance reads the latest version as before
+    let before = peer(&py, &["scan", uri]);
+    let sources: Vec<u32> = latest
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id as u32)
+        .take(2)
+        .collect();
+    let written = peer(
+        &py,
+        &[
+            "rewrite",
+            uri,
+            &json!(sources).to_string(),
+            "partition",
+            "2",
+        ],
+    );
+    let labels: Vec<u16> = written["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() as u16)
+        .collect();
+    let rewritten = latest
+        .commit_rewrite(
+            &sources,
+            fragments::fragments_of(&written),
+            lancet::RewriteMapping::StablePartition { labels: &labels },
+        )
+        .await
+        .unwrap();
+    rewritten.verify().await.unwrap();
+    assert!(rewritten.fri_history().await.unwrap().is_some());
+    let store = DatasetStore::open(uri).unwrap();
+    assert_eq!(
+        store.list("_fri").await.unwrap().len(),
+        1,
+        "the row map is on S3"
+    );
+    let after = peer(&py, &["scan", uri]);
+    assert_eq!(after["rows"], before["rows"]);
+    let cleaned = rewritten
+        .cleanup(&lancet::CleanupPolicy {
+            older_than: Some(Duration::ZERO),
+            unverified_older_than: Duration::ZERO,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(cleaned.failed.is_empty(), "{:?}", cleaned.failed);
+    assert_eq!(cleaned.kept_versions, [rewritten.version()]);
+    assert!(cleaned
+        .deleted
+        .contains_key(&lancet::paths::cleanup::ObjectKind::Data));
+    assert_eq!(peer(&py, &["scan", uri])["rows"], before["rows"]);
+    Dataset::open(uri).await.unwrap().verify().await.unwrap();
+
+    // 3c. overlapping deletions prepared on one version: one lands, the others are
+    //     conflicts, nothing is corrupted
+    let uri_o = "s3://lancet/overlap";
+    let store = DatasetStore::open(uri_o).unwrap();
+    let m = Manifest {
+        version: 1,
+        fragments: (0..4).map(fragment).collect(),
+        max_fragment_id: Some(3),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    let base = Dataset::open(uri_o).await.unwrap();
+    let mut racers = Vec::new();
+    for w in 0..4u64 {
+        let base = base.clone();
+        racers.push(tokio::spawn(async move {
+            let deletion = lancet::proto::table::DeletionFile {
+                num_deleted_rows: 1 + w,
+                id: w,
+                ..Default::default()
+            };
+            base.commit_with_actions(
+                base.manifest().clone(),
+                &[],
+                &[(0, Action::AddDeletionFile(deletion))],
+                &TreeWriterConfig::default(),
+            )
+            .await
+        }));
+    }
+    let mut landed = 0;
+    for r in racers {
+        match r.await.unwrap() {
+            Ok(_) => landed += 1,
+            Err(e) => assert_eq!(e.kind(), lancet::ErrorKind::Conflict, "{e}"),
+        }
+    }
+    assert_eq!(landed, 1);
+    let end = Dataset::open(uri_o).await.unwrap();
+    assert_eq!(end.version(), 2);
+    end.verify().await.unwrap();
 
     // 4. eight lancet writers on one tree table: conditional put arbitrates, all land
     let uri = "s3://lancet/contended";

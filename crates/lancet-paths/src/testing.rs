@@ -7,7 +7,10 @@ use bytes::Bytes;
 use crate::error::PathsError;
 use crate::store::DatasetStore;
 
-/// One conformance check that every backend must pass.
+/// One conformance check that every backend must pass: missing objects, put-if-absent (and
+/// a race of creators of one name: exactly one wins), sized and ranged reads, recursive
+/// listing with sizes and modification times, overwrite, delete (and deleting a missing
+/// object), and that nothing leaks outside the dataset's prefix.
 pub async fn conformance(store: DatasetStore) {
     let p = store.path("_versions/1.manifest");
     assert!(matches!(
@@ -41,4 +44,49 @@ pub async fn conformance(store: DatasetStore) {
     );
     store.put(&p, Bytes::from_static(b"abcd")).await.unwrap();
     assert_eq!(store.size(&p).await.unwrap(), 4);
+
+    // eight creators of one name at once: exactly one wins, the others see AlreadyExists
+    let race = store.path("_versions/2.manifest");
+    let attempts = (0..8u8).map(|i| {
+        let store = store.clone();
+        let race = race.clone();
+        async move { store.put_if_absent(&race, Bytes::from(vec![i; 8])).await }
+    });
+    let results = futures::future::join_all(attempts).await;
+    let won: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(won.len(), 1, "{results:?}");
+    assert!(results
+        .iter()
+        .all(|r| r.is_ok() || matches!(r, Err(PathsError::AlreadyExists { .. }))));
+    let winner = u8::try_from(won[0]).unwrap();
+    assert_eq!(store.get(&race, None).await.unwrap().as_ref(), &[winner; 8]);
+
+    // recursive listing, with sizes and times
+    let nested = store.path("_indices/u/deep/page_data.lance");
+    store
+        .put(&nested, Bytes::from_static(b"12345"))
+        .await
+        .unwrap();
+    let listed = store.list("_indices").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].size, 5);
+    assert!(listed[0].last_modified.timestamp() > 1_600_000_000);
+    assert_eq!(store.list("").await.unwrap().len(), 3);
+
+    // delete, and deleting what is gone
+    store.delete(&nested).await.unwrap();
+    assert!(matches!(
+        store.get(&nested, None).await,
+        Err(PathsError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete(&nested).await,
+        Ok(()) | Err(PathsError::NotFound { .. })
+    ));
+    assert!(store.list("_indices").await.unwrap().is_empty());
 }
