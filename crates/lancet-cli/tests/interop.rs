@@ -853,8 +853,6 @@ fn fri_upgrade_refuses_tables_it_must_not_change() {
     }
 }
 
-/// Fragments pylance wrote (`peer rewrite`, not committed) as lancet's protos.
-
 /// A v1 history lancet writes from rewrites it commits: the fixture's two legacy compactions,
 /// then (after deletions) a stable partition of the compacted fragment into 3 destinations by
 /// `id % 3`, then an ordered compaction of two of those. pylance wrote the data files; lancet
