@@ -2,7 +2,7 @@
 //! null_count, page_idx) and `page_data.lance` (every `(value, id)` sorted, NULLs first).
 //!
 //! - [`train()`]: sort pairs (spilling sorted runs to temporary files past a memory budget, see
-//!   [`sort`]) and write both files, usable by pylance in place of its own.
+//!   [`ExternalSorter`]) and write both files, usable by pylance in place of its own.
 //! - [`merge()`]: a segment plus new pairs (old ids remapped, e.g. through an FRI) into a new
 //!   segment with no duplicate `(value, id)`.
 //! - [`BTreeIndex`]: open a segment (the lookup only), select pages by binary search, read the
@@ -21,24 +21,25 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
-pub mod error;
-pub mod idset;
-pub mod index;
-pub mod lookup;
-pub mod merge;
-pub mod page;
-pub mod query;
-pub mod result;
-pub mod schema;
-pub mod select;
-pub mod sort;
-pub mod train;
+mod error;
+mod idset;
+mod index;
+mod lookup;
+mod merge;
+mod page;
+mod query;
+mod result;
+mod schema;
+mod select;
+mod sort;
+mod train;
 
 pub use error::{BTreeError, Result};
 pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
 pub use merge::merge;
 pub use page::{IdLists, Page};
 pub use query::Query;
+pub use schema::{page_data_schema, page_lookup_schema};
 pub use result::NullableIdSet;
 pub use sort::ExternalSorter;
 pub use train::{train, write_sorted, TrainOptions, TrainedIndex};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use lancet_btree::schema::{page_data_schema, page_lookup_schema};
+use lancet_btree::{page_data_schema, page_lookup_schema};
 use lancet_btree::{BTreeError, BTreeIndex, NoCache, Query};
 use lancet_file::{write_file, FileStore, WriteOptions};
 use object_store::memory::InMemory;

@@ -5,7 +5,7 @@ use lancet_proto::table::fragment_reuse_index_details::{
     transition::Mapping, FragmentDigest, Group, InlineContent, OrderedCompaction,
     Transition as PbTransition, Version,
 };
-use lancet_reuse::ledger::decode_inline;
+use lancet_reuse::decode_inline;
 use lancet_reuse::{History, ReuseError, Translation};
 use proptest::prelude::*;
 use prost::Message;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use lancet_file::{FileStore, LanceFile};
-use lancet_reuse::ledger::{Digest, Mapping, Transition};
-use lancet_reuse::rowmap::RowMap;
-use lancet_reuse::writer::{write_row_map, SourceRows};
+use lancet_reuse::{Digest, Mapping, Transition};
+use lancet_reuse::RowMap;
+use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::ReuseError;
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -148,8 +148,8 @@ async fn hand_written(
 ) -> (lancet_reuse::History, Transition) {
     use arrow_array::{ArrayRef, RecordBatch};
     use lancet_file::{write_file, FileVersion, WriteOptions};
-    use lancet_reuse::counts::Counts;
-    use lancet_reuse::rowmap::COUNTS_BUFFER_KEY;
+    use lancet_reuse::Counts;
+    use lancet_reuse::COUNTS_BUFFER_KEY;
     let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
     let path = Path::from("_fri/m/stable_partition.lance");
     let per_block: Vec<Vec<u32>> = counted
@@ -176,7 +176,7 @@ async fn hand_written(
     let size = write_file(
         &fs,
         &path,
-        &lancet_reuse::rowmap::row_map_schema(),
+        &lancet_reuse::row_map_schema(),
         &[batch],
         &opts,
     )

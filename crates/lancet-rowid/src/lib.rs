@@ -9,7 +9,7 @@
 //! - [`deletion`]: `.arrow` and `.bin` deletion files as roaring bitmaps of offsets.
 //! - [`RowIdIndex`]: row id → row address, built from runs rather than rows.
 //!
-//! The bitmap with rank/select is hand-written (see [`bitmap`]) because its wire layout must
+//! The bitmap with rank/select is hand-written (the `bitmap` module) because its wire layout must
 //! round-trip exactly; everything else leans on `roaring`, `prost` and `rayon`.
 
 // Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
@@ -19,21 +19,21 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
-pub mod bitmap;
+mod bitmap;
 pub mod deletion;
-pub mod encoded;
-pub mod error;
-pub mod index;
-pub mod lazy;
-pub mod segment;
-pub mod sequence;
+mod encoded;
+mod error;
+mod index;
+mod lazy;
+mod segment;
+mod sequence;
 mod strict;
-pub mod version;
+mod version;
 
 pub use encoded::EncodedArray;
 pub use error::{DecodeError, Result, RowIdError};
 pub use index::{row_address, FragmentRowIds, RowIdIndex};
-pub use lazy::{LazyFragment, LazyRowIds};
+pub use lazy::{LazyFragment, LazyRowIds, LOAD_CONCURRENCY};
 pub use segment::U64Segment;
 pub use sequence::{rechunk, RowIdSequence};
 pub use version::VersionSequence;

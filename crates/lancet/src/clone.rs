@@ -21,7 +21,7 @@ use lancet_paths::clone::{clone_base_paths, inherit_fragment_from, inherit_index
 use lancet_paths::{flags, manifest, DatasetStore, ObjectUuid};
 use lancet_proto::table::transaction::{Clone as CloneOp, Operation};
 use lancet_proto::table::IndexMetadata;
-use lancet_reuse::details::is_fri_entry;
+use lancet_reuse::is_fri_entry;
 use lancet_reuse::Mapping;
 use tracing::Instrument;
 

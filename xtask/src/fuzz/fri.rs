@@ -10,9 +10,9 @@ use lancet_proto::table::fragment_reuse_index_details::{
     transition::Mapping, FragmentDigest, Group, InlineContent, OrderedCompaction, StablePartition,
     Transition as PbTransition, Version,
 };
-use lancet_reuse::counts::Counts;
-use lancet_reuse::ledger::{decode_inline, Digest, Mapping as LMapping, Transition};
-use lancet_reuse::rowmap::{row_map_schema, RowMap, COUNTS_BUFFER_KEY};
+use lancet_reuse::Counts;
+use lancet_reuse::{decode_inline, Digest, Mapping as LMapping, Transition};
+use lancet_reuse::{row_map_schema, RowMap, COUNTS_BUFFER_KEY};
 use lancet_reuse::History;
 use object_store::memory::InMemory;
 use object_store::path::Path;
