@@ -39,8 +39,8 @@ pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
 pub use merge::merge;
 pub use page::{IdLists, Page};
 pub use query::Query;
-pub use schema::{page_data_schema, page_lookup_schema};
 pub use result::NullableIdSet;
+pub use schema::{page_data_schema, page_lookup_schema};
 pub use sort::ExternalSorter;
 pub use train::{train, write_sorted, TrainOptions, TrainedIndex};
 

@@ -49,8 +49,13 @@ pub async fn cleanup(uri: &str, o: Options) -> Result<std::process::ExitCode, Cl
         ..Default::default()
     };
     if o.delete_unverified {
-        // objects no version names wait only as long as versions do
-        policy.unverified_older_than = older_than.unwrap_or(Duration::ZERO);
+        // objects no version names wait only as long as versions do: that age must be given
+        // (an in-progress commit's objects are younger than it)
+        policy.unverified_older_than = older_than.ok_or_else(|| {
+            CliError::Usage(
+                "--delete-unverified needs --older-than: files no version names are deleted once older than it".into(),
+            )
+        })?;
     }
     let ds = Dataset::open(uri).await?;
     let bar = Bar::new();

@@ -121,7 +121,8 @@ enum Command {
         #[arg(long)]
         retain_versions: Option<u64>,
         /// Files no version names are presumed in progress for 7 days; with this, only as long
-        /// as --older-than says.
+        /// as --older-than (required with it) says.
+
         #[arg(long)]
         delete_unverified: bool,
         /// Report what would go; delete nothing.

@@ -1883,4 +1883,21 @@ fn lancet_cleanup_keeps_what_a_branch_uses() {
     let versions = peer(&["versions", b.to_str().unwrap()]);
     assert_eq!(versions.as_object().unwrap().len(), 2, "{versions}");
     lancet(&["verify", b.to_str().unwrap(), "--version", "2"]);
+    // a branch is cleaned through its main dataset, which holds its tags
+    let dev = b.join("tree/dev");
+    let refused = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["cleanup", dev.to_str().unwrap(), "--older-than", "0s"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("clean the main dataset"));
+    // a clone of the branch is a main line of its own, which pylance reads
+    let clone = dir.path().join("clone_of_dev");
+    lancet(&["clone", dev.to_str().unwrap(), clone.to_str().unwrap()]);
+    let rows = peer(&["scan", clone.to_str().unwrap()]);
+    assert_eq!(
+        rows["count"],
+        peer(&["branch-rows", history.to_str().unwrap(), "dev"])["rows"]
+    );
+    lancet(&["cleanup", clone.to_str().unwrap(), "--older-than", "0s"]);
 }

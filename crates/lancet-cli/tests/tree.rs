@@ -270,3 +270,48 @@ fn bench_commit_prints_one_json_object_and_verbose_logs_each_commit_to_stderr() 
     assert!(log.matches("put if absent").count() >= 4, "{log}");
     assert!(log.contains(" get "), "{log}");
 }
+
+#[tokio::test]
+async fn cleanup_on_the_command_line_reports_per_kind_and_refuses_unsafe_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    tree_table(dir.path()).await;
+    let uri = dir.path().to_str().unwrap();
+    // an orphan an in-progress commit could own
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/young.lance"), b"x").unwrap();
+    // deleting unverified objects needs the age that protects in-progress commits
+    let refused = lancet(&["cleanup", uri, "--delete-unverified"]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.starts_with("lancet: --delete-unverified needs --older-than"),
+        "{err}"
+    );
+    for bad in [
+        &["cleanup", uri, "--older-than", "7 days"][..],
+        &["cleanup", uri, "--retain-versions", "0"],
+    ] {
+        let out = lancet(bad);
+        assert!(!out.status.success(), "{bad:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+    // the young orphan stays without --delete-unverified, and the report says so
+    let dry = lancet(&["cleanup", uri, "--older-than", "0s", "--dry-run", "--json"]);
+    assert!(dry.status.success(), "{dry:?}");
+    let report = json(&dry);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["kept_young"], 1, "{report}");
+    let out = lancet(&[
+        "cleanup",
+        uri,
+        "--older-than",
+        "0s",
+        "--delete-unverified",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let report = json(&out);
+    assert_eq!(report["deleted"]["data"]["objects"], 1, "{report}");
+    assert!(!dir.path().join("data/young.lance").exists());
+    assert!(lancet(&["verify", uri]).status.success());
+}

@@ -75,7 +75,11 @@ struct BranchFile {
     parent_version: u64,
 }
 
-/// `name` of `{dir}/{name}.json`, for every JSON file below `dir` (names may hold `/`).
+/// The largest tag or branch file read (Lance's are a few hundred bytes).
+pub const MAX_REF_BYTES: u64 = 1 << 20;
+
+/// `name` of `{dir}/{name}.json`, for every JSON file below `dir` (names may hold `/`). A file
+/// over [`MAX_REF_BYTES`] is corrupt, and not read.
 async fn json_files(
     store: &DatasetStore,
     dir: &str,
@@ -92,6 +96,15 @@ async fn json_files(
         else {
             continue;
         };
+        if meta.size > MAX_REF_BYTES {
+            return Err(corrupt(
+                &meta.location,
+                format!(
+                    "{} bytes, more than a reference holds ({MAX_REF_BYTES})",
+                    meta.size
+                ),
+            ));
+        }
         if !name.is_empty() {
             out.push((name.to_string(), meta.location));
         }
@@ -283,5 +296,15 @@ mod tests {
         let names: Vec<_> = tags.iter().map(|t| (t.name.as_str(), t.version)).collect();
         assert_eq!(names, [("a", 1), ("release/1", 3)]);
         assert!(list_branches(&store).await.unwrap().is_empty());
+        // an oversized reference is corrupt, never read whole
+        let big = store.path("_refs/tags/big.json");
+        store
+            .put(&big, Bytes::from(vec![b' '; (MAX_REF_BYTES + 1) as usize]))
+            .await
+            .unwrap();
+        assert!(matches!(
+            list_tags(&store).await,
+            Err(PathsError::CorruptRef { .. })
+        ));
     }
 }

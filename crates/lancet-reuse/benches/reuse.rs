@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lancet_file::{FileStore, LanceFile};
-use lancet_reuse::{Digest, Ledger, Mapping, Transition};
+use lancet_reuse::History;
 use lancet_reuse::RowMap;
 use lancet_reuse::{write_row_map, SourceRows};
-use lancet_reuse::History;
+use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use roaring::{RoaringBitmap, RoaringTreemap};

@@ -35,10 +35,10 @@ mod rowmap;
 mod runs;
 mod writer;
 
-pub use error::{Result, ReuseError};
-pub use history::{History, Translation};
 pub use counts::{Counts, DEFAULT_BLOCK_ROWS};
 pub use details::{content_location, is_fri_entry, ContentLocation};
+pub use error::{Result, ReuseError};
+pub use history::{History, Translation};
 pub use ledger::{check, decode_inline, Digest, Ledger, Mapping, Transition};
 pub use rowmap::{row_map_schema, RowMap, COUNTS_BUFFER_KEY, ROW_MAP_FILE};
 pub use writer::{write_row_map, SourceRows};

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use lancet_file::{FileStore, LanceFile};
-use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::RowMap;
 use lancet_reuse::{write_row_map, SourceRows};
+use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, Translation};
 use object_store::memory::InMemory;
 use object_store::path::Path;

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use lancet_file::{FileStore, LanceFile};
-use lancet_reuse::{Digest, Mapping, Transition};
+use lancet_reuse::ReuseError;
 use lancet_reuse::RowMap;
 use lancet_reuse::{write_row_map, SourceRows};
-use lancet_reuse::ReuseError;
+use lancet_reuse::{Digest, Mapping, Transition};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use proptest::prelude::*;
@@ -173,15 +173,9 @@ async fn hand_written(
         metadata: [(COUNTS_BUFFER_KEY.to_string(), "1".to_string())].into(),
         global_buffers: vec![Counts::encode(2, 4, 7, &per_block).into()],
     };
-    let size = write_file(
-        &fs,
-        &path,
-        &lancet_reuse::row_map_schema(),
-        &[batch],
-        &opts,
-    )
-    .await
-    .unwrap();
+    let size = write_file(&fs, &path, &lancet_reuse::row_map_schema(), &[batch], &opts)
+        .await
+        .unwrap();
     let dead = |n: &[Option<u16>]| n.iter().filter(|l| l.is_none()).count() as u64;
     let t = Transition {
         dataset_version: None,

@@ -155,6 +155,16 @@ impl Dataset {
                 reason: "deletes need a concurrency and a rate above 0".into(),
             });
         }
+        if let Some(branch) = &self.manifest().branch {
+            // a branch's tags and sub-branches live under the main dataset's `_refs/`
+            return Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "cleanup of branch {branch:?}: clean the main dataset, which keeps what its branches use"
+                ),
+            });
+        }
         let now_ms = now_ms();
         let store = self.store();
         let entries = manifest::list_versions(store).await?;
@@ -165,11 +175,10 @@ impl Dataset {
             .try_collect()
             .await?;
 
-        let branch = self.manifest().branch.clone();
         let tagged: BTreeSet<u64> = refs::list_tags(store)
             .await?
             .into_iter()
-            .filter(|t| t.branch == branch)
+            .filter(|t| t.branch.is_none())
             .map(|t| t.version)
             .collect();
         let (referenced_by_branches, forked_from) = self.branch_references().await?;
@@ -207,7 +216,12 @@ impl Dataset {
         let mut read = futures::stream::iter(files)
             .map(|file| async move {
                 let version = file.entry.version;
-                let manifest_path = self.store().relative(&file.entry.path).unwrap_or_default();
+                let manifest_path = self.store().relative(&file.entry.path).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "manifest {} lies outside the dataset root",
+                        file.entry.path
+                    ))
+                })?;
                 let is_removed = removed(&file);
                 self.cache_manifest(file).await;
                 let ds = self.checkout(version).await?;
@@ -232,6 +246,7 @@ impl Dataset {
         drop(read);
 
         let mut listing = Vec::new();
+        let mut locations = std::collections::HashMap::new();
         for prefix in [
             manifest::VERSIONS_DIR,
             "_transactions",
@@ -246,10 +261,11 @@ impl Dataset {
                     continue;
                 };
                 listing.push(Listed {
-                    path,
+                    path: path.clone(),
                     size: meta.size,
                     last_modified_ms: meta.last_modified.timestamp_millis(),
                 });
+                locations.insert(path, meta.location);
             }
         }
         progress(CleanupProgress::Reading { done: total, total });
@@ -281,7 +297,7 @@ impl Dataset {
             for &v in &report.removed_versions {
                 self.forget_manifest(v).await;
             }
-            report.failed = delete_all(store, &doomed, policy, progress).await;
+            report.failed = delete_all(store, &locations, &doomed, policy, progress).await;
             remove_empty_index_dirs(store, &doomed);
         }
         Ok(report)
@@ -290,19 +306,25 @@ impl Dataset {
     /// What `ds` (a version of this dataset, or of one of its branches) names in this
     /// dataset. `own`: `ds` is a version of this dataset (its transaction file is ours).
     async fn references_of(&self, ds: &Dataset, own: bool) -> Result<References> {
-        let mut out = References::default();
-        let mut places = Places::new(self.uri());
+        let span = tracing::debug_span!("references", version = ds.version(), own);
+        self.references_inner(ds, own).instrument(span).await
+    }
+
+    async fn references_inner(&self, ds: &Dataset, own: bool) -> Result<References> {
+        let mut refs = Collected {
+            out: References::default(),
+            places: Places::new(self.uri()),
+            store: self.store(),
+        };
         let tf = &ds.manifest().transaction_file;
         if own && !tf.is_empty() {
-            out.add_path(format!("_transactions/{tf}"));
+            refs.path(format!("_transactions/{tf}"));
         }
         let fragments: Vec<DataFragment> = match ds.tree() {
             Some(tree) => {
                 let walk = tree.walk().await?;
                 for object in walk.objects() {
-                    if let Some(p) = places.local(object) {
-                        out.add_path(p);
-                    }
+                    refs.location(object)?;
                 }
                 walk.into_stream().try_collect().await?
             }
@@ -310,22 +332,15 @@ impl Dataset {
         };
         for f in &fragments {
             for location in ds.data_file_locations(f)? {
-                if let Some(p) = places.local(&location) {
-                    out.add_path(p);
-                }
+                refs.location(&location)?;
             }
             for overlay in &f.overlays {
                 if let Some(file) = &overlay.data_file {
-                    let location = files::data_file_location(file, ds.bases(), &ds.root())?;
-                    if let Some(p) = places.local(&location) {
-                        out.add_path(p);
-                    }
+                    refs.location(&files::data_file_location(file, ds.bases(), &ds.root())?)?;
                 }
             }
             if let Some(location) = ds.deletion_file_location(f)? {
-                if let Some(p) = places.local(&location) {
-                    out.add_path(p);
-                }
+                refs.location(&location)?;
             }
         }
         for index in ds.indices() {
@@ -334,8 +349,9 @@ impl Dataset {
             };
             let uuid = ObjectUuid::from_slice(&uuid.uuid)?;
             let location = files::index_dir_location(&uuid, index.base_id, ds.bases(), &ds.root())?;
-            if places.local(&location).is_some() {
-                out.add_index(uuid.to_string());
+            // only this dataset's own `_indices/{uuid}` (not a branch's, not a plain directory)
+            if refs.places.local(&location)? == Some(format!("_indices/{uuid}")) {
+                refs.out.add_index(uuid.to_string());
             }
         }
         if let Some(ledger) = ds.fri_ledger().await? {
@@ -353,48 +369,91 @@ impl Dataset {
                         base,
                         path: format!("_fri/{map_id}"),
                     };
-                    if places.local(&location).is_some() {
-                        out.add_row_map(map_id.clone());
+                    if refs.places.local(&location)? == Some(format!("_fri/{map_id}")) {
+                        refs.out.add_row_map(map_id.clone());
                     }
                 }
             }
         }
-        Ok(out)
+        Ok(refs.out)
     }
 
-    /// What this dataset's branches use of it, and the versions they forked from that must
-    /// stay while they do.
+    /// What this dataset's branches use of it, and the versions of the main line they forked
+    /// from (always kept while the branch exists).
     async fn branch_references(&self) -> Result<(References, BTreeSet<u64>)> {
-        let mut out = References::default();
-        let mut forked_from = BTreeSet::new();
-        for branch in refs::list_branches(self.store()).await? {
-            let uri = format!("{}/{}", normalize(self.uri()), branch.root());
-            let store = match DatasetStore::open(&uri) {
-                Ok(s) => s,
-                // a branch whose tree holds nothing uses nothing
-                Err(lancet_paths::PathsError::NotFound { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let mut uses = References::default();
-            for entry in manifest::list_versions(&store).await? {
-                let ds =
-                    Dataset::open_with(store.clone(), Some(entry.version), self.caches().clone())
-                        .await?;
-                uses.extend(self.references_of(&ds, false).await?);
+        let span = tracing::debug_span!("branches");
+        async {
+            let mut out = References::default();
+            let mut forked_from = BTreeSet::new();
+            for branch in refs::list_branches(self.store()).await? {
+                if branch.parent_branch.is_none() {
+                    forked_from.insert(branch.parent_version);
+                }
+                // the branch's own dataset: on a local disk its directory (absent when the
+                // branch has no version yet), elsewhere through this handle's object store
+                let root = branch.root();
+                let store = match self.store().local_root() {
+                    Some(dir) => match DatasetStore::open(&dir.join(&root).to_string_lossy()) {
+                        Ok(store) => store,
+                        Err(lancet_paths::PathsError::NotFound { .. }) => continue,
+                        Err(e) => return Err(e.into()),
+                    },
+                    None => DatasetStore::from_store(
+                        self.store().object_store().clone(),
+                        self.store().path(&root),
+                        &format!("{}/{root}", self.uri().trim_end_matches('/')),
+                    ),
+                };
+                for entry in manifest::list_versions(&store).await? {
+                    let ds = Dataset::open_with(
+                        store.clone(),
+                        Some(entry.version),
+                        self.caches().clone(),
+                    )
+                    .await?;
+                    out.extend(self.references_of(&ds, false).await?);
+                }
             }
-            if !uses.is_empty() && branch.parent_branch.is_none() {
-                forked_from.insert(branch.parent_version);
-            }
-            out.extend(uses);
+            Ok((out, forked_from))
         }
-        Ok((out, forked_from))
+        .instrument(span)
+        .await
     }
 }
 
-/// Deletes `doomed` in order of the list's kinds (manifests were put first), at most
-/// `delete_concurrency` at once and `deletes_per_second` started per second.
+/// References being collected, normalized to the form the store lists them in.
+struct Collected<'a> {
+    out: References,
+    places: Places,
+    store: &'a DatasetStore,
+}
+
+impl Collected<'_> {
+    /// A path relative to the dataset root, as a listing spells it (object stores keep some
+    /// characters percent-encoded).
+    fn path(&mut self, relative: String) {
+        let listed = self
+            .store
+            .relative(&self.store.path(&relative))
+            .unwrap_or(relative);
+        self.out.add_path(listed);
+    }
+
+    /// A resolved object: referenced when it lies in this dataset.
+    fn location(&mut self, location: &ObjectLocation) -> Result<()> {
+        if let Some(p) = self.places.local(location)? {
+            self.path(p);
+        }
+        Ok(())
+    }
+}
+
+/// Deletes `doomed`: the manifests first, then (only when every manifest went) the objects,
+/// at most `delete_concurrency` at once and `deletes_per_second` started per second. Each is
+/// deleted at the location the listing gave.
 async fn delete_all(
     store: &DatasetStore,
+    locations: &std::collections::HashMap<String, object_store::path::Path>,
     doomed: &[(Listed, ObjectKind)],
     policy: &CleanupPolicy,
     progress: &(impl Fn(CleanupProgress) + Send + Sync),
@@ -412,20 +471,34 @@ async fn delete_all(
     });
     let mut failed = Vec::new();
     let mut done = 0u64;
-    for phase in [first, rest] {
-        let mut results = futures::stream::iter(phase.iter())
+    for (phase, objects) in [("manifests", first), ("objects", rest)] {
+        if !failed.is_empty() {
+            // a version whose manifest could not be deleted is still listed: everything it
+            // names must stay
+            tracing::warn!(
+                skipped = objects.len(),
+                "manifest deletes failed; objects kept"
+            );
+            break;
+        }
+        let span = tracing::debug_span!("delete", phase, objects = objects.len());
+        let mut results = futures::stream::iter(objects.iter())
             .map(|(o, _)| {
                 let pace = pace.clone();
+                let path = locations
+                    .get(&o.path)
+                    .cloned()
+                    .unwrap_or_else(|| store.path(&o.path));
                 async move {
                     if let Some(p) = pace {
                         p.lock().await.tick().await;
                     }
-                    let path = store.path(&o.path);
                     match store.delete(&path).await {
                         Ok(()) | Err(lancet_paths::PathsError::NotFound { .. }) => Ok(()),
                         Err(e) => Err((o.path.clone(), e.to_string())),
                     }
                 }
+                .instrument(span.clone())
             })
             .buffer_unordered(policy.delete_concurrency);
         while let Some(r) = results.next().await {
@@ -458,18 +531,12 @@ fn remove_empty_index_dirs(store: &DatasetStore, doomed: &[(Listed, ObjectKind)]
     }
 }
 
-/// A location written without scheme noise: no `file://`, no trailing `/`.
-fn normalize(uri: &str) -> &str {
-    uri.strip_prefix("file://")
-        .unwrap_or(uri)
-        .trim_end_matches('/')
-}
-
 /// Which resolved bases lie inside this dataset, and where. A base is compared by its
 /// canonical location: Lance writes `BasePath.path` as the user spelled it (relative,
 /// `file://`, a trailing `/`), so on a local disk both sides are canonicalized (once per
-/// distinct base). A base that cannot be placed inside this dataset is another dataset's:
-/// what it names is neither deleted nor counted as referenced here.
+/// distinct base). A base in another dataset is foreign: what it names is neither deleted nor
+/// counted here. A local base that cannot be found cannot be placed at all, and stops the
+/// cleanup: guessing "foreign" could let this dataset's objects named through it go.
 struct Places {
     root: String,
     known: std::collections::HashMap<String, Option<String>>,
@@ -478,41 +545,54 @@ struct Places {
 impl Places {
     fn new(root: &str) -> Self {
         Self {
-            root: canonical(root),
+            root: canonical(root).unwrap_or_else(|| normalize(root).to_string()),
             known: Default::default(),
         }
     }
 
     /// The path of `location` relative to this dataset's root, when it lies in this dataset.
-    fn local(&mut self, location: &ObjectLocation) -> Option<String> {
-        let root = &self.root;
-        let prefix = self
+    fn local(&mut self, location: &ObjectLocation) -> Result<Option<String>> {
+        let uri = &location.base.uri;
+        if !self.known.contains_key(uri) {
+            let Some(base) = canonical(uri) else {
+                return Err(Error::InvalidArgument {
+                    what: format!("base path {uri:?}"),
+                    reason: "a version names objects there, and it cannot be found from here; cleanup cannot tell whether they are this dataset's".into(),
+                });
+            };
+            let root = &self.root;
+            let prefix = if &base == root {
+                Some(String::new())
+            } else {
+                base.strip_prefix(&format!("{root}/"))
+                    .map(|p| format!("{p}/"))
+            };
+            self.known.insert(uri.clone(), prefix);
+        }
+        Ok(self
             .known
-            .entry(location.base.uri.clone())
-            .or_insert_with(|| {
-                let base = canonical(&location.base.uri);
-                if &base == root {
-                    Some(String::new())
-                } else {
-                    base.strip_prefix(&format!("{root}/"))
-                        .map(|p| format!("{p}/"))
-                }
-            })
-            .as_ref()?;
-        Some(format!("{prefix}{}", location.path))
+            .get(uri)
+            .and_then(|p| p.as_ref())
+            .map(|prefix| format!("{prefix}{}", location.path)))
     }
 }
 
-/// `uri` normalized; a local path also canonicalized when it exists.
-fn canonical(uri: &str) -> String {
+/// A location written without scheme noise: no `file://`, no trailing `/`.
+fn normalize(uri: &str) -> &str {
+    uri.strip_prefix("file://")
+        .unwrap_or(uri)
+        .trim_end_matches('/')
+}
+
+/// `uri` normalized; a local path canonicalized (`None` when it does not exist).
+fn canonical(uri: &str) -> Option<String> {
     let plain = normalize(uri);
     if plain.contains("://") {
-        return plain.to_string();
+        return Some(plain.to_string());
     }
     std::fs::canonicalize(plain)
         .ok()
         .and_then(|p| p.to_str().map(str::to_string))
-        .unwrap_or_else(|| plain.to_string())
 }
 
 fn millis(d: Duration) -> i64 {

@@ -53,7 +53,13 @@ impl Dataset {
         }
         let source_uri = absolute(source.uri());
         let mut manifest = source.manifest().clone();
-        let (bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
+        let (mut bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
+        // a clone of a branch's version names the branch (as Lance does) and is itself a
+        // main line
+        let branch = manifest.branch.take();
+        if let Some(source) = bases.iter_mut().find(|b| b.id == id) {
+            source.name.clone_from(&branch);
+        }
         manifest.base_paths = bases;
         manifest.reader_feature_flags |= flags::BASE_PATHS;
         manifest.writer_feature_flags |= flags::BASE_PATHS;
@@ -84,7 +90,7 @@ impl Dataset {
             source.version(),
             Operation::Clone(CloneOp {
                 is_shallow: true,
-                ref_name: None,
+                ref_name: branch,
                 ref_version: source.version(),
                 ref_path: source_uri.clone(),
                 branch_name: None,

@@ -11,9 +11,9 @@ use lancet_proto::table::fragment_reuse_index_details::{
     Transition as PbTransition, Version,
 };
 use lancet_reuse::Counts;
+use lancet_reuse::History;
 use lancet_reuse::{decode_inline, Digest, Mapping as LMapping, Transition};
 use lancet_reuse::{row_map_schema, RowMap, COUNTS_BUFFER_KEY};
-use lancet_reuse::History;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStoreExt;
