@@ -290,6 +290,28 @@ pub fn compatibility(
                     None => Rebase,
                 }
             }
+            // an overlay replaces values of its fields: an index of one of them, built
+            // without it, would answer from the values it replaced
+            Operation::DataOverlay(d) => {
+                let fields: BTreeSet<i32> = ci
+                    .new_indices
+                    .iter()
+                    .flat_map(|i| i.fields.iter().copied())
+                    .collect();
+                let hit = d
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.overlays.iter())
+                    .filter_map(|o| o.data_file.as_ref())
+                    .flat_map(|f| f.fields.iter())
+                    .find(|f| fields.contains(f));
+                match hit {
+                    Some(f) => Retryable(format!(
+                        "{name} overlaid field {f}, which the new index covers"
+                    )),
+                    None => Rebase,
+                }
+            }
             _ => Rebase,
         },
         Operation::Rewrite(r) => {
@@ -541,6 +563,51 @@ mod tests {
             compatibility(&append(), &unknown, false),
             Compatibility::Incompatible(_)
         ));
+    }
+
+    #[test]
+    fn the_rest_of_the_conflict_table() {
+        use lancet_proto::table::transaction::{
+            Clone as CloneOp, DataOverlay, DataOverlayGroup, UpdateBases, UpdateMemWalState,
+        };
+        use lancet_proto::table::DataOverlayFile;
+        // columns: clone, update bases, MemWAL state, overlay on fragment 1 field 0,
+        // overlay on fragment 5 field 0
+        let overlay = |id: u64| {
+            Operation::DataOverlay(DataOverlay {
+                groups: vec![DataOverlayGroup {
+                    fragment_id: id,
+                    overlays: vec![DataOverlayFile {
+                        data_file: Some(DataFile {
+                            fields: vec![0],
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }],
+                }],
+            })
+        };
+        let others = || {
+            vec![
+                Operation::Clone(CloneOp::default()),
+                Operation::UpdateBases(UpdateBases::default()),
+                Operation::UpdateMemWalState(UpdateMemWalState {}),
+                overlay(1),
+                overlay(5),
+            ]
+        };
+        let row =
+            |mine: Operation| -> String { others().into_iter().map(|o| judge(&mine, o)).collect() };
+        // Clone and UpdateBases rebase; a MemWAL state change is incompatible; an overlay
+        // conflicts with what touches its fragment, and with an index of a field it overlays
+        assert_eq!(row(append()), "RRXRR");
+        assert_eq!(row(delete(&[1])), "RRXCR");
+        assert_eq!(row(update(&[1], &[], false)), "RRXCR");
+        let idx = index("a_idx", 1, &[0], &[1, 2]);
+        assert_eq!(row(create_index(vec![idx], vec![])), "RRXCC");
+        let other_field = index("b_idx", 2, &[3], &[1, 2]);
+        assert_eq!(row(create_index(vec![other_field], vec![])), "RRXRR");
+        assert_eq!(row(rewrite(&[1, 2])), "RRXCR");
     }
 
     #[test]
