@@ -3,8 +3,11 @@
 #[non_exhaustive]
 pub enum BTreeError {
     /// A stored index file breaks a rule of the BTree layout.
-    #[error("corrupt BTree index {path}: {rule}")]
-    Corrupt { path: String, rule: String },
+    #[error("corrupt BTree index {at}: {rule}")]
+    Corrupt {
+        at: lancet_proto::ObjectRef,
+        rule: String,
+    },
     /// The index uses a layout or type lancet does not handle.
     #[error("BTree index {path}: unsupported: {rule}")]
     Unsupported { path: String, rule: String },

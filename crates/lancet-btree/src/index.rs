@@ -80,7 +80,7 @@ impl BTreeIndex {
             .schema()
             .field_with_name("min")
             .map_err(|_| BTreeError::Corrupt {
-                path: lookup_path.to_string(),
+                at: lancet_proto::ObjectRef::new(lookup_path.to_string()),
                 rule: "page_lookup.lance has no min column".into(),
             })?
             .data_type()
@@ -125,7 +125,7 @@ impl BTreeIndex {
                 self.lookup
                     .check_data_rows(rows)
                     .map_err(|rule| BTreeError::Corrupt {
-                        path: self.data_path.to_string(),
+                        at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
                         rule,
                     })?;
                 Ok::<_, BTreeError>((file, rows))
@@ -151,7 +151,7 @@ impl BTreeIndex {
             .downcast_ref::<UInt64Array>()
             .cloned()
             .ok_or_else(|| BTreeError::Corrupt {
-                path: self.data_path.to_string(),
+                at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
                 rule: "ids column is not UInt64".into(),
             })?;
         Ok((batch.column(0).clone(), ids))
@@ -203,12 +203,12 @@ impl BTreeIndex {
             .as_any()
             .downcast_ref::<UInt64Array>()
             .ok_or_else(|| BTreeError::Corrupt {
-                path: self.data_path.to_string(),
+                at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
                 rule: "ids column is not UInt64".into(),
             })?;
         if ids.null_count() > 0 {
             return Err(BTreeError::Corrupt {
-                path: self.data_path.to_string(),
+                at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
                 rule: "ids column has NULLs".into(),
             });
         }
@@ -217,7 +217,7 @@ impl BTreeIndex {
         let expected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         if batch.num_rows() as u64 != expected {
             return Err(BTreeError::Corrupt {
-                path: self.data_path.to_string(),
+                at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
                 rule: format!(
                     "reading {expected} rows of pages {missing:?} returned {}",
                     batch.num_rows()

@@ -45,7 +45,7 @@ impl PageLookup {
         metadata: &HashMap<String, String>,
     ) -> Result<Self> {
         let corrupt = |rule: String| BTreeError::Corrupt {
-            path: path.to_string(),
+            at: lancet_proto::ObjectRef::new(path.to_string()),
             rule,
         };
         let page_rows =

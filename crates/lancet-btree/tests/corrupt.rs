@@ -87,8 +87,8 @@ async fn open(l: Lookup, data_rows: usize) -> (Result<BTreeIndex, BTreeError>, F
 
 fn assert_corrupt(r: Result<BTreeIndex, BTreeError>, needle: &str) {
     match r {
-        Err(BTreeError::Corrupt { path, rule }) => {
-            assert!(path.ends_with("page_lookup.lance"), "{path}");
+        Err(BTreeError::Corrupt { at, rule }) => {
+            assert!(at.object.ends_with("page_lookup.lance"), "{at}");
             assert!(rule.contains(needle), "{rule:?} should mention {needle:?}");
         }
         other => panic!("expected Corrupt({needle}), got {other:?}"),
@@ -176,7 +176,7 @@ async fn data_rows_must_match_the_lookup() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, BTreeError::Corrupt { ref path, .. } if path.ends_with("page_data.lance")),
+        matches!(err, BTreeError::Corrupt { ref at, .. } if at.object.ends_with("page_data.lance")),
         "{err}"
     );
 }
@@ -199,8 +199,8 @@ async fn a_short_last_page_with_null_bounds_must_be_all_null() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, BTreeError::Corrupt { ref path, ref rule }
-            if path.ends_with("page_data.lance") && rule.contains("only 1 of its 2 rows")),
+        matches!(err, BTreeError::Corrupt { ref at, ref rule }
+            if at.object.ends_with("page_data.lance") && rule.contains("only 1 of its 2 rows")),
         "{err}"
     );
 }

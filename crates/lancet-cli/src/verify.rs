@@ -21,13 +21,9 @@ struct Outcome {
 /// the manifest layout or flag rules, otherwise the error's kind.
 fn classify(e: &lancet::Error) -> (String, Option<String>, String) {
     match e {
-        lancet::Error::Tree(TreeError::Corrupt {
-            object,
-            rule,
-            detail,
-        }) => (
+        lancet::Error::Tree(TreeError::Corrupt { at, rule, detail }) => (
             rule.name().to_string(),
-            Some(object.clone()),
+            Some(at.to_string()),
             detail.clone(),
         ),
         lancet::Error::Tree(t) => (
@@ -35,17 +31,25 @@ fn classify(e: &lancet::Error) -> (String, Option<String>, String) {
             t.object().map(str::to_string),
             t.to_string(),
         ),
-        lancet::Error::Paths(PathsError::CorruptManifest { path, rule }) => {
-            ("manifest".into(), Some(path.to_string()), rule.clone())
+        lancet::Error::Paths(PathsError::CorruptManifest { at, rule }) => {
+            ("manifest".into(), Some(at.to_string()), rule.clone())
         }
-        lancet::Error::RowId(r) => ("row-id-sequence-decode".into(), None, r.to_string()),
+        lancet::Error::RowId(r) => (
+            "row-id-sequence-decode".into(),
+            e.object().map(|at| at.to_string()),
+            r.to_string(),
+        ),
         lancet::Error::Unsupported { uri, rule, .. } => {
             ("unsupported".into(), Some(uri.clone()), rule.clone())
         }
-        lancet::Error::Corrupt { uri, rule, .. } => {
-            ("manifest".into(), Some(uri.clone()), rule.clone())
+        lancet::Error::Corrupt { at, rule } => {
+            ("manifest".into(), Some(at.to_string()), rule.clone())
         }
-        other => ("unreadable".into(), None, other.to_string()),
+        other => (
+            "unreadable".into(),
+            other.object().map(|at| at.to_string()),
+            other.to_string(),
+        ),
     }
 }
 

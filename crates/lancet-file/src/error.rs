@@ -15,8 +15,11 @@ pub enum FileError {
         source: Arc<lance_core::Error>,
     },
     /// The file's bytes break a rule of the Lance v2 file layout.
-    #[error("lance file {path}: corrupt: {rule}")]
-    Corrupt { path: Path, rule: String },
+    #[error("lance file {at}: corrupt: {rule}")]
+    Corrupt {
+        at: lancet_proto::ObjectRef,
+        rule: String,
+    },
     /// The object store failed.
     #[error("lance file {path}: object store: {source}")]
     Store {

@@ -116,7 +116,7 @@ impl LanceFile {
             Schema::from(lance_schema.as_ref())
         }));
         let mut schema = converted.map_err(|_| FileError::Corrupt {
-            path: path.clone(),
+            at: lancet_proto::ObjectRef::new(path.to_string()),
             rule: "the file's schema names a type Lance does not know".into(),
         })?;
         schema.metadata = lance_schema.metadata.clone();
@@ -326,7 +326,7 @@ async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Res
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the decoder gave up on the input".to_string());
             FileError::Corrupt {
-                path: path.clone(),
+                at: lancet_proto::ObjectRef::new(path.to_string()),
                 rule: format!("lance-file could not decode the file: {msg}"),
             }
         })
@@ -335,7 +335,7 @@ async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Res
 /// Validates the footer and both offset tables before lance-file trusts them.
 async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
     let corrupt = |rule: String| FileError::Corrupt {
-        path: path.clone(),
+        at: lancet_proto::ObjectRef::new(path.to_string()),
         rule,
     };
     if size < FOOTER_LEN {

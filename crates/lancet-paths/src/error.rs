@@ -1,3 +1,4 @@
+use lancet_proto::ObjectRef;
 use object_store::path::Path;
 
 /// Errors of lancet-paths. Every variant names the offending object or path and the rule broken.
@@ -49,14 +50,14 @@ pub enum PathsError {
     #[error("object {path} already exists")]
     AlreadyExists { path: Path },
     /// A manifest file breaks a rule of the manifest layout or of its contents.
-    #[error("corrupt manifest {path}: {rule}")]
-    CorruptManifest { path: Path, rule: String },
+    #[error("corrupt manifest {at}: {rule}")]
+    CorruptManifest { at: ObjectRef, rule: String },
     /// A transaction (a `.txn` file or a manifest's inline section) does not decode.
-    #[error("corrupt transaction {path}: {rule}")]
-    CorruptTransaction { path: Path, rule: String },
+    #[error("corrupt transaction {at}: {rule}")]
+    CorruptTransaction { at: ObjectRef, rule: String },
     /// A tag or branch file (`_refs/`) is not the JSON Lance writes.
-    #[error("corrupt reference {path}: {rule}")]
-    CorruptRef { path: Path, rule: String },
+    #[error("corrupt reference {at}: {rule}")]
+    CorruptRef { at: ObjectRef, rule: String },
     /// A dataset has no manifest versions.
     #[error("no manifest versions under {path}")]
     NoVersions { path: Path },
@@ -68,14 +69,14 @@ pub enum PathsError {
 impl PathsError {
     pub(crate) fn corrupt(path: &Path, rule: impl Into<String>) -> Self {
         Self::CorruptManifest {
-            path: path.clone(),
+            at: ObjectRef::new(path.to_string()),
             rule: rule.into(),
         }
     }
 
     pub(crate) fn corrupt_transaction(path: &Path, rule: impl Into<String>) -> Self {
         Self::CorruptTransaction {
-            path: path.clone(),
+            at: ObjectRef::new(path.to_string()),
             rule: rule.into(),
         }
     }

@@ -665,8 +665,8 @@ mod tests {
 
     fn expect_corrupt(bytes: Vec<u8>, needle: &str) {
         match decode_manifest(&path(), Bytes::from(bytes)) {
-            Err(PathsError::CorruptManifest { path: p, rule }) => {
-                assert_eq!(p, path());
+            Err(PathsError::CorruptManifest { at, rule }) => {
+                assert_eq!(at.object, path().to_string());
                 assert!(rule.contains(needle), "{rule:?} should mention {needle:?}");
             }
             other => panic!("expected CorruptManifest({needle}), got {other:?}"),

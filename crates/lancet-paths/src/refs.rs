@@ -115,7 +115,7 @@ async fn json_files(
 
 fn corrupt(path: &object_store::path::Path, rule: String) -> PathsError {
     PathsError::CorruptRef {
-        path: path.clone(),
+        at: lancet_proto::ObjectRef::new(path.to_string()),
         rule,
     }
 }

@@ -13,6 +13,7 @@
 pub mod address;
 pub mod le;
 pub mod malformed;
+pub mod object_ref;
 pub mod roaring_wire;
 pub mod wire;
 
@@ -30,6 +31,7 @@ pub mod table {
 
 pub use address::RowAddress;
 pub use malformed::Malformed;
+pub use object_ref::ObjectRef;
 pub use prost;
 pub use prost_types;
 

@@ -3,8 +3,11 @@
 #[non_exhaustive]
 pub enum ReuseError {
     /// The FRI history or a row map breaks a rule of the format.
-    #[error("corrupt Fragment Reuse Index {what}: {rule}")]
-    Corrupt { what: String, rule: String },
+    #[error("corrupt Fragment Reuse Index {at}: {rule}")]
+    Corrupt {
+        at: lancet_proto::ObjectRef,
+        rule: String,
+    },
     /// The history needs a newer reader (index_version), or a mapping lancet cannot use.
     #[error("Fragment Reuse Index {what}: unsupported: {rule}")]
     Unsupported { what: String, rule: String },
@@ -21,7 +24,7 @@ pub type Result<T, E = ReuseError> = std::result::Result<T, E>;
 
 pub(crate) fn corrupt(what: impl Into<String>, rule: impl Into<String>) -> ReuseError {
     ReuseError::Corrupt {
-        what: what.into(),
+        at: lancet_proto::ObjectRef::new(what),
         rule: rule.into(),
     }
 }

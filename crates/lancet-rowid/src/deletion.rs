@@ -260,7 +260,7 @@ pub async fn read_deletion_vector(
         n => n,
     };
     let corrupt = |rule: String| RowIdError::CorruptDeletionFile {
-        path: path.to_string(),
+        at: lancet_proto::ObjectRef::new(path.to_string()),
         rule,
     };
     let bytes = store.get(path, None).await?;

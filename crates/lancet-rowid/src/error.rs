@@ -17,15 +17,18 @@ impl DecodeError {
 #[non_exhaustive]
 pub enum RowIdError {
     /// Stored bytes of a sequence or version sequence break a rule.
-    #[error("corrupt {what}: {source}")]
+    #[error("corrupt {at}: {source}")]
     Corrupt {
-        what: String,
+        at: lancet_proto::ObjectRef,
         #[source]
         source: DecodeError,
     },
     /// A deletion file does not decode or contradicts its reference.
-    #[error("corrupt deletion file {path}: {rule}")]
-    CorruptDeletionFile { path: String, rule: String },
+    #[error("corrupt deletion file {at}: {rule}")]
+    CorruptDeletionFile {
+        at: lancet_proto::ObjectRef,
+        rule: String,
+    },
     /// A fragment's row id sequence does not hold one id per physical row.
     #[error("fragment {fragment}: row id sequence has {sequence_len} ids for {physical_rows} physical rows")]
     LengthMismatch {

@@ -189,11 +189,11 @@ impl std::fmt::Display for Rule {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TreeError {
-    /// The snapshot breaks `rule` in `object` (a store path, or the manifest for rules on
+    /// The snapshot breaks `rule` in `at` (a store path, or the manifest for rules on
     /// `Manifest.fragment_tree`).
-    #[error("{rule} in {object}: {detail}")]
+    #[error("{rule} in {at}: {detail}")]
     Corrupt {
-        object: String,
+        at: lancet_proto::ObjectRef,
         rule: Rule,
         detail: String,
     },
@@ -216,7 +216,7 @@ impl TreeError {
         detail: impl Into<String>,
     ) -> Self {
         Self::Corrupt {
-            object: object.into(),
+            at: lancet_proto::ObjectRef::new(object),
             rule,
             detail: detail.into(),
         }
@@ -233,7 +233,8 @@ impl TreeError {
     /// The object the error is about.
     pub fn object(&self) -> Option<&str> {
         match self {
-            Self::Corrupt { object, .. } | Self::Io { object, .. } => Some(object),
+            Self::Corrupt { at, .. } => Some(&at.object),
+            Self::Io { object, .. } => Some(object),
             Self::InvalidInput(_) => None,
         }
     }

@@ -220,6 +220,11 @@ impl Dataset {
             .unwrap_or_else(|| self.manifest.entry.path.to_string())
     }
 
+    /// This version's manifest object, for errors about what it holds.
+    pub fn manifest_ref(&self) -> lancet_proto::ObjectRef {
+        lancet_proto::ObjectRef::new(self.manifest.entry.path.to_string())
+    }
+
     pub fn naming_scheme(&self) -> NamingScheme {
         self.manifest.entry.scheme
     }

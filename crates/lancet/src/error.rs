@@ -27,11 +27,11 @@ pub enum Error {
         reason: String,
         retryable: bool,
     },
-    /// The manifest breaks a rule the facade checks (an index entry's bitmap, a fragment id).
-    #[error("dataset {uri} version {version}: corrupt: {rule}")]
+    /// The manifest breaks a rule the facade checks (an index entry's bitmap, a fragment id):
+    /// `at` is the manifest object and the entry in it.
+    #[error("corrupt {at}: {rule}")]
     Corrupt {
-        uri: String,
-        version: u64,
+        at: lancet_proto::ObjectRef,
         rule: String,
     },
     /// A filter lancet cannot parse, or one that names no column of the table or compares
@@ -74,6 +74,38 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    /// Where stored bytes break a rule, for every corruption whichever crate found it: the
+    /// object (its store path) and, when narrower, the part of it. `None` for errors that are
+    /// not about stored bytes.
+    pub fn object(&self) -> Option<&lancet_proto::ObjectRef> {
+        use lancet_paths::PathsError as P;
+        match self {
+            Error::Corrupt { at, .. }
+            | Error::Paths(
+                P::CorruptManifest { at, .. }
+                | P::CorruptTransaction { at, .. }
+                | P::CorruptRef { at, .. },
+            )
+            | Error::File(lancet_file::FileError::Corrupt { at, .. })
+            | Error::RowId(
+                lancet_rowid::RowIdError::Corrupt { at, .. }
+                | lancet_rowid::RowIdError::CorruptDeletionFile { at, .. },
+            )
+            | Error::BTree(lancet_btree::BTreeError::Corrupt { at, .. })
+            | Error::Reuse(lancet_reuse::ReuseError::Corrupt { at, .. })
+            | Error::Tree(lancet_tree::TreeError::Corrupt { at, .. }) => Some(at),
+            Error::BTree(lancet_btree::BTreeError::File(lancet_file::FileError::Corrupt {
+                at,
+                ..
+            }))
+            | Error::Reuse(lancet_reuse::ReuseError::File(lancet_file::FileError::Corrupt {
+                at,
+                ..
+            })) => Some(at),
+            _ => None,
+        }
+    }
+
     /// The coarse kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -202,12 +234,76 @@ mod tests {
     }
 
     #[test]
+    fn every_corruption_names_its_object_with_one_type() {
+        use lancet_proto::ObjectRef;
+        let at = || ObjectRef::new("t/x").within("part");
+        let corrupt: Vec<Error> = vec![
+            Error::Corrupt {
+                at: at(),
+                rule: "r".into(),
+            },
+            lancet_paths::PathsError::CorruptManifest {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_paths::PathsError::CorruptTransaction {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_paths::PathsError::CorruptRef {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_file::FileError::Corrupt {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_rowid::RowIdError::CorruptDeletionFile {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_btree::BTreeError::Corrupt {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_btree::BTreeError::File(lancet_file::FileError::Corrupt {
+                at: at(),
+                rule: "r".into(),
+            })
+            .into(),
+            lancet_reuse::ReuseError::Corrupt {
+                at: at(),
+                rule: "r".into(),
+            }
+            .into(),
+            lancet_tree::TreeError::Corrupt {
+                at: at(),
+                rule: lancet_tree::Rule::ObjectDecode,
+                detail: "d".into(),
+            }
+            .into(),
+        ];
+        for e in &corrupt {
+            assert_eq!(e.object(), Some(&at()), "{e}");
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+            assert!(e.to_string().contains("t/x (part)"), "{e}");
+        }
+        assert_eq!(Error::Internal("x".into()).object(), None);
+    }
+
+    #[test]
     fn every_subsystem_error_has_the_kind_a_caller_acts_on() {
         let path = Path::from("t/_versions/1.manifest");
         let cases: Vec<(Error, ErrorKind)> = vec![
             (
                 lancet_paths::PathsError::CorruptManifest {
-                    path: path.clone(),
+                    at: lancet_proto::ObjectRef::new(path.to_string()),
                     rule: "r".into(),
                 }
                 .into(),
@@ -235,7 +331,7 @@ mod tests {
             ),
             (
                 lancet_file::FileError::Corrupt {
-                    path: path.clone(),
+                    at: lancet_proto::ObjectRef::new(path.clone().to_string()),
                     rule: "r".into(),
                 }
                 .into(),
@@ -302,7 +398,7 @@ mod tests {
     #[test]
     fn a_shared_error_stays_typed() {
         let original = std::sync::Arc::new(lancet_file::FileError::Corrupt {
-            path: Path::from("f.lance"),
+            at: lancet_proto::ObjectRef::new(Path::from("f.lance").to_string()),
             rule: "bad page".into(),
         });
         let held = original.clone();
@@ -313,7 +409,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Corrupt);
         drop(held);
         let sole = std::sync::Arc::new(lancet_file::FileError::Corrupt {
-            path: Path::from("f.lance"),
+            at: lancet_proto::ObjectRef::new(Path::from("f.lance").to_string()),
             rule: "bad page".into(),
         });
         assert!(matches!(unshare(sole), Error::File(_)));

@@ -66,7 +66,7 @@ impl Dataset {
             let actual = store.size(&store.path(&rel)).await?;
             if actual != size {
                 return Err(ReuseError::Corrupt {
-                    what,
+                    at: lancet_proto::ObjectRef::new(what),
                     rule: format!("{rel} is {actual} bytes, map_size_bytes says {size}"),
                 }
                 .into());
@@ -89,7 +89,7 @@ impl Dataset {
             && (m.reader_feature_flags & tagged == 0 || m.writer_feature_flags & tagged == 0)
         {
             return Err(ReuseError::Corrupt {
-                what,
+                at: lancet_proto::ObjectRef::new(what),
                 rule: "a tagged FRI entry needs feature flag 1024 in both words".into(),
             }
             .into());
@@ -105,7 +105,7 @@ impl Dataset {
             };
             if let Some(rule) = rule {
                 return Err(ReuseError::Corrupt {
-                    what,
+                    at: lancet_proto::ObjectRef::new(what),
                     rule: rule.into(),
                 }
                 .into());
@@ -130,13 +130,13 @@ impl Dataset {
                     file.offset
                         .checked_add(file.size)
                         .ok_or_else(|| ReuseError::Corrupt {
-                            what: what.clone(),
+                            at: lancet_proto::ObjectRef::new(what.clone()),
                             rule: "external history range overflows".into(),
                         })?;
                 let bytes = store.get_range(&path, file.offset..end).await?;
                 if bytes.len() as u64 != file.size {
                     return Err(ReuseError::Corrupt {
-                        what,
+                        at: lancet_proto::ObjectRef::new(what),
                         rule: format!("external history {rel} is shorter than its recorded size"),
                     }
                     .into());

@@ -139,8 +139,7 @@ impl Dataset {
         lancet_proto::roaring_wire::decode_roaring32(&meta.fragment_bitmap)
             .map(Some)
             .map_err(|e| Error::Corrupt {
-                uri: self.uri().to_string(),
-                version: self.version(),
+                at: self.manifest_ref(),
                 rule: format!(
                     "index {:?}: fragment_bitmap does not decode: {e}",
                     meta.name
@@ -348,8 +347,7 @@ impl Dataset {
         let mut covered = RoaringBitmap::new();
         for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
             let id = u32::try_from(f.id).map_err(|_| Error::Corrupt {
-                uri: self.uri().to_string(),
-                version: self.version(),
+                at: self.manifest_ref(),
                 rule: format!("fragment id {} exceeds 32 bits", f.id),
             })?;
             covered.insert(id);

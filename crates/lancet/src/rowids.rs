@@ -38,7 +38,8 @@ impl Dataset {
                 .map(Some)
                 .map_err(|source| {
                     Error::from(RowIdError::Corrupt {
-                        what: format!("row id sequence of fragment {}", fragment.id),
+                        at: lancet_proto::ObjectRef::new(self.manifest_path())
+                            .within(format!("row id sequence of fragment {}", fragment.id)),
                         source,
                     })
                 }),
@@ -64,7 +65,10 @@ impl Dataset {
         let decode = |bytes: &[u8], what: &str| {
             VersionSequence::decode(bytes).map_err(|source| {
                 Error::from(RowIdError::Corrupt {
-                    what: format!("{what} version sequence of fragment {}", fragment.id),
+                    at: lancet_proto::ObjectRef::new(self.manifest_path()).within(format!(
+                        "{what} version sequence of fragment {}",
+                        fragment.id
+                    )),
                     source,
                 })
             })

@@ -41,8 +41,7 @@ impl Dataset {
         for index in self.indices() {
             if !index.fragment_bitmap.is_empty() {
                 decode_roaring32(&index.fragment_bitmap).map_err(|e| Error::Corrupt {
-                    uri: self.uri().to_string(),
-                    version: self.version(),
+                    at: self.manifest_ref(),
                     rule: format!("index {:?}: fragment_bitmap: {e}", index.name),
                 })?;
             }

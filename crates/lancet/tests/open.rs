@@ -60,6 +60,9 @@ async fn tree_versions_are_read_and_never_empty_by_mistake() {
             matches!(got, Err(Error::Paths(PathsError::CorruptManifest { .. }))),
             "{got:?}"
         );
+        // whichever crate found it, the error names the object in one type
+        let at = got.unwrap_err().object().cloned().unwrap();
+        assert!(at.object.ends_with(".manifest"), "{at}");
     }
 }
 
