@@ -14,6 +14,10 @@
 //! with no `base_id` still inherits the dataset they live in, the source.
 //!
 //! Cost: one GET and one PUT of the root when it is external; nothing else is read.
+//!
+//! The copied root is decoded and encoded again, so protobuf fields lancet does not model
+//! are not carried into the clone's root (references inside them could not be rewritten
+//! anyway); the manifest's own unknown fields are carried as they are.
 
 use lancet_paths::clone::inherit_fragment_from;
 use lancet_paths::tree_paths::{root_path_from_uuid_bytes, tree_object_path, TreeObjectKind};
