@@ -17,6 +17,7 @@
 mod alloc;
 mod base_id;
 mod btree;
+mod cleanup;
 mod fri;
 mod manifest;
 mod mutate;
@@ -88,6 +89,8 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(tree::TreeLeafTarget::new()),
         Box::new(tree::TreeMutationTarget::new()),
         Box::new(tree_writer::TreeWriterTarget),
+        Box::new(cleanup::RefsTarget),
+        Box::new(cleanup::CleanupPlanTarget),
     ]
 }
 
