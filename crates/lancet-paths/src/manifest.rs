@@ -401,6 +401,11 @@ pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result
         // with the table's history): the V2 name first, then the V1 name.
         Some(v) => read_by_name(store, v).await?,
     };
+    decode_listed(entry, bytes)
+}
+
+/// Decodes the manifest a name or a listing found, checking the version its name says.
+fn decode_listed(entry: VersionEntry, bytes: Bytes) -> Result<ManifestFile> {
     let decoded = decode_manifest(&entry.path, bytes)?;
     if decoded.manifest.version != entry.version {
         return Err(PathsError::corrupt(
@@ -420,20 +425,7 @@ pub async fn read_manifest_entry(
     entry: &VersionEntry,
 ) -> Result<ManifestFile> {
     let bytes = store.get(&entry.path, Some(entry.size)).await?;
-    let decoded = decode_manifest(&entry.path, bytes)?;
-    if decoded.manifest.version != entry.version {
-        return Err(PathsError::corrupt(
-            &entry.path,
-            format!(
-                "file name says version {} but the manifest says {}",
-                entry.version, decoded.manifest.version
-            ),
-        ));
-    }
-    Ok(ManifestFile {
-        entry: entry.clone(),
-        decoded,
-    })
+    decode_listed(entry.clone(), bytes)
 }
 
 /// Now, as the manifest's `timestamp` field (7) holds it: the commit time Lance's cleanup

@@ -38,6 +38,25 @@ pub(crate) fn new_transaction(read_version: u64, operation: Operation) -> Transa
     }
 }
 
+/// Retryable when one of `files` writes a field an index `ci` adds covers (`did` says what
+/// the other operation did to it), else Rebase.
+fn covered_field<'a>(
+    ci: &CreateIndex,
+    files: impl Iterator<Item = &'a lancet_proto::table::DataFile>,
+    did: &str,
+) -> Compatibility {
+    let fields: BTreeSet<i32> = ci
+        .new_indices
+        .iter()
+        .flat_map(|i| i.fields.iter().copied())
+        .collect();
+    let mut written = files.flat_map(|f| f.fields.iter());
+    match written.find(|f| fields.contains(f)) {
+        Some(f) => Compatibility::Retryable(format!("{did} field {f}, which the new index covers")),
+        None => Compatibility::Rebase,
+    }
+}
+
 /// The operation of a commit of storage actions, from what they changed.
 pub(crate) fn data_operation(changes: &[FragmentChange]) -> Operation {
     let appended = |c: &FragmentChange| c.before.is_none() && c.after.is_some();
@@ -271,47 +290,21 @@ pub fn compatibility(
                     None => Rebase,
                 }
             }
-            Operation::DataReplacement(d) => {
-                let fields: BTreeSet<i32> = ci
-                    .new_indices
-                    .iter()
-                    .flat_map(|i| i.fields.iter().copied())
-                    .collect();
-                let hit = d
-                    .replacements
-                    .iter()
-                    .filter_map(|g| g.new_file.as_ref())
-                    .flat_map(|f| f.fields.iter())
-                    .find(|f| fields.contains(f));
-                match hit {
-                    Some(f) => Retryable(format!(
-                        "{name} replaced field {f}, which the new index covers"
-                    )),
-                    None => Rebase,
-                }
-            }
+            Operation::DataReplacement(d) => covered_field(
+                ci,
+                d.replacements.iter().filter_map(|g| g.new_file.as_ref()),
+                &format!("{name} replaced"),
+            ),
             // an overlay replaces values of its fields: an index of one of them, built
             // without it, would answer from the values it replaced
-            Operation::DataOverlay(d) => {
-                let fields: BTreeSet<i32> = ci
-                    .new_indices
-                    .iter()
-                    .flat_map(|i| i.fields.iter().copied())
-                    .collect();
-                let hit = d
-                    .groups
+            Operation::DataOverlay(d) => covered_field(
+                ci,
+                d.groups
                     .iter()
                     .flat_map(|g| g.overlays.iter())
-                    .filter_map(|o| o.data_file.as_ref())
-                    .flat_map(|f| f.fields.iter())
-                    .find(|f| fields.contains(f));
-                match hit {
-                    Some(f) => Retryable(format!(
-                        "{name} overlaid field {f}, which the new index covers"
-                    )),
-                    None => Rebase,
-                }
-            }
+                    .filter_map(|o| o.data_file.as_ref()),
+                &format!("{name} overlaid"),
+            ),
             _ => Rebase,
         },
         Operation::Rewrite(r) => {

@@ -1,43 +1,12 @@
 //! Commits through the facade on flat and tree tables: actions, conversion, flattening, and
 //! losing the race for a version.
 
-use lancet::paths::manifest::{write_manifest, NamingScheme};
-use lancet::paths::DatasetStore;
-use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
+mod common;
+
+use common::{flat_table, fragment};
+use lancet::proto::table::DeletionFile;
 use lancet::tree::{Action, TreeWriterConfig};
-use lancet::{Caches, Dataset, Error};
-
-fn fragment(id: u64) -> DataFragment {
-    DataFragment {
-        id,
-        files: vec![DataFile {
-            path: format!("{id}.lance"),
-            fields: vec![0],
-            column_indices: vec![0],
-            file_major_version: 2,
-            file_minor_version: 1,
-            ..Default::default()
-        }],
-        physical_rows: 50,
-        ..Default::default()
-    }
-}
-
-async fn flat_table(dir: &std::path::Path, n: u64) -> Dataset {
-    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
-    let m = Manifest {
-        version: 1,
-        fragments: (0..n).map(fragment).collect(),
-        max_fragment_id: n.checked_sub(1).map(|m| m as u32),
-        ..Default::default()
-    };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
-        .await
-        .unwrap();
-    Dataset::open_with(store, None, Caches::new(Default::default()))
-        .await
-        .unwrap()
-}
+use lancet::{Dataset, Error};
 
 #[tokio::test]
 async fn tree_and_flat_commits_agree() {

@@ -6,35 +6,23 @@
 
 mod common;
 
-use common::{copy, fragment};
+use common::{copy, flat_table, fragment};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lancet::paths::fault::{FaultyStore, Mode, Request};
-use lancet::paths::manifest::{write_manifest, NamingScheme};
 use lancet::paths::DatasetStore;
-use lancet::proto::table::{DeletionFile, Manifest};
+use lancet::proto::table::DeletionFile;
 use lancet::tree::{Action, TreeWriterConfig};
 use lancet::{Caches, CleanupPolicy, Dataset};
 
 /// A tree table of 40 fragments under the tiny policy, where the commit below flushes,
 /// splits and writes several objects.
 async fn tree_table(dir: &std::path::Path) -> Dataset {
-    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
-    let m = Manifest {
-        version: 1,
-        fragments: (0..40).map(fragment).collect(),
-        max_fragment_id: Some(39),
-        ..Default::default()
-    };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    flat_table(dir, 40)
         .await
-        .unwrap();
-    Dataset::open_with(store, None, Caches::new(Default::default()))
-        .await
-        .unwrap()
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
