@@ -48,7 +48,7 @@ impl Dataset {
     }
 
     async fn load_fri(&self, entry: &IndexMetadata) -> Result<History> {
-        let what = format!("{} at version {}", self.uri(), self.version());
+        let what = self.manifest_ref().object;
         let ledger = self.decode_fri(entry).await?;
         let mut history = History::new(ledger, &what)?;
         for (i, map_id, size, base_id) in history.row_maps_needed() {
@@ -66,8 +66,8 @@ impl Dataset {
             let actual = store.size(&store.path(&rel)).await?;
             if actual != size {
                 return Err(ReuseError::Corrupt {
-                    at: lancet_proto::ObjectRef::new(what),
-                    rule: format!("{rel} is {actual} bytes, map_size_bytes says {size}"),
+                    at: lancet_proto::ObjectRef::new(store.path(&rel).to_string()),
+                    rule: format!("{actual} bytes, map_size_bytes says {size}"),
                 }
                 .into());
             }
@@ -81,7 +81,7 @@ impl Dataset {
     }
 
     async fn decode_fri(&self, entry: &IndexMetadata) -> Result<lancet_reuse::Ledger> {
-        let what = format!("{} at version {}", self.uri(), self.version());
+        let what = self.manifest_ref().object;
         let index_version = entry.index_version.unwrap_or(0);
         let m = self.manifest();
         let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
@@ -130,14 +130,14 @@ impl Dataset {
                     file.offset
                         .checked_add(file.size)
                         .ok_or_else(|| ReuseError::Corrupt {
-                            at: lancet_proto::ObjectRef::new(what.clone()),
+                            at: lancet_proto::ObjectRef::new(path.to_string()),
                             rule: "external history range overflows".into(),
                         })?;
                 let bytes = store.get_range(&path, file.offset..end).await?;
                 if bytes.len() as u64 != file.size {
                     return Err(ReuseError::Corrupt {
-                        at: lancet_proto::ObjectRef::new(what),
-                        rule: format!("external history {rel} is shorter than its recorded size"),
+                        at: lancet_proto::ObjectRef::new(path.to_string()),
+                        rule: "the external history is shorter than its recorded size".into(),
                     }
                     .into());
                 }
@@ -155,7 +155,7 @@ impl Dataset {
     /// release builds refuse FRI there) and when the history has transitions lancet cannot
     /// interpret (it would have to carry them unread).
     pub async fn upgrade_fri(&self) -> Result<Dataset> {
-        let what = format!("{} at version {}", self.uri(), self.version());
+        let what = self.manifest_ref().object;
         let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
             ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))
         })?;

@@ -124,7 +124,7 @@ impl Dataset {
         mut destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
     ) -> Result<Dataset> {
-        let what = format!("{} at version {}", self.uri(), self.version());
+        let what = self.manifest_ref().object;
         let prior = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
 
@@ -363,7 +363,7 @@ impl Dataset {
     /// fragments counts. Transitions reachable from those fragments are kept (see
     /// `History::needed_for`), intermediates included.
     pub async fn trim_fri(&self) -> Result<Option<Dataset>> {
-        let what = format!("{} at version {}", self.uri(), self.version());
+        let what = self.manifest_ref().object;
         let Some(ledger) = self.extendable_history(&what).await? else {
             return Ok(None);
         };
