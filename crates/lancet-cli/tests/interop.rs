@@ -889,12 +889,7 @@ async fn pylance_reads_rewrites_lancet_records() {
         "partition",
         "3",
     ]);
-    let labels: Vec<u16> = written["labels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_u64().unwrap() as u16)
-        .collect();
+    let labels = fragments::labels_of(&written);
     let ds = ds
         .commit_rewrite(
             &sources,
@@ -1468,12 +1463,7 @@ async fn index_build_fri_publish_and_rewrite_survive_every_injected_fault() {
         "partition",
         "2",
     ]);
-    let labels: Vec<u16> = written["labels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_u64().unwrap() as u16)
-        .collect();
+    let labels = fragments::labels_of(&written);
     let destinations = fragments_of(&written);
     fault_matrix(&template, |ds| {
         let (sources, destinations, labels) =

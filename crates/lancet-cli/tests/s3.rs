@@ -211,12 +211,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             "2",
         ],
     );
-    let labels: Vec<u16> = written["labels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_u64().unwrap() as u16)
-        .collect();
+    let labels = fragments::labels_of(&written);
     let rewritten = latest
         .commit_rewrite(
             &sources,

@@ -89,9 +89,10 @@ pub struct CleanupReport {
     pub dry_run: bool,
     pub kept_versions: Vec<u64>,
     pub removed_versions: Vec<u64>,
-    /// Deleted (or, dry, to delete) per kind.
+    /// Deleted (or, dry, to delete) per kind. A failed delete, and the objects not attempted
+    /// because a manifest delete failed, are not counted.
     pub deleted: BTreeMap<ObjectKind, KindTotals>,
-    /// Paths deleted, relative to the dataset root, sorted.
+    /// Paths deleted (or, dry, to delete), relative to the dataset root, sorted.
     pub deleted_paths: Vec<String>,
     /// Objects no version names, kept as too young.
     pub kept_young: u64,
@@ -279,14 +280,9 @@ impl Dataset {
             },
         );
         report.kept_young = decided.kept_young;
-        for (kind, (objects, bytes)) in decided.totals() {
-            report.deleted.insert(kind, KindTotals { objects, bytes });
-        }
         let mut doomed = decided.delete;
         // manifests first: a version still listed keeps everything it names
         doomed.sort_by_key(|(o, kind)| (*kind != ObjectKind::Manifest, o.path.clone()));
-        report.deleted_paths = doomed.iter().map(|(o, _)| o.path.clone()).collect();
-        report.deleted_paths.sort();
         tracing::info!(
             removed_versions = report.removed_versions.len(),
             objects = doomed.len(),
@@ -297,9 +293,22 @@ impl Dataset {
             for &v in &report.removed_versions {
                 self.forget_manifest(v).await;
             }
-            report.failed = delete_all(store, &locations, &doomed, policy, progress).await;
+            let (failed, attempted) =
+                delete_all(store, &locations, &doomed, policy, progress).await;
+            // what was not attempted or failed is still there, and is not reported deleted
+            let failed_paths: HashSet<&str> = failed.iter().map(|(p, _)| p.as_str()).collect();
+            doomed.truncate(attempted);
+            doomed.retain(|(o, _)| !failed_paths.contains(o.path.as_str()));
+            report.failed = failed;
             remove_empty_index_dirs(store, &doomed);
         }
+        for (o, kind) in &doomed {
+            let t = report.deleted.entry(*kind).or_default();
+            t.objects += 1;
+            t.bytes += o.size;
+        }
+        report.deleted_paths = doomed.into_iter().map(|(o, _)| o.path).collect();
+        report.deleted_paths.sort();
         Ok(report)
     }
 
@@ -320,17 +329,19 @@ impl Dataset {
         if own && !tf.is_empty() {
             refs.path(format!("_transactions/{tf}"));
         }
-        let fragments: Vec<DataFragment> = match ds.tree() {
+        let walked: Vec<DataFragment>;
+        let fragments: &[DataFragment] = match ds.tree() {
             Some(tree) => {
                 let walk = tree.walk().await?;
                 for object in walk.objects() {
                     refs.location(object)?;
                 }
-                walk.into_stream().try_collect().await?
+                walked = walk.into_stream().try_collect().await?;
+                &walked
             }
-            None => ds.manifest().fragments.clone(),
+            None => &ds.manifest().fragments,
         };
-        for f in &fragments {
+        for f in fragments {
             for location in ds.data_file_locations(f)? {
                 refs.location(&location)?;
             }
@@ -450,14 +461,15 @@ impl Collected<'_> {
 
 /// Deletes `doomed`: the manifests first, then (only when every manifest went) the objects,
 /// at most `delete_concurrency` at once and `deletes_per_second` started per second. Each is
-/// deleted at the location the listing gave.
+/// deleted at the location the listing gave. Returns the failures and how many of `doomed`
+/// (from its start) were attempted.
 async fn delete_all(
     store: &DatasetStore,
     locations: &std::collections::HashMap<String, object_store::path::Path>,
     doomed: &[(Listed, ObjectKind)],
     policy: &CleanupPolicy,
     progress: &(impl Fn(CleanupProgress) + Send + Sync),
-) -> Vec<(String, String)> {
+) -> (Vec<(String, String)>, usize) {
     let total = doomed.len() as u64;
     let manifests = doomed
         .iter()
@@ -471,6 +483,7 @@ async fn delete_all(
     });
     let mut failed = Vec::new();
     let mut done = 0u64;
+    let mut attempted = 0;
     for (phase, objects) in [("manifests", first), ("objects", rest)] {
         if !failed.is_empty() {
             // a version whose manifest could not be deleted is still listed: everything it
@@ -481,6 +494,7 @@ async fn delete_all(
             );
             break;
         }
+        attempted += objects.len();
         let span = tracing::debug_span!("delete", phase, objects = objects.len());
         let mut results = futures::stream::iter(objects.iter())
             .map(|(o, _)| {
@@ -511,7 +525,7 @@ async fn delete_all(
         }
     }
     failed.sort();
-    failed
+    (failed, attempted)
 }
 
 /// On a local disk, `_indices/{uuid}/` directories the deletes emptied are removed too

@@ -74,16 +74,14 @@ impl Dataset {
         }
         let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
         for index in source.indices() {
-            indices.push(
-                match self.fri_with_row_maps(&source, index, id, &store).await? {
-                    Some(entry) => entry,
-                    None => {
-                        let mut index = index.clone();
-                        inherit_index_from(&mut index, id);
-                        index
-                    }
-                },
-            );
+            indices.push(match source.fri_with_row_maps(index, id, &store).await? {
+                Some(entry) => entry,
+                None => {
+                    let mut index = index.clone();
+                    inherit_index_from(&mut index, id);
+                    index
+                }
+            });
         }
         manifest.timestamp = Some(manifest::now_timestamp());
         let txn = new_transaction(
@@ -115,7 +113,6 @@ impl Dataset {
     /// `None` for every other index (its entry's `base_id` is enough).
     async fn fri_with_row_maps(
         &self,
-        source: &Dataset,
         index: &IndexMetadata,
         id: u32,
         store: &DatasetStore,
@@ -123,7 +120,7 @@ impl Dataset {
         if !is_fri_entry(index) || index.index_version.unwrap_or(0) == 0 {
             return Ok(None);
         }
-        let Some(mut ledger) = source.fri_ledger().await? else {
+        let Some(mut ledger) = self.fri_ledger().await? else {
             return Ok(None);
         };
         let mut inherited = false;

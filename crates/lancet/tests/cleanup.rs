@@ -444,3 +444,82 @@ async fn cleaning_the_source_keeps_a_tagged_cloned_version() {
     assert!(report.total().objects > 0, "the cleanup removed something");
     assert_resolves(&clone).await;
 }
+
+#[tokio::test]
+async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
+    let (src_dir, clone_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let rows = |id: u64, n: u64| lancet::proto::table::DataFragment {
+        physical_rows: n,
+        ..fragment(id)
+    };
+    let ds = flat_table(src_dir.path(), 1).await;
+    let ds = ds
+        .commit(
+            lancet::proto::table::Manifest {
+                fragments: vec![rows(0, 15)],
+                ..ds.manifest().clone()
+            },
+            &[],
+        )
+        .await
+        .unwrap();
+    // a stable partition writes a row map under the source's `_fri/`, named with no base_id
+    let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
+    let src = ds
+        .commit_rewrite(
+            &[0],
+            vec![rows(0, 8), rows(0, 7)],
+            lancet::RewriteMapping::StablePartition { labels: &labels },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        files(src_dir.path())
+            .iter()
+            .filter(|f| f.starts_with("_fri/"))
+            .count(),
+        1
+    );
+    let probe = [13u64, 4];
+    let want = src
+        .fri_history()
+        .await
+        .unwrap()
+        .unwrap()
+        .translate(&probe)
+        .await
+        .unwrap();
+    let src_files = files(src_dir.path());
+    let clone = src
+        .shallow_clone(clone_dir.path().join("c").to_str().unwrap(), None)
+        .await
+        .unwrap();
+    // the clone's own entry names the source's row map through the source's base id
+    assert_ne!(
+        clone.fri_entry().unwrap().uuid,
+        src.fri_entry().unwrap().uuid
+    );
+    let got = clone
+        .fri_history()
+        .await
+        .unwrap()
+        .unwrap()
+        .translate(&probe)
+        .await
+        .unwrap();
+    assert_eq!(got, want);
+    settle().await;
+    clone
+        .cleanup(&CleanupPolicy {
+            unverified_older_than: Duration::ZERO,
+            ..now_policy()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        files(src_dir.path()),
+        src_files,
+        "the source's row map is not the clone's"
+    );
+    clone.fri_history().await.unwrap().unwrap();
+}

@@ -241,6 +241,15 @@ async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs
                     }
                     Ok(report) => {
                         let left = common::files(dir.path());
+                        // the report counts only what is gone
+                        for p in &report.deleted_paths {
+                            assert!(!left.contains(p), "{what}: {p} reported deleted");
+                        }
+                        assert_eq!(
+                            report.total().objects as usize,
+                            report.deleted_paths.len(),
+                            "{what}"
+                        );
                         assert!(kept.is_subset(&left), "{what}: a needed object is gone");
                         assert!(report.failed.len() <= 1, "{what}");
                         if report.failed.is_empty() && mode == Mode::Before {

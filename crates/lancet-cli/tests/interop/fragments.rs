@@ -1,4 +1,5 @@
-//! Fragments pylance wrote (`peer.py rewrite` prints their JSON) as lancet's protobufs.
+//! Fragments pylance wrote (`peer.py rewrite` prints their JSON) as lancet's protobufs, and
+//! the destination labels of a partitioning rewrite.
 
 use serde_json::Value;
 
@@ -34,5 +35,16 @@ pub fn fragments_of(v: &Value) -> Vec<lancet::proto::table::DataFragment> {
             physical_rows: f["physical_rows"].as_u64().unwrap(),
             ..Default::default()
         })
+        .collect()
+}
+
+/// The `labels` array of `v` (`peer.py rewrite ... partition K`): each source row's
+/// destination.
+pub fn labels_of(v: &Value) -> Vec<u16> {
+    v["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() as u16)
         .collect()
 }
