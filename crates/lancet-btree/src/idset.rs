@@ -39,33 +39,51 @@ impl SortedRuns {
         }
     }
 
+    /// Appends, as one run, the ids whose `keep` is true, in the order given (ascending, as
+    /// for [`Self::push_run`]). Branch-free: every id is written and the end advances by
+    /// `keep`, so an unpredictable selection (a page's positions in id order tested against
+    /// a value range) costs no mispredictions.
+    pub fn push_run_where(&mut self, candidates: impl ExactSizeIterator<Item = (u64, bool)>) {
+        let start = self.ids.len();
+        self.ids.resize(start + candidates.len(), 0);
+        let mut end = start;
+        for (id, keep) in candidates {
+            if let Some(slot) = self.ids.get_mut(end) {
+                *slot = id;
+            }
+            end += usize::from(keep);
+        }
+        self.ids.truncate(end);
+        if end > start {
+            self.starts.push(start);
+        }
+    }
+
     /// Every id, deduplicated, as a treemap.
     pub fn into_treemap(self) -> RoaringTreemap {
-        let mut ids = self.ids;
-        let mut starts = self.starts;
+        let Self {
+            mut ids,
+            mut starts,
+        } = self;
         if starts.len() > MERGE_RUNS {
             radix_sort(&mut ids);
         } else if starts.len() > 1 {
-            ids = merge_runs(ids, &mut starts);
+            merge_runs(&mut ids, &mut starts);
         }
         // The runs were sorted if the caller kept its promise, and distinct if no id sits on
-        // two pages (a corrupt segment could repeat one): check rather than trust.
-        if !is_strictly_ascending(&ids) {
-            if !ids.is_sorted() {
-                radix_sort(&mut ids);
-            }
-            ids.dedup();
-        }
-        treemap_from_strictly_ascending(&ids)
+        // two pages (a corrupt segment could repeat one): checked rather than trusted.
+        Containers::of_strictly_ascending(&ids)
+            .unwrap_or_else(|| {
+                ids.sort_unstable();
+                ids.dedup();
+                Containers::of_strictly_ascending(&ids).unwrap_or_else(Containers::empty)
+            })
+            .into_treemap()
     }
 }
 
-fn is_strictly_ascending(ids: &[u64]) -> bool {
-    ids.windows(2).all(|w| matches!(w, [a, b] if a < b))
-}
-
 /// Merges adjacent runs pairwise until one is left (bottom-up merge sort over known runs).
-fn merge_runs(mut ids: Vec<u64>, starts: &mut Vec<usize>) -> Vec<u64> {
+fn merge_runs(ids: &mut Vec<u64>, starts: &mut Vec<usize>) {
     let mut scratch = Vec::with_capacity(ids.len());
     while starts.len() > 1 {
         scratch.clear();
@@ -84,10 +102,9 @@ fn merge_runs(mut ids: Vec<u64>, starts: &mut Vec<usize>) -> Vec<u64> {
             );
             i += 2;
         }
-        std::mem::swap(&mut ids, &mut scratch);
+        std::mem::swap(ids, &mut scratch);
         *starts = next;
     }
-    ids
 }
 
 /// Appends the merge of two ascending slices to `out`.
@@ -107,12 +124,25 @@ fn merge_two(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     out.extend_from_slice(b);
 }
 
-/// A treemap of strictly ascending ids, one bitmap per high 32 bits.
-fn treemap_from_strictly_ascending(ids: &[u64]) -> RoaringTreemap {
-    RoaringTreemap::from_bitmaps(ids.chunk_by(|a, b| a >> 32 == b >> 32).filter_map(|group| {
-        let high = (group.first()? >> 32) as u32;
-        Some((high, bitmap_from_strictly_ascending(group)))
-    }))
+/// Roaring containers of strictly ascending ids: each container's key (the ids' high 48 bits)
+/// and length, and every id's low 16 bits in one buffer.
+struct Containers {
+    keys: Vec<(u64, usize)>,
+    lows: Vec<u16>,
+}
+
+/// The length of the prefix of `ids` whose elements satisfy `pred`, for a `pred` true on a
+/// non-empty prefix and false after it: doubling steps, then a binary search in the last.
+fn gallop(ids: &[u64], pred: impl Fn(u64) -> bool) -> usize {
+    let mut hi = 1;
+    while hi < ids.len() && ids.get(hi).is_some_and(|&id| pred(id)) {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(ids.len());
+    lo + ids
+        .get(lo..hi)
+        .map_or(0, |window| window.partition_point(|&id| pred(id)))
 }
 
 /// Cookie of the portable format without run containers.
@@ -120,45 +150,83 @@ const SERIAL_COOKIE_NO_RUNCONTAINER: u32 = 12346;
 /// Containers with more values than this are bitmaps in the portable format.
 const ARRAY_LIMIT: usize = 4096;
 
-/// A bitmap of the low 32 bits of strictly ascending ids that share their high 32 bits (the
-/// caller has checked the order, so the bytes are decoded without checking it again).
-fn bitmap_from_strictly_ascending(ids: &[u64]) -> RoaringBitmap {
-    let containers: Vec<&[u64]> = ids.chunk_by(|a, b| (a >> 16) == (b >> 16)).collect();
-    let data_bytes: usize = containers
-        .iter()
-        .map(|c| {
-            if c.len() > ARRAY_LIMIT {
-                8192
-            } else {
-                2 * c.len()
-            }
-        })
-        .sum();
+impl Containers {
+    fn empty() -> Self {
+        Self {
+            keys: Vec::new(),
+            lows: Vec::new(),
+        }
+    }
+
+    /// The containers of `ids`; `None` unless they are strictly ascending.
+    ///
+    /// Three straight passes rather than one loop doing all three: the order check and the
+    /// low bits vectorize, and container boundaries are found by galloping search (a
+    /// container holds tens to thousands of ids), so no pass branches per id.
+    fn of_strictly_ascending(ids: &[u64]) -> Option<Self> {
+        let ascending = match (ids.get(..ids.len().saturating_sub(1)), ids.get(1..)) {
+            (Some(head), Some(tail)) => head.iter().zip(tail).fold(true, |ok, (a, b)| ok & (a < b)),
+            _ => true,
+        };
+        if !ascending {
+            return None;
+        }
+        let lows = ids.iter().map(|&id| id as u16).collect();
+        let mut keys = Vec::new();
+        let mut rest = ids;
+        while let Some(&first) = rest.first() {
+            let key = first >> 16;
+            let n = gallop(rest, |id| id >> 16 == key);
+            keys.push((key, n));
+            rest = rest.get(n..).unwrap_or_default();
+        }
+        Some(Self { keys, lows })
+    }
+
+    fn into_treemap(self) -> RoaringTreemap {
+        let mut lows = self.lows.as_slice();
+        let bitmaps: Vec<(u32, RoaringBitmap)> = self
+            .keys
+            .chunk_by(|a, b| a.0 >> 16 == b.0 >> 16)
+            .map(|group| {
+                let count: usize = group.iter().map(|(_, n)| n).sum();
+                let (these, rest) = lows.split_at(count.min(lows.len()));
+                lows = rest;
+                let high = group.first().map_or(0, |(key, _)| (key >> 16) as u32);
+                (high, bitmap(group, these))
+            })
+            .collect();
+        RoaringTreemap::from_bitmaps(bitmaps)
+    }
+}
+
+/// The bitmap of one 32-bit group: its containers' keys and lengths, and their low bits in
+/// ascending order (checked strictly ascending by [`Containers::push`]).
+fn bitmap(containers: &[(u64, usize)], lows: &[u16]) -> RoaringBitmap {
+    let size = |n: usize| if n > ARRAY_LIMIT { 8192 } else { 2 * n };
     let header = 8 + 8 * containers.len();
-    let mut buf = Vec::with_capacity(header + data_bytes);
+    let data: usize = containers.iter().map(|&(_, n)| size(n)).sum();
+    let mut buf = Vec::with_capacity(header + data);
     buf.extend_from_slice(&SERIAL_COOKIE_NO_RUNCONTAINER.to_le_bytes());
     buf.extend_from_slice(&(containers.len() as u32).to_le_bytes());
-    for c in &containers {
-        let key = c.first().map_or(0, |id| (id >> 16) as u16);
-        buf.extend_from_slice(&key.to_le_bytes());
-        buf.extend_from_slice(&((c.len() - 1) as u16).to_le_bytes());
+    for &(key, n) in containers {
+        buf.extend_from_slice(&(key as u16).to_le_bytes());
+        buf.extend_from_slice(&(n.saturating_sub(1) as u16).to_le_bytes());
     }
     // Offsets of each container's data from the start (read past by the decoder, written
     // correctly anyway).
     let mut offset = header;
-    for c in &containers {
+    for &(_, n) in containers {
         buf.extend_from_slice(&(offset as u32).to_le_bytes());
-        offset += if c.len() > ARRAY_LIMIT {
-            8192
-        } else {
-            2 * c.len()
-        };
+        offset += size(n);
     }
-    for c in &containers {
-        if c.len() > ARRAY_LIMIT {
+    let mut rest = lows;
+    for &(_, n) in containers {
+        let (these, after) = rest.split_at(n.min(rest.len()));
+        rest = after;
+        if n > ARRAY_LIMIT {
             let mut words = [0u64; 1024];
-            for id in c.iter() {
-                let low = *id as u16;
+            for &low in these {
                 if let Some(w) = words.get_mut(usize::from(low >> 6)) {
                     *w |= 1 << (low & 63);
                 }
@@ -167,12 +235,18 @@ fn bitmap_from_strictly_ascending(ids: &[u64]) -> RoaringBitmap {
                 .iter()
                 .for_each(|w| buf.extend_from_slice(&w.to_le_bytes()));
         } else {
-            buf.extend(c.iter().flat_map(|id| (*id as u16).to_le_bytes()));
+            let at = buf.len();
+            buf.resize(at + 2 * these.len(), 0);
+            if let Some(dst) = buf.get_mut(at..) {
+                for (d, low) in dst.chunks_exact_mut(2).zip(these) {
+                    d.copy_from_slice(&low.to_le_bytes());
+                }
+            }
         }
     }
     RoaringBitmap::deserialize_unchecked_from(buf.as_slice()).unwrap_or_else(|_| {
         // unreachable: the buffer holds exactly what the header declares
-        ids.iter().map(|id| *id as u32).collect()
+        lows.iter().copied().map(u32::from).collect()
     })
 }
 
@@ -290,10 +364,37 @@ mod tests {
             ids.dedup();
             let want: RoaringTreemap = ids.iter().copied().collect();
             assert_eq!(
-                treemap_from_strictly_ascending(&ids),
+                Containers::of_strictly_ascending(&ids)
+                    .map(Containers::into_treemap)
+                    .unwrap_or_default(),
                 want,
                 "n {n} spread {spread}"
             );
+        }
+    }
+
+    #[test]
+    fn runs_pushed_where_keep_only_the_kept_ids() {
+        let mut state = 0x0dd5_eed5_1234_5678u64;
+        let mut gathered = SortedRuns::default();
+        let mut want = RoaringTreemap::new();
+        for _ in 0..5 {
+            let candidates: Vec<(u64, bool)> = (0..700u64)
+                .map(|i| (i * 97 + (3 << 32), xorshift(&mut state).is_multiple_of(3)))
+                .collect();
+            want.extend(candidates.iter().filter(|c| c.1).map(|c| c.0));
+            gathered.push_run_where(candidates.into_iter());
+        }
+        gathered.push_run_where([(1, false), (2, false)].into_iter());
+        assert_eq!(gathered.starts.len(), 5, "an empty selection adds no run");
+        assert_eq!(gathered.into_treemap(), want);
+    }
+
+    #[test]
+    fn gallop_finds_every_prefix_length() {
+        let ids: Vec<u64> = (0..300).collect();
+        for n in 1..=300u64 {
+            assert_eq!(gallop(&ids, |id| id < n), n as usize, "prefix {n}");
         }
     }
 

@@ -141,11 +141,11 @@ impl Page {
     /// Appends, in id order, the ids of the positions `keep` accepts; one sorted run.
     fn push_run(&self, out: &mut SortedRuns, keep: impl Fn(usize) -> bool) {
         if self.ids_by_id.len() == self.by_id.len() && !self.ids_by_id.is_empty() {
-            out.push_run(
+            out.push_run_where(
                 self.by_id
                     .iter()
                     .zip(&self.ids_by_id)
-                    .filter_map(|(&p, &id)| keep(p as usize).then_some(id)),
+                    .map(|(&p, &id)| (id, keep(p as usize))),
             );
             return;
         }
