@@ -105,6 +105,8 @@ pub struct Options {
     pub config: TreeWriterConfig,
     /// Concurrent writers (1: one writer, no races).
     pub writers: u64,
+    /// The node cache's capacity (default: the facade's).
+    pub node_cache_bytes: Option<u64>,
 }
 
 /// One writer's commits: `commits` commits of `changed` random fragments among those with
@@ -172,7 +174,11 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         }
     };
     let store = DatasetStore::create(&uri)?;
-    let caches = Caches::new(Default::default());
+    let defaults = lancet::CacheConfig::default();
+    let caches = Caches::new(lancet::CacheConfig {
+        node_bytes: o.node_cache_bytes.unwrap_or(defaults.node_bytes),
+        ..defaults
+    });
     let mut rng = SmallRng::seed_from_u64(7);
 
     let setup = Instant::now();

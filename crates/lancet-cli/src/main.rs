@@ -9,6 +9,7 @@ mod fri;
 mod index;
 mod inspect;
 mod rowid;
+mod search_bench;
 mod tree;
 mod verify;
 
@@ -183,6 +184,25 @@ enum BenchCommand {
         /// every commit races the others and rebases over what they published.
         #[arg(long, default_value_t = 1)]
         writers: u64,
+        /// The session's fragment-tree node cache, in MiB (default: the facade's 256). A
+        /// tree whose leaves do not fit it is committed with point reads of cold leaves.
+        #[arg(long)]
+        node_cache_mb: Option<u64>,
+    },
+    /// Time hot searches (`Dataset::search`: parsed filter, session caches, deletions
+    /// applied) on an existing table: median, p95 and fastest of N after W warm-ups.
+    Search {
+        dataset: String,
+        /// The filter, in Lance's SQL filter language.
+        #[arg(long)]
+        filter: String,
+        #[arg(long, default_value_t = 50)]
+        iterations: u64,
+        #[arg(long, default_value_t = 5)]
+        warmup: u64,
+        /// Print exactly one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// Build a history of V versions (each replacing M of F fragments, with a deletion file;
     /// every file a real object), then time a dry run and a cleanup keeping the newest R
@@ -351,6 +371,25 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
         ),
         Command::Bench {
             command:
+                BenchCommand::Search {
+                    dataset,
+                    filter,
+                    iterations,
+                    warmup,
+                    json,
+                },
+        } => done(
+            search_bench::run(search_bench::Options {
+                dataset,
+                filter,
+                iterations,
+                warmup,
+                json,
+            })
+            .await,
+        ),
+        Command::Bench {
+            command:
                 BenchCommand::Commit {
                     fragments,
                     commits,
@@ -364,6 +403,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     root_buffer_max,
                     node_buffer_max,
                     writers,
+                    node_cache_mb,
                 },
         } => {
             let d = lancet::tree::TreeWriterConfig::default();
@@ -385,6 +425,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     json,
                     config,
                     writers,
+                    node_cache_bytes: node_cache_mb.map(|mb| mb << 20),
                 })
                 .await,
             )

@@ -27,7 +27,7 @@ mod write;
 
 pub use checked_io::MAX_DECOMPRESSED;
 pub use error::{FileError, Result};
-pub use read::{open_bytes_exact, read_bytes_exact, LanceFile};
+pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields};
 pub use store::FileStore;
 pub use write::{write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

@@ -409,6 +409,95 @@ pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
     Ok(file)
 }
 
+/// What opening a file established, kept to open the same file's bytes again
+/// ([`reopen_bytes`]) without reading and checking its footer, metadata and schema a second
+/// time: lance-file's decoded metadata, the compressed-buffer table and the Arrow schema.
+///
+/// For immutable objects (tree leaves are named by a fresh UUID and never rewritten), where a
+/// reader reads one file many times. Small next to the file: its weight is
+/// [`FileOutline::size_bytes`].
+#[derive(Clone)]
+pub struct FileOutline {
+    metadata: Arc<lance_file::reader::CachedFileMetadata>,
+    pages: Arc<CompressedPages>,
+    schema: SchemaRef,
+    file_size: u64,
+}
+
+impl std::fmt::Debug for FileOutline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileOutline")
+            .field("file_size", &self.file_size)
+            .field("num_rows", &self.metadata.num_rows)
+            .finish()
+    }
+}
+
+impl FileOutline {
+    /// Bytes the outline keeps resident, roughly: the file's metadata sections (column and
+    /// page descriptions, which it decodes) and the schema.
+    pub fn size_bytes(&self) -> u64 {
+        let sections = self.metadata.num_column_metadata_bytes
+            + self.metadata.num_global_buffer_bytes
+            + self.metadata.num_footer_bytes;
+        sections + 64 * self.schema.fields().len() as u64 + 256
+    }
+}
+
+impl LanceFile {
+    /// This file's [`FileOutline`], to [`reopen_bytes`] it later.
+    pub fn outline(&self) -> FileOutline {
+        FileOutline {
+            metadata: self.reader.metadata().clone(),
+            pages: self.pages.clone(),
+            schema: self.schema.clone(),
+            file_size: self.reader.metadata().file_size_bytes,
+        }
+    }
+}
+
+/// Opens a file's `bytes` with the [`FileOutline`] an earlier open of the same file gave:
+/// no footer, metadata or schema is read again, only the pages a read needs. The bytes must
+/// have the outlined file's length; every page read is still checked against the
+/// compressed-buffer table and the bytes' bounds, so different bytes under the same name
+/// give errors, never a panic or an unbounded allocation.
+pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> Result<LanceFile> {
+    if bytes.len() as u64 != outline.file_size {
+        return Err(FileError::Corrupt {
+            at: lancet_proto::ObjectRef::new(path.to_string()),
+            rule: format!(
+                "the file is {} bytes, not the {} bytes it had when first opened",
+                bytes.len(),
+                outline.file_size
+            ),
+        });
+    }
+    let io = Arc::new(CheckedIo {
+        inner: Arc::new(MemoryIo { bytes }),
+        pages: outline.pages.clone(),
+    });
+    let reader = guard(
+        path,
+        FileReader::try_open_with_file_metadata(
+            io,
+            path.clone(),
+            None,
+            Arc::<DecoderPlugins>::default(),
+            outline.metadata.clone(),
+            no_cache(),
+            FileReaderOptions::default(),
+        ),
+    )
+    .await?
+    .map_err(lance_err(path))?;
+    Ok(LanceFile {
+        path: path.clone(),
+        reader,
+        schema: outline.schema.clone(),
+        pages: outline.pages.clone(),
+    })
+}
+
 /// Serves lance-encoding's page reads from a file held in memory, synchronously: every
 /// request is a slice of `bytes` (bounds-checked: a range past the end is an error, as a
 /// short object would be).

@@ -226,3 +226,53 @@ async fn files_held_in_memory_read_and_take_like_stored_ones() {
         ));
     }
 }
+
+#[tokio::test]
+async fn a_file_reopened_from_its_outline_reads_like_a_fresh_open_and_refuses_other_bytes() {
+    for version in [FileVersion::V2_0, FileVersion::V2_1] {
+        let raw = Arc::new(InMemory::new());
+        let fs = FileStore::new(raw.clone(), "memory:///").unwrap();
+        let path = Path::from("outlined.lance");
+        let options = WriteOptions {
+            version,
+            ..Default::default()
+        };
+        write_file(&fs, &path, &schema(), &[batch(0, 300)], &options)
+            .await
+            .unwrap();
+        let bytes = object_store::ObjectStoreExt::get(raw.as_ref(), &path)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let first = lancet_file::open_bytes_exact(&path, bytes.clone(), &schema())
+            .await
+            .unwrap();
+        let outline = first.outline();
+        assert!(outline.size_bytes() > 0 && outline.size_bytes() < bytes.len() as u64);
+        let again = lancet_file::reopen_bytes(&path, bytes.clone(), &outline)
+            .await
+            .unwrap();
+        assert_eq!(again.schema(), first.schema());
+        assert_eq!(again.read_all().await.unwrap(), batch(0, 300));
+        assert_eq!(again.take_rows(&[150]).await.unwrap(), batch(150, 1));
+
+        // Bytes of another length under the outline: a typed corruption, nothing read.
+        let shorter = bytes.slice(..bytes.len() - 1);
+        assert!(matches!(
+            lancet_file::reopen_bytes(&path, shorter, &outline).await,
+            Err(FileError::Corrupt { .. })
+        ));
+        // Bytes of the same length but other content (a store serving something else under
+        // an immutable name): reads give typed errors or rows, never a panic.
+        let mut noise = bytes.to_vec();
+        for (i, b) in noise.iter_mut().enumerate().take(bytes.len() - 64) {
+            *b ^= (i as u8).wrapping_mul(151) | 1;
+        }
+        if let Ok(file) = lancet_file::reopen_bytes(&path, noise.into(), &outline).await {
+            let _ = file.read_all().await;
+            let _ = file.take_rows(&[7]).await;
+        }
+    }
+}

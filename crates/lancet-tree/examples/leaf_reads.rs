@@ -65,6 +65,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         lancet_file::write_file(&fs, &path, &schema, &[batch], &WriteOptions::default()).await?;
         leaves.push((path.clone(), memory.get(&path).await?.bytes().await?));
     }
+    let outlines: Vec<lancet_file::FileOutline> = {
+        let mut v = Vec::new();
+        for (path, bytes) in &leaves {
+            v.push(
+                lancet_file::open_bytes_exact(path, bytes.clone(), &schema)
+                    .await?
+                    .outline(),
+            );
+        }
+        v
+    };
+    let mut reopen = [0.0f64; 2];
     let mut ms = [0.0f64; 5];
     for i in 0..READS {
         let (path, bytes) = &leaves[i % leaves.len()];
@@ -84,6 +96,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         file.read_all().await?;
         ms[4] += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let again =
+            lancet_file::reopen_bytes(path, bytes.clone(), &outlines[i % leaves.len()]).await?;
+        reopen[0] += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        again.take_rows(&[row]).await?;
+        reopen[1] += t.elapsed().as_secs_f64();
     }
     let mean = |x: f64| x / READS as f64 * 1e3;
     println!(
@@ -94,6 +113,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         mean(ms[2]),
         mean(ms[3]),
         mean(ms[4])
+    );
+    println!(
+        "outline {} bytes; reopen {:.3}, then one row (take) {:.3}",
+        outlines[0].size_bytes(),
+        mean(reopen[0]),
+        mean(reopen[1])
     );
     Ok(())
 }

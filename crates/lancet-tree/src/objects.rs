@@ -260,6 +260,27 @@ pub trait NodeCache: Send + Sync + std::fmt::Debug {
         Box::pin(async { None })
     }
 
+    /// The [`lancet_file::FileOutline`] kept for the leaf under `key`, if any: a point read
+    /// of a cold leaf whose outline is kept opens the leaf's bytes without reading its
+    /// footer, metadata and schema again (~0.2 ms of a ~0.5 ms point read). The default
+    /// keeps none.
+    fn outline<'a>(
+        &'a self,
+        _key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Option<lancet_file::FileOutline>> {
+        Box::pin(async { None })
+    }
+
+    /// Keeps `outline` for the leaf under `key` (outlines are small: a leaf's metadata
+    /// sections, ~11 KB for 4096 records). The default keeps nothing.
+    fn keep_outline<'a>(
+        &'a self,
+        _key: ObjectKey,
+        _outline: lancet_file::FileOutline,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// How many bytes (by [`TreeObject::weight_bytes`]) the cache holds at most. A writer
     /// decodes and caches whole leaves while a tree's leaves fit, and point-reads the one
     /// record it needs from a cold leaf when they do not. The default caches nothing.
@@ -375,14 +396,18 @@ pub(crate) struct LeafBounds {
 ///
 /// Cost: the file's metadata, one `u64` column and one row, instead of every row of the
 /// leaf (about a tenth of a whole 4096-record decode); a dense leaf, the metadata and one row.
+/// With `outline` (kept by the node cache from an earlier point read of this leaf, whose
+/// open checked the footer and exact schema) the metadata is not read again: the bytes are
+/// reopened from it (0.01 ms instead of 0.2). The outline is returned for the cache to keep.
 pub(crate) async fn point_read_leaf(
     object: String,
     bytes: Bytes,
     base: Option<u32>,
     id: u64,
     bounds: LeafBounds,
-) -> Result<Option<DataFragment>> {
-    on_pool(async move { point_read(&object, bytes, base, id, bounds).await }).await
+    outline: Option<lancet_file::FileOutline>,
+) -> Result<(Option<DataFragment>, lancet_file::FileOutline)> {
+    on_pool(async move { point_read(&object, bytes, base, id, bounds, outline).await }).await
 }
 
 fn leaf_file_error(object: &str, e: lancet_file::FileError) -> TreeError {
@@ -400,25 +425,42 @@ async fn point_read(
     base: Option<u32>,
     id: u64,
     bounds: LeafBounds,
-) -> Result<Option<DataFragment>> {
+    outline: Option<lancet_file::FileOutline>,
+) -> Result<(Option<DataFragment>, lancet_file::FileOutline)> {
     let path = Path::from(object);
-    let file = lancet_file::open_bytes_exact(&path, bytes, &leaf_schema())
-        .await
-        .map_err(|e| leaf_file_error(object, e))?;
+    // A kept outline is this leaf's, from an open that checked its footer and exact schema.
+    let file = match &outline {
+        Some(outline) => lancet_file::reopen_bytes(&path, bytes, outline).await,
+        None => lancet_file::open_bytes_exact(&path, bytes, &leaf_schema()).await,
+    }
+    .map_err(|e| leaf_file_error(object, e))?;
+    let outline = outline.unwrap_or_else(|| file.outline());
+    let record = point_read_open(object, &file, base, id, bounds).await?;
+    Ok((record, outline))
+}
+
+/// [`point_read`] on the opened leaf.
+async fn point_read_open(
+    object: &str,
+    file: &lancet_file::LanceFile,
+    base: Option<u32>,
+    id: u64,
+    bounds: LeafBounds,
+) -> Result<Option<DataFragment>> {
     let span = bounds.range.hi.saturating_sub(bounds.range.lo);
     let dense = bounds.records == span && file.num_rows() == span;
     if dense && bounds.range.contains(id) {
         let row = id - bounds.range.lo;
-        if let Some(f) = read_record(object, &file, row, base).await? {
+        if let Some(f) = read_record(object, file, row, base).await? {
             if f.id == id {
                 return Ok(Some(f));
             }
         }
     }
-    let Some(row) = find_row(object, &file, id, &bounds).await? else {
+    let Some(row) = find_row(object, file, id, &bounds).await? else {
         return Ok(None);
     };
-    let f = read_record(object, &file, row, base).await?;
+    let f = read_record(object, file, row, base).await?;
     match f {
         Some(f) if f.id == id => Ok(Some(f)),
         _ => Err(TreeError::corrupt(

@@ -424,9 +424,15 @@ impl TreeReader {
                         max_fragment_id: inner.max_fragment_id,
                         records: child.summary.fragments,
                     };
-                    let record =
-                        point_read_leaf(name, bytes, child.location.base.base_id, id, bounds)
+                    let key = Self::key(&child);
+                    let kept = inner.cache.outline(&key).await;
+                    let fresh = kept.is_none();
+                    let (record, outline) =
+                        point_read_leaf(name, bytes, child.location.base.base_id, id, bounds, kept)
                             .await?;
+                    if fresh {
+                        inner.cache.keep_outline(key, outline).await;
+                    }
                     point_read = Some((child, record));
                     break;
                 }

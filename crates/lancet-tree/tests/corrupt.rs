@@ -912,6 +912,39 @@ async fn a_point_read_of_a_dense_leaf_reads_the_guessed_row_and_falls_back_when_
 }
 
 #[tokio::test]
+async fn a_point_read_reopens_a_leaf_from_its_kept_outline() {
+    // Every leaf is point-read (nothing decoded is cached); the first read of a leaf keeps
+    // its outline and later reads reopen the leaf's bytes from it: same records as a reader
+    // that opens every leaf afresh.
+    let fx = Fx::new().await;
+    let cache = Arc::new(OutlineCache::default());
+    let reader = open_cached(&fx.store, &fx.manifest, cache.clone())
+        .await
+        .unwrap();
+    let fresh = fx.open().await.unwrap();
+    for id in [1u64, 2, 1, 3, 2, 1] {
+        let writer = TreeWriter::new(fx.store.clone(), TreeWriterConfig::tiny());
+        let commit = writer
+            .commit(&reader, &[(id, Action::Upsert(Box::new(plain(id))))])
+            .await
+            .unwrap();
+        assert_eq!(
+            commit.changes[0].before,
+            fresh.fragment(id).await.unwrap(),
+            "fragment {id}"
+        );
+    }
+    let kept = cache.kept.load(std::sync::atomic::Ordering::Relaxed);
+    let found = cache.found.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(kept >= 1, "no outline kept");
+    assert_eq!(kept + found, 6, "every point read asks for an outline");
+    assert!(
+        found >= 3,
+        "fragment 1 read three times, 2 twice: {found} reopened"
+    );
+}
+
+#[tokio::test]
 async fn a_point_read_checks_the_record_it_returns() {
     // fragment 1's deletion count exceeds its rows: the writer's prior record is refused
     let mut fx = Fx::new().await;

@@ -302,8 +302,22 @@ impl lancet_btree::PageCache for MokaPageCache {
 /// Key of a per-version structure: dataset URI, version, and what it is.
 /// The fragment tree's node cache: decoded roots, interiors and leaves, keyed by resolved
 /// location and size, weighed by their stored size. Concurrent misses of one object load once.
+///
+/// Beside them, the outlines of leaves point-read cold (their decoded file metadata, see
+/// [`lancet_tree::NodeCache::outline`]), in a cache of their own an eighth of the node
+/// budget (at least 4 MiB): a leaf's outline is ~4% of its size, so a tree whose leaves are
+/// several times the node budget still has every leaf's outline kept.
 #[derive(Debug)]
-pub struct TreeNodeCache(ByteCache<lancet_tree::ObjectKey, Arc<lancet_tree::TreeObject>>);
+pub struct TreeNodeCache {
+    objects: ByteCache<lancet_tree::ObjectKey, Arc<lancet_tree::TreeObject>>,
+    outlines: ByteCache<lancet_tree::ObjectKey, lancet_file::FileOutline>,
+}
+
+impl Weighted for lancet_file::FileOutline {
+    fn weight_bytes(&self) -> u64 {
+        self.size_bytes().max(1)
+    }
+}
 
 impl Weighted for lancet_tree::TreeObject {
     fn weight_bytes(&self) -> u64 {
@@ -313,11 +327,25 @@ impl Weighted for lancet_tree::TreeObject {
 
 impl TreeNodeCache {
     pub fn new(capacity_bytes: u64) -> Self {
-        Self(ByteCache::new(capacity_bytes))
+        // At least 4 MiB of outlines (hundreds of leaves) unless the cache is disabled.
+        let outlines = match capacity_bytes {
+            0 => 0,
+            n => (n / 8).max(4 << 20),
+        };
+        Self {
+            objects: ByteCache::new(capacity_bytes),
+            outlines: ByteCache::new(outlines),
+        }
     }
 
+    /// The decoded objects' cache statistics.
     pub fn stats(&self) -> CacheStats {
-        self.0.stats()
+        self.objects.stats()
+    }
+
+    /// The leaf outlines' cache statistics.
+    pub fn outline_stats(&self) -> CacheStats {
+        self.outlines.stats()
     }
 }
 
@@ -328,7 +356,7 @@ impl lancet_tree::NodeCache for TreeNodeCache {
         load: futures::future::BoxFuture<'a, lancet_tree::Result<Arc<lancet_tree::TreeObject>>>,
     ) -> futures::future::BoxFuture<'a, lancet_tree::Result<Arc<lancet_tree::TreeObject>>> {
         Box::pin(async move {
-            self.0
+            self.objects
                 .get_or_try_load(key, load)
                 .await
                 .map_err(|shared| (*shared).clone())
@@ -339,11 +367,26 @@ impl lancet_tree::NodeCache for TreeNodeCache {
         &'a self,
         key: &'a lancet_tree::ObjectKey,
     ) -> futures::future::BoxFuture<'a, Option<Arc<lancet_tree::TreeObject>>> {
-        Box::pin(async move { self.0.get(key).await })
+        Box::pin(async move { self.objects.get(key).await })
+    }
+
+    fn outline<'a>(
+        &'a self,
+        key: &'a lancet_tree::ObjectKey,
+    ) -> futures::future::BoxFuture<'a, Option<lancet_file::FileOutline>> {
+        Box::pin(async move { self.outlines.get(key).await })
+    }
+
+    fn keep_outline<'a>(
+        &'a self,
+        key: lancet_tree::ObjectKey,
+        outline: lancet_file::FileOutline,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async move { self.outlines.insert(key, outline).await })
     }
 
     fn capacity_bytes(&self) -> u64 {
-        self.0.capacity_bytes()
+        self.objects.capacity_bytes()
     }
 }
 
@@ -410,6 +453,11 @@ impl Caches {
     /// Hits and misses of the fragment tree's node cache.
     pub fn tree_node_stats(&self) -> CacheStats {
         self.tree_nodes.stats()
+    }
+
+    /// The kept leaf outlines' statistics (see [`TreeNodeCache`]).
+    pub fn tree_outline_stats(&self) -> CacheStats {
+        self.tree_nodes.outline_stats()
     }
 
     pub fn manifest_stats(&self) -> CacheStats {

@@ -155,6 +155,98 @@ async fn tree_objects_load_once_through_the_node_cache() {
     assert_eq!(ds.fragment(40).await.unwrap(), None);
 }
 
+/// A tree whose leaves do not fit the node cache: commits point-read the records they change
+/// from cold leaves, and a leaf read before is reopened from its kept outline (its file
+/// metadata) rather than opened afresh; what they publish reads back as the model says.
+#[tokio::test]
+async fn commits_on_cold_leaves_reopen_them_from_kept_outlines() {
+    use lancet::proto::table::{DataFile, DataFragment, DeletionFile};
+    use lancet::tree::{Action, TreeWriterConfig};
+    use lancet_tree::testing::TreeBuilder;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
+    let mut records: Vec<DataFragment> = (0..40)
+        .map(|id| DataFragment {
+            id,
+            files: vec![DataFile {
+                path: format!("{id}.lance"),
+                fields: vec![0],
+                column_indices: vec![0],
+                file_major_version: 2,
+                file_minor_version: 1,
+                ..Default::default()
+            }],
+            physical_rows: 10,
+            ..Default::default()
+        })
+        .collect();
+    let built = TreeBuilder {
+        records: records.clone(),
+        leaf_records: 5,
+        fanout: 4,
+        interior_levels: 1,
+        external_root: true,
+        ..Default::default()
+    }
+    .build(&store)
+    .await
+    .unwrap();
+    let m = Manifest {
+        version: 1,
+        reader_feature_flags: flags::FRAGMENT_TREE,
+        writer_feature_flags: flags::FRAGMENT_TREE,
+        max_fragment_id: Some(39),
+        fragment_tree: Some(built.metadata),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    // 2 KiB of nodes: the eight leaves (several KiB each) are never cached decoded.
+    let caches = Caches::new(lancet::CacheConfig {
+        node_bytes: 2 << 10,
+        ..Default::default()
+    });
+    let mut ds = Dataset::open_with(store, None, caches.clone())
+        .await
+        .unwrap();
+    for (step, id) in [17u64, 18, 17, 3, 19, 3].into_iter().enumerate() {
+        let deletion = DeletionFile {
+            file_type: 0,
+            read_version: ds.version(),
+            id: step as u64 + 1,
+            num_deleted_rows: step as u64 % 3 + 1,
+            base_id: None,
+        };
+        records[id as usize].deletion_file = Some(deletion);
+        ds = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &[(id, Action::AddDeletionFile(deletion))],
+                &TreeWriterConfig::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let outlines = caches.tree_outline_stats();
+    // fragments 17, 18 and 19 share a leaf, as do the two commits on 3: two leaves kept,
+    // the other four point reads reopened from them
+    assert_eq!(outlines.misses, 2, "{outlines:?}");
+    assert_eq!(outlines.hits, 4, "{outlines:?}");
+    // what the commits published, read by a fresh session
+    let reopened = Dataset::open_with(
+        DatasetStore::open(dir.path().to_str().unwrap()).unwrap(),
+        None,
+        Caches::new(Default::default()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.version(), 7);
+    assert_eq!(reopened.fragments().await.unwrap().to_vec(), records);
+}
+
 /// A stored `fragment_bitmap` is one Roaring bitmap occupying the whole field: trailing bytes
 /// or garbage are a typed error naming the index, never an empty or partial coverage.
 #[tokio::test]

@@ -10,11 +10,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use lancet_paths::flags::FRAGMENT_TREE;
 use lancet_paths::{DatasetStore, ResolvedBase};
 use lancet_proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
 use lancet_tree::testing::{BuiltTree, Rng};
-use lancet_tree::{Action, NoCache, OpenContext, StoreFetcher, TreeReader};
+use lancet_tree::{
+    Action, NoCache, NodeCache, ObjectKey, OpenContext, StoreFetcher, TreeObject, TreeReader,
+};
 
 pub fn data_file(rng: &mut Rng, path: &str) -> DataFile {
     let n = 1 + rng.below(3) as i32;
@@ -171,14 +174,63 @@ pub fn local_store(dir: &std::path::Path) -> DatasetStore {
 }
 
 pub async fn open(store: &DatasetStore, manifest: &Manifest) -> lancet_tree::Result<TreeReader> {
+    open_cached(store, manifest, Arc::new(NoCache)).await
+}
+
+pub async fn open_cached(
+    store: &DatasetStore,
+    manifest: &Manifest,
+    cache: Arc<dyn lancet_tree::NodeCache>,
+) -> lancet_tree::Result<TreeReader> {
     TreeReader::open(
         manifest,
         OpenContext {
             manifest_object: "_versions/1.manifest".into(),
             current: ResolvedBase::current_dataset(store.uri()),
             fetcher: Arc::new(StoreFetcher::new(store.clone())),
-            cache: Arc::new(NoCache),
+            cache,
         },
     )
     .await
+}
+
+/// A node cache that caches no decoded object (so every leaf is point-read) but keeps leaf
+/// outlines, counting how many it kept and how many were asked for and found.
+#[derive(Debug, Default)]
+pub struct OutlineCache {
+    outlines: std::sync::Mutex<std::collections::HashMap<ObjectKey, lancet_file::FileOutline>>,
+    pub kept: std::sync::atomic::AtomicU64,
+    pub found: std::sync::atomic::AtomicU64,
+}
+
+impl NodeCache for OutlineCache {
+    fn get_or_load<'a>(
+        &'a self,
+        _key: ObjectKey,
+        load: BoxFuture<'a, lancet_tree::Result<Arc<TreeObject>>>,
+    ) -> BoxFuture<'a, lancet_tree::Result<Arc<TreeObject>>> {
+        load
+    }
+
+    fn outline<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Option<lancet_file::FileOutline>> {
+        let found = self.outlines.lock().unwrap().get(key).cloned();
+        if found.is_some() {
+            self.found
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Box::pin(async move { found })
+    }
+
+    fn keep_outline<'a>(
+        &'a self,
+        key: ObjectKey,
+        outline: lancet_file::FileOutline,
+    ) -> BoxFuture<'a, ()> {
+        self.outlines.lock().unwrap().insert(key, outline);
+        self.kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async {})
+    }
 }
