@@ -58,6 +58,10 @@ pub enum PathsError {
     /// A tag or branch file (`_refs/`) is not the JSON Lance writes.
     #[error("corrupt reference {at}: {rule}")]
     CorruptRef { at: ObjectRef, rule: String },
+    /// An object to write exceeds what its format can state (a manifest section's u32
+    /// length prefix: 4 GiB).
+    #[error("{what} of {bytes} bytes exceeds the 4 GiB its length prefix can state")]
+    TooLarge { what: &'static str, bytes: usize },
     /// A dataset has no manifest versions.
     #[error("no manifest versions under {path}")]
     NoVersions { path: Path },

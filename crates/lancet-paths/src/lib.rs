@@ -20,18 +20,18 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
-pub mod bases;
+mod bases;
 pub mod cleanup;
 pub mod clone;
-pub mod error;
+mod error;
 #[cfg(feature = "testing")]
 pub mod fault;
 pub mod files;
 pub mod flags;
 pub mod manifest;
-pub mod object_uuid;
+mod object_uuid;
 pub mod refs;
-pub mod store;
+mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transaction;

@@ -124,7 +124,16 @@ pub struct DecodedManifest {
     /// The inline transaction section's bytes (field 23, else 21), undecoded: Lance opens a
     /// manifest whose transaction does not decode, so only readers of the transaction fail.
     /// `Err` says why the section's offset or length is out of bounds.
-    pub transaction_section: Option<std::result::Result<Bytes, String>>,
+    pub transaction_section: Option<std::result::Result<Bytes, SectionOutOfBounds>>,
+}
+
+/// A manifest's inline transaction section lies outside the object (its offset or length
+/// is out of bounds). Kept on [`DecodedManifest`] rather than refusing the manifest, as Lance
+/// opens it; reading the transaction fails with this rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{rule}")]
+pub struct SectionOutOfBounds {
+    pub rule: String,
 }
 
 impl DecodedManifest {
@@ -190,7 +199,10 @@ pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
     let transaction_section = manifest
         .transaction_section
         .or(manifest.transaction_section_deprecated)
-        .map(|offset| section_bytes(&bytes, offset, pos, "transaction"));
+        .map(|offset| {
+            section_bytes(&bytes, offset, pos, "transaction")
+                .map_err(|rule| SectionOutOfBounds { rule })
+        });
     Ok(DecodedManifest {
         manifest,
         indices,
@@ -292,12 +304,16 @@ fn check_contents(m: &Manifest, _indices: &[IndexMetadata]) -> std::result::Resu
 /// [`DecodedManifest::unknown_fields`]) appended so fields lancet does not model survive,
 /// then the footer. Section offsets are set to what this object holds (field 21 is never
 /// written), so offsets inherited from an older manifest never are.
+///
+/// Fails with [`PathsError::TooLarge`] when a section or the manifest exceeds the 4 GiB its
+/// u32 length prefix can state.
 pub fn encode_manifest(
     manifest: &Manifest,
     indices: &[IndexMetadata],
     unknown_fields: &[u8],
     transaction: Option<&[u8]>,
-) -> std::result::Result<Vec<u8>, String> {
+) -> Result<Vec<u8>> {
+    let too_large = |what: &'static str, bytes: usize| PathsError::TooLarge { what, bytes };
     let mut m = manifest.clone();
     m.transaction_section = None;
     m.transaction_section_deprecated = None;
@@ -309,22 +325,26 @@ pub fn encode_manifest(
             indices: indices.to_vec(),
         }
         .encode_to_vec();
-        let len = u32::try_from(section.len()).map_err(|_| "index section exceeds 4 GiB")?;
+        let len =
+            u32::try_from(section.len()).map_err(|_| too_large("index section", section.len()))?;
         m.index_section = Some(0);
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&section);
     }
     if let Some(section) = transaction {
-        let len = u32::try_from(section.len()).map_err(|_| "transaction exceeds 4 GiB")?;
+        let len = u32::try_from(section.len())
+            .map_err(|_| too_large("transaction section", section.len()))?;
         m.transaction_section = Some(out.len() as u64);
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(section);
     }
     let body_len = m.encoded_len() + unknown_fields.len();
-    let len = u32::try_from(body_len).map_err(|_| "manifest exceeds 4 GiB")?;
+    let len = u32::try_from(body_len).map_err(|_| too_large("manifest", body_len))?;
     let pos = out.len() as i64;
     out.extend_from_slice(&len.to_le_bytes());
-    m.encode(&mut out).map_err(|e| e.to_string())?;
+    // Encoding into a Vec cannot run out of room.
+    m.encode(&mut out)
+        .map_err(|_| too_large("manifest", body_len))?;
     out.extend_from_slice(unknown_fields);
     out.extend_from_slice(&pos.to_le_bytes());
     out.extend_from_slice(&FOOTER_MAJOR.to_le_bytes());
@@ -524,8 +544,7 @@ pub async fn write_manifest(
         None => String::new(),
     };
     let manifest = &manifest;
-    let bytes = encode_manifest(manifest, indices, unknown_fields, encoded.as_deref())
-        .map_err(|rule| PathsError::corrupt(&path, rule))?;
+    let bytes = encode_manifest(manifest, indices, unknown_fields, encoded.as_deref())?;
     let size = bytes.len() as u64;
     store.put_if_absent(&path, Bytes::from(bytes)).await?;
     write_latest_hint(store, manifest.version).await?;
@@ -772,7 +791,7 @@ mod tests {
         };
         let d = decode_manifest(&path(), Bytes::from(bytes)).unwrap();
         let err = d.transaction_section.unwrap().unwrap_err();
-        assert!(err.contains("not before the manifest"), "{err}");
+        assert!(err.rule.contains("not before the manifest"), "{err}");
     }
 
     #[tokio::test]

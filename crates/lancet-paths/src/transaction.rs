@@ -136,7 +136,7 @@ pub async fn read_transaction(
         Some(Err(rule)) => {
             return Err(PathsError::corrupt_transaction(
                 &file.entry.path,
-                rule.clone(),
+                rule.rule.clone(),
             ))
         }
         None => {}

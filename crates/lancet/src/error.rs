@@ -139,9 +139,10 @@ impl Kind for lancet_paths::PathsError {
     fn kind(&self) -> ErrorKind {
         use lancet_paths::PathsError as E;
         match self {
-            E::InvalidUri { .. } | E::NoVersions { .. } | E::VersionNotFound { .. } => {
-                ErrorKind::InvalidInput
-            }
+            E::InvalidUri { .. }
+            | E::NoVersions { .. }
+            | E::VersionNotFound { .. }
+            | E::TooLarge { .. } => ErrorKind::InvalidInput,
             E::Store { .. } => ErrorKind::Unavailable,
             E::AlreadyExists { .. } => ErrorKind::Conflict,
             _ => ErrorKind::Corrupt,

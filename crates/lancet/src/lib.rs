@@ -4,6 +4,14 @@
 //! [`Dataset::checkout`]) over `lancet-paths` (object store, manifest files, base paths) and
 //! `lancet-file` (Lance files), commits new manifest versions, and owns one cache configuration
 //! ([`Caches`]) that the subsystem crates plug into. Format logic lives in the subsystem crates.
+//!
+//! Stored bytes pass through here too (fragment bitmaps, transactions, deletion vectors,
+//! filter literals), so the crate denies `unwrap`, `expect` and unchecked indexing outside
+//! tests, as the decoding crates do.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
 
 mod cache;
 mod cleanup;

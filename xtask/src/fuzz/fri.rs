@@ -246,11 +246,6 @@ impl Target for RowMapTarget {
         vec![self.seed.clone()]
     }
 
-    /// Reads through lance-encoding: the same LZ4 block bound as `btree_data`.
-    fn allocation_limit(&self) -> usize {
-        (u32::MAX as usize) + 1
-    }
-
     fn hang_limit(&self) -> std::time::Duration {
         std::time::Duration::from_secs(120)
     }
