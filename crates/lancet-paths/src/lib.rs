@@ -3,11 +3,12 @@
 //!
 //! - [`tree_paths`]: `_bt/{root,node,leaf}/{uuid}.{root,node,lance}` and the path rules a stored
 //!   tree reference must obey.
-//! - [`bases`]: `BasePath` lookup by id and inheritance of an absent `base_id`.
+//! - [`BaseTable`], [`ResolvedBase`]: `BasePath` lookup by id and inheritance of an absent
+//!   `base_id`.
 //! - [`cleanup`]: which listed objects a cleanup deletes, given what versions name.
 //! - [`clone`]: a shallow clone's base paths and the references it points at its source.
 //! - [`files`]: where data, deletion, external and index files live.
-//! - [`store`]: [`DatasetStore`], reads with size checks and the put-if-absent commit write.
+//! - [`DatasetStore`]: reads with size checks and the put-if-absent commit write.
 //! - [`manifest`]: naming schemes, the manifest layout, listing, reading and committing versions.
 //! - [`flags`]: feature-flag names and the pairing rules.
 //! - [`refs`]: tags and branches (`_refs/`).
