@@ -29,6 +29,12 @@ pub struct PageKey {
 pub trait PageCache: Send + Sync {
     fn get(&self, key: &PageKey) -> Option<Arc<Page>>;
     fn insert(&self, key: PageKey, page: Arc<Page>);
+    /// [`Self::get`] again for a page that missed, after waiting for the segment's load lock
+    /// (another search may have loaded it meanwhile). A cache with statistics counts a page
+    /// found here as a hit and does not count a second miss. The default is `get`.
+    fn recheck(&self, key: &PageKey) -> Option<Arc<Page>> {
+        self.get(key)
+    }
 }
 
 /// A cache that keeps nothing.
@@ -181,7 +187,7 @@ impl BTreeIndex {
         }
         let _guard = self.load.lock().await;
         // Another search may have loaded some of them while we waited.
-        missing.retain(|p| match self.cache.get(&self.key(*p)) {
+        missing.retain(|p| match self.cache.recheck(&self.key(*p)) {
             Some(page) => {
                 out.insert(*p, page);
                 false

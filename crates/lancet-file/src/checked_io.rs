@@ -628,6 +628,12 @@ impl EncodingsIo for StoreIo {
         async move {
             let wanted: Vec<Range<u64>> =
                 ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+            tracing::debug!(
+                %path,
+                ranges = wanted.len(),
+                bytes = wanted.iter().map(|r| r.end - r.start).sum::<u64>(),
+                "read pages"
+            );
             let mut got = if wanted.is_empty() {
                 Vec::new()
             } else {

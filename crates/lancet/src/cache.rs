@@ -247,6 +247,11 @@ cached_structure!(BTreeSegments, Vec<crate::BTreeSegment>);
 
 /// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
 /// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.
+///
+/// Why not a [`ByteCache`] like the others: lancet-btree's `PageCache` seam is synchronous,
+/// and a search reads all of its missing pages in one coalesced request set, so the
+/// per-key single-flight loader [`ByteCache::get_or_try_load`] gives would split that read
+/// into one request per page.
 pub struct MokaPageCache {
     inner: moka::sync::Cache<lancet_btree::PageKey, Arc<lancet_btree::Page>>,
     hits: AtomicU64,
@@ -291,11 +296,20 @@ impl lancet_btree::PageCache for MokaPageCache {
             &self.misses
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        tracing::trace!(cache = "btree_page", page = key.page, hit = v.is_some(), "cache");
         v
     }
 
     fn insert(&self, key: lancet_btree::PageKey, page: Arc<lancet_btree::Page>) {
         self.inner.insert(key, page);
+    }
+
+    fn recheck(&self, key: &lancet_btree::PageKey) -> Option<Arc<lancet_btree::Page>> {
+        let v = self.inner.get(key);
+        if v.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        v
     }
 }
 

@@ -82,3 +82,102 @@ async fn filters_on_missing_columns_and_constants() {
     let e = Filter::parse("x = ").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
+
+/// The session caches a search goes through count what they serve: BTree pages (missed once,
+/// then hit), the version's index structures, and manifests (a checkout of a version already
+/// read is a hit).
+#[tokio::test]
+async fn search_cache_statistics_count_hits_and_misses() {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field as ArrowField, Schema};
+    use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
+    use lancet::paths::ObjectUuid;
+    use lancet::proto::table::{DataFile, DataFragment};
+
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap().to_string();
+    let store = DatasetStore::create(&uri).unwrap();
+    let fs = Dataset::file_store_for(&store).unwrap();
+    let schema = Schema::new(vec![ArrowField::new("v", DataType::Int64, false)]);
+    let (major, minor) = FileVersion::V2_1.data_file_version();
+    let mut fragments = Vec::new();
+    for f in 0..2i64 {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(f * 3000..(f + 1) * 3000));
+        let batch = RecordBatch::try_from_iter([("v", values)]).unwrap();
+        let name = format!("{}.lance", ObjectUuid::new_v4());
+        let written = write_file(
+            &fs,
+            &store.path(&format!("data/{name}")),
+            &schema,
+            &[batch],
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        fragments.push(DataFragment {
+            id: f as u64,
+            files: vec![DataFile {
+                path: name,
+                fields: vec![0],
+                column_indices: vec![0],
+                file_major_version: major,
+                file_minor_version: minor,
+                file_size_bytes: written.size_bytes,
+                base_id: None,
+            }],
+            physical_rows: written.num_rows,
+            ..Default::default()
+        });
+    }
+    let manifest = Manifest {
+        fields: manifest_fields(&schema).unwrap(),
+        fragments,
+        version: 1,
+        max_fragment_id: Some(1),
+        ..Default::default()
+    };
+    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    let caches = Caches::new(Default::default());
+    let built = Dataset::open_with(store.clone(), None, caches.clone())
+        .await
+        .unwrap()
+        .build_btree("v", 256)
+        .await
+        .unwrap();
+    let ds = Dataset::open_with(store, Some(built.version()), caches.clone())
+        .await
+        .unwrap();
+
+    let eq = Filter::parse("v = 4100").unwrap();
+    let before = caches.page_stats();
+    assert_eq!(
+        ds.search(&eq).await.unwrap().row_ids.iter().collect::<Vec<_>>(),
+        vec![(1 << 32) | 1100]
+    );
+    let first = caches.page_stats();
+    assert_eq!(first.misses - before.misses, 1, "one page read: {first:?}");
+    assert_eq!(first.hits, before.hits, "nothing cached yet: {first:?}");
+    ds.search(&eq).await.unwrap();
+    let second = caches.page_stats();
+    assert_eq!(second.misses, first.misses, "{second:?}");
+    assert_eq!(second.hits - first.hits, 1, "the page served from the cache: {second:?}");
+    // a range over pages 1..=3 (rows 256..1024): the cached page is not among them
+    let range = Filter::parse("v >= 300 AND v < 1000").unwrap();
+    assert_eq!(ds.search(&range).await.unwrap().row_ids.len(), 700);
+    let third = caches.page_stats();
+    assert_eq!(third.misses - second.misses, 3, "{third:?}");
+
+    // the segment structures were loaded on the first search and served after it
+    let index = caches.index_stats();
+    assert!(index.misses >= 1 && index.hits >= 2, "{index:?}");
+    // reading version 1 again through the session is a manifest cache hit
+    let manifests = caches.manifest_stats();
+    ds.checkout(1).await.unwrap();
+    let after = caches.manifest_stats();
+    assert_eq!(after.hits - manifests.hits, 1, "{after:?}");
+    assert_eq!(after.misses, manifests.misses, "{after:?}");
+}
