@@ -132,9 +132,11 @@ def filter_table(uri):
 
     ds = lance.write_dataset(rows(0, n), uri, max_rows_per_file=700)
     out = {"unindexed": ds.version}
-    for col in ["i", "f", "s", "d", "ts"]:
+    for col in ["i", "f", "s", "d", "ts", "b"]:
         ds.create_scalar_index(col, lance.indices.IndexConfig("btree", {"zone_size": 64}))
+    # indexes lancet does not answer through: the column is scanned instead
     ds.create_scalar_index("i32", "BITMAP")
+    ds.create_scalar_index("f32", "ZONEMAP")
     ds = lance.write_dataset(rows(n, n + 500), uri, mode="append")
     out["appended"] = ds.version
     ds.delete("i % 5 = 0 OR s = 'ab'")
