@@ -296,7 +296,12 @@ impl lancet_btree::PageCache for MokaPageCache {
             &self.misses
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        tracing::trace!(cache = "btree_page", page = key.page, hit = v.is_some(), "cache");
+        tracing::trace!(
+            cache = "btree_page",
+            page = key.page,
+            hit = v.is_some(),
+            "cache"
+        );
         v
     }
 

@@ -164,11 +164,23 @@ fn rewritten(r: &Rewrite) -> BTreeSet<u64> {
         .collect()
 }
 
+/// The fragments an index entry records. `None` when it records none, or when its bitmap
+/// does not decode: either way nothing can be said about what it covers, so the callers
+/// answer Retryable (never proceed on a guess); [`no_bitmap`] says which in the message.
 fn bitmap_ids(index: &IndexMetadata) -> Option<roaring::RoaringBitmap> {
     if index.fragment_bitmap.is_empty() {
         return None;
     }
     lancet_proto::roaring_wire::decode_roaring32(&index.fragment_bitmap).ok()
+}
+
+/// How an index entry without usable fragment ids is described in a Retryable answer.
+fn no_bitmap(index: &IndexMetadata) -> &'static str {
+    if index.fragment_bitmap.is_empty() {
+        "records no fragments"
+    } else {
+        "has a fragment bitmap that does not decode"
+    }
 }
 
 /// Lance 14's answer for committing `mine` over `theirs` (published since `mine` was
@@ -253,8 +265,9 @@ pub fn compatibility(
                     match bitmap_ids(index) {
                         None => {
                             return Retryable(format!(
-                                "{name} moved rows and index {:?} records no fragments",
-                                index.name
+                                "{name} moved rows and index {:?} {}",
+                                index.name,
+                                no_bitmap(index)
                             ))
                         }
                         Some(b) => {
@@ -329,8 +342,9 @@ pub fn compatibility(
                         match bitmap_ids(index) {
                             None => {
                                 return Retryable(format!(
-                                    "{name} built index {:?} with no fragment bitmap",
-                                    index.name
+                                    "{name} built index {:?}, which {}",
+                                    index.name,
+                                    no_bitmap(index)
                                 ))
                             }
                             Some(b) => {
@@ -661,9 +675,31 @@ mod tests {
             'R'
         );
         // an index without a bitmap cannot be judged against a rewrite
-        let mut bare = b;
+        let mut bare = b.clone();
         bare.fragment_bitmap.clear();
         assert_eq!(judge(&create_index(vec![bare], vec![]), rewrite(&[4])), 'C');
+        // nor one whose bitmap does not decode, whichever side built it; the answer says so
+        let mut garbled = b;
+        garbled.fragment_bitmap = vec![0x3a, 0x30, 0, 0, 9];
+        for answer in [
+            compatibility(
+                &create_index(vec![garbled.clone()], vec![]),
+                &theirs(rewrite(&[4])),
+                false,
+            ),
+            compatibility(
+                &rewrite(&[4]),
+                &theirs(create_index(vec![garbled], vec![])),
+                false,
+            ),
+        ] {
+            match answer {
+                Compatibility::Retryable(why) => {
+                    assert!(why.contains("does not decode"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

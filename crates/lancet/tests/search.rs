@@ -155,7 +155,12 @@ async fn search_cache_statistics_count_hits_and_misses() {
     let eq = Filter::parse("v = 4100").unwrap();
     let before = caches.page_stats();
     assert_eq!(
-        ds.search(&eq).await.unwrap().row_ids.iter().collect::<Vec<_>>(),
+        ds.search(&eq)
+            .await
+            .unwrap()
+            .row_ids
+            .iter()
+            .collect::<Vec<_>>(),
         vec![(1 << 32) | 1100]
     );
     let first = caches.page_stats();
@@ -164,7 +169,11 @@ async fn search_cache_statistics_count_hits_and_misses() {
     ds.search(&eq).await.unwrap();
     let second = caches.page_stats();
     assert_eq!(second.misses, first.misses, "{second:?}");
-    assert_eq!(second.hits - first.hits, 1, "the page served from the cache: {second:?}");
+    assert_eq!(
+        second.hits - first.hits,
+        1,
+        "the page served from the cache: {second:?}"
+    );
     // a range over pages 1..=3 (rows 256..1024): the cached page is not among them
     let range = Filter::parse("v >= 300 AND v < 1000").unwrap();
     assert_eq!(ds.search(&range).await.unwrap().row_ids.len(), 700);

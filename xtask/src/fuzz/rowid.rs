@@ -142,6 +142,9 @@ impl Target for ArrowDeletionTarget {
     }
 }
 
+/// Bitmap deletion files, and every stored `fragment_bitmap` of an index entry: both decode
+/// through `lancet_proto::roaring_wire::decode_roaring32` (the `manifest` target also reaches
+/// the bitmaps inside whole index sections).
 pub struct BitmapDeletionTarget;
 
 impl Target for BitmapDeletionTarget {
