@@ -339,6 +339,23 @@ def index(uri, column, index_type, name):
     return {"version": ds.version, "indices": sorted([i["name"], i["type"]] for i in ds.list_indices())}
 
 
+def text_vector_table(uri):
+    """A table whose string column has only an Inverted index and whose vector column an
+    IVF_FLAT index (neither of which lancet reads), plus an unindexed int64 column."""
+    import numpy as np
+
+    n = 2000
+    rng = np.random.default_rng(5)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8).astype("float32")), 8)
+    words = [f"w{i % 50} x{i % 7}" if i % 97 else None for i in range(n)]
+    t = pa.table({"s": pa.array(words, pa.utf8()), "v": vec, "k": pa.array(range(n), pa.int64())})
+    ds = lance.write_dataset(t, uri, max_rows_per_file=800)
+    ds.create_scalar_index("s", "INVERTED")
+    ds.create_index("v", "IVF_FLAT", num_partitions=2)
+    ds = lance.dataset(uri)
+    return {"version": ds.version, "indices": sorted([i["name"], i["type"]] for i in ds.list_indices())}
+
+
 def cleanup_history(uri, stable):
     """Versions 1.. : create, two appends, a delete, a BTree, an update, a compaction, a
     BTree rebuild, a delete, a second compaction, another delete; tag `t2` on version 2.
@@ -406,7 +423,7 @@ def branch_rows(uri, branch):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -681,6 +681,69 @@ fn index_list_names_every_index_pylance_builds_with_its_type() {
     assert!(text.contains("not used by lancet"), "{text}");
 }
 
+/// Columns whose only indexes are ones lancet does not read (an Inverted index on a string
+/// column, an IVF_FLAT vector index) are listed as such and answered by scanning, exactly as
+/// pylance's full scan answers.
+#[tokio::test]
+async fn columns_with_only_inverted_or_vector_indexes_are_scanned_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("tv");
+    let uri = uri.to_str().unwrap();
+    let built = peer(&["text-vector-table", uri]);
+    let listed: Value = serde_json::from_str(&lancet(&["index", "list", uri, "--json"])).unwrap();
+    let listed = listed["indices"].as_array().unwrap();
+    assert_eq!(
+        listed.len(),
+        2,
+        "{listed:?} vs pylance {}",
+        built["indices"]
+    );
+    for i in listed {
+        assert_eq!(i["answered_by_lancet"], json!(false), "{i}");
+    }
+    let types: Vec<&str> = listed.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert!(types.contains(&"Inverted"), "{types:?}");
+    let filters = [
+        "s = 'w3 x3'",
+        "s LIKE 'w1%'",
+        "s IS NULL",
+        "NOT (s >= 'w4')",
+        "s = 'w3 x3' OR k < 10",
+        "k BETWEEN 100 AND 120 AND s IS NOT NULL",
+    ];
+    let version = built["version"].as_u64().unwrap();
+    let want = peer(&[
+        "filters",
+        uri,
+        &version.to_string(),
+        &serde_json::to_string(&filters).unwrap(),
+    ]);
+    let ds = Dataset::open(uri).await.unwrap();
+    for (f, w) in filters.iter().zip(want.as_array().unwrap()) {
+        let got = ds.search(&lancet::Filter::parse(f).unwrap()).await.unwrap();
+        assert!(got.scanned_fragments > 0, "{f}: answered without scanning");
+        assert_eq!(got.pages_read, 0, "{f}: no index lancet reads covers it");
+        let theirs: Vec<u64> = w["row_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(got.row_ids.iter().collect::<Vec<_>>(), theirs, "{f}");
+        let nulls: Vec<u64> = w["null_row_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            got.null_row_ids.iter().collect::<Vec<_>>(),
+            nulls,
+            "{f}: NULL rows"
+        );
+    }
+}
+
 fn lancet_stdin(args: &[&str], input: &str) -> String {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
