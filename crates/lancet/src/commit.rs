@@ -636,14 +636,25 @@ struct Prepared {
 pub const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// See [`COMMIT_TIMEOUT`].
 pub const MAX_ATTEMPTS: u32 = 10_000;
+/// Losses in a row after which a commit retries with the shortest backoff (see `backoff`).
+const STARVING: u32 = 6;
 
 /// Sleeps before attempt `attempt + 1`: a random number of slots, the slot count doubling
 /// from 4 to 32 (Lance's slot backoff, with a lower ceiling: a loser that waits long only
 /// loses again). A slot is 5 ms, or a quarter of what the lost attempt took when that is
 /// longer (up to 50 ms): on a store where a commit takes 100 ms (S3), writers spread over
 /// its latency instead of colliding again within it.
+///
+/// After [`STARVING`] losses in a row the count falls back to 4: winners start their next
+/// commit at once, so a loser that keeps sleeping up to 32 slots (1.6 s on a slow store)
+/// keeps arriving after them. On a saturated S3 server (moto at ~10 commits/s) writers lost
+/// 60 races in a row and timed out before this.
 async fn backoff(attempt: u32, lost_attempt: std::time::Duration) {
-    let slots = 4u64 << attempt.min(3);
+    let slots = if attempt >= STARVING {
+        4
+    } else {
+        4u64 << attempt.min(3)
+    };
     let slot = u64::from(ObjectUuid::new_v4().as_bytes()[0]) % slots;
     let slot_ms = (lost_attempt.as_millis() / 4).clamp(5, 50) as u64;
     tokio::time::sleep(std::time::Duration::from_millis(slot * slot_ms)).await;
