@@ -201,7 +201,7 @@ impl Containers {
 }
 
 /// The bitmap of one 32-bit group: its containers' keys and lengths, and their low bits in
-/// ascending order (checked strictly ascending by [`Containers::push`]).
+/// ascending order (checked strictly ascending by [`Containers::of_strictly_ascending`]).
 fn bitmap(containers: &[(u64, usize)], lows: &[u16]) -> RoaringBitmap {
     let size = |n: usize| if n > ARRAY_LIMIT { 8192 } else { 2 * n };
     let header = 8 + 8 * containers.len();
@@ -246,7 +246,15 @@ fn bitmap(containers: &[(u64, usize)], lows: &[u16]) -> RoaringBitmap {
     }
     RoaringBitmap::deserialize_unchecked_from(buf.as_slice()).unwrap_or_else(|_| {
         // unreachable: the buffer holds exactly what the header declares
-        lows.iter().copied().map(u32::from).collect()
+        let mut rest = lows;
+        let mut out = RoaringBitmap::new();
+        for &(key, n) in containers {
+            let (these, after) = rest.split_at(n.min(rest.len()));
+            rest = after;
+            let high = (key as u32) << 16;
+            out.extend(these.iter().map(|&low| high | u32::from(low)));
+        }
+        out
     })
 }
 

@@ -434,8 +434,11 @@ impl std::fmt::Debug for FileOutline {
 }
 
 impl FileOutline {
-    /// Bytes the outline keeps resident, roughly: the file's metadata sections (column and
-    /// page descriptions, which it decodes) and the schema.
+    /// The outline's weight for a cache: the stored size of the file's metadata sections
+    /// (column and page descriptions, global buffers, offset tables) and a little per schema
+    /// field. Their decoded form takes more memory than that (protobuf structs and vectors),
+    /// so a cache of outlines holds a small multiple of its byte budget; the weight is
+    /// proportional, which is what keeps such a cache bounded.
     pub fn size_bytes(&self) -> u64 {
         let sections = self.metadata.num_column_metadata_bytes
             + self.metadata.num_global_buffer_bytes

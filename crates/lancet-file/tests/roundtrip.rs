@@ -179,25 +179,32 @@ async fn garbage_is_a_typed_error() {
     assert!(rejected >= 10);
 }
 
+/// 300 rows of the test schema written as `name` in an in-memory store: the store, the path
+/// and the file's bytes.
+async fn written_in_memory(version: FileVersion, name: &str) -> (FileStore, Path, bytes::Bytes) {
+    let raw = Arc::new(InMemory::new());
+    let fs = FileStore::new(raw.clone(), "memory:///").unwrap();
+    let path = Path::from(name);
+    let options = WriteOptions {
+        version,
+        ..Default::default()
+    };
+    write_file(&fs, &path, &schema(), &[batch(0, 300)], &options)
+        .await
+        .unwrap();
+    let bytes = object_store::ObjectStoreExt::get(raw.as_ref(), &path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    (fs, path, bytes)
+}
+
 #[tokio::test]
 async fn files_held_in_memory_read_and_take_like_stored_ones() {
     for version in [FileVersion::V2_0, FileVersion::V2_1] {
-        let raw = Arc::new(InMemory::new());
-        let fs = FileStore::new(raw.clone(), "memory:///").unwrap();
-        let path = Path::from("held.lance");
-        let options = WriteOptions {
-            version,
-            ..Default::default()
-        };
-        write_file(&fs, &path, &schema(), &[batch(0, 300)], &options)
-            .await
-            .unwrap();
-        let bytes = object_store::ObjectStoreExt::get(raw.as_ref(), &path)
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
+        let (fs, path, bytes) = written_in_memory(version, "held.lance").await;
         let held = lancet_file::open_bytes_exact(&path, bytes, &schema())
             .await
             .unwrap();
@@ -230,22 +237,7 @@ async fn files_held_in_memory_read_and_take_like_stored_ones() {
 #[tokio::test]
 async fn a_file_reopened_from_its_outline_reads_like_a_fresh_open_and_refuses_other_bytes() {
     for version in [FileVersion::V2_0, FileVersion::V2_1] {
-        let raw = Arc::new(InMemory::new());
-        let fs = FileStore::new(raw.clone(), "memory:///").unwrap();
-        let path = Path::from("outlined.lance");
-        let options = WriteOptions {
-            version,
-            ..Default::default()
-        };
-        write_file(&fs, &path, &schema(), &[batch(0, 300)], &options)
-            .await
-            .unwrap();
-        let bytes = object_store::ObjectStoreExt::get(raw.as_ref(), &path)
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
+        let (_, path, bytes) = written_in_memory(version, "outlined.lance").await;
         let first = lancet_file::open_bytes_exact(&path, bytes.clone(), &schema())
             .await
             .unwrap();

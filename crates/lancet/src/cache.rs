@@ -318,7 +318,6 @@ impl lancet_btree::PageCache for MokaPageCache {
     }
 }
 
-/// Key of a per-version structure: dataset URI, version, and what it is.
 /// The fragment tree's node cache: decoded roots, interiors and leaves, keyed by resolved
 /// location and size, weighed by their stored size. Concurrent misses of one object load once.
 ///

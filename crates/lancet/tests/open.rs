@@ -92,16 +92,12 @@ async fn unknown_reader_flags_are_refused_and_overlays_pass() {
     }
 }
 
-/// A tree version through the facade: concurrent cold resolves of one fragment load each
-/// object once (single flight through the moka node cache), and `fragments()` equals the
-/// records resolved one by one.
-#[tokio::test]
-async fn tree_objects_load_once_through_the_node_cache() {
+/// Version 1 of a tree table at `store`: fragments 0..40 (one data file and 10 rows each)
+/// in leaves of 5 under one interior level and an external root. Returns the records.
+async fn forty_record_tree(store: &DatasetStore) -> Vec<lancet::proto::table::DataFragment> {
     use lancet::proto::table::{DataFile, DataFragment};
     use lancet_tree::testing::TreeBuilder;
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
     let records: Vec<DataFragment> = (0..40)
         .map(|id| DataFragment {
             id,
@@ -125,7 +121,7 @@ async fn tree_objects_load_once_through_the_node_cache() {
         external_root: true,
         ..Default::default()
     }
-    .build(&store)
+    .build(store)
     .await
     .unwrap();
     let m = Manifest {
@@ -136,9 +132,20 @@ async fn tree_objects_load_once_through_the_node_cache() {
         fragment_tree: Some(built.metadata),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
+    records
+}
+
+/// A tree version through the facade: concurrent cold resolves of one fragment load each
+/// object once (single flight through the moka node cache), and `fragments()` equals the
+/// records resolved one by one.
+#[tokio::test]
+async fn tree_objects_load_once_through_the_node_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
+    let records = forty_record_tree(&store).await;
     let caches = Caches::new(Default::default());
     let ds = Dataset::open_with(store, None, caches.clone())
         .await
@@ -160,49 +167,12 @@ async fn tree_objects_load_once_through_the_node_cache() {
 /// metadata) rather than opened afresh; what they publish reads back as the model says.
 #[tokio::test]
 async fn commits_on_cold_leaves_reopen_them_from_kept_outlines() {
-    use lancet::proto::table::{DataFile, DataFragment, DeletionFile};
+    use lancet::proto::table::DeletionFile;
     use lancet::tree::{Action, TreeWriterConfig};
-    use lancet_tree::testing::TreeBuilder;
 
     let dir = tempfile::tempdir().unwrap();
     let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
-    let mut records: Vec<DataFragment> = (0..40)
-        .map(|id| DataFragment {
-            id,
-            files: vec![DataFile {
-                path: format!("{id}.lance"),
-                fields: vec![0],
-                column_indices: vec![0],
-                file_major_version: 2,
-                file_minor_version: 1,
-                ..Default::default()
-            }],
-            physical_rows: 10,
-            ..Default::default()
-        })
-        .collect();
-    let built = TreeBuilder {
-        records: records.clone(),
-        leaf_records: 5,
-        fanout: 4,
-        interior_levels: 1,
-        external_root: true,
-        ..Default::default()
-    }
-    .build(&store)
-    .await
-    .unwrap();
-    let m = Manifest {
-        version: 1,
-        reader_feature_flags: flags::FRAGMENT_TREE,
-        writer_feature_flags: flags::FRAGMENT_TREE,
-        max_fragment_id: Some(39),
-        fragment_tree: Some(built.metadata),
-        ..Default::default()
-    };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
-        .await
-        .unwrap();
+    let mut records = forty_record_tree(&store).await;
     // 2 KiB of nodes: the eight leaves (several KiB each) are never cached decoded.
     let caches = Caches::new(lancet::CacheConfig {
         node_bytes: 2 << 10,
