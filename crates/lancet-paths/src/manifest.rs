@@ -528,6 +528,11 @@ async fn read_by_name_in(
 /// is written to `_transactions/{read_version}-{uuid}.txn` first, named by
 /// `transaction_file`, and inlined in the manifest object. Without, `transaction_file` is
 /// cleared: a version never names another version's transaction.
+///
+/// This is the raw storage action: it publishes what it is given, and tests use it to write
+/// corrupt versions. lancet's write paths publish through [`prepare_manifest`] (the object
+/// decoded as a reader decodes it, then judged by lancet-txn's invariants) and
+/// [`put_manifest`].
 pub async fn write_manifest(
     store: &DatasetStore,
     manifest: &Manifest,
@@ -536,24 +541,124 @@ pub async fn write_manifest(
     scheme: NamingScheme,
     transaction: Option<&Transaction>,
 ) -> Result<VersionEntry> {
+    let (entry, objects) = encode_for(
+        store,
+        manifest,
+        indices,
+        unknown_fields,
+        scheme,
+        transaction,
+    )?;
+    put_manifest(store, &entry, objects).await?;
+    Ok(entry)
+}
+
+/// A manifest object ready to publish: its bytes, and the same bytes decoded as a reader
+/// decodes them (so the caller can judge exactly what will be stored).
+#[derive(Debug, Clone)]
+pub struct PreparedManifest {
+    pub file: ManifestFile,
+    pub bytes: Bytes,
+    /// The transaction, encoded, for its `_transactions/` file.
+    pub transaction: Option<(String, Bytes)>,
+}
+
+/// Encodes `manifest` as version `manifest.version` (see [`write_manifest`]) and decodes the
+/// result with [`decode_manifest`]'s rules. Pure: nothing is written. Fails with the rule
+/// the object breaks, naming the path it would have.
+pub fn prepare_manifest(
+    store: &DatasetStore,
+    manifest: &Manifest,
+    indices: &[IndexMetadata],
+    unknown_fields: &[u8],
+    scheme: NamingScheme,
+    transaction: Option<&Transaction>,
+) -> Result<PreparedManifest> {
+    let (entry, encoded) = encode_for(
+        store,
+        manifest,
+        indices,
+        unknown_fields,
+        scheme,
+        transaction,
+    )?;
+    let file = decode_listed(entry, encoded.manifest.clone())?;
+    Ok(PreparedManifest {
+        file,
+        bytes: encoded.manifest,
+        transaction: encoded.transaction,
+    })
+}
+
+/// A manifest object's bytes and its transaction file's name and bytes.
+#[derive(Debug, Clone)]
+struct EncodedObjects {
+    manifest: Bytes,
+    transaction: Option<(String, Bytes)>,
+}
+
+fn encode_for(
+    store: &DatasetStore,
+    manifest: &Manifest,
+    indices: &[IndexMetadata],
+    unknown_fields: &[u8],
+    scheme: NamingScheme,
+    transaction: Option<&Transaction>,
+) -> Result<(VersionEntry, EncodedObjects)> {
     let path = store.path(&scheme.relative_path(manifest.version));
     let mut manifest = manifest.clone();
     let encoded = transaction.map(|t| t.encode_to_vec());
     manifest.transaction_file = match transaction {
-        Some(t) => crate::transaction::write_transaction_file(store, t).await?,
+        Some(t) => crate::transaction::transaction_file_name(t),
         None => String::new(),
     };
-    let manifest = &manifest;
-    let bytes = encode_manifest(manifest, indices, unknown_fields, encoded.as_deref())?;
-    let size = bytes.len() as u64;
-    store.put_if_absent(&path, Bytes::from(bytes)).await?;
-    write_latest_hint(store, manifest.version).await?;
-    Ok(VersionEntry {
+    let bytes = Bytes::from(encode_manifest(
+        &manifest,
+        indices,
+        unknown_fields,
+        encoded.as_deref(),
+    )?);
+    let entry = VersionEntry {
         version: manifest.version,
         scheme,
         path,
-        size,
-    })
+        size: bytes.len() as u64,
+    };
+    let transaction = encoded.map(|e| (manifest.transaction_file.clone(), Bytes::from(e)));
+    Ok((
+        entry,
+        EncodedObjects {
+            manifest: bytes,
+            transaction,
+        },
+    ))
+}
+
+/// Publishes a prepared manifest: its transaction file, then the manifest with
+/// put-if-absent (the visibility boundary), then the latest-version hint.
+pub async fn publish_prepared(store: &DatasetStore, prepared: &PreparedManifest) -> Result<()> {
+    put_manifest(
+        store,
+        &prepared.file.entry,
+        EncodedObjects {
+            manifest: prepared.bytes.clone(),
+            transaction: prepared.transaction.clone(),
+        },
+    )
+    .await
+}
+
+async fn put_manifest(
+    store: &DatasetStore,
+    entry: &VersionEntry,
+    objects: EncodedObjects,
+) -> Result<()> {
+    if let Some((name, bytes)) = objects.transaction {
+        let path = store.path(&format!("{}/{name}", crate::transaction::TRANSACTIONS_DIR));
+        store.put(&path, bytes).await?;
+    }
+    store.put_if_absent(&entry.path, objects.manifest).await?;
+    write_latest_hint(store, entry.version).await
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -113,13 +113,8 @@ pub struct TreeCommit {
     pub changes: Vec<FragmentChange>,
 }
 
-/// One fragment a commit touched: its record before the commit and after (`None`: absent).
-#[derive(Debug, Clone, PartialEq)]
-pub struct FragmentChange {
-    pub id: u64,
-    pub before: Option<DataFragment>,
-    pub after: Option<DataFragment>,
-}
+/// One fragment a commit touched (the type the invariants judge a commit by).
+pub use lancet_txn::FragmentChange;
 
 impl TreeCommit {
     /// Bytes of every object written (the manifest not included).

@@ -26,8 +26,8 @@ use lancet_reuse::Mapping;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
-use crate::transactions::new_transaction;
 use crate::Dataset;
+use lancet_txn::operation::new_transaction;
 
 impl Dataset {
     /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
@@ -94,17 +94,22 @@ impl Dataset {
                 branch_name: None,
             }),
         );
-        let entry = manifest::write_manifest(
+        let (clone, _) = crate::publish::publish(
             &store,
-            &manifest,
-            &indices,
-            &source.manifest_file().decoded.unknown_fields,
-            source.naming_scheme(),
-            Some(&txn),
+            self.caches(),
+            crate::publish::Publication {
+                manifest: &manifest,
+                indices: &indices,
+                unknown_fields: &source.manifest_file().decoded.unknown_fields,
+                scheme: source.naming_scheme(),
+                transaction: Some(&txn),
+                previous: None,
+                changes: None,
+            },
         )
         .await?;
-        tracing::info!(version = entry.version, "shallow clone committed");
-        Dataset::open_with(store, Some(entry.version), self.caches().clone()).await
+        tracing::info!(version = clone.version(), "shallow clone committed");
+        Ok(clone)
     }
 
     /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits

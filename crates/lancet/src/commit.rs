@@ -18,12 +18,16 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, Deltas, FragmentChange, Mutation, TreeWriter, TreeWriterConfig};
+use lancet_txn::operation::{
+    conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
+    rewrite_operation,
+};
+use lancet_txn::rebase::{backoff_delay, may_retry, rebase_manifest, remap_new_ids, IndexIntent};
+use lancet_txn::{compatibility, Compatibility};
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
-use crate::transactions::{
-    compatibility, data_operation, index_operation, new_transaction, Compatibility,
-};
+use crate::publish::{publish, Publication};
 use crate::Dataset;
 
 /// A published version and what publishing it wrote.
@@ -95,7 +99,7 @@ impl Dataset {
     /// put-if-absent; on losing, read the transactions of every version published since
     /// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
     /// again on the latest version and retry, after a jittered backoff, for at most
-    /// [`COMMIT_TIMEOUT`]. Rebasing keeps the caller's intent: the latest manifest with
+    /// [`lancet_txn::rebase::COMMIT_TIMEOUT`]. Rebasing keeps the caller's intent: the latest manifest with
     /// the caller's feature flags and `next_row_id` (when higher), the latest index list
     /// with the caller's index changes applied, and the same actions with the ids of new
     /// fragments moved past the latest `max_fragment_id` when another writer took them.
@@ -107,22 +111,8 @@ impl Dataset {
         config: &TreeWriterConfig,
         kind: Kind,
     ) -> Result<Committed> {
-        let added: Vec<IndexMetadata> = indices
-            .iter()
-            .filter(|i| !self.indices().contains(i))
-            .cloned()
-            .collect();
-        let removed: Vec<IndexMetadata> = self
-            .indices()
-            .iter()
-            .filter(|i| !indices.contains(i))
-            .cloned()
-            .collect();
-        let (caller_reader_flags, caller_writer_flags, caller_next_row_id) = (
-            manifest.reader_feature_flags,
-            manifest.writer_feature_flags,
-            manifest.next_row_id,
-        );
+        let intent = IndexIntent::between(self.indices(), indices);
+        let caller = manifest.clone();
         let mut base = self.clone();
         let mut manifest = manifest;
         let mut indices = indices.to_vec();
@@ -148,8 +138,9 @@ impl Dataset {
                 );
             }
             let txn = new_transaction(self.version(), prepared.operation.clone());
+            let changes = base.tree().is_some().then_some(prepared.changes.as_slice());
             let lost = match base
-                .publish_sized(prepared.manifest, &prepared.indices, Some(&txn))
+                .publish_sized(prepared.manifest, &prepared.indices, Some(&txn), changes)
                 .instrument(tracing::debug_span!("publish", attempt))
                 .await
             {
@@ -171,11 +162,9 @@ impl Dataset {
                 retryable,
             };
             let mine = operation_name(&prepared.operation);
-            if matches!(kind, Kind::Conversion) {
+            if let Some(what) = kind.not_rebased() {
                 return Err(conflict(
-                    format!(
-                        "{mine} (a layout conversion) is not rebased; convert the latest version"
-                    ),
+                    format!("{mine} ({what}) is not rebased; start again from the latest version"),
                     true,
                 ));
             }
@@ -209,7 +198,7 @@ impl Dataset {
                     }
                 }
             }
-            if attempt >= MAX_ATTEMPTS || started.elapsed() >= COMMIT_TIMEOUT {
+            if !may_retry(attempt, started.elapsed()) {
                 return Err(conflict(
                     format!(
                         "{mine} lost {attempt} races in a row over {:.1} s",
@@ -219,7 +208,10 @@ impl Dataset {
                 ));
             }
             // Rebuild the caller's intent on the latest version.
-            let remap = remap_new_ids(new_ids.as_deref().unwrap_or(&[]), &latest);
+            let remap = remap_new_ids(
+                new_ids.as_deref().unwrap_or(&[]),
+                latest.manifest().max_fragment_id,
+            );
             if !remap.is_empty() && matches!(kind, Kind::Rewrite) {
                 return Err(conflict(format!("{mine}: {REWRITE_IDS_TAKEN}"), true));
             }
@@ -234,17 +226,8 @@ impl Dataset {
                     }
                 }
             }
-            manifest = latest.manifest().clone();
-            manifest.reader_feature_flags |= caller_reader_flags;
-            manifest.writer_feature_flags |= caller_writer_flags;
-            manifest.next_row_id = manifest.next_row_id.max(caller_next_row_id);
-            indices = latest
-                .indices()
-                .iter()
-                .filter(|i| !removed.iter().any(|r| r.uuid == i.uuid) && !added.contains(i))
-                .cloned()
-                .chain(added.iter().cloned())
-                .collect();
+            manifest = rebase_manifest(latest.manifest(), &caller);
+            indices = intent.apply(latest.indices());
             tracing::info!(
                 uri = %self.uri(),
                 lost,
@@ -253,7 +236,8 @@ impl Dataset {
                 "commit rebased"
             );
             base = latest;
-            backoff(attempt, attempt_started.elapsed()).await;
+            let random = ObjectUuid::new_v4().as_bytes()[0];
+            tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
         }
     }
 
@@ -354,8 +338,8 @@ impl Dataset {
             manifest.writer_feature_flags |= flags::DELETION_FILES;
         }
         let changes = match self.tree() {
-            // a conversion brings its own fragment list or tree
-            _ if matches!(kind, Kind::Conversion) => Vec::new(),
+            // a conversion or a restore brings its own fragment list or tree
+            _ if kind.not_rebased().is_some() => Vec::new(),
             Some(reader) => {
                 let mut changes = Vec::new();
                 if !actions.is_empty() {
@@ -370,11 +354,21 @@ impl Dataset {
                 manifest.fragments.clear();
                 changes
             }
-            None => apply_flat(&mut manifest, actions)?,
+            None => {
+                // Lance writers before `max_fragment_id` left it unset: it is the highest id
+                if manifest.max_fragment_id.is_none() {
+                    manifest.max_fragment_id = manifest
+                        .fragments
+                        .last()
+                        .and_then(|f| u32::try_from(f.id).ok());
+                }
+                apply_flat(&mut manifest, actions)?
+            }
         };
         let operation = match kind {
-            Kind::Conversion => Operation::Rewrite(Default::default()),
-            Kind::Rewrite => Operation::Rewrite(rewrite_group(&changes)),
+            Kind::Conversion => conversion_operation(),
+            Kind::Restore(version) => restore_operation(*version),
+            Kind::Rewrite => rewrite_operation(&changes),
             Kind::Derived if !changes.is_empty() => data_operation(&changes),
             Kind::Derived => index_operation(self.indices(), indices)
                 .unwrap_or(Operation::UpdateConfig(Default::default())),
@@ -403,34 +397,42 @@ impl Dataset {
         .map(|c| c.dataset)
     }
 
-    /// Writes `manifest` as version N+1 with put-if-absent (its transaction first, as Lance
-    /// does), returning the new version and the manifest's size. Losing is
-    /// `CommitConflict` naming the version.
+    /// Publishes `manifest` as version N+1 (see [`crate::publish`]: judged by the invariants
+    /// first, then put-if-absent, its transaction first as Lance does), returning the new
+    /// version and the manifest's size. `changes`: the fragments a tree commit changed (a
+    /// flat commit's are the difference of the two lists). Losing is `CommitConflict` naming
+    /// the version.
     async fn publish_sized(
         &self,
         mut manifest: Manifest,
         indices: &[IndexMetadata],
         transaction: Option<&Transaction>,
+        changes: Option<&[FragmentChange]>,
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         // The commit time: Lance's cleanup judges a version's age by it.
         manifest.timestamp = Some(manifest::now_timestamp());
-        let written = manifest::write_manifest(
+        let published = publish(
             self.store(),
-            &manifest,
-            indices,
-            &self.manifest_file().decoded.unknown_fields,
-            self.naming_scheme(),
-            transaction,
+            self.caches(),
+            Publication {
+                manifest: &manifest,
+                indices,
+                unknown_fields: &self.manifest_file().decoded.unknown_fields,
+                scheme: self.naming_scheme(),
+                transaction,
+                previous: Some(self),
+                changes,
+            },
         )
         .await;
-        let size = match written {
-            Ok(entry) => entry.size,
+        let (dataset, size) = match published {
+            Ok(done) => done,
             // The put may have landed although it reported failure (a lost response, or a
             // store retry that then found its own object): the version is ours when it
             // records our transaction, and is then never committed a second time.
-            Err(e) => match self.landed(manifest.version, transaction).await {
-                Some(size) => size,
+            Err(Error::Paths(e)) => match self.landed(manifest.version, transaction).await {
+                Some(size) => (self.checkout(manifest.version).await?, size),
                 None => match e {
                     PathsError::AlreadyExists { .. } => {
                         return Err(Error::CommitConflict {
@@ -443,13 +445,47 @@ impl Dataset {
                     e => return Err(e.into()),
                 },
             },
+            Err(e) => return Err(e),
         };
         tracing::info!(version = manifest.version, bytes = size, "committed");
-        let reopened = self
-            .checkout(manifest.version)
-            .instrument(tracing::debug_span!("reopen", version = manifest.version))
-            .await?;
-        Ok((reopened, size))
+        Ok((dataset, size))
+    }
+
+    /// Publishes the version after the latest with version `version`'s content (fragments or
+    /// tree, schema, indices), as Lance's Restore: `max_fragment_id` and `next_row_id` are not
+    /// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
+    /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
+    /// it a retryable conflict). The way back from a bad version.
+    pub async fn restore(&self, version: u64) -> Result<Self> {
+        let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone()).await?;
+        let old = latest.checkout(version).await?;
+        let now = latest.manifest();
+        let mut manifest = old.manifest().clone();
+        manifest.max_fragment_id = manifest.max_fragment_id.max(now.max_fragment_id);
+        manifest.next_row_id = manifest.next_row_id.max(now.next_row_id);
+        let sticky = flags::FRAGMENT_REUSE_INDEX
+            | flags::MIXED_DATA_FILE_VERSIONS
+            | flags::MANAGED_BLOBS
+            | flags::ZONE_WRITE_SEEDS;
+        manifest.reader_feature_flags |= now.reader_feature_flags & sticky;
+        manifest.writer_feature_flags |=
+            now.writer_feature_flags & (sticky | flags::NON_REUSABLE_FIELD_IDS);
+        if manifest.writer_feature_flags & flags::NON_REUSABLE_FIELD_IDS != 0 {
+            manifest.max_allocated_field_id = manifest
+                .max_allocated_field_id
+                .max(now.max_allocated_field_id);
+        }
+        let indices = old.indices().to_vec();
+        latest
+            .commit_rebasing(
+                manifest,
+                &indices,
+                &[],
+                &TreeWriterConfig::default(),
+                Kind::Restore(version),
+            )
+            .await
+            .map(|c| c.dataset)
     }
 
     /// Publishes version N+1 of this flat table with its fragments moved into a fragment
@@ -617,6 +653,19 @@ pub(crate) enum Kind {
     Rewrite,
     /// A flat ↔ tree conversion: the fragments' content is unchanged; never rebased.
     Conversion,
+    /// A restore of the version's content; never rebased.
+    Restore(u64),
+}
+
+impl Kind {
+    /// What the commit is, when it is never rebased.
+    fn not_rebased(&self) -> Option<&'static str> {
+        match self {
+            Kind::Conversion => Some("a layout conversion"),
+            Kind::Restore(_) => Some("a restore"),
+            Kind::Derived | Kind::Rewrite => None,
+        }
+    }
 }
 
 /// A commit prepared on one version.
@@ -627,56 +676,6 @@ struct Prepared {
     changes: Vec<FragmentChange>,
     objects: u64,
     bytes: u64,
-}
-
-/// How long a commit keeps rebasing over compatible commits before giving up on a busy
-/// table. Lance stops after 20 attempts; with eight writers committing back to back a
-/// writer can lose more than 20 races in a row although every change is compatible, so
-/// lancet bounds the time instead (and the attempts, far above what the time allows).
-pub const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-/// See [`COMMIT_TIMEOUT`].
-pub const MAX_ATTEMPTS: u32 = 10_000;
-/// Losses in a row after which a commit retries with the shortest backoff (see `backoff`).
-const STARVING: u32 = 6;
-
-/// Sleeps before attempt `attempt + 1`: a random number of slots, the slot count doubling
-/// from 4 to 32 (Lance's slot backoff, with a lower ceiling: a loser that waits long only
-/// loses again). A slot is 5 ms, or a quarter of what the lost attempt took when that is
-/// longer (up to 50 ms): on a store where a commit takes 100 ms (S3), writers spread over
-/// its latency instead of colliding again within it.
-///
-/// After [`STARVING`] losses in a row the count falls back to 4: winners start their next
-/// commit at once, so a loser that keeps sleeping up to 32 slots (1.6 s on a slow store)
-/// keeps arriving after them. On a saturated S3 server (moto at ~10 commits/s) writers lost
-/// 60 races in a row and timed out before this.
-async fn backoff(attempt: u32, lost_attempt: std::time::Duration) {
-    let slots = if attempt >= STARVING {
-        4
-    } else {
-        4u64 << attempt.min(3)
-    };
-    let slot = u64::from(ObjectUuid::new_v4().as_bytes()[0]) % slots;
-    let slot_ms = (lost_attempt.as_millis() / 4).clamp(5, 50) as u64;
-    tokio::time::sleep(std::time::Duration::from_millis(slot * slot_ms)).await;
-}
-
-/// `(old, new)` ids for fragments this commit creates that the latest version has taken
-/// (at or below its `max_fragment_id`, or present): moved, in order, past both.
-fn remap_new_ids(new_ids: &[u64], latest: &Dataset) -> Vec<(u64, u64)> {
-    let taken = latest.manifest().max_fragment_id.map(u64::from);
-    let Some(max) = taken else { return Vec::new() };
-    if new_ids.iter().all(|id| *id > max) {
-        return Vec::new();
-    }
-    let mut next = max + 1;
-    new_ids
-        .iter()
-        .map(|&old| {
-            let new = next;
-            next += 1;
-            (old, new)
-        })
-        .collect()
 }
 
 fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) {
@@ -691,25 +690,4 @@ fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) 
         other => other,
     };
     (new, action)
-}
-
-/// The one rewrite group of a rewrite's changes: removed sources, new destinations.
-fn rewrite_group(changes: &[FragmentChange]) -> lancet_proto::table::transaction::Rewrite {
-    use lancet_proto::table::transaction::rewrite::RewriteGroup;
-    let group = RewriteGroup {
-        old_fragments: changes
-            .iter()
-            .filter(|c| c.after.is_none())
-            .filter_map(|c| c.before.clone())
-            .collect(),
-        new_fragments: changes
-            .iter()
-            .filter(|c| c.before.is_none())
-            .filter_map(|c| c.after.clone())
-            .collect(),
-    };
-    lancet_proto::table::transaction::Rewrite {
-        groups: vec![group],
-        ..Default::default()
-    }
 }

@@ -97,6 +97,17 @@ impl Dataset {
         caches: Arc<Caches>,
     ) -> Result<Self> {
         let manifest = Self::load_manifest(&store, version, &caches).await?;
+        Self::from_manifest(store, manifest, caches).await
+    }
+
+    /// The version `manifest` holds, checked as every open checks it (reader feature flags,
+    /// base paths, the fragment tree's root): a candidate version is opened this way before
+    /// it is published.
+    pub(crate) async fn from_manifest(
+        store: DatasetStore,
+        manifest: Arc<ManifestFile>,
+        caches: Arc<Caches>,
+    ) -> Result<Self> {
         let unsupported = manifest.decoded.manifest.reader_feature_flags
             & !lancet_paths::flags::LANCET_READER_SUPPORTED;
         if unsupported != 0 {

@@ -14,6 +14,9 @@ pub enum Error {
     Reuse(#[from] lancet_reuse::ReuseError),
     #[error(transparent)]
     Tree(#[from] lancet_tree::TreeError),
+    /// A candidate version broke a named invariant; nothing was published.
+    #[error(transparent)]
+    Txn(#[from] lancet_txn::TxnError),
     /// A bug in lancet: a state its own code should have made impossible.
     #[error("internal error: {0}")]
     Internal(String),
@@ -74,6 +77,14 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    /// The invariant a refused commit broke, when that is why it was refused.
+    pub fn invariant(&self) -> Option<lancet_txn::Invariant> {
+        match self {
+            Error::Txn(e) => Some(e.invariant()),
+            _ => None,
+        }
+    }
+
     /// Where stored bytes break a rule, for every corruption whichever crate found it: the
     /// object (its store path) and, when narrower, the part of it. `None` for errors that are
     /// not about stored bytes.
@@ -115,6 +126,7 @@ impl Error {
             Error::BTree(e) => e.kind(),
             Error::Reuse(e) => e.kind(),
             Error::Tree(e) => e.kind(),
+            Error::Txn(_) => ErrorKind::InvalidInput,
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,

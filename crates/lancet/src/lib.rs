@@ -22,10 +22,10 @@ mod error;
 mod filter;
 mod fri;
 mod indexes;
+mod publish;
 mod rewrite;
 mod rowids;
 mod search;
-mod transactions;
 mod verify;
 
 pub use cache::{
@@ -41,9 +41,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth, Typing};
 pub use indexes::{BTreeSegment, IndexSummary};
 pub use lancet_proto::RowAddress;
+pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use rewrite::RewriteMapping;
 pub use search::{SearchOptions, SearchResult};
-pub use transactions::{compatibility, Compatibility};
 pub use verify::{LineageViolation, VerifyReport};
 
 pub use lancet_btree as btree;
@@ -53,3 +53,4 @@ pub use lancet_proto as proto;
 pub use lancet_reuse as reuse;
 pub use lancet_rowid as rowid;
 pub use lancet_tree as tree;
+pub use lancet_txn as txn;

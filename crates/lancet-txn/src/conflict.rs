@@ -1,42 +1,18 @@
-//! What each version lancet publishes did, as a Lance 14 `Transaction`, and whether a
-//! commit prepared on an older version can be rebased over the versions published since.
-//!
-//! Operations lancet writes:
-//! - storage actions: `Append` (only new fragments), `Delete` (deletion files added or
-//!   fragments removed, data files untouched) or `Update` (anything else);
-//! - index changes alone (index build, FRI upgrade or trim): `CreateIndex` with the entries
-//!   added and the entries they replace;
-//! - rewrites: `Rewrite` with one group (the sources and their destinations);
-//! - flat ↔ tree conversion: `Rewrite` with no groups (the fragments' content does not change).
-//!
-//! The compatibility table ([`compatibility`]) is Lance 14.0.2's conflict resolver for the
-//! operations lancet writes (rows) against every operation (columns), observed through
-//! pylance and read off `conflict_resolver.rs`: see `docs/architecture.md` for the table.
-//! Where Lance rebases by rewriting the caller's data (merging deletion vectors of two deletes
-//! of one fragment) lancet reports a retryable conflict instead: the caller redoes its work.
+//! Whether a commit prepared on an older version can be rebased over the versions published
+//! since: Lance 14.0.2's conflict resolver for the operations lancet writes (rows) against
+//! every operation (columns), observed through pylance and read off `conflict_resolver.rs`
+//! (`docs/architecture.md` draws the table). Where Lance rebases by rewriting the caller's
+//! data (merging deletion vectors of two deletes of one fragment) lancet reports a retryable
+//! conflict instead: the caller redoes its work.
 
 use std::collections::BTreeSet;
 
 use lancet_paths::transaction::operation_name;
-use lancet_paths::{ObjectUuid, StoredTransaction};
-use lancet_proto::table::transaction::{
-    Append, CreateIndex, Delete, Operation, Rewrite, Update, UpdateMode,
-};
-use lancet_proto::table::{IndexMetadata, Transaction};
-use lancet_tree::FragmentChange;
+use lancet_paths::StoredTransaction;
+use lancet_proto::table::transaction::{CreateIndex, Operation, Rewrite};
+use lancet_proto::table::IndexMetadata;
 
-/// The name of the Fragment Reuse Index entry (a system index).
-const FRI_NAME: &str = "__lance_frag_reuse";
-
-/// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
-pub(crate) fn new_transaction(read_version: u64, operation: Operation) -> Transaction {
-    Transaction {
-        read_version,
-        uuid: ObjectUuid::new_v4().to_string(),
-        operation: Some(operation),
-        ..Default::default()
-    }
-}
+use crate::invariants::FRI_INDEX_NAME as FRI_NAME;
 
 /// Retryable when one of `files` writes a field an index `ci` adds covers (`did` says what
 /// the other operation did to it), else Rebase.
@@ -55,71 +31,6 @@ fn covered_field<'a>(
         Some(f) => Compatibility::Retryable(format!("{did} field {f}, which the new index covers")),
         None => Compatibility::Rebase,
     }
-}
-
-/// The operation of a commit of storage actions, from what they changed.
-pub(crate) fn data_operation(changes: &[FragmentChange]) -> Operation {
-    let appended = |c: &FragmentChange| c.before.is_none() && c.after.is_some();
-    if changes.iter().all(appended) {
-        return Operation::Append(Append {
-            fragments: changes.iter().filter_map(|c| c.after.clone()).collect(),
-        });
-    }
-    let deletion_only = |c: &FragmentChange| match (&c.before, &c.after) {
-        (Some(_), None) => true,
-        (Some(b), Some(a)) => b.files == a.files && b.overlays == a.overlays,
-        _ => false,
-    };
-    if changes.iter().all(deletion_only) {
-        return Operation::Delete(Delete {
-            updated_fragments: changes.iter().filter_map(|c| c.after.clone()).collect(),
-            deleted_fragment_ids: changes
-                .iter()
-                .filter(|c| c.after.is_none())
-                .map(|c| c.id)
-                .collect(),
-            predicate: String::new(),
-        });
-    }
-    let mut update = Update {
-        update_mode: UpdateMode::RewriteRows as i32,
-        ..Default::default()
-    };
-    for c in changes {
-        match (&c.before, &c.after) {
-            (Some(_), None) => update.removed_fragment_ids.push(c.id),
-            (Some(_), Some(a)) => update.updated_fragments.push(a.clone()),
-            (None, Some(a)) => update.new_fragments.push(a.clone()),
-            (None, None) => {}
-        }
-    }
-    Operation::Update(update)
-}
-
-/// `CreateIndex` for a change of the index list from `before` to `after` (entries compared
-/// whole; an entry replaced under the same uuid counts as removed and added), or `None`
-/// when the list did not change.
-pub(crate) fn index_operation(
-    before: &[IndexMetadata],
-    after: &[IndexMetadata],
-) -> Option<Operation> {
-    let new_indices: Vec<IndexMetadata> = after
-        .iter()
-        .filter(|a| !before.contains(a))
-        .cloned()
-        .collect();
-    let removed_indices: Vec<IndexMetadata> = before
-        .iter()
-        .filter(|b| !after.contains(b))
-        .cloned()
-        .collect();
-    if new_indices.is_empty() && removed_indices.is_empty() {
-        return None;
-    }
-    Some(Operation::CreateIndex(CreateIndex {
-        new_indices,
-        removed_indices,
-    }))
 }
 
 /// Whether a commit can be rebased over a version published since it was prepared.
@@ -423,11 +334,15 @@ fn create_index_pair(mine: &CreateIndex, theirs: &CreateIndex) -> Compatibility 
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::change::FragmentChange;
+    use crate::operation::{data_operation, index_operation};
     use lancet_proto::table::transaction::rewrite::RewriteGroup;
+    use lancet_proto::table::transaction::{Append, Delete, Update};
     use lancet_proto::table::transaction::{
         DataReplacement, DataReplacementGroup, Merge, Overwrite, Project, ReserveFragments,
         Restore, UpdateConfig,
     };
+    use lancet_proto::table::Transaction;
     use lancet_proto::table::{DataFile, DataFragment, Uuid};
 
     fn frag(id: u64) -> DataFragment {

@@ -1,0 +1,985 @@
+//! The rules a candidate version must keep, checked on every write path before its
+//! put-if-absent ([`check`]). Each rule is an [`Invariant`] variant with what it requires, why,
+//! and the spec sentence or Lance 14.0.2 behaviour it keeps; each has a test that breaks it.
+//!
+//! A candidate is judged against the version it was prepared on ([`Candidate::previous`]) and
+//! by the fragments it changes ([`Candidate::changes`]), so a tree commit costs what it changes:
+//! rules on single fragments run over every fragment of a flat candidate (all of them are
+//! re-encoded) and over the changed fragments of a tree candidate (the others were checked when
+//! their leaves were written, and the tree reader checks them again). Rules on the whole table
+//! (fragment ids, row ids) are stated so that the changes decide them, given that the previous
+//! version kept them:
+//!
+//! - a fragment id new to the table is above the previous `max_fragment_id`, so ids never
+//!   repeat within a lineage;
+//! - a row id live after the commit that none of the changed fragments held live before is
+//!   fresh (at or above the previous `next_row_id`), so an id is never live twice and a deleted
+//!   id never comes back.
+//!
+//! Restore and Overwrite replace the table's content with an earlier or a new one: for them the
+//! freshness rules do not apply (a restored fragment keeps its id), every other rule does.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use lancet_paths::flags;
+use lancet_proto::table::transaction::Operation;
+use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use roaring::RoaringTreemap;
+
+use crate::change::FragmentChange;
+use crate::error::{Result, TxnError};
+
+/// The name of the Fragment Reuse Index entry (a system index).
+pub const FRI_INDEX_NAME: &str = "__lance_frag_reuse";
+
+/// One invariant of a published version. `Display` is its name; [`Invariant::rule`] says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Invariant {
+    /// The manifest object decodes and opens under the reader's rules (lancet-paths'
+    /// `decode_manifest`, the fragment tree's root checks, the reader feature flags lancet
+    /// interprets): what a reader refuses is never published. Judged by the caller, which
+    /// decodes the exact bytes it is about to put.
+    ManifestDecodes,
+    /// The manifest decodes under lancet-paths' rules: feature flags paired as Lance 14's
+    /// `validate_paired_feature_flags` requires, flag 4096 exactly when a fragment tree is set
+    /// and the flat list then empty. Lance and lancet refuse to open a version that breaks it.
+    ManifestFlags,
+    /// Flat fragment ids strictly increase (FORMAT-FACTS §3: readers binary-search them; the
+    /// tree spec: "rows must be ordered by strictly increasing id").
+    FragmentIdsIncrease,
+    /// Every fragment id is at most `max_fragment_id`, which fits in u32 (Lance allocates the
+    /// next id from `max_fragment_id + 1`: a fragment above it is taken again by the next
+    /// append).
+    FragmentIdWithinMax,
+    /// A fragment new to the table takes an id above the previous `max_fragment_id`: removed
+    /// ids stay dead. Index fragment bitmaps and FRI lineage name fragments by id, so a reused
+    /// id would attach them to another fragment.
+    FragmentIdFresh,
+    /// `max_fragment_id` never decreases (Lance's Restore keeps the higher one).
+    MaxFragmentIdMonotone,
+    /// `next_row_id` never decreases: ids below it have been handed out.
+    NextRowIdMonotone,
+    /// With stable row ids (flag 2) every fragment has a row-id sequence (FORMAT-FACTS flag
+    /// table: "all fragments must carry row ids"; Lance refuses to open a version without).
+    RowIdSequencePresent,
+    /// A fragment's row-id sequence has one id per physical row (stable-row-ids spec).
+    RowIdSequenceLength,
+    /// No stable row id is live in two fragments (stable-row-ids spec: a row id identifies
+    /// one row; an update deletes the old copy in the commit that writes the new one).
+    RowIdLiveOnce,
+    /// Every live row id is below `next_row_id` (else the next append hands it out again).
+    RowIdBelowNext,
+    /// A row id a changed fragment holds live that no changed fragment held live before is
+    /// fresh: at or above the previous `next_row_id`. Ids below it are live in another fragment
+    /// or were deleted, and neither may be given to a new row.
+    RowIdFresh,
+    /// A deletion file deletes at most the fragment's physical rows.
+    DeletionsWithinRows,
+    /// Every `base_id` a data, deletion or index reference sets names a `BasePath` of this
+    /// manifest (tree spec: "a set base_id matches a BasePath of this manifest").
+    BaseIdKnown,
+    /// Index entries have distinct uuids (an entry is found by uuid: its files live under
+    /// `_indices/{uuid}/`). Entries sharing a name are segments of one index and cover the
+    /// same fields (Lance's delta indices).
+    IndexEntriesDistinct,
+    /// At most one Fragment Reuse Index entry (`__lance_frag_reuse`): translation reads one
+    /// history.
+    SingleFragmentReuseIndex,
+    /// A flag the content needs is set in both words: 1 for deletion files, 16 for base paths,
+    /// 64 for data overlay files, 1024 for a tagged FRI entry (FRI spec: "the first commit
+    /// publishing FRI index version 1 sets FLAG_FRAGMENT_REUSE_INDEX (1024)"), 512 for an FRI
+    /// on a stable-row-id table (FRI spec, Stable Row IDs).
+    FlagRequired,
+    /// Sticky flags stay set: 1024 ("subsequent manifests retain both bits"), 256, 16384, 65536
+    /// and writer flag 32768 (Lance's `apply_feature_flags` carries them forward), and 2 (a
+    /// table does not stop having stable row ids, except by Overwrite).
+    FlagKept,
+    /// Tables with stable row ids do not hold a tagged FRI entry (FRI spec: "writers must not
+    /// publish index_version >= 1 on them").
+    TaggedFriWithoutStableRowIds,
+}
+
+impl Invariant {
+    /// What the invariant requires, in one line.
+    pub fn rule(self) -> &'static str {
+        use Invariant::*;
+        match self {
+            ManifestDecodes => "the manifest object decodes and opens as a reader would",
+            ManifestFlags => "the manifest's feature flags follow Lance's pairing rules",
+            FragmentIdsIncrease => "fragment ids strictly increase",
+            FragmentIdWithinMax => "every fragment id is at most max_fragment_id",
+            FragmentIdFresh => "a new fragment takes an id above the previous max_fragment_id",
+            MaxFragmentIdMonotone => "max_fragment_id never decreases",
+            NextRowIdMonotone => "next_row_id never decreases",
+            RowIdSequencePresent => "with stable row ids every fragment has a row id sequence",
+            RowIdSequenceLength => "a row id sequence has one id per physical row",
+            RowIdLiveOnce => "no row id is live in two fragments",
+            RowIdBelowNext => "every live row id is below next_row_id",
+            RowIdFresh => {
+                "a row id new to the changed fragments is at or above the previous next_row_id"
+            }
+            DeletionsWithinRows => "a deletion file deletes at most the fragment's physical rows",
+            BaseIdKnown => "every base_id names a BasePath of the manifest",
+            IndexEntriesDistinct => {
+                "index entries have distinct uuids, and segments of one index the same fields"
+            }
+            SingleFragmentReuseIndex => "at most one Fragment Reuse Index entry",
+            FlagRequired => "a flag the content needs is set",
+            FlagKept => "sticky feature flags stay set",
+            TaggedFriWithoutStableRowIds => "a stable-row-id table holds no tagged FRI entry",
+        }
+    }
+
+    /// Every invariant, for listings and tests.
+    pub const ALL: [Invariant; 19] = [
+        Invariant::ManifestDecodes,
+        Invariant::ManifestFlags,
+        Invariant::FragmentIdsIncrease,
+        Invariant::FragmentIdWithinMax,
+        Invariant::FragmentIdFresh,
+        Invariant::MaxFragmentIdMonotone,
+        Invariant::NextRowIdMonotone,
+        Invariant::RowIdSequencePresent,
+        Invariant::RowIdSequenceLength,
+        Invariant::RowIdLiveOnce,
+        Invariant::RowIdBelowNext,
+        Invariant::RowIdFresh,
+        Invariant::DeletionsWithinRows,
+        Invariant::BaseIdKnown,
+        Invariant::IndexEntriesDistinct,
+        Invariant::SingleFragmentReuseIndex,
+        Invariant::FlagRequired,
+        Invariant::FlagKept,
+        Invariant::TaggedFriWithoutStableRowIds,
+    ];
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One version's manifest and index list.
+#[derive(Debug, Clone, Copy)]
+pub struct Version<'a> {
+    pub manifest: &'a Manifest,
+    pub indices: &'a [IndexMetadata],
+}
+
+/// The row ids of one fragment, as the caller decoded them (lancet-rowid decodes sequences and
+/// deletion files; this crate states the rules).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FragmentRowIds {
+    pub fragment: u64,
+    /// Ids in the sequence (one per physical row when [`Invariant::RowIdSequenceLength`] holds).
+    pub sequence_len: u64,
+    /// Rows of the sequence the deletion file deletes.
+    pub deleted_rows: u64,
+    /// The ids of rows not deleted.
+    pub live: RoaringTreemap,
+}
+
+/// The row ids of the changed fragments before and after, on a stable-row-id table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowIdChanges {
+    pub before: Vec<FragmentRowIds>,
+    pub after: Vec<FragmentRowIds>,
+}
+
+/// A version about to be published, with what it is judged by.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// The version number it would take.
+    pub version: u64,
+    /// The version it was prepared on; `None` for a table's first version.
+    pub previous: Option<Version<'a>>,
+    pub next: Version<'a>,
+    /// Every fragment whose record differs from `previous` (see [`crate::diff_fragments`]).
+    pub changes: &'a [FragmentChange],
+    /// On a stable-row-id table (flag 2 in `next`): the row ids of the changed fragments.
+    /// `None` there skips the row-id rules other than [`Invariant::RowIdSequencePresent`];
+    /// writers that change fragments must give them.
+    pub row_ids: Option<&'a RowIdChanges>,
+    /// The operation the version records (Restore and Overwrite are exempt from the freshness
+    /// rules).
+    pub operation: Option<&'a Operation>,
+}
+
+/// Checks every invariant on `candidate`, returning the first broken one (in
+/// [`Invariant::ALL`] order within each group: manifest, fragments, row ids, indices, flags).
+pub fn check(candidate: &Candidate<'_>) -> Result<()> {
+    let c = Checker { c: candidate };
+    c.manifest_rules()?;
+    c.fragment_rules()?;
+    c.row_id_rules()?;
+    c.index_rules()?;
+    c.flag_rules()
+}
+
+struct Checker<'a, 'b> {
+    c: &'b Candidate<'a>,
+}
+
+impl Checker<'_, '_> {
+    fn fail(&self, invariant: Invariant, subject: impl Into<String>, detail: String) -> TxnError {
+        TxnError::Invalid {
+            version: self.c.version,
+            invariant,
+            subject: subject.into(),
+            detail,
+        }
+    }
+
+    fn next(&self) -> &Manifest {
+        self.c.next.manifest
+    }
+
+    fn stable_row_ids(&self) -> bool {
+        self.next().reader_feature_flags & flags::STABLE_ROW_IDS != 0
+    }
+
+    /// Restore and Overwrite bring back or replace content; freshness does not apply.
+    fn replaces_content(&self) -> bool {
+        matches!(
+            self.c.operation,
+            Some(Operation::Restore(_) | Operation::Overwrite(_))
+        )
+    }
+
+    /// The fragments the single-fragment rules run over: all of a flat candidate, the changed
+    /// ones of a tree candidate.
+    fn checked_fragments(&self) -> Box<dyn Iterator<Item = &DataFragment> + '_> {
+        if self.next().fragment_tree.is_some() {
+            Box::new(self.c.changes.iter().filter_map(|c| c.after.as_ref()))
+        } else {
+            Box::new(self.next().fragments.iter())
+        }
+    }
+
+    fn manifest_rules(&self) -> Result<()> {
+        flags::validate_flags(self.next())
+            .map_err(|e| self.fail(Invariant::ManifestFlags, "feature flags", e.to_string()))?;
+        let prev = self.c.previous.map(|p| p.manifest);
+        if let Some(p) = prev {
+            if self.next().max_fragment_id < p.max_fragment_id {
+                return Err(self.fail(
+                    Invariant::MaxFragmentIdMonotone,
+                    "max_fragment_id",
+                    format!(
+                        "{:?} after {:?}",
+                        self.next().max_fragment_id,
+                        p.max_fragment_id
+                    ),
+                ));
+            }
+            if self.next().next_row_id < p.next_row_id {
+                return Err(self.fail(
+                    Invariant::NextRowIdMonotone,
+                    "next_row_id",
+                    format!("{} after {}", self.next().next_row_id, p.next_row_id),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn fragment_rules(&self) -> Result<()> {
+        let m = self.next();
+        for pair in m.fragments.windows(2) {
+            if let [a, b] = pair {
+                if a.id >= b.id {
+                    return Err(self.fail(
+                        Invariant::FragmentIdsIncrease,
+                        format!("fragment {}", b.id),
+                        format!("follows fragment {}", a.id),
+                    ));
+                }
+            }
+        }
+        let max = m.max_fragment_id.map(u64::from);
+        let bases: BTreeSet<u32> = m.base_paths.iter().map(|b| b.id).collect();
+        for f in self.checked_fragments() {
+            let subject = || format!("fragment {}", f.id);
+            if max.is_none_or(|max| f.id > max) {
+                return Err(self.fail(
+                    Invariant::FragmentIdWithinMax,
+                    subject(),
+                    format!("max_fragment_id is {:?}", m.max_fragment_id),
+                ));
+            }
+            if let Some(d) = &f.deletion_file {
+                if f.physical_rows != 0 && d.num_deleted_rows > f.physical_rows {
+                    return Err(self.fail(
+                        Invariant::DeletionsWithinRows,
+                        subject(),
+                        format!(
+                            "deletes {} of {} physical rows",
+                            d.num_deleted_rows, f.physical_rows
+                        ),
+                    ));
+                }
+            }
+            let file_bases = f
+                .files
+                .iter()
+                .chain(f.overlays.iter().filter_map(|o| o.data_file.as_ref()))
+                .filter_map(|d| d.base_id.map(|b| (b, d.path.as_str())));
+            let deletion_base = f
+                .deletion_file
+                .as_ref()
+                .and_then(|d| d.base_id.map(|b| (b, "its deletion file")));
+            for (base, what) in file_bases.chain(deletion_base) {
+                if !bases.contains(&base) {
+                    return Err(self.fail(
+                        Invariant::BaseIdKnown,
+                        subject(),
+                        format!("{what} names base_id {base}, which base_paths does not hold"),
+                    ));
+                }
+            }
+            if self.stable_row_ids() && f.row_id_sequence.is_none() {
+                return Err(self.fail(
+                    Invariant::RowIdSequencePresent,
+                    subject(),
+                    "has no row id sequence".into(),
+                ));
+            }
+        }
+        if let (Some(prev), false) = (self.c.previous, self.replaces_content()) {
+            let p = prev.manifest;
+            let prev_max = p
+                .max_fragment_id
+                .map(u64::from)
+                .or_else(|| p.fragments.iter().map(|f| f.id).max());
+            for c in self.c.changes.iter().filter(|c| c.is_created()) {
+                if prev_max.is_some_and(|max| c.id <= max) {
+                    return Err(self.fail(
+                        Invariant::FragmentIdFresh,
+                        format!("fragment {}", c.id),
+                        format!(
+                            "is new to the table but not above the previous max_fragment_id {}",
+                            prev_max.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn row_id_rules(&self) -> Result<()> {
+        let Some(rows) = self.c.row_ids.filter(|_| self.stable_row_ids()) else {
+            return Ok(());
+        };
+        let next_row_id = self.next().next_row_id;
+        let physical = |id: u64| {
+            self.c
+                .changes
+                .iter()
+                .find(|c| c.id == id)
+                .and_then(|c| c.after.as_ref())
+                .map(|f| f.physical_rows)
+        };
+        let mut live_after = RoaringTreemap::new();
+        for f in &rows.after {
+            let subject = || format!("fragment {}", f.fragment);
+            if let Some(rows) = physical(f.fragment).filter(|r| *r != f.sequence_len) {
+                return Err(self.fail(
+                    Invariant::RowIdSequenceLength,
+                    subject(),
+                    format!("{} row ids for {rows} physical rows", f.sequence_len),
+                ));
+            }
+            if f.live.len() + f.deleted_rows != f.sequence_len {
+                return Err(self.fail(
+                    Invariant::RowIdLiveOnce,
+                    subject(),
+                    format!(
+                        "its sequence of {} ids holds {} distinct live ids and {} deleted rows: an id repeats",
+                        f.sequence_len,
+                        f.live.len(),
+                        f.deleted_rows
+                    ),
+                ));
+            }
+            if let Some(twice) = (&live_after & &f.live).min() {
+                return Err(self.fail(
+                    Invariant::RowIdLiveOnce,
+                    subject(),
+                    format!("row id {twice} is live in another fragment too"),
+                ));
+            }
+            if let Some(high) = f.live.max().filter(|m| *m >= next_row_id) {
+                return Err(self.fail(
+                    Invariant::RowIdBelowNext,
+                    subject(),
+                    format!("row id {high} is not below next_row_id {next_row_id}"),
+                ));
+            }
+            live_after |= &f.live;
+        }
+        if self.replaces_content() {
+            return Ok(());
+        }
+        let prev_next = self.c.previous.map_or(0, |p| p.manifest.next_row_id);
+        let mut live_before = RoaringTreemap::new();
+        for f in &rows.before {
+            live_before |= &f.live;
+        }
+        let mut new_ids = live_after - live_before;
+        new_ids.remove_range(prev_next..);
+        if let Some(id) = new_ids.min() {
+            let holder = rows
+                .after
+                .iter()
+                .find(|f| f.live.contains(id))
+                .map_or(0, |f| f.fragment);
+            return Err(self.fail(
+                Invariant::RowIdFresh,
+                format!("fragment {holder}"),
+                format!(
+                    "row id {id} is new to the changed fragments but below the previous next_row_id {prev_next}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn index_rules(&self) -> Result<()> {
+        let indices = self.c.next.indices;
+        let bases: BTreeSet<u32> = self.next().base_paths.iter().map(|b| b.id).collect();
+        let mut uuids = BTreeSet::new();
+        let mut fields_by_name: std::collections::BTreeMap<&str, &[i32]> = Default::default();
+        let mut fri = 0;
+        for (i, index) in indices.iter().enumerate() {
+            let subject = || format!("index entry {i} ({:?})", index.name);
+            let uuid = index
+                .uuid
+                .as_ref()
+                .map(|u| u.uuid.as_slice())
+                .unwrap_or(&[]);
+            if !uuids.insert(uuid) {
+                return Err(self.fail(
+                    Invariant::IndexEntriesDistinct,
+                    subject(),
+                    "has the uuid of an earlier entry".into(),
+                ));
+            }
+            if let Some(fields) = fields_by_name.insert(&index.name, &index.fields) {
+                if fields != index.fields.as_slice() {
+                    return Err(self.fail(
+                        Invariant::IndexEntriesDistinct,
+                        subject(),
+                        format!(
+                            "covers fields {:?}, another segment of the index {fields:?}",
+                            index.fields
+                        ),
+                    ));
+                }
+            }
+            if let Some(base) = index.base_id.filter(|b| !bases.contains(b)) {
+                return Err(self.fail(
+                    Invariant::BaseIdKnown,
+                    subject(),
+                    format!("names base_id {base}, which base_paths does not hold"),
+                ));
+            }
+            if index.name == FRI_INDEX_NAME {
+                fri += 1;
+                if fri > 1 {
+                    return Err(self.fail(
+                        Invariant::SingleFragmentReuseIndex,
+                        subject(),
+                        "is a second Fragment Reuse Index entry".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flag_rules(&self) -> Result<()> {
+        let m = self.next();
+        let both =
+            |flag: u64| m.reader_feature_flags & flag != 0 && m.writer_feature_flags & flag != 0;
+        let require = |flag: u64, why: String| {
+            if both(flag) {
+                Ok(())
+            } else {
+                Err(self.fail(
+                    Invariant::FlagRequired,
+                    format!("flag {flag}"),
+                    format!("{why}, but the flag is not set in both words"),
+                ))
+            }
+        };
+        for f in self.checked_fragments() {
+            if f.deletion_file.is_some() {
+                require(
+                    flags::DELETION_FILES,
+                    format!("fragment {} has a deletion file", f.id),
+                )?;
+            }
+            if !f.overlays.is_empty() {
+                require(
+                    flags::DATA_OVERLAY_FILES,
+                    format!("fragment {} has data overlay files", f.id),
+                )?;
+            }
+        }
+        if !m.base_paths.is_empty() {
+            require(flags::BASE_PATHS, "the manifest has base paths".into())?;
+        }
+        let fri = self
+            .c
+            .next
+            .indices
+            .iter()
+            .find(|i| i.name == FRI_INDEX_NAME);
+        if let Some(fri) = fri {
+            let index_version = fri.index_version.unwrap_or(0);
+            if index_version != 0 {
+                require(
+                    flags::FRAGMENT_REUSE_INDEX,
+                    "the FRI entry is tagged (index_version 1)".into(),
+                )?;
+                if self.stable_row_ids() {
+                    return Err(self.fail(
+                        Invariant::TaggedFriWithoutStableRowIds,
+                        "the FRI entry",
+                        format!("has index_version {index_version} on a stable-row-id table"),
+                    ));
+                }
+            }
+            if self.stable_row_ids() {
+                require(
+                    flags::FRAG_REUSE_WITH_STABLE_ROW_IDS,
+                    "the table has stable row ids and an FRI".into(),
+                )?;
+            }
+        }
+        let Some(prev) = self.c.previous.map(|p| p.manifest) else {
+            return Ok(());
+        };
+        let mut sticky = [
+            flags::FRAGMENT_REUSE_INDEX,
+            flags::MIXED_DATA_FILE_VERSIONS,
+            flags::MANAGED_BLOBS,
+            flags::ZONE_WRITE_SEEDS,
+        ]
+        .to_vec();
+        if !matches!(self.c.operation, Some(Operation::Overwrite(_))) {
+            sticky.push(flags::STABLE_ROW_IDS);
+        }
+        for flag in sticky {
+            let had =
+                prev.reader_feature_flags & flag != 0 && prev.writer_feature_flags & flag != 0;
+            if had && !both(flag) {
+                return Err(self.fail(
+                    Invariant::FlagKept,
+                    format!("flag {flag}"),
+                    "was set in the previous version and is dropped".into(),
+                ));
+            }
+        }
+        let writer_only = flags::NON_REUSABLE_FIELD_IDS;
+        if prev.writer_feature_flags & writer_only != 0 && m.writer_feature_flags & writer_only == 0
+        {
+            return Err(self.fail(
+                Invariant::FlagKept,
+                format!("flag {writer_only}"),
+                "was set in the previous version's writer word and is dropped".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::transaction::Restore;
+    use lancet_proto::table::{BasePath, DataFile, DeletionFile, Uuid};
+
+    fn frag(id: u64) -> DataFragment {
+        DataFragment {
+            id,
+            physical_rows: 10,
+            files: vec![DataFile {
+                path: format!("{id}.lance"),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn stable(mut f: DataFragment) -> DataFragment {
+        f.row_id_sequence =
+            Some(lancet_proto::table::data_fragment::RowIdSequence::InlineRowIds(vec![1]));
+        f
+    }
+
+    fn manifest(ids: &[u64]) -> Manifest {
+        Manifest {
+            fragments: ids.iter().map(|&i| frag(i)).collect(),
+            max_fragment_id: ids.iter().max().map(|m| *m as u32),
+            ..Default::default()
+        }
+    }
+
+    fn ids(range: std::ops::Range<u64>) -> RoaringTreemap {
+        range.collect()
+    }
+
+    fn rows(fragment: u64, live: RoaringTreemap) -> FragmentRowIds {
+        FragmentRowIds {
+            fragment,
+            sequence_len: 10,
+            deleted_rows: 10 - live.len(),
+            live,
+        }
+    }
+
+    /// Judges `next` as the version after `prev`, with the flat diff as its changes.
+    fn judge(
+        prev: &Manifest,
+        next: &Manifest,
+        indices: &[IndexMetadata],
+        row_ids: Option<&RowIdChanges>,
+        operation: Option<&Operation>,
+    ) -> Result<()> {
+        let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+        check(&Candidate {
+            version: 2,
+            previous: Some(Version {
+                manifest: prev,
+                indices: &[],
+            }),
+            next: Version {
+                manifest: next,
+                indices,
+            },
+            changes: &changes,
+            row_ids,
+            operation,
+        })
+    }
+
+    fn broken(r: Result<()>) -> Invariant {
+        r.unwrap_err().invariant()
+    }
+
+    #[test]
+    fn a_valid_append_passes() {
+        let prev = manifest(&[0, 1]);
+        judge(&prev, &manifest(&[0, 1, 2]), &[], None, None).unwrap();
+    }
+
+    #[test]
+    fn fragment_id_rules() {
+        let prev = manifest(&[0, 1, 5]);
+        let mut next = manifest(&[0, 1, 5]);
+        next.fragments.swap(0, 1);
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::FragmentIdsIncrease
+        );
+        let mut next = manifest(&[0, 1, 5, 6]);
+        next.max_fragment_id = Some(5);
+        let err = judge(&prev, &next, &[], None, None).unwrap_err();
+        assert_eq!(err.invariant(), Invariant::FragmentIdWithinMax);
+        assert!(err.to_string().contains("fragment 6"), "{err}");
+        // fragment 3 was never in prev, but ids up to 5 were allocated: 3 stays dead
+        let mut next = manifest(&[0, 1, 3, 5]);
+        next.max_fragment_id = Some(5);
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::FragmentIdFresh
+        );
+        // a restore brings old ids back
+        let restore = Operation::Restore(Restore { version: 1 });
+        judge(&prev, &next, &[], None, Some(&restore)).unwrap();
+        let mut next = manifest(&[0, 1]);
+        next.max_fragment_id = Some(1);
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::MaxFragmentIdMonotone
+        );
+    }
+
+    #[test]
+    fn next_row_id_never_decreases() {
+        let mut prev = manifest(&[0]);
+        prev.next_row_id = 10;
+        let next = manifest(&[0]);
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::NextRowIdMonotone
+        );
+    }
+
+    #[test]
+    fn deletions_and_bases() {
+        let prev = manifest(&[0]);
+        let mut next = manifest(&[0]);
+        next.reader_feature_flags = flags::DELETION_FILES;
+        next.writer_feature_flags = flags::DELETION_FILES;
+        next.fragments[0].deletion_file = Some(DeletionFile {
+            num_deleted_rows: 11,
+            ..Default::default()
+        });
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::DeletionsWithinRows
+        );
+        next.fragments[0].deletion_file = Some(DeletionFile {
+            num_deleted_rows: 1,
+            ..Default::default()
+        });
+        judge(&prev, &next, &[], None, None).unwrap();
+        next.reader_feature_flags = 0;
+        next.writer_feature_flags = 0;
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::FlagRequired
+        );
+        let mut next = manifest(&[0]);
+        next.fragments[0].files[0].base_id = Some(3);
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::BaseIdKnown
+        );
+        next.base_paths = vec![BasePath {
+            id: 3,
+            ..Default::default()
+        }];
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::FlagRequired
+        );
+        next.reader_feature_flags = flags::BASE_PATHS;
+        next.writer_feature_flags = flags::BASE_PATHS;
+        judge(&prev, &next, &[], None, None).unwrap();
+    }
+
+    #[test]
+    fn manifest_flag_pairing() {
+        let prev = manifest(&[0]);
+        let mut next = manifest(&[0]);
+        next.reader_feature_flags = flags::FRAGMENT_REUSE_INDEX;
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::ManifestFlags
+        );
+    }
+
+    fn with_flags(mut m: Manifest, word: u64) -> Manifest {
+        m.reader_feature_flags = word;
+        m.writer_feature_flags = word;
+        m
+    }
+
+    #[test]
+    fn row_id_rules() {
+        let word = flags::STABLE_ROW_IDS;
+        let mut prev = with_flags(manifest(&[]), word);
+        prev.fragments = vec![stable(frag(0)), stable(frag(1))];
+        prev.max_fragment_id = Some(1);
+        prev.next_row_id = 20;
+        let mut next = prev.clone();
+        next.fragments.push(frag(2));
+        next.max_fragment_id = Some(2);
+        next.next_row_id = 30;
+        assert_eq!(
+            broken(judge(&prev, &next, &[], None, None)),
+            Invariant::RowIdSequencePresent
+        );
+        next.fragments[2] = stable(frag(2));
+        let append = |live: RoaringTreemap, len: u64| RowIdChanges {
+            before: vec![],
+            after: vec![FragmentRowIds {
+                fragment: 2,
+                sequence_len: len,
+                deleted_rows: len - live.len(),
+                live,
+            }],
+        };
+        judge(&prev, &next, &[], Some(&append(ids(20..30), 10)), None).unwrap();
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &next,
+                &[],
+                Some(&append(ids(20..29), 9)),
+                None
+            )),
+            Invariant::RowIdSequenceLength
+        );
+        // next_row_id not advanced
+        let mut lagging = next.clone();
+        lagging.next_row_id = 25;
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &lagging,
+                &[],
+                Some(&append(ids(20..30), 10)),
+                None
+            )),
+            Invariant::RowIdBelowNext
+        );
+        // ids of fragment 0 given to the new fragment
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &next,
+                &[],
+                Some(&append(ids(5..15), 10)),
+                None
+            )),
+            Invariant::RowIdFresh
+        );
+        // an update: fragment 0's row 3 deleted and written again in fragment 2, same id
+        let mut update = next.clone();
+        update.fragments[0].deletion_file = Some(DeletionFile {
+            num_deleted_rows: 1,
+            ..Default::default()
+        });
+        update = with_flags(update, word | flags::DELETION_FILES);
+        let mut kept = ids(0..10);
+        kept.remove(3);
+        let moved = RowIdChanges {
+            before: vec![rows(0, ids(0..10))],
+            after: vec![rows(0, kept.clone()), rows(2, ids(3..4) | ids(20..29))],
+        };
+        judge(&prev, &update, &[], Some(&moved), None).unwrap();
+        // the same, with the old copy not deleted: live twice
+        let twice = RowIdChanges {
+            before: vec![rows(0, ids(0..10))],
+            after: vec![rows(0, ids(0..10)), rows(2, ids(3..4) | ids(20..29))],
+        };
+        assert_eq!(
+            broken(judge(&prev, &update, &[], Some(&twice), None)),
+            Invariant::RowIdLiveOnce
+        );
+        // dropping flag 2
+        let dropped = with_flags(next.clone(), 0);
+        assert_eq!(
+            broken(judge(&prev, &dropped, &[], None, None)),
+            Invariant::FlagKept
+        );
+    }
+
+    fn entry(name: &str, uuid: u8, fields: &[i32]) -> IndexMetadata {
+        IndexMetadata {
+            uuid: Some(Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            name: name.into(),
+            fields: fields.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn index_rules() {
+        let prev = manifest(&[0]);
+        let next = manifest(&[0]);
+        // two segments of one index are fine
+        judge(
+            &prev,
+            &next,
+            &[entry("a", 1, &[0]), entry("a", 2, &[0])],
+            None,
+            None,
+        )
+        .unwrap();
+        let cases = [
+            (
+                vec![entry("a", 1, &[0]), entry("b", 1, &[1])],
+                Invariant::IndexEntriesDistinct,
+            ),
+            (
+                vec![entry("a", 1, &[0]), entry("a", 2, &[1])],
+                Invariant::IndexEntriesDistinct,
+            ),
+            (
+                vec![entry(FRI_INDEX_NAME, 1, &[]), entry(FRI_INDEX_NAME, 2, &[])],
+                Invariant::SingleFragmentReuseIndex,
+            ),
+        ];
+        for (indices, want) in cases {
+            assert_eq!(broken(judge(&prev, &next, &indices, None, None)), want);
+        }
+        let mut based = entry("a", 1, &[0]);
+        based.base_id = Some(9);
+        assert_eq!(
+            broken(judge(&prev, &next, &[based], None, None)),
+            Invariant::BaseIdKnown
+        );
+    }
+
+    #[test]
+    fn fri_flag_rules() {
+        let mut tagged = entry(FRI_INDEX_NAME, 1, &[]);
+        tagged.index_version = Some(1);
+        let prev = manifest(&[0]);
+        let next = manifest(&[0]);
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &next,
+                std::slice::from_ref(&tagged),
+                None,
+                None
+            )),
+            Invariant::FlagRequired
+        );
+        let next = with_flags(manifest(&[0]), flags::FRAGMENT_REUSE_INDEX);
+        judge(&prev, &next, std::slice::from_ref(&tagged), None, None).unwrap();
+        // 1024 is sticky
+        assert_eq!(
+            broken(judge(&next, &manifest(&[0]), &[], None, None)),
+            Invariant::FlagKept
+        );
+        // a tagged entry on a stable-row-id table
+        let word = flags::FRAGMENT_REUSE_INDEX | flags::STABLE_ROW_IDS;
+        let mut prev = with_flags(manifest(&[]), word);
+        prev.fragments = vec![stable(frag(0))];
+        prev.max_fragment_id = Some(0);
+        let next = prev.clone();
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &next,
+                std::slice::from_ref(&tagged),
+                None,
+                None
+            )),
+            Invariant::TaggedFriWithoutStableRowIds
+        );
+        // an untagged FRI on a stable-row-id table needs 512
+        let untagged = entry(FRI_INDEX_NAME, 1, &[]);
+        assert_eq!(
+            broken(judge(
+                &prev,
+                &next,
+                std::slice::from_ref(&untagged),
+                None,
+                None
+            )),
+            Invariant::FlagRequired
+        );
+    }
+
+    #[test]
+    fn every_invariant_has_a_rule_and_a_name() {
+        let names: BTreeSet<String> = Invariant::ALL.iter().map(|i| i.to_string()).collect();
+        assert_eq!(names.len(), Invariant::ALL.len());
+        assert!(Invariant::ALL.iter().all(|i| !i.rule().is_empty()));
+    }
+}

@@ -1,0 +1,122 @@
+//! The Lance 14 operation a commit records, derived from what it changed.
+//!
+//! Operations lancet writes:
+//! - storage actions: `Append` (only new fragments), `Delete` (deletion files added or
+//!   fragments removed, data files untouched) or `Update` (anything else);
+//! - index changes alone (index build, FRI upgrade or trim): `CreateIndex` with the entries
+//!   added and the entries they replace;
+//! - rewrites: `Rewrite` with one group (the sources and their destinations);
+//! - flat ↔ tree conversion: `Rewrite` with no groups (the fragments' content does not change);
+//! - restore: `Restore` naming the version whose content it publishes.
+
+use lancet_paths::ObjectUuid;
+use lancet_proto::table::transaction::rewrite::RewriteGroup;
+use lancet_proto::table::transaction::{
+    Append, CreateIndex, Delete, Operation, Restore, Rewrite, Update, UpdateMode,
+};
+use lancet_proto::table::{IndexMetadata, Transaction};
+
+use crate::change::FragmentChange;
+
+/// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
+pub fn new_transaction(read_version: u64, operation: Operation) -> Transaction {
+    Transaction {
+        read_version,
+        uuid: ObjectUuid::new_v4().to_string(),
+        operation: Some(operation),
+        ..Default::default()
+    }
+}
+
+/// The operation of a commit of storage actions, from what they changed.
+pub fn data_operation(changes: &[FragmentChange]) -> Operation {
+    let appended = |c: &FragmentChange| c.before.is_none() && c.after.is_some();
+    if changes.iter().all(appended) {
+        return Operation::Append(Append {
+            fragments: changes.iter().filter_map(|c| c.after.clone()).collect(),
+        });
+    }
+    let deletion_only = |c: &FragmentChange| match (&c.before, &c.after) {
+        (Some(_), None) => true,
+        (Some(b), Some(a)) => b.files == a.files && b.overlays == a.overlays,
+        _ => false,
+    };
+    if changes.iter().all(deletion_only) {
+        return Operation::Delete(Delete {
+            updated_fragments: changes.iter().filter_map(|c| c.after.clone()).collect(),
+            deleted_fragment_ids: changes
+                .iter()
+                .filter(|c| c.after.is_none())
+                .map(|c| c.id)
+                .collect(),
+            predicate: String::new(),
+        });
+    }
+    let mut update = Update {
+        update_mode: UpdateMode::RewriteRows as i32,
+        ..Default::default()
+    };
+    for c in changes {
+        match (&c.before, &c.after) {
+            (Some(_), None) => update.removed_fragment_ids.push(c.id),
+            (Some(_), Some(a)) => update.updated_fragments.push(a.clone()),
+            (None, Some(a)) => update.new_fragments.push(a.clone()),
+            (None, None) => {}
+        }
+    }
+    Operation::Update(update)
+}
+
+/// `CreateIndex` for a change of the index list from `before` to `after` (entries compared
+/// whole; an entry replaced under the same uuid counts as removed and added), or `None`
+/// when the list did not change.
+pub fn index_operation(before: &[IndexMetadata], after: &[IndexMetadata]) -> Option<Operation> {
+    let new_indices: Vec<IndexMetadata> = after
+        .iter()
+        .filter(|a| !before.contains(a))
+        .cloned()
+        .collect();
+    let removed_indices: Vec<IndexMetadata> = before
+        .iter()
+        .filter(|b| !after.contains(b))
+        .cloned()
+        .collect();
+    if new_indices.is_empty() && removed_indices.is_empty() {
+        return None;
+    }
+    Some(Operation::CreateIndex(CreateIndex {
+        new_indices,
+        removed_indices,
+    }))
+}
+
+/// The one rewrite group of a rewrite's changes: removed sources, new destinations.
+pub fn rewrite_operation(changes: &[FragmentChange]) -> Operation {
+    let group = RewriteGroup {
+        old_fragments: changes
+            .iter()
+            .filter(|c| c.after.is_none())
+            .filter_map(|c| c.before.clone())
+            .collect(),
+        new_fragments: changes
+            .iter()
+            .filter(|c| c.before.is_none())
+            .filter_map(|c| c.after.clone())
+            .collect(),
+    };
+    Operation::Rewrite(Rewrite {
+        groups: vec![group],
+        ..Default::default()
+    })
+}
+
+/// A conversion between flat and tree layouts: a `Rewrite` with no groups (no fragment's
+/// content changes).
+pub fn conversion_operation() -> Operation {
+    Operation::Rewrite(Rewrite::default())
+}
+
+/// Lance's `Restore` of `version`'s content.
+pub fn restore_operation(version: u64) -> Operation {
+    Operation::Restore(Restore { version })
+}

@@ -1,0 +1,174 @@
+//! Rebasing a commit that lost the race for its version: the caller's intent rebuilt on the
+//! latest version, and how long and how often to retry.
+//!
+//! The conflict table ([`crate::compatibility`]) says whether a rebase is allowed; this module
+//! says what the rebased commit holds:
+//! - the latest manifest, with the caller's feature flags added and its `next_row_id` when
+//!   higher ([`rebase_manifest`]);
+//! - the latest index list with the caller's index changes applied ([`IndexIntent`]);
+//! - the same storage actions, with the ids of fragments the commit creates moved past the
+//!   latest `max_fragment_id` when another writer took them ([`remap_new_ids`]).
+
+use std::time::Duration;
+
+use lancet_proto::table::{IndexMetadata, Manifest};
+
+/// How long a commit keeps rebasing over compatible commits before giving up on a busy
+/// table. Lance stops after 20 attempts; with eight writers committing back to back a
+/// writer can lose more than 20 races in a row although every change is compatible, so
+/// lancet bounds the time instead (and the attempts, far above what the time allows).
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
+/// See [`COMMIT_TIMEOUT`].
+pub const MAX_ATTEMPTS: u32 = 10_000;
+/// Losses in a row after which a commit retries with the shortest backoff (see
+/// [`backoff_delay`]).
+const STARVING: u32 = 6;
+
+/// The wait before attempt `attempt + 1`, given `random` (a uniformly random byte): a random
+/// number of slots, the slot count doubling from 4 to 32 (Lance's slot backoff, with a lower
+/// ceiling: a loser that waits long only loses again). A slot is 5 ms, or a quarter of what
+/// the lost attempt took when that is longer (up to 50 ms): on a store where a commit takes
+/// 100 ms (S3), writers spread over its latency instead of colliding again within it.
+///
+/// After six losses in a row the count falls back to 4: winners start their next commit at
+/// once, so a loser that keeps sleeping up to 32 slots (1.6 s on a slow store) keeps arriving
+/// after them. On a saturated S3 server (moto at ~10 commits/s) writers lost 60 races in a row
+/// and timed out before this.
+pub fn backoff_delay(attempt: u32, lost_attempt: Duration, random: u8) -> Duration {
+    let slots = if attempt >= STARVING {
+        4
+    } else {
+        4u64 << attempt.min(3)
+    };
+    let slot = u64::from(random) % slots;
+    let slot_ms = (lost_attempt.as_millis() / 4).clamp(5, 50) as u64;
+    Duration::from_millis(slot * slot_ms)
+}
+
+/// Whether to try again after `attempt` attempts over `elapsed`.
+pub fn may_retry(attempt: u32, elapsed: Duration) -> bool {
+    attempt < MAX_ATTEMPTS && elapsed < COMMIT_TIMEOUT
+}
+
+/// `(old, new)` ids for fragments a commit creates (`new_ids`, in order) that the latest
+/// version has taken (at or below its `max_fragment_id`): all of them moved, in order, past
+/// it, so they stay consecutive. Empty when none was taken.
+pub fn remap_new_ids(new_ids: &[u64], latest_max_fragment_id: Option<u32>) -> Vec<(u64, u64)> {
+    let Some(max) = latest_max_fragment_id.map(u64::from) else {
+        return Vec::new();
+    };
+    if new_ids.iter().all(|id| *id > max) {
+        return Vec::new();
+    }
+    new_ids
+        .iter()
+        .zip(max + 1..)
+        .map(|(&old, new)| (old, new))
+        .collect()
+}
+
+/// The caller's manifest intent on the latest version: `latest`'s manifest with `caller`'s
+/// feature flags added and its `next_row_id` when higher.
+pub fn rebase_manifest(latest: &Manifest, caller: &Manifest) -> Manifest {
+    let mut m = latest.clone();
+    m.reader_feature_flags |= caller.reader_feature_flags;
+    m.writer_feature_flags |= caller.writer_feature_flags;
+    m.next_row_id = m.next_row_id.max(caller.next_row_id);
+    m
+}
+
+/// A commit's change to the index list: the entries it adds and the ones it removes, judged
+/// once against the version it was prepared on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexIntent {
+    pub added: Vec<IndexMetadata>,
+    pub removed: Vec<IndexMetadata>,
+}
+
+impl IndexIntent {
+    /// The change from `base` to `wanted` (entries compared whole).
+    pub fn between(base: &[IndexMetadata], wanted: &[IndexMetadata]) -> Self {
+        Self {
+            added: wanted
+                .iter()
+                .filter(|i| !base.contains(i))
+                .cloned()
+                .collect(),
+            removed: base
+                .iter()
+                .filter(|i| !wanted.contains(i))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// `latest` with this change applied: removed entries (by uuid) dropped, added ones
+    /// appended once.
+    pub fn apply(&self, latest: &[IndexMetadata]) -> Vec<IndexMetadata> {
+        latest
+            .iter()
+            .filter(|i| !self.removed.iter().any(|r| r.uuid == i.uuid) && !self.added.contains(i))
+            .cloned()
+            .chain(self.added.iter().cloned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::Uuid;
+
+    #[test]
+    fn new_ids_move_past_the_latest_max_only_when_taken() {
+        assert!(remap_new_ids(&[5, 6], Some(4)).is_empty());
+        assert!(remap_new_ids(&[5, 6], None).is_empty());
+        assert_eq!(remap_new_ids(&[5, 6], Some(5)), vec![(5, 6), (6, 7)]);
+    }
+
+    #[test]
+    fn backoff_widens_then_falls_back_when_starving() {
+        let lost = Duration::from_millis(1);
+        assert_eq!(backoff_delay(1, lost, 255), Duration::from_millis(7 * 5));
+        assert_eq!(backoff_delay(3, lost, 255), Duration::from_millis(31 * 5));
+        assert_eq!(backoff_delay(6, lost, 255), Duration::from_millis(3 * 5));
+        // slots scale with a slow store, capped at 50 ms
+        assert_eq!(
+            backoff_delay(1, Duration::from_secs(1), 1),
+            Duration::from_millis(50)
+        );
+        assert!(may_retry(1, Duration::ZERO) && !may_retry(1, COMMIT_TIMEOUT));
+    }
+
+    #[test]
+    fn the_index_intent_survives_a_rebase() {
+        let entry = |n: u8| IndexMetadata {
+            uuid: Some(Uuid { uuid: vec![n; 16] }),
+            name: format!("i{n}"),
+            ..Default::default()
+        };
+        let intent = IndexIntent::between(&[entry(1), entry(2)], &[entry(1), entry(3)]);
+        assert_eq!(intent.added, vec![entry(3)]);
+        assert_eq!(intent.removed, vec![entry(2)]);
+        // another writer added entry 4 meanwhile
+        assert_eq!(
+            intent.apply(&[entry(1), entry(2), entry(4)]),
+            vec![entry(1), entry(4), entry(3)]
+        );
+        let caller = Manifest {
+            reader_feature_flags: 2,
+            writer_feature_flags: 2,
+            next_row_id: 10,
+            ..Default::default()
+        };
+        let latest = Manifest {
+            next_row_id: 20,
+            reader_feature_flags: 1,
+            writer_feature_flags: 1,
+            ..Default::default()
+        };
+        let m = rebase_manifest(&latest, &caller);
+        assert_eq!((m.reader_feature_flags, m.next_row_id), (3, 20));
+    }
+}

@@ -1,0 +1,504 @@
+//! Misuse through the public write API: every invariant of `lancet-txn` broken at least once,
+//! on flat and tree tables. Each refusal is the typed error naming the invariant, and the
+//! table's `_versions/` (every manifest and the latest-version hint) is byte-identical to
+//! before: nothing visible was written.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{flat_table, fragment};
+use lancet::paths::flags;
+use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::DatasetStore;
+use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
+use lancet::proto::table::{DataFragment, DeletionFile, IndexMetadata, Manifest, Uuid};
+use lancet::rowid::RowIdSequence;
+use lancet::tree::{Action, TreeWriterConfig};
+use lancet::{Caches, Dataset, ErrorKind, Invariant};
+
+/// Every object under `_versions/` with its bytes.
+fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir.join("_versions")).unwrap() {
+        let entry = entry.unwrap();
+        out.insert(
+            entry.file_name().to_string_lossy().into_owned(),
+            std::fs::read(entry.path()).unwrap(),
+        );
+    }
+    out
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    Flat,
+    Tree,
+}
+
+async fn layout(ds: Dataset, layout: Layout) -> Dataset {
+    match layout {
+        Layout::Flat => ds,
+        Layout::Tree => ds
+            .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+            .await
+            .unwrap(),
+    }
+}
+
+/// Commits `actions` with `edit` applied to the manifest and `indices` as the index list,
+/// expecting the refusal `want`; checks nothing visible changed and the table still opens
+/// at the same version.
+async fn refused(
+    dir: &Path,
+    ds: &Dataset,
+    edit: impl FnOnce(&mut Manifest),
+    indices: &[IndexMetadata],
+    actions: &[(u64, Action)],
+    want: Invariant,
+) {
+    let before = versions_dir(dir);
+    let mut manifest = ds.manifest().clone();
+    edit(&mut manifest);
+    let err = ds
+        .commit_with_actions(manifest, indices, actions, &TreeWriterConfig::tiny())
+        .await
+        .unwrap_err();
+    assert_eq!(err.invariant(), Some(want), "{err}");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains(&want.to_string()), "{err}");
+    assert_eq!(
+        versions_dir(dir),
+        before,
+        "a refused commit wrote to _versions/"
+    );
+    let latest = Dataset::open(dir.to_str().unwrap()).await.unwrap();
+    assert_eq!(latest.version(), ds.version());
+}
+
+fn upsert(f: DataFragment) -> (u64, Action) {
+    (f.id, Action::Upsert(Box::new(f)))
+}
+
+fn entry(name: &str, uuid: u8, fields: &[i32]) -> IndexMetadata {
+    IndexMetadata {
+        uuid: Some(Uuid {
+            uuid: vec![uuid; 16],
+        }),
+        name: name.into(),
+        fields: fields.to_vec(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
+    for l in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ds = layout(flat_table(d, 4).await, l).await;
+        // fragment 3 removed: its id stays dead
+        let ds = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &[(3, Action::Remove)],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+        let keep = |_: &mut Manifest| {};
+        refused(
+            d,
+            &ds,
+            keep,
+            &[],
+            &[upsert(fragment(3))],
+            Invariant::FragmentIdFresh,
+        )
+        .await;
+        refused(
+            d,
+            &ds,
+            |m| m.max_fragment_id = Some(1),
+            &[],
+            &[],
+            Invariant::MaxFragmentIdMonotone,
+        )
+        .await;
+        let mut advanced = ds.manifest().clone();
+        advanced.next_row_id = 100;
+        let ds = ds.commit(advanced, &[]).await.unwrap();
+        refused(
+            d,
+            &ds,
+            |m| m.next_row_id = 99,
+            &[],
+            &[],
+            Invariant::NextRowIdMonotone,
+        )
+        .await;
+        // too many deleted rows: the action's own semantics refuse it first; a hand-edited
+        // flat list reaches the invariant
+        let too_many = DeletionFile {
+            id: 1,
+            num_deleted_rows: 51,
+            ..Default::default()
+        };
+        let before = versions_dir(d);
+        let err = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &[(1, Action::AddDeletionFile(too_many))],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert_eq!(versions_dir(d), before);
+        if let Layout::Flat = l {
+            refused(
+                d,
+                &ds,
+                |m| {
+                    m.fragments[1].deletion_file = Some(too_many);
+                    m.reader_feature_flags |= flags::DELETION_FILES;
+                    m.writer_feature_flags |= flags::DELETION_FILES;
+                },
+                &[],
+                &[],
+                Invariant::DeletionsWithinRows,
+            )
+            .await;
+        }
+        let mut elsewhere = fragment(4);
+        elsewhere.files[0].base_id = Some(7);
+        refused(
+            d,
+            &ds,
+            keep,
+            &[],
+            &[upsert(elsewhere)],
+            Invariant::BaseIdKnown,
+        )
+        .await;
+        let fri = |u| entry("__lance_frag_reuse", u, &[]);
+        refused(
+            d,
+            &ds,
+            keep,
+            &[fri(1), fri(2)],
+            &[],
+            Invariant::SingleFragmentReuseIndex,
+        )
+        .await;
+        refused(
+            d,
+            &ds,
+            keep,
+            &[entry("a", 1, &[0]), entry("b", 1, &[0])],
+            &[],
+            Invariant::IndexEntriesDistinct,
+        )
+        .await;
+        refused(
+            d,
+            &ds,
+            |m| m.reader_feature_flags |= flags::FRAGMENT_REUSE_INDEX,
+            &[],
+            &[],
+            Invariant::ManifestFlags,
+        )
+        .await;
+        // a reader flag no reader interprets: no reader would open the version
+        refused(
+            d,
+            &ds,
+            |m| {
+                m.reader_feature_flags |= 1 << 40;
+                m.writer_feature_flags |= 1 << 40;
+            },
+            &[],
+            &[],
+            Invariant::ManifestDecodes,
+        )
+        .await;
+        // a tagged FRI entry without flag 1024
+        let mut tagged = fri(3);
+        tagged.index_version = Some(1);
+        refused(d, &ds, keep, &[tagged], &[], Invariant::FlagRequired).await;
+        // 1024 is sticky once set
+        let mut with_fri = ds.manifest().clone();
+        with_fri.reader_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
+        with_fri.writer_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
+        let ds = ds.commit(with_fri, &[]).await.unwrap();
+        refused(
+            d,
+            &ds,
+            |m| {
+                m.reader_feature_flags &= !flags::FRAGMENT_REUSE_INDEX;
+                m.writer_feature_flags &= !flags::FRAGMENT_REUSE_INDEX;
+            },
+            &[],
+            &[],
+            Invariant::FlagKept,
+        )
+        .await;
+        if let Layout::Flat = l {
+            // hand-edited flat lists
+            refused(
+                d,
+                &ds,
+                |m| m.fragments.swap(0, 1),
+                &[],
+                &[],
+                Invariant::FragmentIdsIncrease,
+            )
+            .await;
+            refused(
+                d,
+                &ds,
+                |m| m.fragments.push(fragment(9)),
+                &[],
+                &[],
+                Invariant::FragmentIdWithinMax,
+            )
+            .await;
+        }
+    }
+}
+
+fn sequence(ids: std::ops::Range<u64>) -> Option<PbRowIds> {
+    Some(PbRowIds::InlineRowIds(
+        RowIdSequence::from_range(ids).encode(),
+    ))
+}
+
+/// Version 1 of a flat stable-row-id table of fragments `0..n`, 50 rows each, ids assigned
+/// in order.
+async fn stable_table(dir: &Path, n: u64) -> Dataset {
+    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
+    let m = Manifest {
+        version: 1,
+        fragments: (0..n)
+            .map(|i| DataFragment {
+                row_id_sequence: sequence(i * 50..(i + 1) * 50),
+                ..fragment(i)
+            })
+            .collect(),
+        max_fragment_id: n.checked_sub(1).map(|m| m as u32),
+        next_row_id: n * 50,
+        reader_feature_flags: flags::STABLE_ROW_IDS,
+        writer_feature_flags: flags::STABLE_ROW_IDS,
+        timestamp: Some(lancet::paths::manifest::now_timestamp()),
+        ..Default::default()
+    };
+    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+        .await
+        .unwrap();
+    Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn row_id_rules_refuse_without_writing() {
+    for l in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ds = layout(stable_table(d, 3).await, l).await;
+        let next = |m: &mut Manifest| m.next_row_id = 200;
+        let with_ids = |ids| DataFragment {
+            row_id_sequence: sequence(ids),
+            ..fragment(3)
+        };
+        // the headline: a fragment without a sequence on a stable-row-id table
+        refused(
+            d,
+            &ds,
+            next,
+            &[],
+            &[upsert(fragment(3))],
+            Invariant::RowIdSequencePresent,
+        )
+        .await;
+        refused(
+            d,
+            &ds,
+            next,
+            &[],
+            &[upsert(with_ids(150..199))],
+            Invariant::RowIdSequenceLength,
+        )
+        .await;
+        // next_row_id not advanced past the new ids
+        refused(
+            d,
+            &ds,
+            |_| {},
+            &[],
+            &[upsert(with_ids(150..200))],
+            Invariant::RowIdBelowNext,
+        )
+        .await;
+        // ids live in fragment 0 given to a new fragment
+        refused(
+            d,
+            &ds,
+            next,
+            &[],
+            &[upsert(with_ids(0..50))],
+            Invariant::RowIdFresh,
+        )
+        .await;
+        // a sequence repeating an id
+        let mut ids: Vec<u64> = (150..200).collect();
+        ids[1] = 150;
+        let repeated = DataFragment {
+            row_id_sequence: Some(PbRowIds::InlineRowIds(
+                RowIdSequence::from_values(&ids).encode(),
+            )),
+            ..fragment(3)
+        };
+        refused(
+            d,
+            &ds,
+            next,
+            &[],
+            &[upsert(repeated)],
+            Invariant::RowIdLiveOnce,
+        )
+        .await;
+        // dropping stable row ids
+        refused(
+            d,
+            &ds,
+            |m| {
+                m.reader_feature_flags &= !flags::STABLE_ROW_IDS;
+                m.writer_feature_flags &= !flags::STABLE_ROW_IDS;
+            },
+            &[],
+            &[],
+            Invariant::FlagKept,
+        )
+        .await;
+        // and the valid append lands
+        let mut m = ds.manifest().clone();
+        next(&mut m);
+        let appended = ds
+            .commit_with_actions(
+                m,
+                &[],
+                &[upsert(with_ids(150..200))],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(appended.version(), ds.version() + 1);
+        appended.verify().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn restore_publishes_an_old_version_without_lowering_ids() {
+    for l in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let start = layout(flat_table(d, 4).await, l).await;
+        let removed = start
+            .commit_with_actions(
+                start.manifest().clone(),
+                &[],
+                &[(3, Action::Remove)],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+        let appended = removed
+            .commit_with_actions(
+                removed.manifest().clone(),
+                &[],
+                &[upsert(fragment(4))],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+        // restore from an old handle: it publishes after the latest
+        let restored = start.restore(start.version()).await.unwrap();
+        assert_eq!(restored.version(), appended.version() + 1, "{l:?}");
+        let ids: Vec<u64> = restored
+            .fragments()
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2, 3], "{l:?}");
+        assert_eq!(restored.manifest().max_fragment_id, Some(4), "{l:?}");
+        let txn = restored.transaction().await.unwrap().unwrap();
+        assert_eq!(txn.operation_name(), "Restore");
+        restored.verify().await.unwrap();
+        // id 4 was handed out and stays dead; the next new fragment takes 5
+        refused(
+            d,
+            &restored,
+            |_| {},
+            &[],
+            &[upsert(fragment(4))],
+            Invariant::FragmentIdFresh,
+        )
+        .await;
+        let next = restored
+            .commit_with_actions(
+                restored.manifest().clone(),
+                &[],
+                &[upsert(fragment(5))],
+                &TreeWriterConfig::tiny(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(next.fragments().await.unwrap().len(), 5);
+    }
+}
+
+/// Versions written around lancet (raw storage actions) that break an invariant: `verify`
+/// finds each as `Corrupt` naming it, flat and after conversion to a tree (leaf records).
+#[tokio::test]
+async fn verify_names_the_invariant_a_stored_version_breaks() {
+    type Edit = fn(&mut Manifest);
+    let cases: [(Edit, Invariant); 3] = [
+        // fragment 1 holds fragment 0's ids too
+        (
+            |m| m.fragments[1].row_id_sequence = sequence(0..50),
+            Invariant::RowIdLiveOnce,
+        ),
+        // next_row_id not advanced past the last fragment's ids
+        (|m| m.next_row_id = 120, Invariant::RowIdBelowNext),
+        (
+            |m| m.fragments[2].files[0].base_id = Some(9),
+            Invariant::BaseIdKnown,
+        ),
+    ];
+    for (edit, want) in cases {
+        for l in [Layout::Flat, Layout::Tree] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let ds = stable_table(d, 3).await;
+            let mut m = ds.manifest().clone();
+            m.version = 2;
+            edit(&mut m);
+            write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
+                .await
+                .unwrap();
+            let bad = layout(ds.checkout(2).await.unwrap(), l).await;
+            let err = bad.verify().await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+            assert!(err.to_string().contains(&want.to_string()), "{l:?}: {err}");
+        }
+    }
+    // and a valid stable table verifies
+    let dir = tempfile::tempdir().unwrap();
+    stable_table(dir.path(), 3).await.verify().await.unwrap();
+}
