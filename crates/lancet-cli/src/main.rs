@@ -8,6 +8,7 @@ mod error;
 mod fri;
 mod index;
 mod inspect;
+mod restore;
 mod rowid;
 mod search_bench;
 mod tree;
@@ -108,6 +109,14 @@ enum Command {
         /// Version to clone (default: latest).
         #[arg(long)]
         version: Option<u64>,
+    },
+    /// Publish the next version with version N's content (Lance's Restore): the way back from
+    /// a bad version. max_fragment_id and next_row_id are not lowered.
+    Restore {
+        dataset: String,
+        /// The version whose content to restore.
+        #[arg(long)]
+        version: u64,
     },
     /// Remove old versions and every file only they (or no version) need. Kept: the latest
     /// version, tagged versions, versions branches forked from, the last N and those newer than
@@ -460,6 +469,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
 
 async fn run_other(command: Command) -> Result<(), CliError> {
     match command {
+        Command::Restore { dataset, version } => restore::run(&dataset, version).await,
         Command::Inspect {
             dataset,
             version,

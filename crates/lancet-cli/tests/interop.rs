@@ -1284,6 +1284,46 @@ fn convert_then_flatten_round_trips_pylance_tables() {
     }
 }
 
+/// `lancet restore` publishes an earlier version's content as the next version: pylance
+/// reads the same rows as that version and the new version's transaction as a `Restore`;
+/// `max_fragment_id` is not lowered, and a later pylance append still lands on top.
+#[test]
+fn restore_is_read_by_pylance_as_a_restore() {
+    for name in DATASETS {
+        let dir = tempfile::tempdir().unwrap().keep().join(name);
+        copy_dir(&fixtures().join(name), &dir);
+        let uri = dir.to_str().unwrap();
+        let latest: Value = serde_json::from_str(&lancet(&["inspect", uri, "--json"])).unwrap();
+        let n = latest["version"].as_u64().unwrap();
+        let first = expected_versions(name)[0];
+        let said = lancet(&["restore", uri, "--version", &first.to_string()]);
+        assert!(
+            said.contains(&format!("version {}", n + 1)),
+            "{name}: {said}"
+        );
+        let restored = peer(&["scan", uri]);
+        let old = peer(&["scan", uri, &first.to_string()]);
+        assert_eq!(restored["version"], json!(n + 1), "{name}");
+        assert_eq!(restored["rows"], old["rows"], "{name}: restored rows");
+        assert_eq!(
+            restored["indices"], old["indices"],
+            "{name}: restored indices"
+        );
+        let seen = peer(&["transactions", uri]);
+        assert_eq!(
+            seen["transactions"][0]["operation"], "Restore",
+            "{name}: {seen}"
+        );
+        let now: Value = serde_json::from_str(&lancet(&["inspect", uri, "--json"])).unwrap();
+        assert!(
+            now["max_fragment_id"].as_u64() >= latest["max_fragment_id"].as_u64(),
+            "{name}: {now}"
+        );
+        let verified: Value = serde_json::from_str(&lancet(&["verify", uri, "--json"])).unwrap();
+        assert_eq!(verified["valid"], true, "{name}: {verified}");
+    }
+}
+
 /// Issue 11's scenario and its reverse: a pylance append prepared before a lancet index build
 /// lands on top of it (Lance reads lancet's CreateIndex transaction and rebases), keeping the
 /// index; a lancet index build prepared before a pylance delete rebases over it.
