@@ -6,6 +6,10 @@
 pub const MAGIC: &[u8; 4] = b"LSPC";
 /// Rows per block the writer uses.
 pub const DEFAULT_BLOCK_ROWS: u32 = 65_536;
+
+/// The most destinations a stable partition has: labels are u16, so 65,536 (FRI spec:
+/// `1..=65536`; Lance 14.0.2's reader stops at 65,535).
+pub const MAX_DESTINATIONS: usize = 1 << 16;
 const HEADER: usize = 28;
 
 /// A validated counts matrix.

@@ -156,10 +156,10 @@ pub fn check(t: &Transition, what: &str) -> Result<()> {
             if *map_size_bytes == 0 {
                 return Err(corrupt(what, "map_size_bytes is 0"));
             }
-            if t.destinations.len() > usize::from(u16::MAX) {
+            if t.destinations.len() > crate::counts::MAX_DESTINATIONS {
                 return Err(corrupt(
                     what,
-                    "a stable partition has more than 65535 destinations",
+                    "a stable partition has more than 65536 destinations",
                 ));
             }
         }

@@ -35,7 +35,7 @@ mod rowmap;
 mod runs;
 mod writer;
 
-pub use counts::{Counts, DEFAULT_BLOCK_ROWS};
+pub use counts::{Counts, DEFAULT_BLOCK_ROWS, MAX_DESTINATIONS};
 pub use details::{content_location, is_fri_entry, ContentLocation};
 pub use error::{Result, ReuseError};
 pub use history::{History, Translation};

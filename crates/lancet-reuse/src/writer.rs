@@ -42,9 +42,9 @@ pub async fn write_row_map(
     block_rows: Option<u32>,
 ) -> Result<WrittenRowMap> {
     let invalid = |m: String| ReuseError::InvalidInput(m);
-    if !(1..=usize::from(u16::MAX)).contains(&num_destinations) {
+    if !(1..=crate::counts::MAX_DESTINATIONS).contains(&num_destinations) {
         return Err(invalid(format!(
-            "{num_destinations} destinations (1..=65535 allowed)"
+            "{num_destinations} destinations (1..=65536 allowed)"
         )));
     }
     let block_rows = block_rows.unwrap_or(DEFAULT_BLOCK_ROWS).max(1);

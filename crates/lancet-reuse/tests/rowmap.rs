@@ -256,3 +256,47 @@ async fn labels_that_break_the_rules_are_corrupt_when_swept() {
         }
     }
 }
+
+/// The spec allows 1..=65,536 destinations (labels are u16): the writer and the ledger rules
+/// take the last one and refuse one more.
+#[tokio::test]
+async fn a_stable_partition_takes_up_to_65536_destinations() {
+    use lancet_reuse::{check, Digest, Mapping, Transition, MAX_DESTINATIONS};
+    let fs = FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap();
+    let path = Path::from("m.lance");
+    let n = MAX_DESTINATIONS;
+    let src = [SourceRows {
+        physical_rows: n as u64,
+        deleted: None,
+    }];
+    let labels = (0..n).map(|l| u16::try_from(l).unwrap());
+    let written = write_row_map(&fs, &path, &src, n, labels, None)
+        .await
+        .unwrap();
+    assert_eq!(written.destination_rows.len(), n);
+    let over = write_row_map(&fs, &path, &src, n + 1, std::iter::empty(), None).await;
+    assert!(matches!(over, Err(ReuseError::InvalidInput(m)) if m.contains("65537")));
+    let transition = |destinations: usize| Transition {
+        dataset_version: None,
+        sources: vec![Digest {
+            id: 0,
+            physical_rows: destinations as u64,
+            num_deleted_rows: 0,
+        }],
+        destinations: (0..destinations)
+            .map(|i| Digest {
+                id: 1 + i as u32,
+                physical_rows: 1,
+                num_deleted_rows: 0,
+            })
+            .collect(),
+        mapping: Mapping::StablePartition {
+            map_id: "00000000-0000-4000-8000-000000000000".into(),
+            map_size_bytes: 1,
+            base_id: None,
+        },
+    };
+    check(&transition(n), "t").unwrap();
+    let err = check(&transition(n + 1), "t").unwrap_err();
+    assert!(err.to_string().contains("65536"), "{err}");
+}
