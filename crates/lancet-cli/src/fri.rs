@@ -120,9 +120,10 @@ pub async fn trim(uri: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-pub async fn unreferenced(uri: &str, delete: bool) -> Result<(), CliError> {
+pub async fn unreferenced(uri: &str, delete: bool, older_than: &str) -> Result<(), CliError> {
+    let older_than = crate::cleanup::parse_duration(older_than)?;
     let ds = open(uri, None).await?;
-    let files = ds.unreferenced_fri_files().await?;
+    let files = ds.unreferenced_fri_files(older_than).await?;
     if delete {
         for f in &files {
             ds.store().delete(f).await.map_err(lancet::Error::from)?;

@@ -283,6 +283,10 @@ enum FriCommand {
         /// Delete them.
         #[arg(long)]
         delete: bool,
+        /// Only maps last modified longer ago than this (`0s`, `90m`, `7d`): a younger one
+        /// may belong to a rewrite whose version has not landed yet.
+        #[arg(long, default_value = "7d")]
+        older_than: String,
     },
     /// Translate row addresses read from stdin (one per line) to current addresses.
     Translate {
@@ -511,9 +515,11 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             } => fri::translate(&dataset, version).await,
             FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
             FriCommand::Trim { dataset } => fri::trim(&dataset).await,
-            FriCommand::Unreferenced { dataset, delete } => {
-                fri::unreferenced(&dataset, delete).await
-            }
+            FriCommand::Unreferenced {
+                dataset,
+                delete,
+                older_than,
+            } => fri::unreferenced(&dataset, delete, &older_than).await,
         },
         Command::Demo { dir, layout } => demo::run(&dir, layout == "tree").await,
         Command::Clone {

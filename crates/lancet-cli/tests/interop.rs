@@ -1041,14 +1041,32 @@ async fn pylance_reads_rewrites_lancet_records() {
         .unwrap_err();
     assert!(err.to_string().contains("labels send"), "{err}");
     assert_eq!(Dataset::open(&uri).await.unwrap().version(), ds.version());
-    let listed: Value =
+    // the map is younger than the in-progress age: kept by default
+    let young: Value =
         serde_json::from_str(&lancet(&["fri", "unreferenced", &uri, "--delete"])).unwrap();
+    assert_eq!(young["unreferenced"], json!([]), "{young}");
+    let listed: Value = serde_json::from_str(&lancet(&[
+        "fri",
+        "unreferenced",
+        &uri,
+        "--delete",
+        "--older-than",
+        "0s",
+    ]))
+    .unwrap();
     assert_eq!(
         listed["unreferenced"].as_array().unwrap().len(),
         1,
         "{listed}"
     );
-    let again: Value = serde_json::from_str(&lancet(&["fri", "unreferenced", &uri])).unwrap();
+    let again: Value = serde_json::from_str(&lancet(&[
+        "fri",
+        "unreferenced",
+        &uri,
+        "--older-than",
+        "0s",
+    ]))
+    .unwrap();
     assert_eq!(again["unreferenced"], json!([]));
 
     // the index has not caught up: nothing to trim; rebuilt over the current fragments, the

@@ -132,6 +132,7 @@ fn bench(c: &mut Criterion) {
                 index_version: 1,
                 transitions,
                 has_unsupported: false,
+                unmodelled_row_maps: Vec::new(),
             },
             "bench",
         )

@@ -62,6 +62,31 @@ pub struct Ledger {
     pub transitions: Vec<Transition>,
     /// Some transition or field could not be interpreted and was skipped.
     pub has_unsupported: bool,
+    /// The row maps (`map_id`, `base_id`) that skipped transitions name: a transition with a
+    /// field outside 1–4 (the spec allows other fields for ordinary metadata) is not
+    /// translated through, but its row map is still needed by the version that holds it, so
+    /// cleanup and `fri unreferenced` keep it.
+    pub unmodelled_row_maps: Vec<(String, Option<u32>)>,
+}
+
+impl Ledger {
+    /// Every row map (`map_id`, `base_id`) the history names: its stable partitions and those
+    /// of the transitions it skipped.
+    pub fn row_maps(&self) -> impl Iterator<Item = (&str, Option<u32>)> {
+        self.transitions
+            .iter()
+            .filter_map(|t| match &t.mapping {
+                Mapping::StablePartition {
+                    map_id, base_id, ..
+                } => Some((map_id.as_str(), *base_id)),
+                Mapping::OrderedCompaction { .. } => None,
+            })
+            .chain(
+                self.unmodelled_row_maps
+                    .iter()
+                    .map(|(m, b)| (m.as_str(), *b)),
+            )
+    }
 }
 
 fn digest(d: &FragmentDigest, what: &str) -> Result<Digest> {
@@ -223,6 +248,14 @@ pub fn decode_inline(bytes: &[u8], index_version: i32, what: &str) -> Result<Led
                 }
                 if unknown {
                     ledger.has_unsupported = true;
+                    // prost skips the unknown fields; a stable partition's map is still named
+                    if let Ok(PbTransition {
+                        mapping: Some(PbMapping::StablePartition(s)),
+                        ..
+                    }) = PbTransition::decode(body)
+                    {
+                        ledger.unmodelled_row_maps.push((s.map_id, s.base_id));
+                    }
                     continue;
                 }
                 if arms != 1 {

@@ -141,6 +141,7 @@ mod tests {
                 })
                 .collect(),
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         }
     }
 

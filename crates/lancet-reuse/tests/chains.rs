@@ -198,6 +198,7 @@ fn run(sizes: &[u64], rounds: &[(u64, bool, usize, u64)], probe_seed: u64) {
             index_version: 1,
             transitions: model.transitions.clone(),
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         };
         let mut history = History::new(ledger, "model").unwrap();
         for (i, path, size) in &model.maps {
@@ -306,6 +307,7 @@ fn trimming_keeps_what_indexes_still_need() {
             index_version: 1,
             transitions: ts,
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         },
         "trim",
     )
@@ -340,6 +342,7 @@ fn ancestors_follow_producers() {
             index_version: 1,
             transitions: vec![t(&[0, 1], &[10]), t(&[10, 2], &[20]), t(&[3], &[30])],
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         },
         "ancestors",
     )

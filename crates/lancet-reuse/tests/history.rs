@@ -285,4 +285,24 @@ fn every_history_rule_rejects() {
     let ledger = decode_inline(&content, 1, "t").unwrap();
     assert!(ledger.has_unsupported);
     assert!(ledger.transitions.is_empty());
+    assert_eq!(ledger.row_maps().count(), 0);
+    // a skipped stable partition still names its row map, which cleanup must keep
+    let partition = PbTransition {
+        mapping: Some(Mapping::StablePartition(
+            lancet_proto::table::fragment_reuse_index_details::StablePartition {
+                map_id: "00000000-0000-4000-8000-000000000001".into(),
+                map_size_bytes: 10,
+                base_id: None,
+            },
+        )),
+        ..t.clone()
+    };
+    let mut with_extra = partition.encode_to_vec();
+    with_extra.extend_from_slice(&[0x48, 0x01]); // field 9 varint
+    let mut content = vec![0x12, with_extra.len() as u8];
+    content.extend_from_slice(&with_extra);
+    let ledger = decode_inline(&content, 1, "t").unwrap();
+    assert!(ledger.transitions.is_empty());
+    let maps: Vec<(&str, Option<u32>)> = ledger.row_maps().collect();
+    assert_eq!(maps, vec![("00000000-0000-4000-8000-000000000001", None)]);
 }

@@ -211,6 +211,7 @@ async fn hand_written(
             index_version: 1,
             transitions: vec![t.clone()],
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         },
         "hand",
     )

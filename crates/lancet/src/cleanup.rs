@@ -31,7 +31,6 @@ use lancet_paths::manifest::{self, ManifestFile};
 use lancet_paths::refs;
 use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
-use lancet_reuse::Mapping;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -366,23 +365,17 @@ impl Dataset {
             }
         }
         if let Some(ledger) = ds.fri_ledger().await? {
-            for t in &ledger.transitions {
-                if let Mapping::StablePartition {
-                    map_id, base_id, ..
-                } = &t.mapping
-                {
-                    let base = ds.bases().resolve(
-                        *base_id,
-                        &ds.root(),
-                        lancet_paths::BaseRequirement::Any,
-                    )?;
-                    let location = ObjectLocation {
-                        base,
-                        path: format!("_fri/{map_id}"),
-                    };
-                    if refs.places.local(&location)? == Some(format!("_fri/{map_id}")) {
-                        refs.out.add_row_map(map_id.clone());
-                    }
+            // skipped (unmodelled) transitions' maps too: the version still names them
+            for (map_id, base_id) in ledger.row_maps() {
+                let base =
+                    ds.bases()
+                        .resolve(base_id, &ds.root(), lancet_paths::BaseRequirement::Any)?;
+                let location = ObjectLocation {
+                    base,
+                    path: format!("_fri/{map_id}"),
+                };
+                if refs.places.local(&location)? == Some(format!("_fri/{map_id}")) {
+                    refs.out.add_row_map(map_id.to_string());
                 }
             }
         }

@@ -15,6 +15,7 @@
 //!   stable row ids (Lance 14 refuses tagged histories there).
 
 use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
 
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
@@ -395,34 +396,42 @@ impl Dataset {
             index_version: 1,
             transitions,
             has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
         };
         let manifest = self.manifest().clone();
         self.publish_history(manifest, ledger, &[]).await.map(Some)
     }
 
     /// Objects under the dataset root's `_fri/` that no version in `_versions/` references
-    /// (row maps of trimmed transitions, or of rewrites refused or lost before committing):
-    /// safe to delete while those versions are the ones kept. Row maps in other bases
-    /// (`base_id` set) belong to those bases' tables and are not listed.
-    pub async fn unreferenced_fri_files(&self) -> Result<Vec<Path>> {
+    /// (row maps of trimmed transitions, or of rewrites refused or lost before committing)
+    /// and that were last modified more than `older_than` ago: safe to delete while those
+    /// versions are the ones kept. The age is the in-progress guard: a rewrite writes its row
+    /// map before its manifest, so a map younger than any commit could take may belong to a
+    /// version about to land (cleanup's [`crate::DEFAULT_UNVERIFIED_OLDER_THAN`] is the
+    /// default to use). Maps that skipped (unmodelled) transitions name are referenced too.
+    /// Row maps in other bases (`base_id` set) belong to those bases' tables and are not
+    /// listed.
+    pub async fn unreferenced_fri_files(&self, older_than: Duration) -> Result<Vec<Path>> {
         let mut referenced: HashSet<String> = HashSet::new();
         for entry in lancet_paths::manifest::list_versions(self.store()).await? {
             let ds = self.checkout(entry.version).await?;
             if let Some(ledger) = ds.fri_ledger().await? {
-                for t in &ledger.transitions {
-                    if let Mapping::StablePartition {
-                        map_id,
-                        base_id: None,
-                        ..
-                    } = &t.mapping
-                    {
-                        referenced.insert(map_id.clone());
-                    }
-                }
+                referenced.extend(
+                    ledger
+                        .row_maps()
+                        .filter(|(_, base)| base.is_none())
+                        .map(|(m, _)| m.to_string()),
+                );
             }
         }
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
         let mut out = Vec::new();
         for meta in self.store().list("_fri").await? {
+            if SystemTime::from(meta.last_modified) > cutoff {
+                continue;
+            }
             let rel = self.store().relative(&meta.location).unwrap_or_default();
             let map_id = rel
                 .strip_prefix("_fri/")

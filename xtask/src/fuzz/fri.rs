@@ -290,6 +290,7 @@ impl Target for RowMapTarget {
                 index_version: 1,
                 transitions: vec![self.transition.clone()],
                 has_unsupported: false,
+                unmodelled_row_maps: Vec::new(),
             };
             let Ok(mut history) = History::new(ledger, "fuzz") else {
                 return true;
