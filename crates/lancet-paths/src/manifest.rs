@@ -532,7 +532,7 @@ async fn read_by_name_in(
 /// This is the raw storage action: it publishes what it is given, and tests use it to write
 /// corrupt versions. lancet's write paths publish through [`prepare_manifest`] (the object
 /// decoded as a reader decodes it, then judged by lancet-txn's invariants) and
-/// [`put_manifest`].
+/// [`publish_prepared`].
 pub async fn write_manifest(
     store: &DatasetStore,
     manifest: &Manifest,

@@ -33,6 +33,16 @@ use crate::error::{Result, TxnError};
 /// The name of the Fragment Reuse Index entry (a system index).
 pub const FRI_INDEX_NAME: &str = "__lance_frag_reuse";
 
+/// Flags that stay set in both words once a version sets them (Lance's
+/// `apply_feature_flags` carries them forward; FRI spec: "subsequent manifests retain both
+/// bits" of 1024). Writer flag 32768 is sticky in the writer word too.
+pub const STICKY_FLAGS: [u64; 4] = [
+    flags::FRAGMENT_REUSE_INDEX,
+    flags::MIXED_DATA_FILE_VERSIONS,
+    flags::MANAGED_BLOBS,
+    flags::ZONE_WRITE_SEEDS,
+];
+
 /// One invariant of a published version. `Display` is its name; [`Invariant::rule`] says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -564,13 +574,7 @@ impl Checker<'_, '_> {
         let Some(prev) = self.c.previous.map(|p| p.manifest) else {
             return Ok(());
         };
-        let mut sticky = [
-            flags::FRAGMENT_REUSE_INDEX,
-            flags::MIXED_DATA_FILE_VERSIONS,
-            flags::MANAGED_BLOBS,
-            flags::ZONE_WRITE_SEEDS,
-        ]
-        .to_vec();
+        let mut sticky = STICKY_FLAGS.to_vec();
         if !matches!(self.c.operation, Some(Operation::Overwrite(_))) {
             sticky.push(flags::STABLE_ROW_IDS);
         }

@@ -36,4 +36,5 @@ pub use conflict::{compatibility, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};
 pub use invariants::{
     check, Candidate, FragmentRowIds, Invariant, RowIdChanges, Version, FRI_INDEX_NAME,
+    STICKY_FLAGS,
 };

@@ -20,7 +20,7 @@ use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, Deltas, FragmentChange, Mutation, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
-    rewrite_operation,
+    restored_manifest, rewrite_operation,
 };
 use lancet_txn::rebase::{backoff_delay, may_retry, rebase_manifest, remap_new_ids, IndexIntent};
 use lancet_txn::{compatibility, Compatibility};
@@ -459,22 +459,7 @@ impl Dataset {
     pub async fn restore(&self, version: u64) -> Result<Self> {
         let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone()).await?;
         let old = latest.checkout(version).await?;
-        let now = latest.manifest();
-        let mut manifest = old.manifest().clone();
-        manifest.max_fragment_id = manifest.max_fragment_id.max(now.max_fragment_id);
-        manifest.next_row_id = manifest.next_row_id.max(now.next_row_id);
-        let sticky = flags::FRAGMENT_REUSE_INDEX
-            | flags::MIXED_DATA_FILE_VERSIONS
-            | flags::MANAGED_BLOBS
-            | flags::ZONE_WRITE_SEEDS;
-        manifest.reader_feature_flags |= now.reader_feature_flags & sticky;
-        manifest.writer_feature_flags |=
-            now.writer_feature_flags & (sticky | flags::NON_REUSABLE_FIELD_IDS);
-        if manifest.writer_feature_flags & flags::NON_REUSABLE_FIELD_IDS != 0 {
-            manifest.max_allocated_field_id = manifest
-                .max_allocated_field_id
-                .max(now.max_allocated_field_id);
-        }
+        let manifest = restored_manifest(old.manifest(), latest.manifest());
         let indices = old.indices().to_vec();
         latest
             .commit_rebasing(
