@@ -8,15 +8,14 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{flat_table, fragment};
+use common::{flat_table, fragment, table_of};
 use lancet::paths::flags;
 use lancet::paths::manifest::{write_manifest, NamingScheme};
-use lancet::paths::DatasetStore;
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::proto::table::{DataFragment, DeletionFile, IndexMetadata, Manifest, Uuid};
 use lancet::rowid::RowIdSequence;
 use lancet::tree::{Action, TreeWriterConfig};
-use lancet::{Caches, Dataset, ErrorKind, Invariant};
+use lancet::{Dataset, ErrorKind, Invariant};
 
 /// Every object under `_versions/` with its bytes.
 fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -279,9 +278,7 @@ fn sequence(ids: std::ops::Range<u64>) -> Option<PbRowIds> {
 /// Version 1 of a flat stable-row-id table of fragments `0..n`, 50 rows each, ids assigned
 /// in order.
 async fn stable_table(dir: &Path, n: u64) -> Dataset {
-    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
     let m = Manifest {
-        version: 1,
         fragments: (0..n)
             .map(|i| DataFragment {
                 row_id_sequence: sequence(i * 50..(i + 1) * 50),
@@ -292,15 +289,9 @@ async fn stable_table(dir: &Path, n: u64) -> Dataset {
         next_row_id: n * 50,
         reader_feature_flags: flags::STABLE_ROW_IDS,
         writer_feature_flags: flags::STABLE_ROW_IDS,
-        timestamp: Some(lancet::paths::manifest::now_timestamp()),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
-        .await
-        .unwrap();
-    Dataset::open_with(store, None, Caches::new(Default::default()))
-        .await
-        .unwrap()
+    table_of(dir, m).await
 }
 
 #[tokio::test]

@@ -34,14 +34,19 @@ pub fn fragment_in(id: u64, path: &str) -> DataFragment {
 
 /// Version 1 of a flat table of fragments `0..n` at `dir`.
 pub async fn flat_table(dir: &Path, n: u64) -> Dataset {
-    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
     let m = Manifest {
-        version: 1,
         fragments: (0..n).map(fragment).collect(),
         max_fragment_id: n.checked_sub(1).map(|m| m as u32),
-        timestamp: Some(lancet::paths::manifest::now_timestamp()),
         ..Default::default()
     };
+    table_of(dir, m).await
+}
+
+/// Version 1 of a table at `dir` holding `m` (written raw, with a commit time), opened.
+pub async fn table_of(dir: &Path, mut m: Manifest) -> Dataset {
+    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
+    m.version = 1;
+    m.timestamp = Some(lancet::paths::manifest::now_timestamp());
     write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
         .await
         .unwrap();
