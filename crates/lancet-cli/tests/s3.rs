@@ -309,36 +309,70 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .await
         .unwrap();
     // 8 × 25 by default: moto answers each request in milliseconds, and a debug build on two
-    // cores makes a few commits a second through it; LANCET_S3_COMMITS raises it.
+    // cores makes a few commits a second through it; LANCET_S3_COMMITS raises it. Each writer
+    // uploads its fragment's data file first, as an append does: committing back to back with
+    // nothing between measures starvation instead (the writer that just won starts again at
+    // once on the version it made, while the others still have to learn of their loss), which
+    // optimistic concurrency does not prevent, in Lance or here.
     let per_writer: u64 = std::env::var("LANCET_S3_COMMITS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(25);
     let mut tasks = Vec::new();
-    for _ in 0..8 {
+    for writer in 0..8 {
         let start = start.clone();
         tasks.push(tokio::spawn(async move {
             let mut ds = start;
-            for _ in 0..per_writer {
+            let mut attempts = Vec::new();
+            for i in 0..per_writer {
+                let file = format!("{writer}-{i}.lance");
+                ds.store()
+                    .put(
+                        &ds.store().path(&format!("data/{file}")),
+                        vec![7u8; 4096].into(),
+                    )
+                    .await
+                    .unwrap();
                 let id = ds
                     .manifest()
                     .max_fragment_id
                     .map_or(0, |m| u64::from(m) + 1);
-                ds = ds
-                    .commit_with_actions(
+                let mut f = fragment(id);
+                f.files[0].path = file;
+                let began = Instant::now();
+                let committed = ds
+                    .commit_measured(
                         ds.manifest().clone(),
                         &[],
-                        &[(id, Action::Upsert(Box::new(fragment(id))))],
+                        &[(id, Action::Upsert(Box::new(f)))],
                         &TreeWriterConfig::tiny(),
                     )
                     .await
                     .unwrap();
+                attempts.push((committed.attempts, began.elapsed()));
+                ds = committed.dataset;
             }
+            attempts
         }));
     }
+    let contended = Instant::now();
+    let mut attempts = Vec::new();
     for t in tasks {
-        t.await.unwrap();
+        attempts.extend(t.await.unwrap());
     }
+    let slowest = attempts.iter().map(|(_, t)| *t).max().unwrap_or_default();
+    let mut attempts: Vec<u32> = attempts.into_iter().map(|(a, _)| a).collect();
+    attempts.sort_unstable();
+    let at = |q: f64| attempts[((attempts.len() - 1) as f64 * q) as usize];
+    eprintln!(
+        "8 writers x {per_writer} commits in {:.1} s; attempts per commit: median {}, p99 {}, \
+         max {}; slowest commit {:.1} s",
+        contended.elapsed().as_secs_f64(),
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        slowest.as_secs_f64()
+    );
     let end = Dataset::open(uri).await.unwrap();
     assert_eq!(end.version(), start.version() + 8 * per_writer);
     assert_eq!(

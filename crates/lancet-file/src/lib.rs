@@ -30,4 +30,4 @@ pub use error::{FileError, Result};
 pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields};
 pub use store::FileStore;
-pub use write::{write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};
+pub use write::{encode_file, write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use lance_file::version::ConcreteFileVersion;
 use lance_file::writer::FileWriterOptions;
 use object_store::path::Path;
+use object_store::ObjectStoreExt as _;
 
 use crate::error::{lance_err, FileError, Result};
 use crate::schema::check_schema_exact;
@@ -111,6 +112,32 @@ pub async fn write_file(
         size_bytes: summary.size_bytes,
         global_buffers,
     })
+}
+
+/// [`write_file`] into memory: the file's bytes, for a caller that uploads several small
+/// files concurrently (a tree commit's leaves) instead of one after the other. `path` only
+/// names the file in errors; a Lance file does not record where it is stored.
+pub async fn encode_file(
+    path: &Path,
+    schema: &Schema,
+    batches: &[RecordBatch],
+    options: &WriteOptions,
+) -> Result<(Bytes, WrittenFile)> {
+    let memory = std::sync::Arc::new(object_store::memory::InMemory::new());
+    let fs = FileStore::new(memory.clone(), "memory:///")?;
+    let written = write_file(&fs, path, schema, batches, options).await?;
+    let store_err = |e: object_store::Error| FileError::Store {
+        path: path.clone(),
+        source: std::sync::Arc::new(e),
+    };
+    let bytes = memory
+        .get(path)
+        .await
+        .map_err(store_err)?
+        .bytes()
+        .await
+        .map_err(store_err)?;
+    Ok((bytes, written))
 }
 
 /// A Lance file written batch by batch (for outputs too large to hold at once).

@@ -38,6 +38,9 @@ pub enum Mode {
     Before,
     /// Perform it, then report failure.
     After,
+    /// Perform it, then report that the object already exists: what a client that retried a
+    /// put-if-absent after a lost response is told (S3's 412), although the object is its own.
+    AfterAsTaken,
 }
 
 /// See the module doc.
@@ -105,6 +108,14 @@ impl FaultyStore {
             Mode::After => {
                 op.await?;
                 Err(Self::injected(path))
+            }
+            Mode::AfterAsTaken => {
+                op.await?;
+                Err(object_store::Error::AlreadyExists {
+                    path: path.to_string(),
+                    source: format!("injected: {path} exists (a retry of a put that landed)")
+                        .into(),
+                })
             }
         }
     }
@@ -185,7 +196,9 @@ impl ObjectStore for FaultyStore {
         let failed = futures::stream::once(async { Err(Self::injected(&Path::from("delete"))) });
         match self.mode {
             Mode::Before => failed.boxed(),
-            Mode::After => self.inner.delete_stream(locations).chain(failed).boxed(),
+            Mode::After | Mode::AfterAsTaken => {
+                self.inner.delete_stream(locations).chain(failed).boxed()
+            }
         }
     }
 
@@ -199,7 +212,7 @@ impl ObjectStore for FaultyStore {
         let failed = futures::stream::once(async move { Err(Self::injected(&p)) });
         match self.mode {
             Mode::Before => failed.boxed(),
-            Mode::After => self.inner.list(prefix).chain(failed).boxed(),
+            Mode::After | Mode::AfterAsTaken => self.inner.list(prefix).chain(failed).boxed(),
         }
     }
 

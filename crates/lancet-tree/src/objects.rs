@@ -108,17 +108,6 @@ impl ObjectFetcher for StoreFetcher {
     }
 }
 
-/// The URI lance-file should see for `store` (local stores are rooted at `/`).
-pub fn file_uri(store: &DatasetStore) -> String {
-    if store.local_root().is_some() {
-        "file:///".into()
-    } else if store.uri().starts_with("memory://") {
-        "memory:///".into()
-    } else {
-        store.uri().to_string()
-    }
-}
-
 /// Maps a fetch failure to the rule it breaks (a missing object, a wrong size) or to I/O.
 pub(crate) fn fetch_error(object: &str, e: PathsError) -> TreeError {
     match e {

@@ -417,7 +417,16 @@ impl Writer<'_> {
     }
 }
 
-pub use crate::objects::file_uri;
+/// The URI lance-file should see for `store` (local stores are rooted at `/`).
+pub fn file_uri(store: &DatasetStore) -> String {
+    if store.local_root().is_some() {
+        "file:///".into()
+    } else if store.uri().starts_with("memory://") {
+        "memory:///".into()
+    } else {
+        store.uri().to_string()
+    }
+}
 
 /// Encodes a mutation list (for corrupting tests).
 pub fn encode_mutations(m: &[Mutation]) -> Vec<FragmentTreeMutation> {

@@ -29,12 +29,17 @@
 //! belongs to the current dataset, so a rewritten object from another dataset names the
 //! objects it keeps with that dataset's `base_id`. Objects are written before the caller
 //! publishes the manifest; a failed commit leaves only unreachable objects.
+//!
+//! **Uploads.** A commit encodes its objects as it goes and uploads them together, up to
+//! [`UPLOAD_CONCURRENCY`] at a time, when it ends (or when [`UPLOAD_BATCH`] wait, which bounds
+//! a bulk load's memory): on S3 a flush writing ten objects one after the other held the
+//! commit's window open for ten round trips, which is where concurrent writers lose races.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use lancet_file::{FileStore, FileVersion, WriteOptions};
+use lancet_file::{FileVersion, WriteOptions};
 use lancet_paths::tree_paths::{tree_object_path, TreeObjectKind};
 use lancet_paths::{DatasetStore, ObjectLocation, ObjectUuid, ResolvedBase};
 use lancet_proto::table::fragment_tree::Root;
@@ -163,11 +168,18 @@ pub struct TreeWriter {
 /// A child list under construction: checked references, some replaced.
 type Children = Vec<ChildRef>;
 
+/// Objects a commit holds encoded before uploading them together.
+pub const UPLOAD_BATCH: usize = 64;
+/// Uploads a commit has in flight at once.
+pub const UPLOAD_CONCURRENCY: usize = 16;
+
 struct Commit<'a> {
     /// The version being changed (`None` for a bulk load, which reads nothing).
     reader: Option<&'a TreeReader>,
     writer: &'a TreeWriter,
     written: Vec<(String, u64)>,
+    /// Encoded objects not uploaded yet (see the module docs, *Uploads*).
+    pending: Vec<(String, bytes::Bytes)>,
     current: ResolvedBase,
     /// Interiors written by this commit, by path: read back from here, not through the
     /// reader (whose checks hold the old version's sequence bounds).
@@ -220,6 +232,7 @@ impl TreeWriter {
             reader: Some(reader),
             writer: self,
             written: Vec::new(),
+            pending: Vec::new(),
             current: ResolvedBase::current_dataset(self.store.uri()),
             fresh_nodes: HashMap::new(),
         };
@@ -254,7 +267,7 @@ impl TreeWriter {
             } else {
                 let uuid = ObjectUuid::new_v4();
                 let path = tree_object_path(TreeObjectKind::Root, &uuid);
-                commit.put(&path, bytes).await?;
+                commit.put(&path, bytes.into()).await?;
                 Root::RootUuid(uuid.as_bytes().to_vec())
             };
             FragmentTree {
@@ -263,6 +276,7 @@ impl TreeWriter {
                 next_action_sequence: next,
             }
         };
+        commit.upload().await?;
         Ok(TreeCommit {
             metadata: FragmentTreeMetadata {
                 layout: Some(Layout::Tree(tree)),
@@ -299,6 +313,7 @@ impl TreeWriter {
             reader: None,
             writer: self,
             written: Vec::new(),
+            pending: Vec::new(),
             current: ResolvedBase::current_dataset(self.store.uri()),
             fresh_nodes: HashMap::new(),
         };
@@ -326,10 +341,11 @@ impl TreeWriter {
         } else {
             let uuid = ObjectUuid::new_v4();
             commit
-                .put(&tree_object_path(TreeObjectKind::Root, &uuid), bytes)
+                .put(&tree_object_path(TreeObjectKind::Root, &uuid), bytes.into())
                 .await?;
             Root::RootUuid(uuid.as_bytes().to_vec())
         };
+        commit.upload().await?;
         Ok(TreeCommit {
             metadata: FragmentTreeMetadata {
                 layout: Some(Layout::Tree(FragmentTree {
@@ -470,14 +486,40 @@ fn partition(children: &[ChildRef], buffer: Vec<Mutation>) -> BTreeMap<usize, Ve
 }
 
 impl Commit<'_> {
-    async fn put(&mut self, path: &str, bytes: Vec<u8>) -> Result<()> {
+    /// Queues `bytes` for upload as `path` (relative to the dataset root).
+    async fn put(&mut self, path: &str, bytes: bytes::Bytes) -> Result<()> {
+        self.written.push((path.to_string(), bytes.len() as u64));
+        self.pending.push((path.to_string(), bytes));
+        if self.pending.len() >= UPLOAD_BATCH {
+            self.upload().await?;
+        }
+        Ok(())
+    }
+
+    /// Uploads every queued object, [`UPLOAD_CONCURRENCY`] at a time.
+    async fn upload(&mut self) -> Result<()> {
+        use futures::{StreamExt, TryStreamExt};
         let store = &self.writer.store;
-        let size = bytes.len() as u64;
-        store
-            .put(&store.path(path), bytes.into())
-            .await
-            .map_err(|e| io(path, e))?;
-        self.written.push((path.to_string(), size));
+        futures::stream::iter(std::mem::take(&mut self.pending))
+            .map(|(path, bytes)| async move {
+                store
+                    .put(&store.path(&path), bytes)
+                    .await
+                    .map_err(|e| io(&path, e))
+            })
+            .buffer_unordered(UPLOAD_CONCURRENCY)
+            .try_collect::<Vec<_>>()
+            .await?;
+        Ok(())
+    }
+
+    /// Uploads the queue first when it holds `child`, so that the reader can load it.
+    async fn uploaded(&mut self, child: &ChildRef) -> Result<()> {
+        if child.location.base.base_id.is_none()
+            && self.pending.iter().any(|(p, _)| *p == child.location.path)
+        {
+            self.upload().await?;
+        }
         Ok(())
     }
 
@@ -525,7 +567,7 @@ impl Commit<'_> {
         let bytes = node.encode_to_vec();
         let path = tree_object_path(TreeObjectKind::Node, &ObjectUuid::new_v4());
         let size = bytes.len() as u64;
-        self.put(&path, bytes).await?;
+        self.put(&path, bytes.into()).await?;
         self.fresh_nodes
             .insert(path.clone(), (children.to_vec(), buffer.to_vec()));
         Ok(ChildRef {
@@ -551,11 +593,6 @@ impl Commit<'_> {
         let per = self.writer.config.leaf_max_records.max(1);
         let chunks: Vec<&[DataFragment]> = records.chunks(per).collect();
         let mut out: Children = Vec::with_capacity(chunks.len());
-        let fs = FileStore::new(
-            self.writer.store.object_store().clone(),
-            &crate::objects::file_uri(&self.writer.store),
-        )
-        .map_err(|e| TreeError::InvalidInput(e.to_string()))?;
         for (i, chunk) in chunks.iter().enumerate() {
             let lo = if i == 0 {
                 range.lo
@@ -564,8 +601,7 @@ impl Commit<'_> {
             };
             let batch = encode_records(chunk).map_err(|v| TreeError::InvalidInput(v.detail))?;
             let path = tree_object_path(TreeObjectKind::Leaf, &ObjectUuid::new_v4());
-            let written = lancet_file::write_file(
-                &fs,
+            let (bytes, written) = lancet_file::encode_file(
                 &self.writer.store.path(&path),
                 &leaf_schema(),
                 &[batch],
@@ -576,7 +612,7 @@ impl Commit<'_> {
             )
             .await
             .map_err(|e| TreeError::InvalidInput(format!("writing leaf {path}: {e}")))?;
-            self.written.push((path.clone(), written.size_bytes));
+            self.put(&path, bytes).await?;
             let mut totals = Totals::default();
             for f in *chunk {
                 let (t, v) = record_counts(f).map_err(|v| TreeError::InvalidInput(v.detail))?;
@@ -636,6 +672,7 @@ impl Commit<'_> {
     ) -> futures::future::BoxFuture<'b, Result<Children>> {
         Box::pin(async move {
             if child.kind == TreeObjectKind::Leaf {
+                self.uploaded(&child).await?;
                 let records = self.reader()?.load_leaf(&child).await?;
                 return self
                     .materialize(child.range, records, mutations, child.watermark)

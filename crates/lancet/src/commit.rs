@@ -139,19 +139,21 @@ impl Dataset {
             }
             let txn = new_transaction(self.version(), prepared.operation.clone());
             let changes = base.tree().is_some().then_some(prepared.changes.as_slice());
+            let (objects, bytes) = (prepared.objects, prepared.bytes);
+            let done = |dataset: Dataset| Committed {
+                objects_written: objects + 2,
+                bytes_written: bytes
+                    + dataset.manifest_file().entry.size
+                    + txn.encoded_len() as u64,
+                attempts: attempt,
+                dataset,
+            };
             let lost = match base
                 .publish_sized(prepared.manifest, &prepared.indices, Some(&txn), changes)
                 .instrument(tracing::debug_span!("publish", attempt))
                 .await
             {
-                Ok((dataset, manifest_bytes)) => {
-                    return Ok(Committed {
-                        dataset,
-                        objects_written: prepared.objects + 2,
-                        bytes_written: prepared.bytes + manifest_bytes + txn.encoded_len() as u64,
-                        attempts: attempt,
-                    })
-                }
+                Ok((dataset, _)) => return Ok(done(dataset)),
                 Err(Error::CommitConflict { version, .. }) => version,
                 Err(e) => return Err(e),
             };
@@ -163,12 +165,22 @@ impl Dataset {
             };
             let mine = operation_name(&prepared.operation);
             if let Some(what) = kind.not_rebased() {
+                if base.landed(lost, Some(&txn)).await.is_some() {
+                    return Ok(done(base.checkout(lost).await?));
+                }
                 return Err(conflict(
                     format!("{mine} ({what}) is not rebased; start again from the latest version"),
                     true,
                 ));
             }
-            let (latest, since) = base.transactions_since().await?;
+            // Wait first, then read: the version this attempt prepares on is as fresh as
+            // the read, so a wait between the two would only widen the window others win in.
+            let random = ObjectUuid::new_v4().as_bytes()[0];
+            tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
+            let (latest, since) = base.transactions_through(lost).await?;
+            if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
+                return Ok(done(dataset));
+            }
             for (version, txn) in &since {
                 let Some(theirs) = txn else {
                     return Err(conflict(
@@ -236,8 +248,6 @@ impl Dataset {
                 "commit rebased"
             );
             base = latest;
-            let random = ObjectUuid::new_v4().as_bytes()[0];
-            tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
         }
     }
 
@@ -262,12 +272,23 @@ impl Dataset {
     pub(crate) async fn transactions_since(
         &self,
     ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
-        let hint = manifest::read_latest_hint(self.store())
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or(0);
+        self.transactions_through(self.version()).await
+    }
+
+    /// [`Dataset::transactions_since`] when version `known` is known to exist (the version a
+    /// commit lost): the hint is read while the manifests through `known` are, not before.
+    pub(crate) async fn transactions_through(
+        &self,
+        known: u64,
+    ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
         let store = self.store();
+        let hint = async {
+            manifest::read_latest_hint(store)
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
         let scheme = self.naming_scheme();
         let read = |version: u64| async move {
             match manifest::read_manifest_named(store, version, scheme).await {
@@ -279,16 +300,24 @@ impl Dataset {
                 Err(e) => Err(Error::from(e)),
             }
         };
+        let read_all = |versions: std::ops::RangeInclusive<u64>| {
+            futures::StreamExt::collect::<Vec<_>>(
+                versions
+                    .map(read)
+                    .collect::<futures::stream::FuturesOrdered<_>>(),
+            )
+        };
+        // The version after `known` is probed at once too: after a lost race it is most
+        // often absent, and the rebase starts one round trip sooner.
+        let (mut found, hint) = futures::join!(read_all(self.version() + 1..=known + 1), hint);
+        if hint > known + 1 {
+            found.extend(read_all(known + 2..=hint).await);
+        }
         let mut out = Vec::new();
         let mut files = Vec::new();
-        let known: Vec<u64> = (self.version() + 1..=hint).collect();
-        let mut pending = futures::stream::FuturesOrdered::new();
-        for &v in &known {
-            pending.push_back(read(v));
-        }
         let mut gap = false;
-        while let Some(found) = futures::StreamExt::next(&mut pending).await {
-            match found? {
+        for f in found {
+            match f? {
                 Some((file, txn)) if !gap => {
                     out.push((file.entry.version, txn));
                     files.push(file);
@@ -431,19 +460,19 @@ impl Dataset {
             // The put may have landed although it reported failure (a lost response, or a
             // store retry that then found its own object): the version is ours when it
             // records our transaction, and is then never committed a second time.
+            // Another writer's version, or ours when a store retry of our put found it: the
+            // commit loop tells the two apart by the transaction it reads there anyway.
+            Err(Error::Paths(PathsError::AlreadyExists { .. })) => {
+                return Err(Error::CommitConflict {
+                    uri: self.uri().to_string(),
+                    version: manifest.version,
+                    reason: "lost the put-if-absent race".into(),
+                    retryable: true,
+                })
+            }
             Err(Error::Paths(e)) => match self.landed(manifest.version, transaction).await {
                 Some(size) => (self.checkout(manifest.version).await?, size),
-                None => match e {
-                    PathsError::AlreadyExists { .. } => {
-                        return Err(Error::CommitConflict {
-                            uri: self.uri().to_string(),
-                            version: manifest.version,
-                            reason: "lost the put-if-absent race".into(),
-                            retryable: true,
-                        })
-                    }
-                    e => return Err(e.into()),
-                },
+                None => return Err(e.into()),
             },
             Err(e) => return Err(e),
         };
@@ -562,6 +591,24 @@ impl Dataset {
             }
         }
         Ok(f)
+    }
+}
+
+/// The version `lost` opened from `latest` when it records `txn` (same uuid): a put of ours
+/// that was reported lost although it landed (a store retry that found its own object).
+async fn ours(
+    latest: &Dataset,
+    lost: u64,
+    since: &[(u64, Option<StoredTransaction>)],
+    txn: &Transaction,
+) -> Result<Option<Dataset>> {
+    let recorded = since
+        .iter()
+        .find(|(v, _)| *v == lost)
+        .and_then(|(_, t)| t.as_ref());
+    match recorded {
+        Some(t) if t.transaction.uuid == txn.uuid => Ok(Some(latest.checkout(lost).await?)),
+        _ => Ok(None),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Fault injection on the commit path (issue 11): for every k-th request of each kind a tree
 //! commit makes (objects, transaction, manifest; reads of the prior records), failing before
 //! or after performing it, readers see exactly the old or the new version, the new version
-//! verifies, and a manifest put that landed but reported failure is never committed twice.
+//! verifies, and a manifest put that landed but reported failure (an error, or "already
+//! exists" to a retry) is never committed twice.
 //! Then (issue 13) a cleanup removes exactly the objects the failed attempt left.
 
 mod common;
@@ -130,7 +131,9 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
             "{request:?}"
         );
         for k in 1..=n {
-            for mode in [Mode::Before, Mode::After] {
+            // a retried put-if-absent told that its own object exists: only the commit put
+            let retried = (request == Request::PutIfAbsent).then_some(Mode::AfterAsTaken);
+            for mode in [Mode::Before, Mode::After].into_iter().chain(retried) {
                 cases += 1;
                 let dir = tempfile::tempdir().unwrap();
                 copy(template.path(), dir.path());
@@ -152,6 +155,10 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
                     }
                     n => panic!("{what}: committed {n} versions"),
                 };
+                // the commit reads its own transaction there and reports it committed
+                if mode == Mode::AfterAsTaken {
+                    assert!(result.is_ok() && landed, "{what}");
+                }
                 if let Ok(committed) = &result {
                     assert_eq!(committed.version(), base.version() + 1, "{what}");
                 }
@@ -229,7 +236,9 @@ async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs
         let (ds, store) = faulty(count_dir.path(), request, 0, Mode::Before).await;
         ds.cleanup(&everything).await.unwrap();
         for k in 1..=store.matching() {
-            for mode in [Mode::Before, Mode::After] {
+            // a retried put-if-absent told that its own object exists: only the commit put
+            let retried = (request == Request::PutIfAbsent).then_some(Mode::AfterAsTaken);
+            for mode in [Mode::Before, Mode::After].into_iter().chain(retried) {
                 let dir = tempfile::tempdir().unwrap();
                 copy(template.path(), dir.path());
                 let before = common::files(dir.path());
