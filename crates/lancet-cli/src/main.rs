@@ -90,6 +90,10 @@ enum Command {
         /// Also check `max_fragment_id` against the previous version.
         #[arg(long)]
         check_previous: bool,
+        /// Also open every data file: it exists, holds `physical_rows` rows and the field ids
+        /// its `DataFile` lists (one or two requests per file).
+        #[arg(long)]
+        data: bool,
     },
     /// Measure what commits cost.
     Bench {
@@ -345,7 +349,8 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             version,
             json,
             check_previous,
-        } => verify::run(&dataset, version, json, check_previous).await,
+            data,
+        } => verify::run(&dataset, version, json, check_previous, data).await,
         Command::Tree { command } => done(match command {
             TreeCommand::Show {
                 dataset,

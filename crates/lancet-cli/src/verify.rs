@@ -42,8 +42,17 @@ fn classify(e: &lancet::Error) -> (String, Option<String>, String) {
         lancet::Error::Unsupported { uri, rule, .. } => {
             ("unsupported".into(), Some(uri.clone()), rule.clone())
         }
+        // an invariant the version breaks is named as such
         lancet::Error::Corrupt { at, rule } => {
-            ("manifest".into(), Some(at.to_string()), rule.clone())
+            let name = lancet::Invariant::ALL
+                .iter()
+                .map(|i| i.to_string())
+                .find(|name| rule.starts_with(&format!("{name} ")));
+            (
+                name.unwrap_or_else(|| "manifest".into()),
+                Some(at.to_string()),
+                rule.clone(),
+            )
         }
         other => (
             "unreadable".into(),
@@ -57,6 +66,7 @@ async fn check(
     uri: &str,
     version: Option<u64>,
     check_previous: bool,
+    data: bool,
 ) -> Result<u64, (Option<u64>, String, Option<String>, String)> {
     let fail = |v: Option<u64>| {
         move |e: lancet::Error| {
@@ -70,7 +80,11 @@ async fn check(
         .await
         .map_err(fail(version))?;
     let v = ds.version();
-    ds.verify().await.map_err(fail(Some(v)))?;
+    let verified = match data {
+        true => ds.verify_data().await,
+        false => ds.verify().await,
+    };
+    verified.map_err(fail(Some(v)))?;
     if check_previous && v > 0 {
         // Only this version is judged: a missing or broken previous version is not its fault.
         if let Ok(prev) = Dataset::open_with(store, Some(v - 1), caches).await {
@@ -86,8 +100,9 @@ pub async fn run(
     version: Option<u64>,
     json: bool,
     check_previous: bool,
+    data: bool,
 ) -> Result<std::process::ExitCode, CliError> {
-    let outcome = match check(uri, version, check_previous).await {
+    let outcome = match check(uri, version, check_previous, data).await {
         Ok(v) => Outcome {
             valid: true,
             version: Some(v),

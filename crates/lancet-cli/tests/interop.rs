@@ -1222,8 +1222,11 @@ async fn tree_versions_answer_every_command_like_the_flat_table() {
                 |v: &str| lancet_stdin(&["fri", "translate", uri, "--version", v], addrs);
             assert_eq!(translate(&t), translate(&f), "{name}: fri translate");
         }
-        // the tree version verifies; tree show sees the shape the builder wrote
-        let verified: Value = serde_json::from_str(&lancet(&["verify", uri, "--json"])).unwrap();
+        // the tree version verifies, pylance's data files included (each opens, holds
+        // physical_rows rows and the field ids its DataFile lists); tree show sees the shape
+        // the builder wrote
+        let verified: Value =
+            serde_json::from_str(&lancet(&["verify", uri, "--data", "--json"])).unwrap();
         assert_eq!(verified["valid"], true, "{name}: {verified}");
         let shown: Value = serde_json::from_str(&lancet(&["tree", "show", uri, "--json"])).unwrap();
         assert_eq!(shown["root"], "external", "{name}: {shown}");

@@ -198,6 +198,34 @@ async fn a_corrupt_tree_version_fails_every_command_with_one_line() {
 }
 
 #[tokio::test]
+async fn verify_data_opens_the_data_files_verify_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    tree_table(dir.path()).await;
+    let uri = dir.path().to_str().unwrap();
+    // the records name data files that were never written
+    assert!(lancet(&["verify", uri]).status.success());
+    let out = lancet(&["verify", uri, "--data"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("lancet: DataFileOpens in "), "{err}");
+    let out = lancet(&["verify", uri, "--data", "--json"]);
+    let v = json(&out);
+    assert_eq!(v["rule"], "DataFileOpens", "{v}");
+    assert!(
+        v["object"]
+            .as_str()
+            .unwrap()
+            .ends_with("(fragment 0 data file 0.lance)"),
+        "{v}"
+    );
+    assert!(
+        v["detail"].as_str().unwrap().ends_with("no such object"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
 async fn check_previous_compares_max_fragment_id() {
     let dir = tempfile::tempdir().unwrap();
     tree_table(dir.path()).await;

@@ -38,6 +38,8 @@ pub struct LanceFile {
     path: Path,
     reader: FileReader,
     schema: SchemaRef,
+    /// The field ids of the stored schema, nested fields included (pre-order).
+    field_ids: Vec<i32>,
     /// The file's compressed buffers, checked on every page read (`checked_io.rs`).
     pages: Arc<CompressedPages>,
 }
@@ -120,10 +122,12 @@ impl LanceFile {
             rule: "the file's schema names a type Lance does not know".into(),
         })?;
         schema.metadata = lance_schema.metadata.clone();
+        let field_ids = lance_schema.fields_pre_order().map(|f| f.id).collect();
         Ok(Self {
             path: path.clone(),
             reader,
             schema: Arc::new(schema),
+            field_ids,
             pages,
         })
     }
@@ -139,6 +143,12 @@ impl LanceFile {
     /// The stored Arrow schema, with the file's schema metadata.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// The field ids the stored schema holds, nested fields included, in pre-order (what a
+    /// fragment's `DataFile.fields` lists for the file).
+    pub fn field_ids(&self) -> &[i32] {
+        &self.field_ids
     }
 
     /// The file's schema metadata.
@@ -493,10 +503,12 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
     )
     .await?
     .map_err(lance_err(path))?;
+    let field_ids = reader.schema().fields_pre_order().map(|f| f.id).collect();
     Ok(LanceFile {
         path: path.clone(),
         reader,
         schema: outline.schema.clone(),
+        field_ids,
         pages: outline.pages.clone(),
     })
 }

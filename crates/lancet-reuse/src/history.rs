@@ -27,7 +27,7 @@ pub enum Translation {
 enum Prepared {
     Ordered(Ordered),
     /// The row map, once opened by the caller (see [`History::attach_row_map`]).
-    Partition(Option<RowMap>),
+    Partition(Option<Box<RowMap>>),
 }
 
 /// A validated history ready to translate addresses.
@@ -143,7 +143,7 @@ impl History {
     /// Attaches the opened row map of transition `i`.
     pub fn attach_row_map(&mut self, i: usize, map: RowMap) {
         if let Some(p) = self.prepared.get_mut(i) {
-            *p = Prepared::Partition(Some(map));
+            *p = Prepared::Partition(Some(Box::new(map)));
         }
     }
 

@@ -90,6 +90,16 @@ pub enum Invariant {
     /// Every `base_id` a data, deletion or index reference sets names a `BasePath` of this
     /// manifest (tree spec: "a set base_id matches a BasePath of this manifest").
     BaseIdKnown,
+    /// A data file a fragment names exists and opens as a Lance file (its footer and schema
+    /// decode): a version naming a missing file fails every scan of that fragment.
+    DataFileOpens,
+    /// A data file holds the fragment's `physical_rows` rows (every data file of a fragment
+    /// covers all of its rows; Lance addresses row `o` of the fragment as row `o` of each
+    /// file). Not judged when `physical_rows` is 0, which Lance 14 reads as unknown.
+    DataFileRows,
+    /// The field ids a data file's schema holds are the ids its `DataFile.fields` lists
+    /// (tombstones, -2, aside): a reader takes a column from the file whose `fields` name it.
+    DataFileFields,
     /// Index entries have distinct uuids (an entry is found by uuid: its files live under
     /// `_indices/{uuid}/`). Entries sharing a name are segments of one index and cover the
     /// same fields (Lance's delta indices).
@@ -132,6 +142,9 @@ impl Invariant {
             }
             DeletionsWithinRows => "a deletion file deletes at most the fragment's physical rows",
             BaseIdKnown => "every base_id names a BasePath of the manifest",
+            DataFileOpens => "a data file a fragment names exists and opens as a Lance file",
+            DataFileRows => "a data file holds the fragment's physical_rows rows",
+            DataFileFields => "a data file's schema holds the field ids its DataFile lists",
             IndexEntriesDistinct => {
                 "index entries have distinct uuids, and segments of one index the same fields"
             }
@@ -143,7 +156,7 @@ impl Invariant {
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 19] = [
+    pub const ALL: [Invariant; 22] = [
         Invariant::ManifestDecodes,
         Invariant::ManifestFlags,
         Invariant::FragmentIdsIncrease,
@@ -158,6 +171,9 @@ impl Invariant {
         Invariant::RowIdFresh,
         Invariant::DeletionsWithinRows,
         Invariant::BaseIdKnown,
+        Invariant::DataFileOpens,
+        Invariant::DataFileRows,
+        Invariant::DataFileFields,
         Invariant::IndexEntriesDistinct,
         Invariant::SingleFragmentReuseIndex,
         Invariant::FlagRequired,
@@ -192,6 +208,25 @@ pub struct FragmentRowIds {
     pub live: RoaringTreemap,
 }
 
+/// What storage holds for one data file of a changed fragment, as the caller read it (this
+/// crate does no I/O).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFileFacts {
+    pub fragment: u64,
+    /// `DataFile.path`, as the fragment records it.
+    pub path: String,
+    /// The file's row count and schema field ids, or why it could not be opened.
+    pub stored: std::result::Result<StoredDataFile, String>,
+}
+
+/// A data file as its footer describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDataFile {
+    pub num_rows: u64,
+    /// Every field id of the file's schema, nested fields included.
+    pub field_ids: Vec<i32>,
+}
+
 /// The row ids of the changed fragments before and after, on a stable-row-id table.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RowIdChanges {
@@ -216,6 +251,9 @@ pub struct Candidate<'a> {
     /// The operation the version records (Restore and Overwrite are exempt from the freshness
     /// rules).
     pub operation: Option<&'a Operation>,
+    /// The data files of changed fragments, as stored. `None` skips the data-file rules:
+    /// storage actions name files the caller wrote, and are not made to read them.
+    pub data_files: Option<&'a [DataFileFacts]>,
 }
 
 /// Checks every invariant on `candidate`, returning the first broken one (in
@@ -225,6 +263,7 @@ pub fn check(candidate: &Candidate<'_>) -> Result<()> {
     c.manifest_rules()?;
     c.fragment_rules()?;
     c.row_id_rules()?;
+    c.data_file_rules()?;
     c.index_rules()?;
     c.flag_rules()
 }
@@ -458,6 +497,50 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
+    fn data_file_rules(&self) -> Result<()> {
+        for facts in self.c.data_files.unwrap_or_default() {
+            let subject = || format!("fragment {} data file {}", facts.fragment, facts.path);
+            let stored = facts
+                .stored
+                .as_ref()
+                .map_err(|why| self.fail(Invariant::DataFileOpens, subject(), why.clone()))?;
+            let fragment = self
+                .c
+                .changes
+                .iter()
+                .find(|c| c.id == facts.fragment)
+                .and_then(|c| c.after.as_ref());
+            let Some((fragment, file)) = fragment.and_then(|f| {
+                f.files
+                    .iter()
+                    .find(|d| d.path == facts.path)
+                    .map(|d| (f, d))
+            }) else {
+                continue;
+            };
+            if fragment.physical_rows != 0 && stored.num_rows != fragment.physical_rows {
+                return Err(self.fail(
+                    Invariant::DataFileRows,
+                    subject(),
+                    format!(
+                        "{} rows in the file, physical_rows {}",
+                        stored.num_rows, fragment.physical_rows
+                    ),
+                ));
+            }
+            let listed: BTreeSet<i32> = file.fields.iter().copied().filter(|f| *f >= 0).collect();
+            let held: BTreeSet<i32> = stored.field_ids.iter().copied().collect();
+            if listed != held {
+                return Err(self.fail(
+                    Invariant::DataFileFields,
+                    subject(),
+                    format!("the file holds fields {held:?}, its DataFile lists {listed:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn index_rules(&self) -> Result<()> {
         let indices = self.c.next.indices;
         let bases: BTreeSet<u32> = self.next().base_paths.iter().map(|b| b.id).collect();
@@ -670,6 +753,7 @@ mod tests {
             changes: &changes,
             row_ids,
             operation,
+            data_files: None,
         })
     }
 
@@ -785,6 +869,58 @@ mod tests {
         m.reader_feature_flags = word;
         m.writer_feature_flags = word;
         m
+    }
+
+    #[test]
+    fn data_file_rules() {
+        let prev = manifest(&[0]);
+        let mut next = manifest(&[0, 1]);
+        next.fragments[1].files[0].fields = vec![0, -2, 3];
+        let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+        let judge_files = |stored: std::result::Result<StoredDataFile, String>| {
+            let facts = [DataFileFacts {
+                fragment: 1,
+                path: "1.lance".into(),
+                stored,
+            }];
+            check(&Candidate {
+                version: 2,
+                previous: Some(Version {
+                    manifest: &prev,
+                    indices: &[],
+                }),
+                next: Version {
+                    manifest: &next,
+                    indices: &[],
+                },
+                changes: &changes,
+                row_ids: None,
+                operation: None,
+                data_files: Some(&facts),
+            })
+        };
+        let file = |num_rows, field_ids: &[i32]| {
+            Ok(StoredDataFile {
+                num_rows,
+                field_ids: field_ids.to_vec(),
+            })
+        };
+        judge_files(file(10, &[3, 0])).unwrap();
+        let err = judge_files(Err("not found".into())).unwrap_err();
+        assert_eq!(err.invariant(), Invariant::DataFileOpens);
+        assert!(err.to_string().contains("1.lance"), "{err}");
+        assert_eq!(
+            broken(judge_files(file(9, &[0, 3]))),
+            Invariant::DataFileRows
+        );
+        assert_eq!(
+            broken(judge_files(file(10, &[0, 3, 4]))),
+            Invariant::DataFileFields
+        );
+        assert_eq!(
+            broken(judge_files(file(10, &[0]))),
+            Invariant::DataFileFields
+        );
     }
 
     #[test]

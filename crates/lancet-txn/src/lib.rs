@@ -35,6 +35,6 @@ pub use change::{diff_fragments, FragmentChange};
 pub use conflict::{compatibility, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};
 pub use invariants::{
-    check, Candidate, FragmentRowIds, Invariant, RowIdChanges, Version, FRI_INDEX_NAME,
-    STICKY_FLAGS,
+    check, Candidate, DataFileFacts, FragmentRowIds, Invariant, RowIdChanges, StoredDataFile,
+    Version, FRI_INDEX_NAME, STICKY_FLAGS,
 };

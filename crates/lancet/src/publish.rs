@@ -90,6 +90,7 @@ pub(crate) async fn publish(
         changes,
         row_ids: row_ids.as_ref(),
         operation: p.transaction.and_then(|t| t.operation.as_ref()),
+        data_files: None,
     })?;
     let prepared = manifest::prepare_manifest(
         store,
