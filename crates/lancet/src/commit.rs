@@ -138,7 +138,8 @@ impl Dataset {
                 );
             }
             let txn = new_transaction(self.version(), prepared.operation.clone());
-            let changes = base.tree().is_some().then_some(prepared.changes.as_slice());
+            let changes = (base.tree().is_some() || matches!(kind, Kind::Conversion(_)))
+                .then_some(prepared.changes.as_slice());
             let (objects, bytes) = (prepared.objects, prepared.bytes);
             let done = |dataset: Dataset| Committed {
                 objects_written: objects + 2,
@@ -368,7 +369,10 @@ impl Dataset {
         }
         let changes = match self.tree() {
             // a conversion or a restore brings its own fragment list or tree
-            _ if kind.not_rebased().is_some() => Vec::new(),
+            _ if kind.not_rebased().is_some() => match kind {
+                Kind::Conversion(changes) => changes.clone(),
+                _ => Vec::new(),
+            },
             Some(reader) => {
                 let mut changes = Vec::new();
                 if !actions.is_empty() {
@@ -395,7 +399,7 @@ impl Dataset {
             }
         };
         let operation = match kind {
-            Kind::Conversion => conversion_operation(),
+            Kind::Conversion(_) => conversion_operation(),
             Kind::Restore(version) => restore_operation(*version),
             Kind::Rewrite => rewrite_operation(&changes),
             Kind::Derived if !changes.is_empty() => data_operation(&changes),
@@ -412,15 +416,31 @@ impl Dataset {
         })
     }
 
-    /// Writes `manifest` as version N+1 with put-if-absent, with its transaction (a
-    /// conversion's `Rewrite` when `None`), and no rebase.
-    async fn publish(&self, manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+    /// Publishes a layout conversion: `manifest` as version N+1 with put-if-absent, a
+    /// conversion's transaction, no rebase; `records` are this version's fragments as the new
+    /// layout records them, in the same order (every one judged by the invariants).
+    async fn publish_conversion(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+        before: &[DataFragment],
+        records: &[DataFragment],
+    ) -> Result<Self> {
+        let changes = before
+            .iter()
+            .zip(records)
+            .map(|(b, a)| FragmentChange {
+                id: a.id,
+                before: Some(b.clone()),
+                after: Some(a.clone()),
+            })
+            .collect();
         self.commit_rebasing(
             manifest,
             indices,
             &[],
             &TreeWriterConfig::default(),
-            Kind::Conversion,
+            Kind::Conversion(changes),
         )
         .await
         .map(|c| c.dataset)
@@ -536,7 +556,8 @@ impl Dataset {
         manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
         manifest.writer_feature_flags |= flags::FRAGMENT_TREE;
         let indices = self.indices().to_vec();
-        self.publish(manifest, &indices).await
+        self.publish_conversion(manifest, &indices, &fragments, &records)
+            .await
     }
 
     /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
@@ -552,7 +573,8 @@ impl Dataset {
         manifest.reader_feature_flags &= !flags::FRAGMENT_TREE;
         manifest.writer_feature_flags &= !flags::FRAGMENT_TREE;
         let indices = self.indices().to_vec();
-        self.publish(manifest, &indices).await
+        self.publish_conversion(manifest, &indices, &fragments, &fragments)
+            .await
     }
 
     /// `fragment` with `physical_rows` and `num_deleted_rows` known: read from its first data
@@ -683,8 +705,10 @@ pub(crate) enum Kind {
     Derived,
     /// A rewrite: one group of the removed sources and the new destinations.
     Rewrite,
-    /// A flat ↔ tree conversion: the fragments' content is unchanged; never rebased.
-    Conversion,
+    /// A flat ↔ tree conversion, never rebased: each fragment as it was and as the new
+    /// layout records it (counts resolved), so that the invariants judge every fragment (a
+    /// corrupt version is not carried into the other layout).
+    Conversion(Vec<FragmentChange>),
     /// A restore of the version's content; never rebased.
     Restore(u64),
 }
@@ -693,7 +717,7 @@ impl Kind {
     /// What the commit is, when it is never rebased.
     fn not_rebased(&self) -> Option<&'static str> {
         match self {
-            Kind::Conversion => Some("a layout conversion"),
+            Kind::Conversion(_) => Some("a layout conversion"),
             Kind::Restore(_) => Some("a restore"),
             Kind::Derived | Kind::Rewrite => None,
         }

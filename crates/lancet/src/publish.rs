@@ -123,6 +123,20 @@ async fn row_id_changes(
 ) -> Result<Option<RowIdChanges>> {
     let mut out = RowIdChanges::default();
     for c in changes {
+        // a conversion gives most fragments unchanged: read their deletion files once
+        if let (Some(b), Some(a)) = (&c.before, &c.after) {
+            if a == b {
+                match fragment_row_ids(prev, a).await? {
+                    Some(ids) => {
+                        out.before.push(ids.clone());
+                        out.after.push(ids);
+                    }
+                    None if a.row_id_sequence.is_none() => {}
+                    None => return Ok(None),
+                }
+                continue;
+            }
+        }
         for (side, list) in [(&c.before, &mut out.before), (&c.after, &mut out.after)] {
             let Some(f) = side else { continue };
             match fragment_row_ids(prev, f).await? {

@@ -15,6 +15,7 @@ use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::proto::table::{DataFragment, DeletionFile, IndexMetadata, Manifest, Uuid};
 use lancet::rowid::RowIdSequence;
 use lancet::tree::{Action, TreeWriterConfig};
+use lancet_tree::testing::TreeBuilder;
 use lancet::{Dataset, ErrorKind, Invariant};
 
 /// Every object under `_versions/` with its bytes.
@@ -30,7 +31,7 @@ fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Layout {
     Flat,
     Tree,
@@ -455,7 +456,8 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
 }
 
 /// Versions written around lancet (raw storage actions) that break an invariant: `verify`
-/// finds each as `Corrupt` naming it, flat and after conversion to a tree (leaf records).
+/// finds each as `Corrupt` naming it, flat and as a tree of leaf records (built raw: lancet's
+/// conversion refuses such a version, as the next test shows).
 #[tokio::test]
 async fn verify_names_the_invariant_a_stored_version_breaks() {
     type Edit = fn(&mut Manifest);
@@ -480,10 +482,23 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             let mut m = ds.manifest().clone();
             m.version = 2;
             edit(&mut m);
+            if l == Layout::Tree {
+                let built = TreeBuilder {
+                    records: std::mem::take(&mut m.fragments),
+                    ..Default::default()
+                }
+                .build(ds.store())
+                .await
+                .unwrap();
+                m.fragment_tree = Some(built.metadata);
+                m.reader_feature_flags |= flags::FRAGMENT_TREE;
+                m.writer_feature_flags |= flags::FRAGMENT_TREE;
+            }
             write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
                 .await
                 .unwrap();
-            let bad = layout(ds.checkout(2).await.unwrap(), l).await;
+            let bad = ds.checkout(2).await.unwrap();
+            assert_eq!(bad.tree().is_some(), l == Layout::Tree);
             let err = bad.verify().await.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
             assert!(err.to_string().contains(&want.to_string()), "{l:?}: {err}");
@@ -492,4 +507,62 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
     // and a valid stable table verifies
     let dir = tempfile::tempdir().unwrap();
     stable_table(dir.path(), 3).await.verify().await.unwrap();
+}
+
+/// A conversion judges every fragment: a flat version that breaks an invariant is not carried
+/// into a tree (nor a corrupt tree into a flat list), and nothing visible is written.
+#[tokio::test]
+async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
+    type Edit = fn(&mut Manifest);
+    let cases: [(Edit, Invariant); 3] = [
+        (
+            |m| m.fragments[1].row_id_sequence = sequence(0..50),
+            Invariant::RowIdLiveOnce,
+        ),
+        (|m| m.next_row_id = 120, Invariant::RowIdBelowNext),
+        (
+            |m| m.fragments[2].files[0].base_id = Some(9),
+            Invariant::BaseIdKnown,
+        ),
+    ];
+    for (edit, want) in cases {
+        for to_tree in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let ds = stable_table(d, 3).await;
+            let mut m = ds.manifest().clone();
+            m.version = 2;
+            edit(&mut m);
+            if !to_tree {
+                let built = TreeBuilder {
+                    records: std::mem::take(&mut m.fragments),
+                    ..Default::default()
+                }
+                .build(ds.store())
+                .await
+                .unwrap();
+                m.fragment_tree = Some(built.metadata);
+                m.reader_feature_flags |= flags::FRAGMENT_TREE;
+                m.writer_feature_flags |= flags::FRAGMENT_TREE;
+            }
+            write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
+                .await
+                .unwrap();
+            let bad = ds.checkout(2).await.unwrap();
+            let before = versions_dir(d);
+            let err = match to_tree {
+                true => bad
+                    .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+                    .await
+                    .unwrap_err(),
+                false => bad.flatten().await.unwrap_err(),
+            };
+            assert_eq!(err.invariant(), Some(want), "to tree {to_tree}: {err}");
+            assert_eq!(versions_dir(d), before, "a refused conversion wrote");
+        }
+    }
+    // a valid table converts both ways
+    let dir = tempfile::tempdir().unwrap();
+    let tree = layout(stable_table(dir.path(), 3).await, Layout::Tree).await;
+    tree.flatten().await.unwrap().verify().await.unwrap();
 }
