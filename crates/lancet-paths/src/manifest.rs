@@ -125,6 +125,17 @@ pub struct DecodedManifest {
     /// manifest whose transaction does not decode, so only readers of the transaction fail.
     /// `Err` says why the section's offset or length is out of bounds.
     pub transaction_section: Option<std::result::Result<Bytes, SectionOutOfBounds>>,
+    /// [`DecodedManifest::unmodelled_fragments`], walked once.
+    unmodelled: std::sync::OnceLock<Vec<UnmodelledFragment>>,
+}
+
+/// A stored fragment that holds fields lancet's messages do not model (see
+/// `lancet_proto::modelled`): re-encoding it would lose them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnmodelledFragment {
+    pub id: u64,
+    /// The fields, as paths (`"6"`, `"files[0].9"`); a malformed fragment names why instead.
+    pub fields: Vec<String>,
 }
 
 /// A manifest's inline transaction section lies outside the object (its offset or length
@@ -140,6 +151,25 @@ impl DecodedManifest {
     /// The exact stored `DataFragment` bytes of fragment `i` (in stored order).
     pub fn fragment_bytes(&self, i: usize) -> Option<&[u8]> {
         self.manifest_bytes.get(self.fragment_spans.get(i)?.clone())
+    }
+
+    /// The stored fragments that hold fields lancet does not model (walked once per decoded
+    /// manifest): a writer that would re-encode them refuses instead of dropping the fields.
+    pub fn unmodelled_fragments(&self) -> &[UnmodelledFragment] {
+        self.unmodelled.get_or_init(|| {
+            let mut out = Vec::new();
+            for (i, f) in self.manifest.fragments.iter().enumerate() {
+                let bytes = self.fragment_bytes(i).unwrap_or_default();
+                let fields = match lancet_proto::modelled::unmodelled_fragment_fields(bytes) {
+                    Ok(fields) => fields,
+                    Err(e) => vec![format!("(malformed: {e})")],
+                };
+                if !fields.is_empty() {
+                    out.push(UnmodelledFragment { id: f.id, fields });
+                }
+            }
+            out
+        })
     }
 }
 
@@ -204,6 +234,7 @@ pub fn decode_manifest(path: &Path, bytes: Bytes) -> Result<DecodedManifest> {
                 .map_err(|rule| SectionOutOfBounds { rule })
         });
     Ok(DecodedManifest {
+        unmodelled: Default::default(),
         manifest,
         indices,
         unknown_fields,

@@ -13,6 +13,7 @@
 pub mod address;
 pub mod le;
 pub mod malformed;
+pub mod modelled;
 pub mod object_ref;
 pub mod roaring_wire;
 pub mod wire;

@@ -15,8 +15,8 @@ use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::proto::table::{DataFragment, DeletionFile, IndexMetadata, Manifest, Uuid};
 use lancet::rowid::RowIdSequence;
 use lancet::tree::{Action, TreeWriterConfig};
-use lancet_tree::testing::TreeBuilder;
 use lancet::{Dataset, ErrorKind, Invariant};
+use lancet_tree::testing::TreeBuilder;
 
 /// Every object under `_versions/` with its bytes.
 fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {

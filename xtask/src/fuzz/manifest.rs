@@ -123,6 +123,11 @@ impl Target for ManifestTarget {
                 f
             );
         }
+        // the walk for fields lancet does not model never panics, and names stored fragments
+        for u in d.unmodelled_fragments() {
+            assert!(d.manifest.fragments.iter().any(|f| f.id == u.id));
+            assert!(!u.fields.is_empty());
+        }
         assert!(d
             .indices
             .iter()
