@@ -11,6 +11,8 @@ pub enum CliError {
     RowId(#[from] lancet::rowid::RowIdError),
     #[error(transparent)]
     Reuse(#[from] lancet::reuse::ReuseError),
+    #[error(transparent)]
+    Filter(#[from] lancet::FilterError),
     #[error("{0}")]
     Usage(String),
     #[error("writing output: {0}")]

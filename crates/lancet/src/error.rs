@@ -136,6 +136,21 @@ impl Error {
     }
 }
 
+/// A filter lancet-filter refuses is the facade's `InvalidFilter`, naming the same filter.
+impl From<lancet_filter::FilterError> for Error {
+    fn from(e: lancet_filter::FilterError) -> Self {
+        match e {
+            lancet_filter::FilterError::InvalidFilter { filter, reason } => {
+                Error::InvalidFilter { filter, reason }
+            }
+            other => Error::InvalidFilter {
+                filter: String::new(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 /// The kind of each subsystem crate's error (the crates stay free of the facade's policy).
 pub(crate) trait Kind {
     fn kind(&self) -> ErrorKind;

@@ -19,7 +19,6 @@ mod clone;
 mod commit;
 mod dataset;
 mod error;
-mod filter;
 mod fri;
 mod indexes;
 mod publish;
@@ -38,8 +37,8 @@ pub use cleanup::{
 pub use commit::Committed;
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
-pub use filter::{Arith, Expr, Filter, Leaf, Lit, Op, Truth, Typing};
 pub use indexes::{BTreeSegment, IndexSummary};
+pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, Typing};
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use rewrite::RewriteMapping;
@@ -48,6 +47,7 @@ pub use verify::{LineageViolation, VerifyReport};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;
+pub use lancet_filter as filter;
 pub use lancet_paths as paths;
 pub use lancet_proto as proto;
 pub use lancet_reuse as reuse;

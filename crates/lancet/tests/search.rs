@@ -80,7 +80,8 @@ async fn filters_on_missing_columns_and_constants() {
         assert_eq!(r.scanned_fragments, 0);
     }
     let e = Filter::parse("x = ").unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert_eq!(e.kind(), lancet::filter::ErrorKind::InvalidInput);
+    assert_eq!(lancet::Error::from(e).kind(), ErrorKind::InvalidInput);
 }
 
 /// The session caches a search goes through count what they serve: BTree pages (missed once,

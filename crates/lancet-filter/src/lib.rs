@@ -1,6 +1,8 @@
 //! Lance's filter language: the boolean SQL expressions pylance 14.0.2 accepts in
 //! `to_table(filter=...)`, parsed with `sqlparser` into predicates on one column each,
-//! combined with Kleene (three-valued) logic. [`crate::Dataset::search`] answers them.
+//! combined with Kleene (three-valued) logic, and the typing of their literals by the column
+//! they meet ([`typed`]). lancet's `Dataset::search` answers them; an engine embedding this
+//! crate alone parses and types Lance's filters the same way.
 //!
 //! What lancet reads as Lance does (each checked against pylance in the interop tests):
 //! - identifiers are bare or in backticks; `"x"` and `'x'` are both strings; a string has no
@@ -16,8 +18,13 @@
 //!   error, as in Lance); `starts_with(col, 'p')`; `IS [NOT] TRUE|FALSE`, `IS [NOT] DISTINCT
 //!   FROM`, a bare boolean column, and the constants `TRUE`, `FALSE`, `NULL`.
 //!
-//! Not accepted (a typed [`Error::InvalidFilter`]): arithmetic on columns, comparing two
+//! Not accepted (a typed [`FilterFilterError::InvalidFilter`]): arithmetic on columns, comparing two
 //! columns, functions other than `starts_with`, `IS UNKNOWN` (Lance refuses it too).
+//!
+//! Filter text comes from users and scripts: nothing here panics on it (no `unwrap`,
+//! `expect` or unchecked indexing outside tests), and a literal that does not fit its column
+//! is an error, never a silent cast.
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use arrow_schema::{DataType, TimeUnit};
 use sqlparser::ast::{
@@ -27,7 +34,11 @@ use sqlparser::ast::{
 use sqlparser::dialect::Dialect;
 use sqlparser::parser::Parser;
 
-use crate::{Error, Result};
+mod error;
+mod typing;
+
+pub use error::{ErrorKind, FilterError, Result};
+pub use typing::{cast_to, common_type, is_string, literal_value, resolve, strict, typed, Conv};
 
 /// A parsed filter: the expression, and the text it came from (for error messages).
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +50,7 @@ pub struct Filter {
 impl Filter {
     /// Parses a filter such as `x >= 3 AND (name LIKE 'ab%' OR y IS NULL)`.
     pub fn parse(text: &str) -> Result<Filter> {
-        let invalid = |reason: String| Error::InvalidFilter {
+        let invalid = |reason: String| FilterError::InvalidFilter {
             filter: text.to_string(),
             reason,
         };
@@ -189,8 +200,6 @@ pub enum Expr {
     Or(Box<Expr>, Box<Expr>),
     Is(Box<Expr>, Truth),
 }
-
-type Conv<T> = std::result::Result<T, String>;
 
 fn column(e: &Sql) -> Option<String> {
     match e {
@@ -571,7 +580,7 @@ fn fold_in_lists(left: &Sql, right: &Sql, and: bool) -> Option<Expr> {
             .iter()
             .map(|item| {
                 let lit = literal(item).ok()?;
-                let v = crate::search::literal_value(&lit)?;
+                let v = crate::typing::literal_value(&lit)?;
                 let text = arrow_cast::display::array_value_to_string(&v, 0).ok()?;
                 Some((v.data_type().to_string(), text))
             })
@@ -684,6 +693,7 @@ fn negate_if(e: Expr, negate: bool) -> Expr {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -891,7 +901,7 @@ mod tests {
             "s LIKE x",
         ] {
             match parse(bad) {
-                Err(Error::InvalidFilter { filter, .. }) => assert_eq!(filter, bad),
+                Err(FilterError::InvalidFilter { filter, .. }) => assert_eq!(filter, bad),
                 other => panic!("{bad}: {other:?}"),
             }
         }
