@@ -18,7 +18,7 @@
 //!   error, as in Lance); `starts_with(col, 'p')`; `IS [NOT] TRUE|FALSE`, `IS [NOT] DISTINCT
 //!   FROM`, a bare boolean column, and the constants `TRUE`, `FALSE`, `NULL`.
 //!
-//! Not accepted (a typed [`FilterFilterError::InvalidFilter`]): arithmetic on columns, comparing two
+//! Not accepted (a typed [`FilterError::InvalidFilter`]): arithmetic on columns, comparing two
 //! columns, functions other than `starts_with`, `IS UNKNOWN` (Lance refuses it too).
 //!
 //! Filter text comes from users and scripts: nothing here panics on it (no `unwrap`,
@@ -38,7 +38,9 @@ mod error;
 mod typing;
 
 pub use error::{ErrorKind, FilterError, Result};
-pub use typing::{cast_to, common_type, is_string, literal_value, resolve, strict, typed, Conv};
+pub use typing::{
+    cast_to, common_type, is_string, literal_value, natural, resolve, strict, typed, Conv,
+};
 
 /// A parsed filter: the expression, and the text it came from (for error messages).
 #[derive(Debug, Clone, PartialEq)]
