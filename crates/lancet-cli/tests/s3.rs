@@ -246,6 +246,72 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     assert_eq!(peer(&py, &["scan", uri])["rows"], before["rows"]);
     Dataset::open(uri).await.unwrap().verify().await.unwrap();
 
+    // 3d. misuse through the public API on S3: each refusal names its invariant, writes
+    //     nothing under _versions/ (every manifest and the hint as before, byte for byte),
+    //     and pylance still opens the latest version and reads the same rows
+    let latest = Dataset::open(uri).await.unwrap();
+    let versions = |store: DatasetStore| async move {
+        let mut out = Vec::new();
+        for meta in store.list("_versions").await.unwrap() {
+            let bytes = store.get(&meta.location, None).await.unwrap();
+            out.push((meta.location.to_string(), bytes));
+        }
+        out.sort();
+        out
+    };
+    let before_misuse = versions(store.clone()).await;
+    let dead = u64::from(sources[0]);
+    let mut lowered = latest.manifest().clone();
+    lowered.max_fragment_id = lowered.max_fragment_id.map(|m| m - 1);
+    let mut elsewhere = fragment(dead + 1000);
+    elsewhere.files[0].base_id = Some(77);
+    let next_id = latest
+        .manifest()
+        .max_fragment_id
+        .map_or(0, |m| u64::from(m) + 1);
+    elsewhere.id = next_id;
+    let misuse = [
+        // an upsert of a fragment id the rewrite removed
+        (
+            latest.manifest().clone(),
+            vec![(dead, Action::Upsert(Box::new(fragment(dead))))],
+            lancet::Invariant::FragmentIdFresh,
+        ),
+        (
+            lowered,
+            Vec::new(),
+            lancet::Invariant::MaxFragmentIdMonotone,
+        ),
+        // a data file in a base the manifest does not have
+        (
+            latest.manifest().clone(),
+            vec![(next_id, Action::Upsert(Box::new(elsewhere)))],
+            lancet::Invariant::BaseIdKnown,
+        ),
+    ];
+    for (manifest, actions, want) in misuse {
+        let err = latest
+            .commit_with_actions(
+                manifest,
+                latest.indices(),
+                &actions,
+                &TreeWriterConfig::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.invariant(), Some(want), "{err}");
+        assert_eq!(
+            versions(store.clone()).await,
+            before_misuse,
+            "{want} wrote to _versions/"
+        );
+    }
+    assert_eq!(
+        Dataset::open(uri).await.unwrap().version(),
+        latest.version()
+    );
+    assert_eq!(peer(&py, &["scan", uri])["rows"], before["rows"]);
+
     // 3c. overlapping deletions prepared on one version: one lands, the others are
     //     conflicts, nothing is corrupted
     let uri_o = "s3://lancet/overlap";
