@@ -89,6 +89,44 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// The history a shallow clone records, whose source dataset is the clone's base
+    /// `source_base`: every stable partition whose row map inherits the source dataset
+    /// (`base_id` unset) names it explicitly. `Ok(None)` when none inherits (the source's
+    /// entry, with its own `base_id`, is the clone's as it is).
+    ///
+    /// A history with transitions lancet does not model cannot be written again without
+    /// them (and a row map of theirs that inherits would resolve in the clone, where it does
+    /// not exist), so such a clone is refused when it would re-encode the history.
+    pub fn for_clone(&self, what: &str, source_base: u32) -> Result<Option<Ledger>> {
+        let inherits = |b: &Option<u32>| b.is_none();
+        let modelled = self.transitions.iter().any(
+            |t| matches!(&t.mapping, Mapping::StablePartition { base_id, .. } if inherits(base_id)),
+        );
+        let unmodelled = self.unmodelled_row_maps.iter().any(|(_, b)| inherits(b));
+        if !modelled && !unmodelled {
+            return Ok(None);
+        }
+        if self.has_unsupported {
+            return Err(ReuseError::Unsupported {
+                what: what.to_string(),
+                rule: "its history holds transitions lancet does not model; a clone would \
+                       drop them or point their row maps at the clone"
+                    .into(),
+            });
+        }
+        let mut clone = self.clone();
+        for t in &mut clone.transitions {
+            if let Mapping::StablePartition { base_id, .. } = &mut t.mapping {
+                if base_id.is_none() {
+                    *base_id = Some(source_base);
+                }
+            }
+        }
+        Ok(Some(clone))
+    }
+}
+
 fn digest(d: &FragmentDigest, what: &str) -> Result<Digest> {
     let id = u32::try_from(d.id)
         .ok()

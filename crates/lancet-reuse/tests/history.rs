@@ -306,3 +306,48 @@ fn every_history_rule_rejects() {
     let maps: Vec<(&str, Option<u32>)> = ledger.row_maps().collect();
     assert_eq!(maps, vec![("00000000-0000-4000-8000-000000000001", None)]);
 }
+
+/// A shallow clone's history: inherited row maps name the source base; a history with
+/// transitions lancet does not model is refused rather than dropped or mis-pointed.
+#[test]
+fn a_clone_repoints_inherited_row_maps_and_refuses_unmodelled_transitions() {
+    use lancet_proto::table::fragment_reuse_index_details::StablePartition;
+    let partition = |base_id: Option<u32>| PbTransition {
+        sources: vec![digest(0, 10, 0), digest(1, 10, 0)],
+        destinations: vec![digest(2, 20, 0)],
+        mapping: Some(Mapping::StablePartition(StablePartition {
+            map_id: "00000000-0000-4000-8000-000000000001".into(),
+            map_size_bytes: 10,
+            base_id,
+        })),
+    };
+    let content = |t: &PbTransition, extra: &[u8]| {
+        let mut body = t.encode_to_vec();
+        body.extend_from_slice(extra);
+        let mut content = vec![0x12, body.len() as u8];
+        content.extend_from_slice(&body);
+        content
+    };
+    // inherited: re-pointed at the source base
+    let ledger = decode_inline(&content(&partition(None), &[]), 1, "t").unwrap();
+    let cloned = ledger.for_clone("t", 3).unwrap().unwrap();
+    let maps: Vec<(&str, Option<u32>)> = cloned.row_maps().collect();
+    assert_eq!(
+        maps,
+        vec![("00000000-0000-4000-8000-000000000001", Some(3))]
+    );
+    // already explicit: the entry is the clone's as it is
+    let ledger = decode_inline(&content(&partition(Some(1)), &[]), 1, "t").unwrap();
+    assert!(ledger.for_clone("t", 3).unwrap().is_none());
+    // an unmodelled transition (field 9) whose map inherits: refused
+    let ledger = decode_inline(&content(&partition(None), &[0x48, 0x01]), 1, "t").unwrap();
+    assert!(ledger.has_unsupported);
+    let err = ledger.for_clone("t", 3).unwrap_err();
+    assert!(
+        matches!(&err, ReuseError::Unsupported { rule, .. } if rule.contains("does not model")),
+        "{err}"
+    );
+    // one whose map is explicit: nothing to re-encode, the entry is kept whole
+    let ledger = decode_inline(&content(&partition(Some(1)), &[0x48, 0x01]), 1, "t").unwrap();
+    assert!(ledger.for_clone("t", 3).unwrap().is_none());
+}

@@ -22,7 +22,6 @@ use lancet_paths::{flags, manifest, DatasetStore, ObjectUuid};
 use lancet_proto::table::transaction::{Clone as CloneOp, Operation};
 use lancet_proto::table::IndexMetadata;
 use lancet_reuse::is_fri_entry;
-use lancet_reuse::Mapping;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -125,21 +124,12 @@ impl Dataset {
         if !is_fri_entry(index) || index.index_version.unwrap_or(0) == 0 {
             return Ok(None);
         }
-        let Some(mut ledger) = self.fri_ledger().await? else {
+        let Some(source) = self.fri_ledger().await? else {
             return Ok(None);
         };
-        let mut inherited = false;
-        for t in &mut ledger.transitions {
-            if let Mapping::StablePartition { base_id, .. } = &mut t.mapping {
-                if base_id.is_none() {
-                    *base_id = Some(id);
-                    inherited = true;
-                }
-            }
-        }
-        if !inherited {
+        let Some(ledger) = source.for_clone(&format!("of {}", self.uri()), id)? else {
             return Ok(None);
-        }
+        };
         let uuid = ObjectUuid::new_v4();
         let created = index.created_at.unwrap_or(0);
         let (entry, external) = lancet_reuse::publish::tagged_entry(
