@@ -87,6 +87,10 @@ pub enum Invariant {
     RowIdFresh,
     /// A deletion file deletes at most the fragment's physical rows.
     DeletionsWithinRows,
+    /// A deletion file a changed fragment names exists (judged where the caller read it: on
+    /// stable-row-id tables, whose row ids it decides). A reader of the fragment fails on a
+    /// missing one, and reading it as deleting nothing would bring deleted ids back.
+    DeletionFileExists,
     /// Every `base_id` a data, deletion or index reference sets names a `BasePath` of this
     /// manifest (tree spec: "a set base_id matches a BasePath of this manifest").
     BaseIdKnown,
@@ -141,6 +145,7 @@ impl Invariant {
                 "a row id new to the changed fragments is at or above the previous next_row_id"
             }
             DeletionsWithinRows => "a deletion file deletes at most the fragment's physical rows",
+            DeletionFileExists => "a deletion file a fragment names exists",
             BaseIdKnown => "every base_id names a BasePath of the manifest",
             DataFileOpens => "a data file a fragment names exists and opens as a Lance file",
             DataFileRows => "a data file holds the fragment's physical_rows rows",
@@ -156,7 +161,7 @@ impl Invariant {
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 22] = [
+    pub const ALL: [Invariant; 23] = [
         Invariant::ManifestDecodes,
         Invariant::ManifestFlags,
         Invariant::FragmentIdsIncrease,
@@ -170,6 +175,7 @@ impl Invariant {
         Invariant::RowIdBelowNext,
         Invariant::RowIdFresh,
         Invariant::DeletionsWithinRows,
+        Invariant::DeletionFileExists,
         Invariant::BaseIdKnown,
         Invariant::DataFileOpens,
         Invariant::DataFileRows,
@@ -204,6 +210,9 @@ pub struct FragmentRowIds {
     pub sequence_len: u64,
     /// Rows of the sequence the deletion file deletes.
     pub deleted_rows: u64,
+    /// The fragment names a deletion file that does not exist (its rows were then counted
+    /// as not deleted).
+    pub missing_deletion_file: bool,
     /// The ids of rows not deleted.
     pub live: RoaringTreemap,
 }
@@ -435,6 +444,13 @@ impl Checker<'_, '_> {
         let mut live_after = RoaringTreemap::new();
         for f in &rows.after {
             let subject = || format!("fragment {}", f.fragment);
+            if f.missing_deletion_file {
+                return Err(self.fail(
+                    Invariant::DeletionFileExists,
+                    subject(),
+                    "its deletion file does not exist".into(),
+                ));
+            }
             if let Some(rows) = physical(f.fragment).filter(|r| *r != f.sequence_len) {
                 return Err(self.fail(
                     Invariant::RowIdSequenceLength,
@@ -727,6 +743,7 @@ mod tests {
             fragment,
             sequence_len: 10,
             deleted_rows: 10 - live.len(),
+            missing_deletion_file: false,
             live,
         }
     }
@@ -945,6 +962,7 @@ mod tests {
                 fragment: 2,
                 sequence_len: len,
                 deleted_rows: len - live.len(),
+                missing_deletion_file: false,
                 live,
             }],
         };
@@ -1005,6 +1023,13 @@ mod tests {
         assert_eq!(
             broken(judge(&prev, &update, &[], Some(&twice), None)),
             Invariant::RowIdLiveOnce
+        );
+        // the deletion file does not exist
+        let mut gone = moved.clone();
+        gone.after[0].missing_deletion_file = true;
+        assert_eq!(
+            broken(judge(&prev, &update, &[], Some(&gone), None)),
+            Invariant::DeletionFileExists
         );
         // dropping flag 2
         let dropped = with_flags(next.clone(), 0);

@@ -191,11 +191,17 @@ pub(crate) async fn fragment_row_ids(
         return Ok(None);
     };
     let mut live = ids_of(&sequence);
+    let mut missing_deletion_file = false;
     let deleted = match ds.deletion_vector(f).await {
         Ok(d) => d.unwrap_or_default(),
-        // a deletion file the candidate names that does not exist breaks nothing here; the
-        // count rules judge it, and `verify --data` finds it
-        Err(Error::Paths(PathsError::NotFound { .. })) => Default::default(),
+        // judged by DeletionFileExists, with the rows counted as not deleted
+        Err(
+            Error::Paths(PathsError::NotFound { .. })
+            | Error::RowId(lancet_rowid::RowIdError::Paths(PathsError::NotFound { .. })),
+        ) => {
+            missing_deletion_file = true;
+            Default::default()
+        }
         Err(e) => return Err(e),
     };
     let mut deleted_rows = 0;
@@ -209,6 +215,7 @@ pub(crate) async fn fragment_row_ids(
         fragment: f.id,
         sequence_len: sequence.len(),
         deleted_rows,
+        missing_deletion_file,
         live,
     }))
 }

@@ -363,6 +363,22 @@ async fn row_id_rules_refuse_without_writing() {
             Invariant::RowIdLiveOnce,
         )
         .await;
+        // a deletion file that was never written: read as deleting nothing, it would bring
+        // the rows it deletes back
+        let absent = DeletionFile {
+            id: 4242,
+            num_deleted_rows: 2,
+            ..Default::default()
+        };
+        refused(
+            d,
+            &ds,
+            |_| {},
+            &[],
+            &[(1, Action::AddDeletionFile(absent))],
+            Invariant::DeletionFileExists,
+        )
+        .await;
         // dropping stable row ids
         refused(
             d,
