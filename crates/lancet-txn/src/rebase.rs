@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{IndexMetadata, Manifest};
 
 /// How long a commit keeps rebasing over compatible commits before giving up on a busy
@@ -43,6 +44,24 @@ pub fn backoff_delay(attempt: u32, lost_attempt: Duration, random: u8) -> Durati
     let slot = u64::from(random) % slots;
     let slot_ms = (lost_attempt.as_millis() / 4).clamp(5, 50) as u64;
     Duration::from_millis(slot * slot_ms)
+}
+
+/// What a commit recording `operation` is when it is never rebased: a `Restore`
+/// republishes one version's content whole, and a layout conversion (a `Rewrite` with no
+/// groups, [`crate::operation::conversion_operation`]) rebuilds one version's fragments in
+/// the other layout. Both are derived from the version they were prepared on, so a commit
+/// that lands first makes them start again from the latest version (a retryable conflict).
+/// `None`: the commit is rebased when the conflict table allows it.
+pub fn never_rebased(operation: &Operation) -> Option<&'static str> {
+    match operation {
+        Operation::Restore(_) => Some("a restore"),
+        Operation::Rewrite(r)
+            if r.groups.is_empty() && r.old_fragments.is_empty() && r.new_fragments.is_empty() =>
+        {
+            Some("a layout conversion")
+        }
+        _ => None,
+    }
 }
 
 /// Whether to try again after `attempt` attempts over `elapsed`.
@@ -139,6 +158,23 @@ mod tests {
             Duration::from_millis(50)
         );
         assert!(may_retry(1, Duration::ZERO) && !may_retry(1, COMMIT_TIMEOUT));
+    }
+
+    #[test]
+    fn restores_and_conversions_are_never_rebased() {
+        use crate::operation::{conversion_operation, restore_operation};
+        assert_eq!(never_rebased(&restore_operation(3)), Some("a restore"));
+        assert_eq!(
+            never_rebased(&conversion_operation()),
+            Some("a layout conversion")
+        );
+        let append = Operation::Append(Default::default());
+        assert_eq!(never_rebased(&append), None);
+        let rewrite = Operation::Rewrite(lancet_proto::table::transaction::Rewrite {
+            groups: vec![Default::default()],
+            ..Default::default()
+        });
+        assert_eq!(never_rebased(&rewrite), None);
     }
 
     #[test]

@@ -22,7 +22,9 @@ use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
     restored_manifest, rewrite_operation,
 };
-use lancet_txn::rebase::{backoff_delay, may_retry, rebase_manifest, remap_new_ids, IndexIntent};
+use lancet_txn::rebase::{
+    backoff_delay, may_retry, never_rebased, rebase_manifest, remap_new_ids, IndexIntent,
+};
 use lancet_txn::{compatibility, Compatibility};
 use tracing::Instrument;
 
@@ -165,7 +167,7 @@ impl Dataset {
                 retryable,
             };
             let mine = operation_name(&prepared.operation);
-            if let Some(what) = kind.not_rebased() {
+            if let Some(what) = never_rebased(&prepared.operation) {
                 if base.landed(lost, Some(&txn)).await.is_some() {
                     return Ok(done(base.checkout(lost).await?));
                 }
@@ -367,13 +369,11 @@ impl Dataset {
             manifest.reader_feature_flags |= flags::DELETION_FILES;
             manifest.writer_feature_flags |= flags::DELETION_FILES;
         }
-        let changes = match self.tree() {
+        let changes = match (kind, self.tree()) {
             // a conversion or a restore brings its own fragment list or tree
-            _ if kind.not_rebased().is_some() => match kind {
-                Kind::Conversion(changes) => changes.clone(),
-                _ => Vec::new(),
-            },
-            Some(reader) => {
+            (Kind::Conversion(changes), _) => changes.clone(),
+            (Kind::Restore(_), _) => Vec::new(),
+            (_, Some(reader)) => {
                 let mut changes = Vec::new();
                 if !actions.is_empty() {
                     let writer = TreeWriter::new(self.store().clone(), config.clone());
@@ -387,7 +387,7 @@ impl Dataset {
                 manifest.fragments.clear();
                 changes
             }
-            None => {
+            (_, None) => {
                 // Lance writers before `max_fragment_id` left it unset: it is the highest id
                 if manifest.max_fragment_id.is_none() {
                     manifest.max_fragment_id = manifest
@@ -711,17 +711,6 @@ pub(crate) enum Kind {
     Conversion(Vec<FragmentChange>),
     /// A restore of the version's content; never rebased.
     Restore(u64),
-}
-
-impl Kind {
-    /// What the commit is, when it is never rebased.
-    fn not_rebased(&self) -> Option<&'static str> {
-        match self {
-            Kind::Conversion(_) => Some("a layout conversion"),
-            Kind::Restore(_) => Some("a restore"),
-            Kind::Derived | Kind::Rewrite => None,
-        }
-    }
 }
 
 /// A commit prepared on one version.
