@@ -14,6 +14,7 @@
 //! never part of a plain open).
 
 use futures::{StreamExt, TryStreamExt};
+use lancet_paths::DatasetStore;
 use lancet_proto::roaring_wire::decode_roaring32;
 use lancet_proto::table::DataFragment;
 use lancet_tree::TreeStats;
@@ -149,13 +150,32 @@ impl Dataset {
                     .map(move |(file, location)| (f.id, file.clone(), location))
             })
             .collect();
+        // one store and lance-file handle per base, not per file (a handle starts lance-io's
+        // scheduler); the table's own are the dataset's
+        let mut stores: std::collections::HashMap<String, (DatasetStore, lancet_file::FileStore)> =
+            Default::default();
+        for (_, _, location) in &files {
+            if !stores.contains_key(&location.base.uri) {
+                let handles = match location.base.base_id {
+                    None => (self.store().clone(), self.file_store().clone()),
+                    Some(_) => {
+                        let store = self.store_for(&location.base)?;
+                        let fs = Dataset::file_store_for(&store)?;
+                        (store, fs)
+                    }
+                };
+                stores.insert(location.base.uri.clone(), handles);
+            }
+        }
+        let stores = &stores;
         futures::stream::iter(files)
             .map(|(fragment, file, location)| async move {
-                let store = self.store_for(&location.base)?;
-                let fs = Dataset::file_store_for(&store)?;
+                let (store, fs) = stores
+                    .get(&location.base.uri)
+                    .ok_or_else(|| Error::Internal("a data file's base was not resolved".into()))?;
                 let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
                 let opened =
-                    lancet_file::LanceFile::open(&fs, &store.path(&location.path), size).await;
+                    lancet_file::LanceFile::open(fs, &store.path(&location.path), size).await;
                 let stored = match opened {
                     Ok(f) => Ok(StoredDataFile {
                         num_rows: f.num_rows(),
@@ -167,7 +187,7 @@ impl Dataset {
                 };
                 Ok(DataFileFacts {
                     fragment,
-                    path: file.path.clone(),
+                    path: file.path,
                     stored,
                 })
             })
@@ -207,17 +227,12 @@ fn missing(e: &lancet_file::FileError) -> bool {
         if matches!(source.as_ref(), object_store::Error::NotFound { .. }))
 }
 
-/// Whether opening a data file failed because of the file (missing, or not a Lance file)
-/// rather than the store.
+/// Whether opening a data file failed because of its bytes (not a Lance file) rather than
+/// the store.
 fn unreadable(e: &lancet_file::FileError) -> bool {
     use lancet_file::FileError;
-    match e {
-        FileError::Store { source, .. } => {
-            matches!(source.as_ref(), object_store::Error::NotFound { .. })
-        }
-        FileError::Lance { .. } | FileError::Corrupt { .. } | FileError::SchemaMismatch { .. } => {
-            true
-        }
-        _ => false,
-    }
+    matches!(
+        e,
+        FileError::Lance { .. } | FileError::Corrupt { .. } | FileError::SchemaMismatch { .. }
+    )
 }

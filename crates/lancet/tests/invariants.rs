@@ -471,13 +471,12 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
     }
 }
 
-/// Versions written around lancet (raw storage actions) that break an invariant: `verify`
-/// finds each as `Corrupt` naming it, flat and as a tree of leaf records (built raw: lancet's
-/// conversion refuses such a version, as the next test shows).
-#[tokio::test]
-async fn verify_names_the_invariant_a_stored_version_breaks() {
-    type Edit = fn(&mut Manifest);
-    let cases: [(Edit, Invariant); 3] = [
+type Edit = fn(&mut Manifest);
+
+/// Edits of a stored stable table of 3 fragments that break an invariant lancet's writers
+/// would refuse.
+fn stored_breakage() -> [(Edit, Invariant); 3] {
+    [
         // fragment 1 holds fragment 0's ids too
         (
             |m| m.fragments[1].row_id_sequence = sequence(0..50),
@@ -489,7 +488,30 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             |m| m.fragments[2].files[0].base_id = Some(9),
             Invariant::BaseIdKnown,
         ),
-    ];
+    ]
+}
+
+/// `m`'s fragments moved into leaf records of a tree written raw in `ds`'s store (lancet's
+/// conversion would refuse a broken version).
+async fn into_raw_tree(ds: &Dataset, m: &mut Manifest) {
+    let built = TreeBuilder {
+        records: std::mem::take(&mut m.fragments),
+        ..Default::default()
+    }
+    .build(ds.store())
+    .await
+    .unwrap();
+    m.fragment_tree = Some(built.metadata);
+    m.reader_feature_flags |= flags::FRAGMENT_TREE;
+    m.writer_feature_flags |= flags::FRAGMENT_TREE;
+}
+
+/// Versions written around lancet (raw storage actions) that break an invariant: `verify`
+/// finds each as `Corrupt` naming it, flat and as a tree of leaf records (built raw: lancet's
+/// conversion refuses such a version, as the next test shows).
+#[tokio::test]
+async fn verify_names_the_invariant_a_stored_version_breaks() {
+    let cases = stored_breakage();
     for (edit, want) in cases {
         for l in [Layout::Flat, Layout::Tree] {
             let dir = tempfile::tempdir().unwrap();
@@ -499,16 +521,7 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             m.version = 2;
             edit(&mut m);
             if l == Layout::Tree {
-                let built = TreeBuilder {
-                    records: std::mem::take(&mut m.fragments),
-                    ..Default::default()
-                }
-                .build(ds.store())
-                .await
-                .unwrap();
-                m.fragment_tree = Some(built.metadata);
-                m.reader_feature_flags |= flags::FRAGMENT_TREE;
-                m.writer_feature_flags |= flags::FRAGMENT_TREE;
+                into_raw_tree(&ds, &mut m).await;
             }
             write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
                 .await
@@ -529,18 +542,7 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
 /// into a tree (nor a corrupt tree into a flat list), and nothing visible is written.
 #[tokio::test]
 async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
-    type Edit = fn(&mut Manifest);
-    let cases: [(Edit, Invariant); 3] = [
-        (
-            |m| m.fragments[1].row_id_sequence = sequence(0..50),
-            Invariant::RowIdLiveOnce,
-        ),
-        (|m| m.next_row_id = 120, Invariant::RowIdBelowNext),
-        (
-            |m| m.fragments[2].files[0].base_id = Some(9),
-            Invariant::BaseIdKnown,
-        ),
-    ];
+    let cases = stored_breakage();
     for (edit, want) in cases {
         for to_tree in [true, false] {
             let dir = tempfile::tempdir().unwrap();
@@ -550,16 +552,7 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
             m.version = 2;
             edit(&mut m);
             if !to_tree {
-                let built = TreeBuilder {
-                    records: std::mem::take(&mut m.fragments),
-                    ..Default::default()
-                }
-                .build(ds.store())
-                .await
-                .unwrap();
-                m.fragment_tree = Some(built.metadata);
-                m.reader_feature_flags |= flags::FRAGMENT_TREE;
-                m.writer_feature_flags |= flags::FRAGMENT_TREE;
+                into_raw_tree(&ds, &mut m).await;
             }
             write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
                 .await
