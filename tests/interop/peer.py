@@ -252,6 +252,24 @@ def append_at(uri, read_version, start, n):
     return {"version": out.version}
 
 
+def write_fragments(uri, start, n):
+    """Writes rows [START, START+N) (the fixtures' columns) as new fragments of at most 1000
+    rows without committing them, and prints their metadata, for lancet to commit."""
+    ds = lance.dataset(uri)
+    ids = list(range(int(start), int(start) + int(n)))
+    part = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"name-{i}" for i in ids], pa.utf8()),
+            "value": pa.array([i * 0.5 for i in ids], pa.float64()),
+        }
+    )
+    frags = lance.fragment.write_fragments(
+        part, uri, max_rows_per_file=1000, data_storage_version=ds.data_storage_version
+    )
+    return {"fragments": [f.to_json() for f in frags]}
+
+
 def create(uri, n):
     """Writes rows [0, N) (the fixtures' columns) in fragments of N/4 rows, then deletes
     every 10th row: versions 1 and 2. With s3:// URIs the AWS_* variables configure the store."""
@@ -423,7 +441,7 @@ def branch_rows(uri, branch):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -290,7 +290,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         let before = peer(&["scan", &uri]);
         let ds = Dataset::open(&uri).await.unwrap();
         let next = ds
-            .commit(ds.manifest().clone(), ds.indices())
+            .commit_manifest(ds.manifest().clone(), ds.indices())
             .await
             .unwrap();
         assert_eq!(next.version(), ds.version() + 1);
@@ -306,7 +306,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         }
         // committing the same version again loses the race instead of overwriting
         let err = ds
-            .commit(ds.manifest().clone(), ds.indices())
+            .commit_manifest(ds.manifest().clone(), ds.indices())
             .await
             .unwrap_err();
         assert!(
@@ -2014,4 +2014,142 @@ fn lancet_cleanup_keeps_what_a_branch_uses() {
         peer(&["branch-rows", history.to_str().unwrap(), "dev"])["rows"]
     );
     lancet(&["cleanup", clone.to_str().unwrap(), "--older-than", "0s"]);
+}
+
+/// Issue 19: Lance operations committed through `Dataset::commit` on pylance tables (with and
+/// without stable row ids): fragments pylance wrote are appended (numbered, given row ids and
+/// version sequences), rows are deleted with the deletion vectors merged, and an update moves a
+/// row keeping its `_rowid` and creation version; pylance reads each version's rows, row ids
+/// and transaction as its own.
+#[tokio::test]
+async fn operations_committed_by_lancet_are_read_by_pylance() {
+    use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
+    use lancet::proto::table::transaction::{Append, Update};
+    use lancet::Operation;
+    for name in ["basic", "stable"] {
+        let dir = tempfile::tempdir().unwrap().keep().join(name);
+        copy_dir(&fixtures().join(name), &dir);
+        let uri = dir.to_str().unwrap().to_string();
+        let ds = Dataset::open(&uri).await.unwrap();
+        let rows_before = peer(&["scan", &uri])["count"].as_u64().unwrap();
+        let (max_before, next_before) = (ds.manifest().max_fragment_id, ds.manifest().next_row_id);
+
+        // Append: 1500 rows in two fragments pylance wrote, at id 0 as Lance leaves them
+        let written = peer(&["write-fragments", &uri, "500000", "1500"]);
+        let fragments = fragments_of(&written);
+        let appended = ds
+            .commit(Operation::Append(Append { fragments }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(appended.version(), ds.version() + 1);
+        let new: Vec<u64> = appended
+            .fragments()
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| Some(*id as u32) > max_before)
+            .collect();
+        let first_new = max_before.map_or(0, |m| u64::from(m) + 1);
+        assert_eq!(new, vec![first_new, first_new + 1], "{name}");
+        let scan = peer(&["scan", &uri]);
+        assert_eq!(scan["count"], json!(rows_before + 1500), "{name}");
+        let seen = peer(&["transactions", &uri]);
+        assert_eq!(seen["transactions"][0]["operation"], "Append", "{name}");
+        let stable = appended.has_stable_row_ids();
+        assert_eq!(stable, name == "stable");
+        if stable {
+            assert_eq!(appended.manifest().next_row_id, next_before + 1500);
+            let ids = peer(&["rowids", &uri, &appended.version().to_string()]);
+            let new_ids: Vec<u64> = ids["row_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .filter(|id| *id >= next_before)
+                .collect();
+            assert_eq!(
+                new_ids,
+                (next_before..next_before + 1500).collect::<Vec<_>>()
+            );
+            let created_now = ids["created_at"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|v| v.as_u64() == Some(appended.version()))
+                .count();
+            assert_eq!(created_now, 1500, "{name}: {ids}");
+        }
+
+        // Delete: two rows of the first new fragment, then one more merged with them
+        let f = first_new;
+        let deleted = appended
+            .delete_rows(&[(f, [0u32, 1].into_iter().collect())], "id < 500002")
+            .await
+            .unwrap()
+            .dataset;
+        let deleted = deleted
+            .delete_rows(&[(f, [2u32].into_iter().collect())], "id = 500002")
+            .await
+            .unwrap()
+            .dataset;
+        let record = deleted.fragment(f).await.unwrap().unwrap();
+        assert_eq!(record.deletion_file.unwrap().num_deleted_rows, 3);
+        assert_eq!(peer(&["scan", &uri])["count"], json!(rows_before + 1497));
+        let seen = peer(&["transactions", &uri]);
+        assert_eq!(seen["transactions"][0]["operation"], "Delete", "{name}");
+
+        // Update: the row at offset 5 of fragment f moves to a new fragment pylance wrote
+        let moved = peer(&["write-fragments", &uri, "900000", "1"]);
+        let mut new_fragments = fragments_of(&moved);
+        let old_id = deleted
+            .row_id_sequence(&record_of(&deleted, f).await)
+            .unwrap()
+            .map(|s| s.get(5).unwrap());
+        if let Some(id) = old_id {
+            new_fragments[0].row_id_sequence = Some(PbRowIds::InlineRowIds(
+                lancet::rowid::RowIdSequence::from_values(&[id]).encode(),
+            ));
+        }
+        let tombstone = deleted
+            .delete_operation(&[(f, [5u32].into_iter().collect())], "")
+            .await
+            .unwrap();
+        let updated = deleted
+            .commit(Operation::Update(Update {
+                removed_fragment_ids: tombstone.deleted_fragment_ids,
+                updated_fragments: tombstone.updated_fragments,
+                new_fragments,
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(peer(&["scan", &uri])["count"], json!(rows_before + 1497));
+        let seen = peer(&["transactions", &uri]);
+        assert_eq!(seen["transactions"][0]["operation"], "Update", "{name}");
+        if let Some(id) = old_id {
+            let ids = peer(&["rowids", &uri, &updated.version().to_string()]);
+            let at = ids["row_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|v| v.as_u64() == Some(id))
+                .expect("the moved row keeps its id");
+            assert_eq!(ids["created_at"][at], json!(appended.version()), "{ids}");
+            assert_eq!(
+                ids["last_updated_at"][at],
+                json!(updated.version()),
+                "{ids}"
+            );
+        }
+        let verified: Value =
+            serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
+        assert_eq!(verified["valid"], true, "{name}: {verified}");
+    }
+}
+
+async fn record_of(ds: &Dataset, id: u64) -> lancet::proto::table::DataFragment {
+    ds.fragment(id).await.unwrap().unwrap()
 }

@@ -8,6 +8,8 @@
 //! - [`VersionSequence`]: `_row_created_at_version` / `_row_last_updated_at_version` runs.
 //! - [`deletion`]: `.arrow` and `.bin` deletion files as roaring bitmaps of offsets.
 //! - [`RowIdIndex`]: row id → row address, built from runs rather than rows.
+//! - [`assign`]: the writer side: ids from `next_row_id` as `Range` segments, version
+//!   sequences for the rows a commit writes.
 //!
 //! The bitmap with rank/select is hand-written (the `bitmap` module) because its wire layout must
 //! round-trip exactly; everything else leans on `roaring`, `prost` and `rayon`.
@@ -19,6 +21,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+pub mod assign;
 mod bitmap;
 pub mod deletion;
 mod encoded;

@@ -95,8 +95,10 @@ fn no_bitmap(index: &IndexMetadata) -> &'static str {
 }
 
 /// Lance 14's answer for committing `mine` over `theirs` (published since `mine` was
-/// prepared). `stable_row_ids`: the table assigns row ids, which a rebased append would
-/// reuse.
+/// prepared). `stable_row_ids`: the table assigns row ids and `mine`'s new fragments took
+/// theirs before the race (storage actions), so a rebase would reuse them; false for a
+/// commit that assigns them when it is planned again on the latest version (an operation,
+/// as Lance's own commits do).
 pub fn compatibility(
     mine: &Operation,
     theirs: &StoredTransaction,

@@ -1,4 +1,4 @@
-//! The crate's errors: a broken invariant, named.
+//! The crate's errors: a broken invariant, named; an operation that cannot be applied.
 
 use crate::invariants::Invariant;
 
@@ -15,6 +15,18 @@ pub enum TxnError {
         subject: String,
         detail: String,
     },
+    /// The operation cannot be applied to the version it is committed on as given.
+    #[error("{operation}: {reason}")]
+    Operation {
+        operation: &'static str,
+        reason: String,
+    },
+    /// An operation this commit path does not apply; `reason` names the one that does.
+    #[error("{operation} is not committed here: {reason}")]
+    Unsupported {
+        operation: &'static str,
+        reason: String,
+    },
 }
 
 /// What a caller can do about a [`TxnError`].
@@ -23,6 +35,8 @@ pub enum TxnError {
 pub enum ErrorKind {
     /// The caller's change is wrong: fix it and commit again.
     InvalidInput,
+    /// The operation is committed by another path, or not at all.
+    Unsupported,
 }
 
 impl TxnError {
@@ -41,16 +55,32 @@ impl TxnError {
         }
     }
 
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            TxnError::Invalid { .. } => ErrorKind::InvalidInput,
+    pub(crate) fn operation(operation: &'static str, reason: impl Into<String>) -> Self {
+        TxnError::Operation {
+            operation,
+            reason: reason.into(),
         }
     }
 
-    /// The invariant the candidate broke.
-    pub fn invariant(&self) -> Invariant {
+    pub(crate) fn unsupported(operation: &'static str, reason: impl Into<String>) -> Self {
+        TxnError::Unsupported {
+            operation,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            TxnError::Invalid { invariant, .. } => *invariant,
+            TxnError::Invalid { .. } | TxnError::Operation { .. } => ErrorKind::InvalidInput,
+            TxnError::Unsupported { .. } => ErrorKind::Unsupported,
+        }
+    }
+
+    /// The invariant the candidate broke, when it is a candidate that was refused.
+    pub fn invariant(&self) -> Option<Invariant> {
+        match self {
+            TxnError::Invalid { invariant, .. } => Some(*invariant),
+            _ => None,
         }
     }
 }

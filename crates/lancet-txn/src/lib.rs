@@ -12,6 +12,9 @@
 //! - **Lance's conflict table.** [`compatibility`] is Lance 14.0.2's answer for committing one
 //!   operation over another published since; [`rebase`] rebuilds the caller's intent on the
 //!   latest version and bounds the retries.
+//! - **What an operation does** ([`build::plan`]): Lance 14's manifest build over one base
+//!   version (fragment ids, index list, manifest fields), so a retry builds the same intent
+//!   on the latest version.
 //! - **The operation a version records** ([`operation`]) is what Lance would record for the
 //!   same change, so pylance's conflict resolver judges lancet's commits.
 //!
@@ -24,6 +27,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+pub mod build;
 mod change;
 mod conflict;
 mod error;

@@ -104,6 +104,7 @@ impl Dataset {
                 transaction: Some(&txn),
                 previous: None,
                 changes: None,
+                data_files: None,
             },
         )
         .await?;

@@ -48,7 +48,11 @@ impl Dataset {
     /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
     /// the fields lancet does not model from this version's manifest. On a tree version the
     /// manifest's tree is kept as it is (the fragments do not change).
-    pub async fn commit(&self, manifest: Manifest, indices: &[IndexMetadata]) -> Result<Self> {
+    pub async fn commit_manifest(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+    ) -> Result<Self> {
         self.commit_with_actions(manifest, indices, &[], &TreeWriterConfig::default())
             .await
     }
@@ -152,7 +156,13 @@ impl Dataset {
                 dataset,
             };
             let lost = match base
-                .publish_sized(prepared.manifest, &prepared.indices, Some(&txn), changes)
+                .publish_sized(
+                    prepared.manifest,
+                    &prepared.indices,
+                    Some(&txn),
+                    changes,
+                    prepared.data_files.as_deref(),
+                )
                 .instrument(tracing::debug_span!("publish", attempt))
                 .await
             {
@@ -191,7 +201,9 @@ impl Dataset {
                         false,
                     ));
                 };
-                match compatibility(&prepared.operation, theirs, base.has_stable_row_ids()) {
+                // an operation takes its row ids when planned again: none is reused
+                let ids_taken = base.has_stable_row_ids() && !matches!(kind, Kind::Operation(_));
+                match compatibility(&prepared.operation, theirs, ids_taken) {
                     Compatibility::Rebase => {}
                     Compatibility::Retryable(why) => {
                         return Err(conflict(
@@ -359,6 +371,19 @@ impl Dataset {
         kind: &Kind,
     ) -> Result<Prepared> {
         let (mut objects, mut bytes) = (0, 0);
+        // an operation is planned on this version each attempt
+        let built = match kind {
+            Kind::Operation(op) => Some(Box::pin(self.build(op)).await?),
+            _ => None,
+        };
+        let (indices, actions, data_files) = match built {
+            Some(b) => {
+                manifest = b.manifest;
+                (b.indices, b.actions, Some(b.data_files))
+            }
+            None => (indices.to_vec(), actions.to_vec(), None),
+        };
+        let actions = actions.as_slice();
         if actions
             .iter()
             .any(|(_, a)| matches!(a, Action::AddDeletionFile(_)))
@@ -403,14 +428,16 @@ impl Dataset {
             Kind::Restore(version) => restore_operation(*version),
             Kind::Rewrite => rewrite_operation(&changes),
             Kind::Derived if !changes.is_empty() => data_operation(&changes),
-            Kind::Derived => index_operation(self.indices(), indices)
+            Kind::Derived => index_operation(self.indices(), &indices)
                 .unwrap_or(Operation::UpdateConfig(Default::default())),
+            Kind::Operation(op) => (**op).clone(),
         };
         Ok(Prepared {
             manifest,
-            indices: indices.to_vec(),
+            indices,
             operation,
             changes,
+            data_files,
             objects,
             bytes,
         })
@@ -457,6 +484,7 @@ impl Dataset {
         indices: &[IndexMetadata],
         transaction: Option<&Transaction>,
         changes: Option<&[FragmentChange]>,
+        data_files: Option<&[lancet_txn::DataFileFacts]>,
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         // The commit time: Lance's cleanup judges a version's age by it.
@@ -472,6 +500,7 @@ impl Dataset {
                 transaction,
                 previous: Some(self),
                 changes,
+                data_files,
             },
         )
         .await;
@@ -506,6 +535,11 @@ impl Dataset {
     /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
     /// it a retryable conflict). The way back from a bad version.
     pub async fn restore(&self, version: u64) -> Result<Self> {
+        self.restore_measured(version).await.map(|c| c.dataset)
+    }
+
+    /// [`Dataset::restore`], also reporting what it wrote.
+    pub(crate) async fn restore_measured(&self, version: u64) -> Result<Committed> {
         let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone()).await?;
         let old = latest.checkout(version).await?;
         let manifest = restored_manifest(old.manifest(), latest.manifest());
@@ -519,7 +553,6 @@ impl Dataset {
                 Kind::Restore(version),
             )
             .await
-            .map(|c| c.dataset)
     }
 
     /// Publishes version N+1 of this flat table with its fragments moved into a fragment
@@ -711,6 +744,9 @@ pub(crate) enum Kind {
     Conversion(Vec<FragmentChange>),
     /// A restore of the version's content; never rebased.
     Restore(u64),
+    /// A Lance operation, planned again on the version each attempt prepares on, and
+    /// recorded as given.
+    Operation(Box<Operation>),
 }
 
 /// A commit prepared on one version.
@@ -719,6 +755,9 @@ struct Prepared {
     indices: Vec<IndexMetadata>,
     operation: Operation,
     changes: Vec<FragmentChange>,
+    /// The data files an operation adds, as stored (storage actions are not made to read
+    /// theirs).
+    data_files: Option<Vec<lancet_txn::DataFileFacts>>,
     objects: u64,
     bytes: u64,
 }

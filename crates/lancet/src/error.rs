@@ -80,7 +80,7 @@ impl Error {
     /// The invariant a refused commit broke, when that is why it was refused.
     pub fn invariant(&self) -> Option<lancet_txn::Invariant> {
         match self {
-            Error::Txn(e) => Some(e.invariant()),
+            Error::Txn(e) => e.invariant(),
             _ => None,
         }
     }
@@ -126,7 +126,10 @@ impl Error {
             Error::BTree(e) => e.kind(),
             Error::Reuse(e) => e.kind(),
             Error::Tree(e) => e.kind(),
-            Error::Txn(_) => ErrorKind::InvalidInput,
+            Error::Txn(e) => match e.kind() {
+                lancet_txn::ErrorKind::Unsupported => ErrorKind::Unsupported,
+                _ => ErrorKind::InvalidInput,
+            },
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,

@@ -433,6 +433,7 @@ impl Dataset {
             .cloned()
             .collect();
         indices.push(entry);
-        self.commit(self.manifest().clone(), &indices).await
+        self.commit_manifest(self.manifest().clone(), &indices)
+            .await
     }
 }

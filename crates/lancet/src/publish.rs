@@ -41,6 +41,8 @@ pub(crate) struct Publication<'a> {
     /// The fragments that differ from `previous`; `None` on a flat candidate computes them
     /// from the two flat lists.
     pub changes: Option<&'a [FragmentChange]>,
+    /// The data files the candidate adds, as stored; `None` when the writer did not read them.
+    pub data_files: Option<&'a [lancet_txn::DataFileFacts]>,
 }
 
 /// Judges `p` and publishes it in `store`, returning the new version and its manifest's size.
@@ -93,7 +95,7 @@ pub(crate) async fn publish(
         changes,
         row_ids: row_ids.as_ref(),
         operation: p.transaction.and_then(|t| t.operation.as_ref()),
-        data_files: None,
+        data_files: p.data_files,
     })?;
     let prepared = manifest::prepare_manifest(
         store,

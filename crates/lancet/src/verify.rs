@@ -135,7 +135,10 @@ impl Dataset {
 
     /// What storage holds for every data file of `fragments`. A file that is missing or does
     /// not open is a fact (the invariant names it); a store that fails otherwise is an error.
-    async fn data_file_facts(&self, fragments: &[DataFragment]) -> Result<Vec<DataFileFacts>> {
+    pub(crate) async fn data_file_facts(
+        &self,
+        fragments: &[DataFragment],
+    ) -> Result<Vec<DataFileFacts>> {
         // owned, so that the future stays Send (a borrowed item makes the closure's
         // lifetime higher-ranked)
         let files: Vec<(u64, lancet_proto::table::DataFile, _)> = fragments

@@ -454,7 +454,7 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     };
     let ds = flat_table(src_dir.path(), 1).await;
     let ds = ds
-        .commit(
+        .commit_manifest(
             lancet::proto::table::Manifest {
                 fragments: vec![rows(0, 15)],
                 ..ds.manifest().clone()

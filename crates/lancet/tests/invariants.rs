@@ -129,7 +129,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         .await;
         let mut advanced = ds.manifest().clone();
         advanced.next_row_id = 100;
-        let ds = ds.commit(advanced, &[]).await.unwrap();
+        let ds = ds.commit_manifest(advanced, &[]).await.unwrap();
         refused(
             d,
             &ds,
@@ -233,7 +233,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         let mut with_fri = ds.manifest().clone();
         with_fri.reader_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
         with_fri.writer_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
-        let ds = ds.commit(with_fri, &[]).await.unwrap();
+        let ds = ds.commit_manifest(with_fri, &[]).await.unwrap();
         refused(
             d,
             &ds,

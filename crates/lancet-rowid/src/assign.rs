@@ -1,0 +1,206 @@
+//! The writer side of stable row ids: what a Lance 14 commit gives the fragments it writes.
+//!
+//! - **Ids** (`assign_row_ids`, Lance's rule): each fragment without a sequence, in commit
+//!   order, takes the next `physical_rows` ids from `next_row_id` as one `Range` segment. A
+//!   fragment whose sequence is shorter than its rows (merge-insert: the rows it moved keep
+//!   their ids) gets fresh ids appended; rows an update moved keep their ids whole.
+//! - **Versions** (`stamp_versions`): a fragment the commit writes without version sequences
+//!   gets `_row_created_at_version` (the version each kept row was created at, the new version
+//!   for new rows) and `_row_last_updated_at_version` (the new version), as Lance's writer
+//!   builds them: one `Range` run per stretch of equal versions.
+
+use std::ops::Range;
+
+use lancet_proto::table::data_fragment::{
+    CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as PbRowIds,
+};
+use lancet_proto::table::DataFragment;
+
+use crate::error::{Result, RowIdError};
+use crate::sequence::RowIdSequence;
+use crate::version::VersionSequence;
+
+/// Gives every fragment of `fragments` one id per physical row, starting at `next_row_id`;
+/// returns the `next_row_id` after them. A fragment's inline sequence is kept and completed
+/// with fresh ids; one holding more ids than rows, or a sequence stored out of line, is
+/// refused.
+pub fn assign_row_ids(next_row_id: u64, fragments: &mut [DataFragment]) -> Result<u64> {
+    let mut next = next_row_id;
+    for f in fragments.iter_mut() {
+        let mut sequence = match &f.row_id_sequence {
+            None => RowIdSequence::default(),
+            Some(PbRowIds::InlineRowIds(bytes)) => RowIdSequence::decode(bytes).map_err(|e| {
+                RowIdError::InvalidInput(format!(
+                    "fragment {}: its row id sequence does not decode: {e}",
+                    f.id
+                ))
+            })?,
+            Some(PbRowIds::ColumnRowIds(_)) => {
+                return Err(RowIdError::InvalidInput(format!(
+                    "fragment {}: row ids stored as a column cannot be assigned to",
+                    f.id
+                )))
+            }
+        };
+        let missing =
+            f.physical_rows
+                .checked_sub(sequence.len())
+                .ok_or(RowIdError::LengthMismatch {
+                    fragment: f.id,
+                    sequence_len: sequence.len(),
+                    physical_rows: f.physical_rows,
+                })?;
+        if missing == 0 && f.row_id_sequence.is_some() {
+            continue;
+        }
+        let fresh = fresh_ids(next, missing, f.id)?;
+        next = fresh.end;
+        sequence.extend(RowIdSequence::from_range(fresh));
+        f.row_id_sequence = Some(PbRowIds::InlineRowIds(sequence.encode()));
+    }
+    Ok(next)
+}
+
+fn fresh_ids(next: u64, count: u64, fragment: u64) -> Result<Range<u64>> {
+    let end = next.checked_add(count).ok_or_else(|| {
+        RowIdError::InvalidInput(format!(
+            "fragment {fragment}: {count} new row ids from {next} overflow u64"
+        ))
+    })?;
+    Ok(next..end)
+}
+
+/// Gives `fragment`, written by the commit of `version`, the version sequences it lacks:
+/// created at `created_at(row id)` for a row that kept its id (an update moving it), else at
+/// `version`; last updated at `version`. Sequences it has are kept. Requires its row ids
+/// (assign them first); without an inline sequence every row counts as new.
+pub fn stamp_versions(
+    fragment: &mut DataFragment,
+    version: u64,
+    created_at: impl Fn(u64) -> Option<u64>,
+) -> Result<()> {
+    let rows = usize::try_from(fragment.physical_rows).map_err(|_| {
+        RowIdError::InvalidInput(format!("fragment {}: too many rows", fragment.id))
+    })?;
+    if fragment.created_at_version_sequence.is_none() {
+        let ids = match &fragment.row_id_sequence {
+            Some(PbRowIds::InlineRowIds(bytes)) => {
+                Some(RowIdSequence::decode(bytes).map_err(|e| {
+                    RowIdError::InvalidInput(format!("fragment {}: {e}", fragment.id))
+                })?)
+            }
+            _ => None,
+        };
+        let created: Vec<u64> = match &ids {
+            Some(ids) => ids
+                .iter()
+                .map(|id| created_at(id).unwrap_or(version))
+                .collect(),
+            None => vec![version; rows],
+        };
+        fragment.created_at_version_sequence =
+            Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
+                VersionSequence::from_versions(&created).encode(),
+            ));
+    }
+    if fragment.last_updated_at_version_sequence.is_none() {
+        fragment.last_updated_at_version_sequence =
+            Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
+                VersionSequence::from_versions(&vec![version; rows]).encode(),
+            ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::U64Segment;
+
+    fn frag(id: u64, rows: u64) -> DataFragment {
+        DataFragment {
+            id,
+            physical_rows: rows,
+            ..Default::default()
+        }
+    }
+
+    fn ids(f: &DataFragment) -> RowIdSequence {
+        match &f.row_id_sequence {
+            Some(PbRowIds::InlineRowIds(b)) => RowIdSequence::decode(b).unwrap(),
+            other => panic!("no inline ids: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn new_fragments_take_consecutive_ranges_in_order() {
+        let mut fs = vec![frag(3, 4), frag(4, 2)];
+        let next = assign_row_ids(10, &mut fs).unwrap();
+        assert_eq!(next, 16);
+        assert_eq!(ids(&fs[0]).segments(), &[U64Segment::Range(10..14)]);
+        assert_eq!(ids(&fs[1]).segments(), &[U64Segment::Range(14..16)]);
+    }
+
+    #[test]
+    fn moved_rows_keep_their_ids_and_a_partial_sequence_is_completed() {
+        let mut moved = frag(5, 2);
+        moved.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&[5, 15]).encode(),
+        ));
+        let mut partial = frag(6, 3);
+        partial.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&[7]).encode(),
+        ));
+        let mut fs = vec![moved.clone(), partial];
+        assert_eq!(assign_row_ids(20, &mut fs).unwrap(), 22);
+        assert_eq!(fs[0], moved, "a complete sequence is kept byte for byte");
+        assert_eq!(ids(&fs[1]).iter().collect::<Vec<_>>(), vec![7, 20, 21]);
+    }
+
+    #[test]
+    fn more_ids_than_rows_or_overflow_is_refused() {
+        let mut long = frag(1, 1);
+        long.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_range(0..2).encode(),
+        ));
+        assert!(matches!(
+            assign_row_ids(0, &mut [long]),
+            Err(RowIdError::LengthMismatch { fragment: 1, .. })
+        ));
+        assert!(matches!(
+            assign_row_ids(u64::MAX - 1, &mut [frag(2, 3)]),
+            Err(RowIdError::InvalidInput(_))
+        ));
+    }
+
+    #[test]
+    fn versions_keep_a_moved_rows_creation_and_stamp_the_update() {
+        let mut f = frag(5, 3);
+        f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&[5, 15, 30]).encode(),
+        ));
+        stamp_versions(&mut f, 4, |id| match id {
+            5 => Some(1),
+            15 => Some(2),
+            _ => None,
+        })
+        .unwrap();
+        let created = match &f.created_at_version_sequence {
+            Some(CreatedAtVersionSequence::InlineCreatedAtVersions(b)) => {
+                VersionSequence::decode(b).unwrap()
+            }
+            other => panic!("{other:?}"),
+        };
+        let updated = match &f.last_updated_at_version_sequence {
+            Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(b)) => {
+                VersionSequence::decode(b).unwrap()
+            }
+            other => panic!("{other:?}"),
+        };
+        let at = |s: &VersionSequence| (0..3).map(|o| s.version_at(o).unwrap()).collect::<Vec<_>>();
+        assert_eq!(at(&created), vec![1, 2, 4]);
+        assert_eq!(at(&updated), vec![4, 4, 4]);
+        assert_eq!(updated.runs().count(), 1, "one run, as Lance writes it");
+    }
+}

@@ -1,0 +1,301 @@
+//! What a Lance operation does to the version it is committed on: Lance 14's manifest build,
+//! stated over one base version so that a retry builds the same intent on a newer one.
+//!
+//! Rules kept from Lance (each checked against pylance 14.0.2's writes):
+//! - **Fragment ids.** A new fragment whose id is 0 takes the next id after the base's
+//!   `max_fragment_id`, in the operation's order (Lance writers leave new fragments at 0 and
+//!   the commit numbers them); a non-zero id is kept, and the invariants judge it fresh.
+//! - **Append** adds its fragments; **Delete** replaces the fragments it updated (their new
+//!   deletion files) and removes those it deleted whole; **Update** does both and adds its new
+//!   fragments; **Overwrite** removes every fragment and index of the base and adds its own,
+//!   with its schema, schema metadata and config upserts (ids and row ids continue, as in
+//!   Lance: an overwrite never hands an id out twice).
+//! - **CreateIndex** removes the entries it names (by uuid) and adds its new ones;
+//!   **ReserveFragments** advances `max_fragment_id`; **UpdateBases** adds base paths whose
+//!   ids are new; **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
+//! - Row ids and version sequences are the row-id crate's (lancet-rowid `assign`); the
+//!   caller gives the created fragments their ids in [`Plan::created`]'s order.
+//! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
+//!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
+
+use lancet_paths::transaction::operation_name;
+use lancet_proto::table::transaction::Operation;
+use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+
+use crate::error::{Result, TxnError};
+use crate::invariants::Version;
+
+/// An operation applied to a base version, before row ids: the next version's manifest
+/// (fragments as the base's: the caller applies the edits), its index list, and the fragment
+/// edits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub manifest: Manifest,
+    pub indices: Vec<IndexMetadata>,
+    /// New fragments, numbered, in the operation's order.
+    pub created: Vec<DataFragment>,
+    /// New records of fragments the base has.
+    pub updated: Vec<DataFragment>,
+    /// Fragments removed: the ids named, or with [`Plan::remove_all`] every base fragment.
+    pub removed: Vec<u64>,
+    /// Every fragment of the base is removed (Overwrite).
+    pub remove_all: bool,
+}
+
+/// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
+pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
+    let name = operation_name(op);
+    let mut plan = Plan {
+        manifest: base.manifest.clone(),
+        indices: base.indices.to_vec(),
+        created: Vec::new(),
+        updated: Vec::new(),
+        removed: Vec::new(),
+        remove_all: false,
+    };
+    match op {
+        Operation::Append(a) => plan.create(&a.fragments, name)?,
+        Operation::Delete(d) => {
+            plan.updated = d.updated_fragments.clone();
+            plan.removed = d.deleted_fragment_ids.clone();
+        }
+        Operation::Update(u) => {
+            plan.updated = u.updated_fragments.clone();
+            plan.removed = u.removed_fragment_ids.clone();
+            plan.create(&u.new_fragments, name)?;
+        }
+        Operation::Overwrite(o) => {
+            if !o.initial_bases.is_empty() {
+                return Err(TxnError::operation(
+                    name,
+                    "initial_bases are a new table's; an existing table adds bases with UpdateBases",
+                ));
+            }
+            plan.remove_all = true;
+            plan.indices.clear();
+            if !o.schema.is_empty() {
+                plan.manifest.fields = o.schema.clone();
+                plan.manifest.schema_metadata = o.schema_metadata.clone();
+            }
+            for (k, v) in &o.config_upsert_values {
+                plan.manifest.config.insert(k.clone(), v.clone());
+            }
+            plan.create(&o.fragments, name)?;
+        }
+        Operation::CreateIndex(c) => {
+            plan.indices
+                .retain(|i| !c.removed_indices.iter().any(|r| r.uuid == i.uuid));
+            plan.indices.extend(c.new_indices.iter().cloned());
+        }
+        Operation::ReserveFragments(r) => {
+            let max = plan.manifest.max_fragment_id.unwrap_or(0);
+            let reserved = max.checked_add(r.num_fragments).ok_or_else(|| {
+                TxnError::operation(name, format!("{max} + {} overflows u32", r.num_fragments))
+            })?;
+            plan.manifest.max_fragment_id = Some(reserved);
+        }
+        Operation::UpdateBases(b) => {
+            for new in &b.new_bases {
+                if plan.manifest.base_paths.iter().any(|p| p.id == new.id) {
+                    return Err(TxnError::operation(
+                        name,
+                        format!("base id {} is taken", new.id),
+                    ));
+                }
+                plan.manifest.base_paths.push(new.clone());
+            }
+        }
+        Operation::UpdateConfig(_) => {}
+        Operation::Restore(_) => {
+            return Err(TxnError::unsupported(name, "commit it with Dataset::restore"))
+        }
+        Operation::Rewrite(_) => {
+            return Err(TxnError::unsupported(
+                name,
+                "commit it with Dataset::commit_rewrite (its Fragment Reuse Index entry and row maps are written there)",
+            ))
+        }
+        Operation::Clone(_) => {
+            return Err(TxnError::unsupported(name, "a clone is made with Dataset::shallow_clone"))
+        }
+        Operation::Merge(_)
+        | Operation::Project(_)
+        | Operation::DataReplacement(_)
+        | Operation::UpdateMemWalState(_)
+        | Operation::DataOverlay(_) => {
+            return Err(TxnError::unsupported(name, "lancet does not commit it yet"))
+        }
+    }
+    Ok(plan)
+}
+
+impl Plan {
+    /// Adds `fragments` as created, numbering those at id 0 after `max_fragment_id`.
+    fn create(&mut self, fragments: &[DataFragment], name: &'static str) -> Result<()> {
+        let mut next = self
+            .manifest
+            .max_fragment_id
+            .map_or(0, |m| u64::from(m) + 1);
+        if self.manifest.max_fragment_id.is_none() {
+            // Lance writers before `max_fragment_id` left it unset: the highest id then
+            next = self.manifest.fragments.last().map_or(0, |f| f.id + 1);
+        }
+        for f in fragments {
+            let mut f = f.clone();
+            if f.id == 0 {
+                f.id = next;
+                next += 1;
+            }
+            let id = u32::try_from(f.id).map_err(|_| {
+                TxnError::operation(name, format!("fragment id {} is beyond 32 bits", f.id))
+            })?;
+            self.manifest.max_fragment_id = self.manifest.max_fragment_id.max(Some(id));
+            self.created.push(f);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::transaction::{
+        Append, CreateIndex, Delete, Overwrite, ReserveFragments, Update, UpdateBases,
+    };
+    use lancet_proto::table::{BasePath, Uuid};
+
+    fn frag(id: u64, rows: u64) -> DataFragment {
+        DataFragment {
+            id,
+            physical_rows: rows,
+            ..Default::default()
+        }
+    }
+
+    fn manifest(max: u32) -> Manifest {
+        Manifest {
+            fragments: vec![frag(1, 2), frag(max.into(), 2)],
+            max_fragment_id: Some(max),
+            next_row_id: 40,
+            ..Default::default()
+        }
+    }
+
+    fn on<'a>(m: &'a Manifest, indices: &'a [IndexMetadata]) -> Version<'a> {
+        Version {
+            manifest: m,
+            indices,
+        }
+    }
+
+    #[test]
+    fn new_fragments_at_zero_are_numbered_after_max_fragment_id() {
+        let m = manifest(7);
+        let op = Operation::Append(Append {
+            fragments: vec![frag(0, 3), frag(0, 1)],
+        });
+        let p = plan(on(&m, &[]), &op).unwrap();
+        let ids: Vec<u64> = p.created.iter().map(|f| f.id).collect();
+        assert_eq!(ids, vec![8, 9]);
+        assert_eq!(p.manifest.max_fragment_id, Some(9));
+        // next_row_id is the row-id crate's business
+        assert_eq!(p.manifest.next_row_id, 40);
+    }
+
+    #[test]
+    fn update_replaces_removes_and_creates() {
+        let m = manifest(7);
+        let op = Operation::Update(Update {
+            removed_fragment_ids: vec![1],
+            updated_fragments: vec![frag(7, 2)],
+            new_fragments: vec![frag(0, 1)],
+            ..Default::default()
+        });
+        let p = plan(on(&m, &[]), &op).unwrap();
+        assert_eq!(p.removed, vec![1]);
+        assert_eq!(p.updated, vec![frag(7, 2)]);
+        assert_eq!(p.created, vec![frag(8, 1)]);
+        let d = Operation::Delete(Delete {
+            deleted_fragment_ids: vec![7],
+            ..Default::default()
+        });
+        assert_eq!(plan(on(&m, &[]), &d).unwrap().removed, vec![7]);
+    }
+
+    #[test]
+    fn overwrite_drops_fragments_and_indices_but_never_reuses_ids() {
+        let m = manifest(7);
+        let idx = [IndexMetadata {
+            name: "i".into(),
+            ..Default::default()
+        }];
+        let op = Operation::Overwrite(Overwrite {
+            fragments: vec![frag(0, 5)],
+            config_upsert_values: [("k".to_string(), "v".to_string())].into(),
+            ..Default::default()
+        });
+        let p = plan(on(&m, &idx), &op).unwrap();
+        assert!(p.remove_all && p.indices.is_empty());
+        assert_eq!(p.created[0].id, 8);
+        assert_eq!(p.manifest.config.get("k").map(String::as_str), Some("v"));
+        let bases = Operation::Overwrite(Overwrite {
+            initial_bases: vec![BasePath::default()],
+            ..Default::default()
+        });
+        let e = plan(on(&m, &idx), &bases).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn create_index_replaces_by_uuid_and_reserve_advances_max() {
+        let m = manifest(7);
+        let uuid = |b: u8| Some(Uuid { uuid: vec![b; 16] });
+        let old = IndexMetadata {
+            uuid: uuid(1),
+            name: "a".into(),
+            ..Default::default()
+        };
+        let new = IndexMetadata {
+            uuid: uuid(2),
+            name: "a".into(),
+            ..Default::default()
+        };
+        let op = Operation::CreateIndex(CreateIndex {
+            new_indices: vec![new.clone()],
+            removed_indices: vec![old.clone()],
+        });
+        assert_eq!(plan(on(&m, &[old]), &op).unwrap().indices, vec![new]);
+        let r = Operation::ReserveFragments(ReserveFragments { num_fragments: 3 });
+        assert_eq!(
+            plan(on(&m, &[]), &r).unwrap().manifest.max_fragment_id,
+            Some(10)
+        );
+        let over = Operation::ReserveFragments(ReserveFragments {
+            num_fragments: u32::MAX,
+        });
+        assert!(plan(on(&m, &[]), &over).is_err());
+    }
+
+    #[test]
+    fn a_base_id_is_never_taken_twice_and_other_paths_are_named() {
+        let mut m = manifest(7);
+        m.base_paths.push(BasePath {
+            id: 1,
+            ..Default::default()
+        });
+        let op = Operation::UpdateBases(UpdateBases {
+            new_bases: vec![BasePath {
+                id: 1,
+                ..Default::default()
+            }],
+        });
+        assert!(plan(on(&m, &[]), &op)
+            .unwrap_err()
+            .to_string()
+            .contains("base id 1"));
+        let restore = Operation::Restore(Default::default());
+        let e = plan(on(&m, &[]), &restore).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+        assert!(e.to_string().contains("Dataset::restore"));
+    }
+}

@@ -1,0 +1,236 @@
+//! The write API: a Lance operation committed as the next version.
+//!
+//! Composition only: lancet-txn plans the operation on the version it is prepared on
+//! (fragment ids, index list, manifest fields: [`lancet_txn::build::plan`]), lancet-rowid
+//! gives new fragments their row ids and version sequences ([`lancet_rowid::assign`]), and the
+//! commit loop applies the result as storage actions, judges it by the invariants (with the
+//! footers of the data files it adds) and publishes it, planning again on the latest version
+//! after a lost race. The transaction recorded is the operation as the caller gave it, as
+//! Lance records it (new fragments at id 0, without row ids).
+
+use std::collections::HashMap;
+
+use lancet_paths::files::deletion_file_location;
+use lancet_paths::ObjectUuid;
+use lancet_proto::table::transaction::{Delete, Operation};
+use lancet_proto::table::{DataFragment, DeletionFile};
+use lancet_tree::{Action, TreeWriterConfig};
+use lancet_txn::{DataFileFacts, TxnError};
+use roaring::RoaringBitmap;
+
+use crate::commit::{Committed, Kind};
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// An operation applied to one version, ready for the commit loop.
+pub(crate) struct Built {
+    pub manifest: lancet_proto::table::Manifest,
+    pub indices: Vec<lancet_proto::table::IndexMetadata>,
+    pub actions: Vec<(u64, Action)>,
+    /// The data files the operation adds, as stored.
+    pub data_files: Vec<DataFileFacts>,
+}
+
+impl Dataset {
+    /// Commits `operation` as the next version: Append, Delete, Update, Overwrite,
+    /// CreateIndex, ReserveFragments, UpdateBases and UpdateConfig (Restore through
+    /// [`Dataset::restore`], Rewrite through [`Dataset::commit_rewrite`]). New fragments at id
+    /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
+    /// version sequences. The candidate is judged by the invariants, with the footers of the
+    /// data files it adds read; a lost race is rebased (the operation planned again on the
+    /// latest version) or fails typed.
+    pub async fn commit(&self, operation: Operation) -> Result<Committed> {
+        if let Operation::Restore(r) = &operation {
+            return self.restore_measured(r.version).await;
+        }
+        let kind = Kind::Operation(Box::new(operation));
+        let manifest = self.manifest().clone();
+        let indices = self.indices().to_vec();
+        self.commit_rebasing(manifest, &indices, &[], &TreeWriterConfig::default(), kind)
+            .await
+    }
+
+    /// Deletes the rows at `offsets` of each fragment named (see
+    /// [`Dataset::delete_operation`]), committing a Delete recording `predicate`.
+    pub async fn delete_rows(
+        &self,
+        offsets: &[(u64, RoaringBitmap)],
+        predicate: &str,
+    ) -> Result<Committed> {
+        let delete = self.delete_operation(offsets, predicate).await?;
+        self.commit(Operation::Delete(delete)).await
+    }
+
+    /// The Delete of the rows at `offsets` of each fragment named, merged with the rows its
+    /// deletion file deletes already: the fragment with a new deletion file (written now, in
+    /// Lance's choice of `.arrow` or `.bin`), or removed when no row is left. Not committed:
+    /// an Update uses its fragments for the rows it moves.
+    pub async fn delete_operation(
+        &self,
+        offsets: &[(u64, RoaringBitmap)],
+        predicate: &str,
+    ) -> Result<Delete> {
+        let mut delete = Delete {
+            predicate: predicate.to_string(),
+            ..Default::default()
+        };
+        for (id, rows) in offsets {
+            let fragment = self.require_fragment(*id, "Delete").await?;
+            if let Some(beyond) = rows
+                .max()
+                .filter(|m| u64::from(*m) >= fragment.physical_rows)
+            {
+                return Err(Error::Txn(TxnError::Operation {
+                    operation: "Delete",
+                    reason: format!(
+                        "fragment {id} has {} rows; offset {beyond} is beyond them",
+                        fragment.physical_rows
+                    ),
+                }));
+            }
+            let mut deleted = self.deletion_vector(&fragment).await?.unwrap_or_default();
+            deleted |= rows;
+            if deleted.len() >= fragment.physical_rows {
+                delete.deleted_fragment_ids.push(*id);
+                continue;
+            }
+            let mut updated = fragment.clone();
+            updated.deletion_file = Some(self.write_deletion_file(*id, &deleted).await?);
+            delete.updated_fragments.push(updated);
+        }
+        Ok(delete)
+    }
+
+    /// Writes `deleted` as a new deletion file of fragment `id` in the table's own base.
+    async fn write_deletion_file(&self, id: u64, deleted: &RoaringBitmap) -> Result<DeletionFile> {
+        use lancet_rowid::deletion;
+        let file_type = deletion::file_type_for(deleted);
+        let bytes = match file_type {
+            lancet_proto::table::deletion_file::DeletionFileType::Bitmap => {
+                deletion::encode_bitmap(deleted)
+            }
+            _ => deletion::encode_arrow(deleted).map_err(|e| Error::Internal(e.to_string()))?,
+        };
+        let random = ObjectUuid::new_v4();
+        let file = DeletionFile {
+            file_type: file_type as i32,
+            read_version: self.version(),
+            id: u64::from_le_bytes(random.as_bytes()[..8].try_into().unwrap_or_default()),
+            num_deleted_rows: deleted.len(),
+            base_id: None,
+        };
+        let location = deletion_file_location(id, &file, self.bases(), &self.root())?;
+        let store = self.store();
+        store.put(&store.path(&location.path), bytes.into()).await?;
+        Ok(file)
+    }
+
+    /// Fragment `id` of this version, or the operation's typed error naming it.
+    async fn require_fragment(&self, id: u64, operation: &'static str) -> Result<DataFragment> {
+        self.fragment(id).await?.ok_or_else(|| {
+            Error::Txn(TxnError::Operation {
+                operation,
+                reason: format!("fragment {id} is not in version {}", self.version()),
+            })
+        })
+    }
+
+    /// `operation` planned on this version: storage actions, with row ids and version
+    /// sequences for what it creates, and the facts of the data files it adds.
+    pub(crate) async fn build(&self, operation: &Operation) -> Result<Built> {
+        let base = lancet_txn::Version {
+            manifest: self.manifest(),
+            indices: self.indices(),
+        };
+        let mut plan = lancet_txn::build::plan(base, operation)?;
+        let name = lancet_paths::transaction::operation_name(operation);
+        // a new fragment given an id the version has would replace it
+        let max = self.manifest().max_fragment_id.map(u64::from);
+        for f in &plan.created {
+            if max.is_some_and(|m| f.id <= m) && self.fragment(f.id).await?.is_some() {
+                return Err(Error::Txn(TxnError::Operation {
+                    operation: name,
+                    reason: format!(
+                        "new fragment {} is in version {} already; give it id 0 to have it numbered",
+                        f.id,
+                        self.version()
+                    ),
+                }));
+            }
+        }
+        let mut before = HashMap::new();
+        for id in plan
+            .updated
+            .iter()
+            .map(|f| f.id)
+            .chain(plan.removed.iter().copied())
+        {
+            before.insert(id, self.require_fragment(id, name).await?);
+        }
+        if self.has_stable_row_ids() {
+            let next =
+                lancet_rowid::assign::assign_row_ids(plan.manifest.next_row_id, &mut plan.created)?;
+            plan.manifest.next_row_id = next;
+            let created_at = self.created_at_of(before.values())?;
+            let version = self.version() + 1;
+            for f in &mut plan.created {
+                lancet_rowid::assign::stamp_versions(f, version, |id| {
+                    created_at.get(&id).copied()
+                })?;
+            }
+        }
+        let mut added: Vec<DataFragment> = plan.created.clone();
+        for f in &plan.updated {
+            let mut new_files = f.clone();
+            let old = before.get(&f.id).map(|b| b.files.as_slice()).unwrap_or(&[]);
+            new_files.files.retain(|file| !old.contains(file));
+            if !new_files.files.is_empty() {
+                added.push(new_files);
+            }
+        }
+        let data_files = self.data_file_facts(&added).await?;
+        let mut actions: Vec<(u64, Action)> = Vec::new();
+        if plan.remove_all {
+            actions.extend(
+                self.fragments()
+                    .await?
+                    .iter()
+                    .map(|f| (f.id, Action::Remove)),
+            );
+        }
+        actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
+        for f in plan.updated.into_iter().chain(plan.created) {
+            actions.push((f.id, Action::Upsert(Box::new(f))));
+        }
+        Ok(Built {
+            manifest: plan.manifest,
+            indices: plan.indices,
+            actions,
+            data_files,
+        })
+    }
+
+    /// The version each row of `fragments` was created at, by row id (rows an update moves
+    /// keep it). Rows of a fragment without a created-at sequence count as created at 1
+    /// (written before Lance tracked versions).
+    fn created_at_of<'a>(
+        &self,
+        fragments: impl Iterator<Item = &'a DataFragment>,
+    ) -> Result<HashMap<u64, u64>> {
+        let mut out = HashMap::new();
+        for f in fragments {
+            let Some(ids) = self.row_id_sequence(f)? else {
+                continue;
+            };
+            let (created, _) = self.version_sequences(f)?;
+            for (offset, id) in ids.iter().enumerate() {
+                let at = created
+                    .as_ref()
+                    .and_then(|c| c.version_at(offset as u64))
+                    .unwrap_or(1);
+                out.insert(id, at);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,410 @@
+//! `Dataset::commit(Operation)` (issue 19) on flat and tree tables with stable row ids: new
+//! fragments numbered after `max_fragment_id` and given row ids from `next_row_id`; deletions
+//! merged; two writers prepared on one version both land with distinct ids; a candidate whose
+//! data files disagree with it, or an operation naming a fragment the version lacks, is
+//! refused typed with `_versions/` byte-identical to before.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field as ArrowField, Schema};
+use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
+use lancet::paths::{flags, DatasetStore};
+use lancet::proto::table::transaction::{
+    Append, CreateIndex, Delete, Merge, ReserveFragments, Update,
+};
+use lancet::proto::table::{DataFile, DataFragment, IndexMetadata, Manifest, Uuid};
+use lancet::tree::TreeWriterConfig;
+use lancet::{Caches, Dataset, ErrorKind, Invariant, Operation};
+use roaring::RoaringBitmap;
+
+fn schema() -> Schema {
+    Schema::new(vec![ArrowField::new("a", DataType::Int64, false)])
+}
+
+/// A fragment at id 0 (numbered at commit) of `rows` rows in a new Lance file under `dir`.
+async fn written(dir: &Path, name: &str, rows: i64) -> DataFragment {
+    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
+    let fs = Dataset::file_store_for(&store).unwrap();
+    let column: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows));
+    let batch = RecordBatch::try_from_iter([("a", column)]).unwrap();
+    let file = write_file(
+        &fs,
+        &store.path(&format!("data/{name}")),
+        &schema(),
+        &[batch],
+        &WriteOptions::default(),
+    )
+    .await
+    .unwrap();
+    let (major, minor) = FileVersion::V2_1.data_file_version();
+    DataFragment {
+        files: vec![DataFile {
+            path: name.to_string(),
+            fields: vec![0],
+            column_indices: vec![0],
+            file_major_version: major,
+            file_minor_version: minor,
+            file_size_bytes: file.size_bytes,
+            base_id: None,
+        }],
+        physical_rows: file.num_rows,
+        ..Default::default()
+    }
+}
+
+/// An empty stable-row-id table at `dir`, flat or (converted) a tree.
+async fn empty_table(dir: &Path, tree: bool) -> Dataset {
+    let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
+    let m = Manifest {
+        version: 1,
+        fields: manifest_fields(&schema()).unwrap(),
+        reader_feature_flags: flags::STABLE_ROW_IDS,
+        writer_feature_flags: flags::STABLE_ROW_IDS,
+        timestamp: Some(lancet::paths::manifest::now_timestamp()),
+        ..Default::default()
+    };
+    lancet::paths::manifest::write_manifest(
+        &store,
+        &m,
+        &[],
+        &[],
+        lancet::paths::manifest::NamingScheme::V2,
+        None,
+    )
+    .await
+    .unwrap();
+    let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap();
+    if !tree {
+        return ds;
+    }
+    ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+        .await
+        .unwrap()
+}
+
+fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir.join("_versions"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn append(fragments: Vec<DataFragment>) -> Operation {
+    Operation::Append(Append { fragments })
+}
+
+/// Every live row id of `ds`, by fragment.
+async fn row_ids(ds: &Dataset) -> Vec<(u64, Vec<u64>)> {
+    let mut out = Vec::new();
+    for f in ds.fragments().await.unwrap().iter() {
+        let ids = ds.row_id_sequence(f).unwrap().unwrap();
+        let deleted = ds.deletion_vector(f).await.unwrap().unwrap_or_default();
+        let live = ids
+            .iter()
+            .enumerate()
+            .filter(|(o, _)| !deleted.contains(*o as u32))
+            .map(|(_, id)| id)
+            .collect();
+        out.push((f.id, live));
+    }
+    out
+}
+
+#[tokio::test]
+async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let op = append(vec![
+            written(d, "a.lance", 30).await,
+            written(d, "b.lance", 20).await,
+        ]);
+        let one = ds.commit(op).await.unwrap().dataset;
+        assert_eq!(one.tree().is_some(), tree);
+        let ids = row_ids(&one).await;
+        assert_eq!(
+            ids,
+            vec![(0, (0..30).collect()), (1, (30..50).collect())],
+            "tree={tree}"
+        );
+        assert_eq!(one.manifest().next_row_id, 50);
+        assert_eq!(one.manifest().max_fragment_id, Some(1));
+        let f = one.fragment(1).await.unwrap().unwrap();
+        let (created, updated) = one.version_sequences(&f).unwrap();
+        assert_eq!(created.unwrap().version_at(19), Some(one.version()));
+        assert_eq!(updated.unwrap().version_at(0), Some(one.version()));
+        let txn = one.transaction().await.unwrap().unwrap();
+        assert_eq!(txn.operation_name(), "Append");
+        match txn.transaction.operation {
+            // recorded as the caller gave it, as Lance records it
+            Some(Operation::Append(a)) => {
+                assert!(a
+                    .fragments
+                    .iter()
+                    .all(|f| f.id == 0 && f.row_id_sequence.is_none()))
+            }
+            other => panic!("{other:?}"),
+        }
+
+        // deletions merge with the fragment's; a fragment left with no row is removed
+        let gone: RoaringBitmap = (0..20).collect();
+        let two = one
+            .delete_rows(&[(0, [3u32, 4].into_iter().collect()), (1, gone)], "p")
+            .await
+            .unwrap()
+            .dataset;
+        let three = two
+            .delete_rows(&[(0, [5u32].into_iter().collect())], "q")
+            .await
+            .unwrap()
+            .dataset;
+        let live = row_ids(&three).await;
+        assert_eq!(live.len(), 1, "fragment 1 lost every row: removed");
+        let expect: Vec<u64> = (0..30).filter(|i| ![3, 4, 5].contains(i)).collect();
+        assert_eq!(live[0], (0, expect));
+        let f0 = three.fragment(0).await.unwrap().unwrap();
+        assert_eq!(f0.deletion_file.unwrap().num_deleted_rows, 3);
+        three.verify_data().await.unwrap();
+
+        // an update moves row id 7 to a new fragment: same id, creation kept
+        let mut moved = written(d, "moved.lance", 1).await;
+        moved.row_id_sequence = Some(
+            lancet::proto::table::data_fragment::RowIdSequence::InlineRowIds(
+                lancet::rowid::RowIdSequence::from_values(&[7]).encode(),
+            ),
+        );
+        let tomb = three
+            .delete_operation(&[(0, [7u32].into_iter().collect())], "")
+            .await
+            .unwrap();
+        let four = three
+            .commit(Operation::Update(Update {
+                updated_fragments: tomb.updated_fragments,
+                new_fragments: vec![moved],
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let live = row_ids(&four).await;
+        assert_eq!(live.last().unwrap(), &(2, vec![7]), "tree={tree}");
+        assert_eq!(
+            four.manifest().next_row_id,
+            50,
+            "a moved row takes no new id"
+        );
+        let f2 = four.fragment(2).await.unwrap().unwrap();
+        let (created, updated) = four.version_sequences(&f2).unwrap();
+        assert_eq!(created.unwrap().version_at(0), Some(one.version()));
+        assert_eq!(updated.unwrap().version_at(0), Some(four.version()));
+        four.verify_data().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn two_appends_prepared_on_one_version_both_land_with_distinct_ids() {
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let (a, b) = (
+            written(d, "a.lance", 10).await,
+            written(d, "b.lance", 5).await,
+        );
+        let first = ds.commit(append(vec![a])).await.unwrap();
+        // prepared on `ds`, which is no longer the latest: rebased, planned again
+        let second = ds.commit(append(vec![b])).await.unwrap();
+        assert_eq!(second.attempts, 2);
+        let latest = second.dataset;
+        assert_eq!(latest.version(), first.dataset.version() + 1);
+        assert_eq!(
+            row_ids(&latest).await,
+            vec![(0, (0..10).collect()), (1, (10..15).collect())]
+        );
+        latest.verify_data().await.unwrap();
+    }
+}
+
+/// Commits `op` on `ds` expecting a refusal of `kind` whose message names `says`, with
+/// nothing visible written.
+async fn refused(dir: &Path, ds: &Dataset, op: Operation, kind: ErrorKind, says: &str) {
+    let before = versions_dir(dir);
+    let err = ds.commit(op).await.unwrap_err();
+    assert_eq!(err.kind(), kind, "{err}");
+    assert!(err.to_string().contains(says), "{err}");
+    assert_eq!(
+        versions_dir(dir),
+        before,
+        "a refused commit wrote to _versions/"
+    );
+}
+
+#[tokio::test]
+async fn bad_operations_are_refused_typed_and_write_nothing() {
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let ds = ds
+            .commit(append(vec![written(d, "a.lance", 10).await]))
+            .await
+            .unwrap()
+            .dataset;
+
+        // physical_rows disagrees with the data file: judged by its footer
+        let mut lying = written(d, "b.lance", 10).await;
+        lying.physical_rows = 12;
+        refused(
+            d,
+            &ds,
+            append(vec![lying]),
+            ErrorKind::InvalidInput,
+            "DataFileRows",
+        )
+        .await;
+        let err = ds
+            .commit(append(vec![{
+                let mut f = written(d, "c.lance", 4).await;
+                f.files[0].path = "missing.lance".into();
+                f
+            }]))
+            .await
+            .unwrap_err();
+        assert_eq!(err.invariant(), Some(Invariant::DataFileOpens), "{err}");
+
+        // a fragment the version does not have
+        let ghost = Operation::Delete(Delete {
+            deleted_fragment_ids: vec![42],
+            ..Default::default()
+        });
+        refused(
+            d,
+            &ds,
+            ghost,
+            ErrorKind::InvalidInput,
+            "fragment 42 is not in version",
+        )
+        .await;
+        let mut unknown = written(d, "d.lance", 10).await;
+        unknown.id = 9;
+        let update = Operation::Update(Update {
+            updated_fragments: vec![unknown],
+            ..Default::default()
+        });
+        refused(
+            d,
+            &ds,
+            update,
+            ErrorKind::InvalidInput,
+            "fragment 9 is not in version",
+        )
+        .await;
+
+        // ids: reserved ids are skipped; an id this table handed out before is dead
+        let reserved = ds
+            .commit(Operation::ReserveFragments(ReserveFragments {
+                num_fragments: 4,
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(reserved.manifest().max_fragment_id, Some(4));
+        let five = reserved
+            .commit(append(vec![written(d, "g.lance", 3).await]))
+            .await
+            .unwrap()
+            .dataset;
+        assert!(five.fragment(5).await.unwrap().is_some());
+        let five = five
+            .commit(Operation::Delete(Delete {
+                deleted_fragment_ids: vec![0],
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let mut dead = written(d, "h.lance", 3).await;
+        dead.id = 5; // live: appending it would replace fragment 5
+        refused(
+            d,
+            &five,
+            append(vec![dead.clone()]),
+            ErrorKind::InvalidInput,
+            "in version",
+        )
+        .await;
+        dead.id = 0; // numbered: 6
+        let six = five.commit(append(vec![dead])).await.unwrap().dataset;
+        assert!(six.fragment(6).await.unwrap().is_some());
+        let mut zero_again = written(d, "i.lance", 2).await;
+        zero_again.id = 3;
+        refused(
+            d,
+            &six,
+            append(vec![zero_again]),
+            ErrorKind::InvalidInput,
+            "FragmentIdFresh",
+        )
+        .await;
+        let five = six;
+
+        // operations committed elsewhere, or not yet
+        refused(
+            d,
+            &five,
+            Operation::Merge(Merge::default()),
+            ErrorKind::Unsupported,
+            "Merge",
+        )
+        .await;
+        refused(
+            d,
+            &five,
+            Operation::Rewrite(Default::default()),
+            ErrorKind::Unsupported,
+            "commit_rewrite",
+        )
+        .await;
+
+        // CreateIndex adds entries; two of one name are refused
+        let entry = |b: u8| IndexMetadata {
+            uuid: Some(Uuid { uuid: vec![b; 16] }),
+            name: "a_idx".into(),
+            fields: vec![0],
+            ..Default::default()
+        };
+        let indexed = five
+            .commit(Operation::CreateIndex(CreateIndex {
+                new_indices: vec![entry(1)],
+                removed_indices: vec![],
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(indexed.indices().len(), 1);
+        let twice = Operation::CreateIndex(CreateIndex {
+            new_indices: vec![entry(1)],
+            removed_indices: vec![],
+        });
+        refused(
+            d,
+            &indexed,
+            twice,
+            ErrorKind::InvalidInput,
+            "IndexEntriesDistinct",
+        )
+        .await;
+    }
+}
