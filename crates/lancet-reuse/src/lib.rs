@@ -14,8 +14,10 @@
 //!   and their LSPC counts buffer; opening reads no labels, translation reads each needed block
 //!   once.
 //! - [`write_row_map`]: writing a stable-partition row map and its counts in one pass; [`publish`]:
-//!   a history as a tagged (v1) entry. Recording a rewrite and committing it lives in the
-//!   facade (`lancet::Dataset::commit_rewrite`, `trim_fri`), which owns manifests.
+//!   a history as a tagged (v1) entry; [`rules`]: what a writer of histories keeps (entry
+//!   flags, which histories may be extended, destinations, recording a transition,
+//!   trimming). Committing a rewrite lives in the facade (`lancet::Dataset::commit_rewrite`,
+//!   `trim_fri`), which owns manifests and composes these rules.
 
 // Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
 // `allow` states the invariant that bounds it).
@@ -32,6 +34,7 @@ mod ledger;
 mod ordered;
 pub mod publish;
 mod rowmap;
+pub mod rules;
 mod runs;
 mod writer;
 

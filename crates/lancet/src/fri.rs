@@ -84,33 +84,13 @@ impl Dataset {
         let what = self.manifest_ref().object;
         let index_version = entry.index_version.unwrap_or(0);
         let m = self.manifest();
-        let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
-        if index_version != 0
-            && (m.reader_feature_flags & tagged == 0 || m.writer_feature_flags & tagged == 0)
-        {
-            return Err(ReuseError::Corrupt {
-                at: lancet_proto::ObjectRef::new(what),
-                rule: "a tagged FRI entry needs feature flag 1024 in both words".into(),
-            }
-            .into());
-        }
-        if self.has_stable_row_ids() {
-            let both = lancet_paths::flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
-            let rule = if m.reader_feature_flags & both == 0 || m.writer_feature_flags & both == 0 {
-                Some("an FRI on a stable-row-id table needs feature flag 512 in both words")
-            } else if index_version != 0 {
-                Some("a tagged FRI entry on a stable-row-id table (writers must not publish one)")
-            } else {
-                None
-            };
-            if let Some(rule) = rule {
-                return Err(ReuseError::Corrupt {
-                    at: lancet_proto::ObjectRef::new(what),
-                    rule: rule.into(),
-                }
-                .into());
-            }
-        }
+        lancet_reuse::rules::check_entry_flags(
+            index_version,
+            m.reader_feature_flags,
+            m.writer_feature_flags,
+            self.has_stable_row_ids(),
+            &what,
+        )?;
         let bytes = match content_location(entry)? {
             ContentLocation::Inline(bytes) => bytes,
             ContentLocation::External(file) => {

@@ -19,14 +19,13 @@ use std::time::{Duration, SystemTime};
 
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
-use lancet_proto::RowAddress;
 use lancet_reuse::is_fri_entry;
 use lancet_reuse::ROW_MAP_FILE;
-use lancet_reuse::{check, Digest, Ledger, Mapping, Transition};
+use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{History, ReuseError};
 use object_store::path::Path;
-use roaring::{RoaringBitmap, RoaringTreemap};
+use roaring::RoaringBitmap;
 
 use crate::error::Result;
 use crate::Dataset;
@@ -162,17 +161,7 @@ impl Dataset {
             .unwrap_or(0);
         let mut dst_digests = Vec::with_capacity(destinations.len());
         for f in &mut destinations {
-            if f.deletion_file.is_some() || f.row_id_sequence.is_some() {
-                return Err(invalid(
-                    "a destination must not carry a deletion file or row ids",
-                ));
-            }
-            if f.physical_rows == 0 || f.files.is_empty() {
-                // Lance 14 reads physical_rows 0 as "unknown"; a rewrite writes no empty files
-                return Err(invalid(
-                    "a destination must hold rows in at least one data file",
-                ));
-            }
+            lancet_reuse::rules::check_destination(f)?;
             f.id = next_id;
             next_id = next_id.saturating_add(1);
             let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
@@ -185,15 +174,7 @@ impl Dataset {
 
         let mapping = match mapping {
             RewriteMapping::OrderedCompaction => {
-                let mut surviving = RoaringTreemap::new();
-                for (s, del) in src_digests.iter().zip(&deleted) {
-                    let rows = u32::try_from(s.physical_rows)
-                        .map_err(|_| invalid(format!("fragment {} is too large", s.id)))?;
-                    let mut live: RoaringBitmap = (0..rows).collect();
-                    live -= del;
-                    surviving.extend(live.iter().map(|o| RowAddress::new(s.id, o).as_u64()));
-                }
-                Mapping::OrderedCompaction { surviving }
+                lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
             }
             RewriteMapping::StablePartition { labels } => {
                 self.write_partition(&src_digests, &deleted, &dst_digests, labels)
@@ -206,22 +187,7 @@ impl Dataset {
             destinations: dst_digests,
             mapping,
         };
-        check(&t, &what).map_err(|e| match e {
-            ReuseError::Corrupt { rule, .. } => invalid(rule),
-            e => e.into(),
-        })?;
-        let mut ledger = prior.unwrap_or_else(|| Ledger {
-            index_version: 1,
-            ..Default::default()
-        });
-        ledger.transitions.push(t);
-        // one producer and one consumer per fragment, no cycles
-        let ledger = History::new(ledger, &what)
-            .map_err(|e| match e {
-                ReuseError::Corrupt { rule, .. } => invalid(rule),
-                e => e.into(),
-            })?
-            .ledger;
+        let ledger = lancet_reuse::rules::extend(prior, t, &what)?;
 
         // The destinations go last, as Lance 14's compaction places them: fragment ids
         // increase along the list (the manifest reader's rule), and theirs are the largest.
@@ -244,21 +210,11 @@ impl Dataset {
     /// The current history, if any, provided lancet may extend it.
     pub(crate) async fn extendable_history(&self, what: &str) -> Result<Option<Ledger>> {
         if self.has_stable_row_ids() {
-            return Err(ReuseError::Unsupported {
-                what: what.to_string(),
-                rule: "a tagged Fragment Reuse Index on a stable-row-id table".into(),
-            }
-            .into());
+            // refused before the history is read
+            return Ok(lancet_reuse::rules::extendable(None, true, what)?);
         }
         let ledger = self.fri_ledger().await?;
-        if ledger.as_ref().is_some_and(|l| l.has_unsupported) {
-            return Err(ReuseError::Unsupported {
-                what: what.to_string(),
-                rule: "the history has transitions lancet cannot interpret".into(),
-            }
-            .into());
-        }
-        Ok(ledger)
+        Ok(lancet_reuse::rules::extendable(ledger, false, what)?)
     }
 
     /// Writes the row map of a stable partition and checks it against the destinations.
@@ -384,19 +340,8 @@ impl Dataset {
                 Err(_) => indexed |= history.with_ancestors(&bitmap),
             }
         }
-        let keep = history.needed_for(&indexed);
-        if keep.len() == history.ledger.transitions.len() {
+        let Some(ledger) = history.trimmed(&indexed) else {
             return Ok(None);
-        }
-        let transitions = keep
-            .iter()
-            .filter_map(|&i| history.ledger.transitions.get(i).cloned())
-            .collect();
-        let ledger = Ledger {
-            index_version: 1,
-            transitions,
-            has_unsupported: false,
-            unmodelled_row_maps: Vec::new(),
         };
         let manifest = self.manifest().clone();
         self.publish_history(manifest, ledger, &[]).await.map(Some)

@@ -1,0 +1,230 @@
+//! The rules a writer of Fragment Reuse Index histories keeps, for any engine that records
+//! rewrites through it (lancet's facade composes them in `Dataset::commit_rewrite`,
+//! `trim_fri` and `upgrade_fri`):
+//!
+//! - **Entry flags** ([`check_entry_flags`]): a tagged entry (index_version ≥ 1) needs flag
+//!   1024 in both words; on a stable-row-id table an entry needs flag 512 in both words and is
+//!   never tagged (Lance 14 release builds refuse tagged histories there).
+//! - **Extending** ([`extendable`]): a writer extends only a history it can interpret
+//!   entirely, and never on a stable-row-id table.
+//! - **Destinations** ([`check_destination`]): new fragments holding rows in at least one data
+//!   file (Lance 14 reads `physical_rows` 0 as unknown), with no deletion file and no row ids.
+//! - **A transition** ([`ordered_compaction`], [`extend`]): its digests and mapping checked,
+//!   appended to the prior history (a new tagged one when there is none), and the lineage rules
+//!   of [`History::new`] holding afterwards; a violation is the caller's `InvalidInput`.
+//! - **Trimming** ([`History::trimmed`]): only transitions some index still needs are kept.
+
+use lancet_paths::flags;
+use lancet_proto::table::DataFragment;
+use lancet_proto::RowAddress;
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+use crate::error::{corrupt, Result, ReuseError};
+use crate::history::History;
+use crate::ledger::{check, Digest, Ledger, Mapping, Transition};
+
+/// The feature-flag rules of an FRI entry of `index_version` in a manifest with the flag
+/// words `reader` and `writer` (`what`: the manifest, for the error).
+pub fn check_entry_flags(
+    index_version: i32,
+    reader: u64,
+    writer: u64,
+    stable_row_ids: bool,
+    what: &str,
+) -> Result<()> {
+    let both = |flag: u64| reader & flag != 0 && writer & flag != 0;
+    if index_version != 0 && !both(flags::FRAGMENT_REUSE_INDEX) {
+        return Err(corrupt(
+            what,
+            "a tagged FRI entry needs feature flag 1024 in both words",
+        ));
+    }
+    if stable_row_ids && !both(flags::FRAG_REUSE_WITH_STABLE_ROW_IDS) {
+        return Err(corrupt(
+            what,
+            "an FRI on a stable-row-id table needs feature flag 512 in both words",
+        ));
+    }
+    if stable_row_ids && index_version != 0 {
+        return Err(corrupt(
+            what,
+            "a tagged FRI entry on a stable-row-id table (writers must not publish one)",
+        ));
+    }
+    Ok(())
+}
+
+/// `ledger` (the current history, if any) when a writer may extend it.
+pub fn extendable(
+    ledger: Option<Ledger>,
+    stable_row_ids: bool,
+    what: &str,
+) -> Result<Option<Ledger>> {
+    let refuse = |rule: &str| ReuseError::Unsupported {
+        what: what.to_string(),
+        rule: rule.to_string(),
+    };
+    if stable_row_ids {
+        return Err(refuse(
+            "a tagged Fragment Reuse Index on a stable-row-id table",
+        ));
+    }
+    if ledger.as_ref().is_some_and(|l| l.has_unsupported) {
+        return Err(refuse(
+            "the history has transitions lancet cannot interpret",
+        ));
+    }
+    Ok(ledger)
+}
+
+/// A rewrite's destination `f` as written by the caller, before it is numbered.
+pub fn check_destination(f: &DataFragment) -> Result<()> {
+    if f.deletion_file.is_some() || f.row_id_sequence.is_some() {
+        return Err(ReuseError::InvalidInput(
+            "a destination must not carry a deletion file or row ids".into(),
+        ));
+    }
+    if f.physical_rows == 0 || f.files.is_empty() {
+        return Err(ReuseError::InvalidInput(
+            "a destination must hold rows in at least one data file".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The mapping of an ordered compaction of `sources` (with their deleted offsets, in the same
+/// order): every surviving row's address, in source order.
+pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Result<Mapping> {
+    let mut surviving = RoaringTreemap::new();
+    for (s, del) in sources.iter().zip(deleted) {
+        let rows = u32::try_from(s.physical_rows).map_err(|_| {
+            ReuseError::InvalidInput(format!("fragment {} is too large", s.id))
+        })?;
+        let mut live: RoaringBitmap = (0..rows).collect();
+        live -= del;
+        surviving.extend(live.iter().map(|o| RowAddress::new(s.id, o).as_u64()));
+    }
+    Ok(Mapping::OrderedCompaction { surviving })
+}
+
+/// `prior` (a new tagged history when `None`) with `t` appended, when `t` is well-formed and
+/// the history's lineage rules still hold; a violation is `InvalidInput` naming the rule.
+pub fn extend(prior: Option<Ledger>, t: Transition, what: &str) -> Result<Ledger> {
+    let caller = |e: ReuseError| match e {
+        ReuseError::Corrupt { rule, .. } => ReuseError::InvalidInput(rule),
+        e => e,
+    };
+    check(&t, what).map_err(caller)?;
+    let mut ledger = prior.unwrap_or_else(|| Ledger {
+        index_version: 1,
+        ..Default::default()
+    });
+    ledger.transitions.push(t);
+    Ok(History::new(ledger, what).map_err(caller)?.ledger)
+}
+
+impl History {
+    /// The history trimmed to the transitions an index covering `indexed` still needs
+    /// ([`History::needed_for`]), as a tagged ledger; `None` when every one is needed.
+    pub fn trimmed(&self, indexed: &RoaringBitmap) -> Option<Ledger> {
+        let keep = self.needed_for(indexed);
+        if keep.len() == self.ledger.transitions.len() {
+            return None;
+        }
+        Some(Ledger {
+            index_version: 1,
+            transitions: keep
+                .iter()
+                .filter_map(|&i| self.ledger.transitions.get(i).cloned())
+                .collect(),
+            has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn digest(id: u32, rows: u64, deleted: u64) -> Digest {
+        Digest {
+            id,
+            physical_rows: rows,
+            num_deleted_rows: deleted,
+        }
+    }
+
+    #[test]
+    fn entry_flags_follow_the_spec() {
+        let tagged = flags::FRAGMENT_REUSE_INDEX;
+        let stable = flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
+        assert!(check_entry_flags(1, tagged, tagged, false, "m").is_ok());
+        assert!(check_entry_flags(1, tagged, 0, false, "m").is_err());
+        assert!(check_entry_flags(0, 0, 0, false, "m").is_ok());
+        assert!(check_entry_flags(0, stable, stable, true, "m").is_ok());
+        assert!(check_entry_flags(0, 0, 0, true, "m").is_err());
+        let all = tagged | stable;
+        assert!(check_entry_flags(1, all, all, true, "m").is_err());
+    }
+
+    #[test]
+    fn histories_are_extended_only_where_a_writer_may() {
+        assert!(extendable(None, true, "m").is_err());
+        let skipped = Ledger {
+            has_unsupported: true,
+            ..Default::default()
+        };
+        assert!(extendable(Some(skipped), false, "m").is_err());
+        assert_eq!(extendable(None, false, "m").unwrap(), None);
+    }
+
+    #[test]
+    fn destinations_hold_rows_and_carry_nothing_else() {
+        let mut f = DataFragment {
+            physical_rows: 3,
+            files: vec![Default::default()],
+            ..Default::default()
+        };
+        assert!(check_destination(&f).is_ok());
+        f.deletion_file = Some(Default::default());
+        assert!(check_destination(&f).is_err());
+        f.deletion_file = None;
+        f.physical_rows = 0;
+        assert!(check_destination(&f).is_err());
+    }
+
+    #[test]
+    fn a_transition_is_checked_before_it_is_recorded() {
+        let sources = [digest(0, 4, 1), digest(1, 2, 0)];
+        let deleted = [[2u32].into_iter().collect(), RoaringBitmap::new()];
+        let mapping = ordered_compaction(&sources, &deleted).unwrap();
+        let Mapping::OrderedCompaction { surviving } = &mapping else {
+            panic!()
+        };
+        assert_eq!(surviving.len(), 5);
+        let t = Transition {
+            dataset_version: None,
+            sources: sources.to_vec(),
+            destinations: vec![digest(2, 5, 0)],
+            mapping: mapping.clone(),
+        };
+        let ledger = extend(None, t.clone(), "m").unwrap();
+        assert_eq!((ledger.index_version, ledger.transitions.len()), (1, 1));
+        // the destinations must hold every surviving row
+        let short = Transition {
+            destinations: vec![digest(2, 4, 0)],
+            ..t.clone()
+        };
+        assert!(matches!(
+            extend(None, short, "m"),
+            Err(ReuseError::InvalidInput(_))
+        ));
+        // fragment 0 consumed twice
+        assert!(matches!(
+            extend(Some(ledger), t, "m"),
+            Err(ReuseError::InvalidInput(_))
+        ));
+    }
+}
