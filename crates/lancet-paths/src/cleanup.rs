@@ -1,4 +1,5 @@
-//! Which objects of a dataset a cleanup deletes: a pure decision over a listing.
+//! Which versions a cleanup removes ([`Retention`], under a [`CleanupPolicy`]) and which objects
+//! of a dataset it deletes: pure decisions over a listing.
 //!
 //! The caller (the facade's `Dataset::cleanup`) reads every manifest, decides which versions
 //! are kept, and gathers two sets of [`References`]: **referenced** (named by a kept version's
@@ -25,7 +26,8 @@
 //!
 //! Cost: one hash lookup per listed object; the plan holds only what is deleted.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::Duration;
 
 /// What a deleted object was, for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -234,6 +236,129 @@ pub fn plan(listing: impl IntoIterator<Item = Listed>, decide: Decide<'_>) -> Pl
     out
 }
 
+/// The map id of a `_fri/{map_id}/...` object (relative to the dataset root): the directory
+/// a row map and everything written with it live in.
+pub fn row_map_id(path: &str) -> Option<&str> {
+    match classify(path)? {
+        Class::RowMap(map) => Some(map),
+        _ => None,
+    }
+}
+
+// ---- Retention: which versions a cleanup removes -------------------------------------------
+
+/// Lance's default age when the policy names neither an age nor a count.
+pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Objects no version names are kept while younger than this: an in-progress commit's.
+pub const DEFAULT_UNVERIFIED_OLDER_THAN: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The directories a cleanup lists (relative to the dataset root); nothing elsewhere is ever
+/// a candidate ([`plan`] decides within them).
+pub const LISTED_DIRS: [&str; 7] = [
+    crate::manifest::VERSIONS_DIR,
+    "_transactions",
+    "data",
+    "_deletions",
+    "_indices",
+    "_fri",
+    "_bt",
+];
+
+/// What a cleanup removes, and how fast it deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// Remove versions committed longer ago than this (by the manifest's timestamp).
+    pub older_than: Option<Duration>,
+    /// Keep at least the last this many versions.
+    pub retain_versions: Option<u64>,
+    /// Objects no version names are deleted only when older than this.
+    pub unverified_older_than: Duration,
+    /// Decide and report, delete nothing.
+    pub dry_run: bool,
+    /// At most this many deletes in flight.
+    pub delete_concurrency: usize,
+    /// At most this many deletes started per second (`None`: no limit).
+    pub deletes_per_second: Option<u32>,
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        Self {
+            older_than: None,
+            retain_versions: None,
+            unverified_older_than: DEFAULT_UNVERIFIED_OLDER_THAN,
+            dry_run: false,
+            delete_concurrency: 16,
+            deletes_per_second: None,
+        }
+    }
+}
+
+impl CleanupPolicy {
+    /// Why the policy cannot run, if it cannot: the latest version is always kept, and
+    /// deletes need a concurrency and a rate above 0.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.retain_versions == Some(0) {
+            return Err("retain_versions must be at least 1 (the latest version is always kept)");
+        }
+        if self.delete_concurrency == 0 || self.deletes_per_second == Some(0) {
+            return Err("deletes need a concurrency and a rate above 0");
+        }
+        Ok(())
+    }
+
+    /// Objects no version names are deleted when last modified before this, at `now_ms`.
+    pub fn unverified_before_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_sub(crate::clock::millis(self.unverified_older_than))
+    }
+}
+
+/// Lance 14's rule for which versions a cleanup removes: a version goes when it is older than
+/// the policy's age (14 days when the policy names neither an age nor a count) **and** outside
+/// the last `retain_versions`; it always stays when it is the cleaning handle's version or
+/// newer, or is pinned (a tag names it, a branch forked from it).
+#[derive(Debug, Clone)]
+pub struct Retention {
+    age_cutoff_ms: Option<i64>,
+    version_cutoff: Option<u64>,
+    current: u64,
+    pinned: BTreeSet<u64>,
+}
+
+impl Retention {
+    /// The rule of `policy` over `versions` (every listed version, ascending) at `now_ms`,
+    /// run from version `current`.
+    pub fn new(
+        policy: &CleanupPolicy,
+        versions: &[u64],
+        now_ms: i64,
+        current: u64,
+        pinned: BTreeSet<u64>,
+    ) -> Self {
+        let age = match (policy.older_than, policy.retain_versions) {
+            (None, None) => Some(DEFAULT_OLDER_THAN),
+            (age, _) => age,
+        };
+        let version_cutoff = policy.retain_versions.and_then(|n| {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            versions.get(versions.len().saturating_sub(n)).copied()
+        });
+        Self {
+            age_cutoff_ms: age.map(|a| now_ms.saturating_sub(crate::clock::millis(a))),
+            version_cutoff,
+            current,
+            pinned,
+        }
+    }
+
+    /// Whether version `version`, committed at `committed_ms`, is removed.
+    pub fn removes(&self, version: u64, committed_ms: i64) -> bool {
+        let old = self.age_cutoff_ms.is_none_or(|c| committed_ms < c);
+        let outside = self.version_cutoff.is_none_or(|c| version < c);
+        version < self.current && old && outside && !self.pinned.contains(&version)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -342,5 +467,65 @@ mod tests {
         let totals = p.totals();
         assert_eq!(totals[&ObjectKind::Index], (2, 20));
         assert_eq!(totals[&ObjectKind::Manifest], (1, 10));
+    }
+
+    #[test]
+    fn retention_keeps_the_current_newer_pinned_young_and_last_n() {
+        let day = 24 * 3600 * 1000;
+        let now = 100 * day;
+        let versions = [1, 2, 3, 4, 5];
+        let committed = |v: u64| now - (10 - v as i64) * 3 * day; // v1 27 days ago .. v5 15
+        let default = Retention::new(&CleanupPolicy::default(), &versions, now, 5, [2].into());
+        let removed: Vec<u64> = versions
+            .iter()
+            .copied()
+            .filter(|&v| default.removes(v, committed(v)))
+            .collect();
+        assert_eq!(
+            removed,
+            vec![1, 3, 4],
+            "14 days by default; 2 pinned; 5 current"
+        );
+        let last_two = CleanupPolicy {
+            retain_versions: Some(2),
+            ..Default::default()
+        };
+        let r = Retention::new(&last_two, &versions, now, 5, BTreeSet::new());
+        let removed: Vec<u64> = versions
+            .iter()
+            .copied()
+            .filter(|&v| r.removes(v, now))
+            .collect();
+        assert_eq!(removed, vec![1, 2, 3], "a count alone ignores age");
+        let young = CleanupPolicy {
+            older_than: Some(Duration::from_secs(20 * 24 * 3600)),
+            ..Default::default()
+        };
+        let r = Retention::new(&young, &versions, now, 4, BTreeSet::new());
+        let removed: Vec<u64> = versions
+            .iter()
+            .copied()
+            .filter(|&v| r.removes(v, committed(v)))
+            .collect();
+        assert_eq!(
+            removed,
+            vec![1, 2, 3],
+            "older than 20 days, below the handle's version"
+        );
+        assert!(CleanupPolicy {
+            retain_versions: Some(0),
+            ..Default::default()
+        }
+        .check()
+        .is_err());
+        assert!(CleanupPolicy {
+            delete_concurrency: 0,
+            ..Default::default()
+        }
+        .check()
+        .is_err());
+        assert_eq!(row_map_id("_fri/m1/stable_partition.lance"), Some("m1"));
+        assert_eq!(row_map_id("_fri/m1"), None);
+        assert_eq!(row_map_id("data/m1/x.lance"), None);
     }
 }

@@ -5,7 +5,10 @@
 //!   tree reference must obey.
 //! - [`BaseTable`], [`ResolvedBase`]: `BasePath` lookup by id and inheritance of an absent
 //!   `base_id`.
-//! - [`cleanup`]: which listed objects a cleanup deletes, given what versions name.
+//! - [`cleanup`]: the retention policy, which versions it removes, and which listed objects a
+//!   cleanup deletes, given what versions name.
+//! - [`sweep`]: carrying out a cleanup's plan: deletes, and which bases lie inside the dataset.
+//! - [`clock`]: the injectable time commits stamp and age rules judge by.
 //! - [`clone`]: a shallow clone's base paths and the references it points at its source.
 //! - [`files`]: where data, deletion, external and index files live.
 //! - [`DatasetStore`]: reads with size checks and the put-if-absent commit write.
@@ -23,6 +26,7 @@
 
 mod bases;
 pub mod cleanup;
+pub mod clock;
 pub mod clone;
 mod error;
 #[cfg(feature = "testing")]
@@ -33,6 +37,7 @@ pub mod manifest;
 mod object_uuid;
 pub mod refs;
 mod store;
+pub mod sweep;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transaction;

@@ -479,16 +479,12 @@ pub async fn read_manifest_entry(
     decode_listed(entry.clone(), bytes)
 }
 
-/// Now, as the manifest's `timestamp` field (7) holds it: the commit time Lance's cleanup
-/// judges a version's age by.
+/// Now by the system clock, as the manifest's `timestamp` field (7) holds it: the commit time
+/// Lance's cleanup judges a version's age by ([`crate::clock::Clock::timestamp`] for another
+/// clock).
 pub fn now_timestamp() -> lancet_proto::prost_types::Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    lancet_proto::prost_types::Timestamp {
-        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
-    }
+    use crate::clock::Clock;
+    crate::clock::SystemClock.timestamp()
 }
 
 /// A manifest's commit time in milliseconds since the epoch (0 when it records none).

@@ -97,9 +97,8 @@ pub fn check_destination(f: &DataFragment) -> Result<()> {
 pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Result<Mapping> {
     let mut surviving = RoaringTreemap::new();
     for (s, del) in sources.iter().zip(deleted) {
-        let rows = u32::try_from(s.physical_rows).map_err(|_| {
-            ReuseError::InvalidInput(format!("fragment {} is too large", s.id))
-        })?;
+        let rows = u32::try_from(s.physical_rows)
+            .map_err(|_| ReuseError::InvalidInput(format!("fragment {} is too large", s.id)))?;
         let mut live: RoaringBitmap = (0..rows).collect();
         live -= del;
         surviving.extend(live.iter().map(|o| RowAddress::new(s.id, o).as_u64()));

@@ -22,13 +22,13 @@
 //!    bounded rate. A failed delete is reported and the run goes on.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::{StreamExt, TryStreamExt};
-use lancet_paths::cleanup::{plan, Decide, Listed, ObjectKind, References};
+use lancet_paths::cleanup::{plan, Decide, Listed, ObjectKind, References, Retention, LISTED_DIRS};
+pub use lancet_paths::cleanup::{CleanupPolicy, DEFAULT_OLDER_THAN, DEFAULT_UNVERIFIED_OLDER_THAN};
 use lancet_paths::manifest::{self, ManifestFile};
 use lancet_paths::refs;
+use lancet_paths::sweep::{delete_planned, remove_empty_index_dirs, Places};
 use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
 use tracing::Instrument;
@@ -36,44 +36,7 @@ use tracing::Instrument;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
-/// Lance's default age when the policy names neither an age nor a count.
-pub const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(14 * 24 * 3600);
-/// Lance's age below which an object no version names is presumed in progress.
-pub const DEFAULT_UNVERIFIED_OLDER_THAN: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// Manifests read at once.
 const READ_CONCURRENCY: usize = 16;
-
-/// Which versions and objects a cleanup removes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CleanupPolicy {
-    /// Versions committed longer ago than this are candidates. With neither this nor
-    /// `retain_versions`, [`DEFAULT_OLDER_THAN`].
-    pub older_than: Option<Duration>,
-    /// Only versions outside the newest `n` are candidates (at least 1).
-    pub retain_versions: Option<u64>,
-    /// Objects no version names are deleted only when last modified longer ago than this.
-    pub unverified_older_than: Duration,
-    /// Decide and report, delete nothing.
-    pub dry_run: bool,
-    /// Deletes in flight at once.
-    pub delete_concurrency: usize,
-    /// At most this many deletes started per second (`None`: no limit).
-    pub deletes_per_second: Option<u32>,
-}
-
-impl Default for CleanupPolicy {
-    fn default() -> Self {
-        Self {
-            older_than: None,
-            retain_versions: None,
-            unverified_older_than: DEFAULT_UNVERIFIED_OLDER_THAN,
-            dry_run: false,
-            delete_concurrency: 16,
-            deletes_per_second: None,
-        }
-    }
-}
 
 /// Objects and bytes of one kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,19 +105,10 @@ impl Dataset {
         policy: &CleanupPolicy,
         progress: &(impl Fn(CleanupProgress) + Send + Sync),
     ) -> Result<CleanupReport> {
-        if policy.retain_versions == Some(0) {
-            return Err(Error::InvalidArgument {
-                what: "cleanup policy".into(),
-                reason: "retain_versions must be at least 1 (the latest version is always kept)"
-                    .into(),
-            });
-        }
-        if policy.delete_concurrency == 0 || policy.deletes_per_second == Some(0) {
-            return Err(Error::InvalidArgument {
-                what: "cleanup policy".into(),
-                reason: "deletes need a concurrency and a rate above 0".into(),
-            });
-        }
+        policy.check().map_err(|reason| Error::InvalidArgument {
+            what: "cleanup policy".into(),
+            reason: reason.into(),
+        })?;
         if let Some(branch) = &self.manifest().branch {
             // a branch's tags and sub-branches live under the main dataset's `_refs/`
             return Err(Error::Unsupported {
@@ -165,7 +119,7 @@ impl Dataset {
                 ),
             });
         }
-        let now_ms = now_ms();
+        let now_ms = self.clock().now_ms();
         let store = self.store();
         let entries = manifest::list_versions(store).await?;
         let total = entries.len() as u64 + 1;
@@ -183,26 +137,19 @@ impl Dataset {
             .collect();
         let (referenced_by_branches, forked_from) = self.branch_references().await?;
 
-        let age = match (policy.older_than, policy.retain_versions) {
-            (None, None) => Some(DEFAULT_OLDER_THAN),
-            (age, _) => age,
-        };
-        let age_cutoff_ms = age.map(|a| now_ms.saturating_sub(millis(a)));
-        let version_cutoff = policy.retain_versions.and_then(|n| {
-            let n = usize::try_from(n).unwrap_or(usize::MAX);
-            let i = entries.len().saturating_sub(n);
-            entries.get(i).map(|e| e.version)
-        });
+        let versions: Vec<u64> = entries.iter().map(|e| e.version).collect();
+        let retention = Retention::new(
+            policy,
+            &versions,
+            now_ms,
+            self.version(),
+            tagged.union(&forked_from).copied().collect(),
+        );
         let removed = |file: &ManifestFile| {
-            let v = file.entry.version;
-            let old =
-                age_cutoff_ms.is_none_or(|c| manifest::timestamp_ms(&file.decoded.manifest) < c);
-            let outside = version_cutoff.is_none_or(|c| v < c);
-            v < self.version()
-                && old
-                && outside
-                && !tagged.contains(&v)
-                && !forked_from.contains(&v)
+            retention.removes(
+                file.entry.version,
+                manifest::timestamp_ms(&file.decoded.manifest),
+            )
         };
 
         let mut report = CleanupReport {
@@ -247,15 +194,7 @@ impl Dataset {
 
         let mut listing = Vec::new();
         let mut locations = std::collections::HashMap::new();
-        for prefix in [
-            manifest::VERSIONS_DIR,
-            "_transactions",
-            "data",
-            "_deletions",
-            "_indices",
-            "_fri",
-            "_bt",
-        ] {
+        for prefix in LISTED_DIRS {
             for meta in store.list(prefix).await? {
                 let Some(path) = store.relative(&meta.location) else {
                     continue;
@@ -275,7 +214,7 @@ impl Dataset {
                 referenced: &referenced,
                 verified: &verified,
                 removed_manifests: &removed_manifests,
-                unverified_before_ms: now_ms.saturating_sub(millis(policy.unverified_older_than)),
+                unverified_before_ms: policy.unverified_before_ms(now_ms),
             },
         );
         report.kept_young = decided.kept_young;
@@ -292,8 +231,9 @@ impl Dataset {
             for &v in &report.removed_versions {
                 self.forget_manifest(v).await;
             }
+            let deleting = |done, total| progress(CleanupProgress::Deleting { done, total });
             let (failed, attempted) =
-                delete_all(store, &locations, &doomed, policy, progress).await;
+                delete_planned(store, &locations, &doomed, policy, &deleting).await;
             // what was not attempted or failed is still there, and is not reported deleted
             let failed_paths: HashSet<&str> = failed.iter().map(|(p, _)| p.as_str()).collect();
             doomed.truncate(attempted);
@@ -450,165 +390,4 @@ impl Collected<'_> {
         }
         Ok(())
     }
-}
-
-/// Deletes `doomed`: the manifests first, then (only when every manifest went) the objects,
-/// at most `delete_concurrency` at once and `deletes_per_second` started per second. Each is
-/// deleted at the location the listing gave. Returns the failures and how many of `doomed`
-/// (from its start) were attempted.
-async fn delete_all(
-    store: &DatasetStore,
-    locations: &std::collections::HashMap<String, object_store::path::Path>,
-    doomed: &[(Listed, ObjectKind)],
-    policy: &CleanupPolicy,
-    progress: &(impl Fn(CleanupProgress) + Send + Sync),
-) -> (Vec<(String, String)>, usize) {
-    let total = doomed.len() as u64;
-    let manifests = doomed
-        .iter()
-        .take_while(|(_, k)| *k == ObjectKind::Manifest)
-        .count();
-    let (first, rest) = doomed.split_at(manifests);
-    let pace = policy.deletes_per_second.map(|r| {
-        Arc::new(tokio::sync::Mutex::new(tokio::time::interval(
-            Duration::from_secs_f64(1.0 / f64::from(r)),
-        )))
-    });
-    let mut failed = Vec::new();
-    let mut done = 0u64;
-    let mut attempted = 0;
-    for (phase, objects) in [("manifests", first), ("objects", rest)] {
-        if !failed.is_empty() {
-            // a version whose manifest could not be deleted is still listed: everything it
-            // names must stay
-            tracing::warn!(
-                skipped = objects.len(),
-                "manifest deletes failed; objects kept"
-            );
-            break;
-        }
-        attempted += objects.len();
-        let span = tracing::debug_span!("delete", phase, objects = objects.len());
-        let mut results = futures::stream::iter(objects.iter())
-            .map(|(o, _)| {
-                let pace = pace.clone();
-                let path = locations
-                    .get(&o.path)
-                    .cloned()
-                    .unwrap_or_else(|| store.path(&o.path));
-                async move {
-                    if let Some(p) = pace {
-                        p.lock().await.tick().await;
-                    }
-                    match store.delete(&path).await {
-                        Ok(()) | Err(lancet_paths::PathsError::NotFound { .. }) => Ok(()),
-                        Err(e) => Err((o.path.clone(), e.to_string())),
-                    }
-                }
-                .instrument(span.clone())
-            })
-            .buffer_unordered(policy.delete_concurrency);
-        while let Some(r) = results.next().await {
-            done += 1;
-            if let Err(f) = r {
-                tracing::warn!(path = %f.0, error = %f.1, "delete failed");
-                failed.push(f);
-            }
-            progress(CleanupProgress::Deleting { done, total });
-        }
-    }
-    failed.sort();
-    (failed, attempted)
-}
-
-/// On a local disk, `_indices/{uuid}/` directories the deletes emptied are removed too
-/// (as Lance does); object stores have no directories.
-fn remove_empty_index_dirs(store: &DatasetStore, doomed: &[(Listed, ObjectKind)]) {
-    let Some(root) = store.local_root() else {
-        return;
-    };
-    let dirs: BTreeSet<&str> = doomed
-        .iter()
-        .filter(|(_, k)| *k == ObjectKind::Index)
-        .filter_map(|(o, _)| o.path.rsplit_once('/').map(|(d, _)| d))
-        .collect();
-    for dir in dirs.into_iter().rev() {
-        // only empty directories go; a failure leaves a harmless empty directory
-        let _ = std::fs::remove_dir(root.join(dir));
-    }
-}
-
-/// Which resolved bases lie inside this dataset, and where. A base is compared by its
-/// canonical location: Lance writes `BasePath.path` as the user spelled it (relative,
-/// `file://`, a trailing `/`), so on a local disk both sides are canonicalized (once per
-/// distinct base). A base in another dataset is foreign: what it names is neither deleted nor
-/// counted here. A local base that cannot be found cannot be placed at all, and stops the
-/// cleanup: guessing "foreign" could let this dataset's objects named through it go.
-struct Places {
-    root: String,
-    known: std::collections::HashMap<String, Option<String>>,
-}
-
-impl Places {
-    fn new(root: &str) -> Self {
-        Self {
-            root: canonical(root).unwrap_or_else(|| normalize(root).to_string()),
-            known: Default::default(),
-        }
-    }
-
-    /// The path of `location` relative to this dataset's root, when it lies in this dataset.
-    fn local(&mut self, location: &ObjectLocation) -> Result<Option<String>> {
-        let uri = &location.base.uri;
-        if !self.known.contains_key(uri) {
-            let Some(base) = canonical(uri) else {
-                return Err(Error::InvalidArgument {
-                    what: format!("base path {uri:?}"),
-                    reason: "a version names objects there, and it cannot be found from here; cleanup cannot tell whether they are this dataset's".into(),
-                });
-            };
-            let root = &self.root;
-            let prefix = if &base == root {
-                Some(String::new())
-            } else {
-                base.strip_prefix(&format!("{root}/"))
-                    .map(|p| format!("{p}/"))
-            };
-            self.known.insert(uri.clone(), prefix);
-        }
-        Ok(self
-            .known
-            .get(uri)
-            .and_then(|p| p.as_ref())
-            .map(|prefix| format!("{prefix}{}", location.path)))
-    }
-}
-
-/// A location written without scheme noise: no `file://`, no trailing `/`.
-fn normalize(uri: &str) -> &str {
-    uri.strip_prefix("file://")
-        .unwrap_or(uri)
-        .trim_end_matches('/')
-}
-
-/// `uri` normalized; a local path canonicalized (`None` when it does not exist).
-fn canonical(uri: &str) -> Option<String> {
-    let plain = normalize(uri);
-    if plain.contains("://") {
-        return Some(plain.to_string());
-    }
-    std::fs::canonicalize(plain)
-        .ok()
-        .and_then(|p| p.to_str().map(str::to_string))
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(millis)
-        .unwrap_or(0)
 }

@@ -82,7 +82,7 @@ impl Dataset {
                 }
             });
         }
-        manifest.timestamp = Some(manifest::now_timestamp());
+        manifest.timestamp = Some(self.clock().timestamp());
         let txn = new_transaction(
             source.version(),
             Operation::Clone(CloneOp {
@@ -109,7 +109,7 @@ impl Dataset {
         )
         .await?;
         tracing::info!(version = clone.version(), "shallow clone committed");
-        Ok(clone)
+        Ok(clone.with_clock(self.clock().clone()))
     }
 
     /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits

@@ -488,7 +488,7 @@ impl Dataset {
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         // The commit time: Lance's cleanup judges a version's age by it.
-        manifest.timestamp = Some(manifest::now_timestamp());
+        manifest.timestamp = Some(self.clock().timestamp());
         let published = publish(
             self.store(),
             self.caches(),
@@ -540,7 +540,9 @@ impl Dataset {
 
     /// [`Dataset::restore`], also reporting what it wrote.
     pub(crate) async fn restore_measured(&self, version: u64) -> Result<Committed> {
-        let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone()).await?;
+        let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone())
+            .await?
+            .with_clock(self.clock().clone());
         let old = latest.checkout(version).await?;
         let manifest = restored_manifest(old.manifest(), latest.manifest());
         let indices = old.indices().to_vec();

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use lancet_file::FileStore;
+use lancet_paths::clock::{Clock, SystemClock};
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{
     files, BaseTable, DatasetStore, ManifestFile, ObjectLocation, PathsError, ResolvedBase,
@@ -23,6 +24,8 @@ pub struct Dataset {
     bases: BaseTable,
     caches: Arc<Caches>,
     source: FragmentSource,
+    /// What commits stamp and age rules judge by; every handle derived from this one shares it.
+    clock: Arc<dyn Clock>,
 }
 
 /// Where a version's fragment records are: the manifest's flat list, or a fragment tree.
@@ -154,6 +157,7 @@ impl Dataset {
             bases,
             caches,
             source,
+            clock: Arc::new(SystemClock),
         })
     }
 
@@ -203,9 +207,22 @@ impl Dataset {
         Ok(manifest)
     }
 
-    /// Another version of the same table, sharing this handle's store and caches.
+    /// Another version of the same table, sharing this handle's store, caches and clock.
     pub async fn checkout(&self, version: u64) -> Result<Self> {
-        Self::open_with(self.store.clone(), Some(version), self.caches.clone()).await
+        Self::open_with(self.store.clone(), Some(version), self.caches.clone())
+            .await
+            .map(|d| d.with_clock(self.clock.clone()))
+    }
+
+    /// This handle with `clock` as the time its commits stamp and its age rules (cleanup,
+    /// `fri unreferenced`) judge by; the system clock otherwise.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     pub fn uri(&self) -> &str {

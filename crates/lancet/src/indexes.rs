@@ -398,10 +398,7 @@ impl Dataset {
             .serialize_into(&mut fragment_bitmap)
             .map_err(|e| Error::Internal(format!("encoding a fragment bitmap: {e}")))?;
         let name = format!("{column}_idx");
-        let created_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
+        let created_at = u64::try_from(self.clock().now_ms()).unwrap_or(0);
         let entry = IndexMetadata {
             uuid: Some(uuid.to_proto()),
             fields: vec![field.id],

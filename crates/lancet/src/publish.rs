@@ -113,6 +113,10 @@ pub(crate) async fn publish(
     )
     .await
     .map_err(refused)?;
+    let candidate = match p.previous {
+        Some(prev) => candidate.with_clock(prev.clock().clone()),
+        None => candidate,
+    };
     manifest::publish_prepared(store, &prepared).await?;
     candidate.cache_manifest(prepared.file).await;
     Ok((candidate, prepared.bytes.len() as u64))

@@ -21,8 +21,8 @@ use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::is_fri_entry;
 use lancet_reuse::ROW_MAP_FILE;
-use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{write_row_map, SourceRows};
+use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
@@ -43,13 +43,6 @@ pub enum RewriteMapping<'a> {
 
 fn invalid(rule: impl Into<String>) -> crate::Error {
     ReuseError::InvalidInput(rule.into()).into()
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 impl Dataset {
@@ -282,7 +275,7 @@ impl Dataset {
                 uuid.to_proto(),
                 self.version(),
                 &ledger,
-                now_ms(),
+                u64::try_from(self.clock().now_ms()).unwrap_or(0),
             );
             if let Some(bytes) = external {
                 let path = self.store().path(&format!(
@@ -369,7 +362,9 @@ impl Dataset {
                 );
             }
         }
-        let cutoff = SystemTime::now()
+        let cutoff = self
+            .clock()
+            .now()
             .checked_sub(older_than)
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let mut out = Vec::new();
@@ -378,10 +373,7 @@ impl Dataset {
                 continue;
             }
             let rel = self.store().relative(&meta.location).unwrap_or_default();
-            let map_id = rel
-                .strip_prefix("_fri/")
-                .and_then(|r| r.split('/').next())
-                .unwrap_or_default();
+            let map_id = lancet_paths::cleanup::row_map_id(&rel).unwrap_or_default();
             if !referenced.contains(map_id) {
                 out.push(meta.location);
             }

@@ -523,3 +523,57 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     );
     clone.fri_history().await.unwrap().unwrap();
 }
+
+/// The injected clock is what commits stamp and what cleanup's age rules judge by: versions
+/// committed at a clock's time are removed by Lance's default 14-day policy once that clock
+/// has moved 15 days on, and not at 13; an object no version names waits for its 7 days.
+#[tokio::test]
+async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
+    use lancet::paths::clock::{Clock, ManualClock};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(std::time::SystemTime::now()));
+    let ds = flat_table(dir.path(), 2).await.with_clock(clock.clone());
+    let ds = ds
+        .commit_with_actions(
+            ds.manifest().clone(),
+            &[],
+            &[(1, Action::Remove)],
+            &TreeWriterConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        lancet::paths::manifest::timestamp_ms(ds.manifest()),
+        clock.now_ms(),
+        "the commit time is the clock's"
+    );
+    let ds = ds
+        .commit_manifest(ds.manifest().clone(), &[])
+        .await
+        .unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/orphan.lance"), b"x").unwrap();
+    let orphan =
+        |r: &lancet::CleanupReport| r.deleted_paths.iter().any(|p| p == "data/orphan.lance");
+    let dry = CleanupPolicy {
+        dry_run: true,
+        ..Default::default()
+    };
+    let report = ds.cleanup(&dry).await.unwrap();
+    assert!(
+        report.removed_versions.is_empty() && !orphan(&report),
+        "{report:?}"
+    );
+    assert_eq!(report.kept_young, 1);
+    clock.advance(Duration::from_secs(13 * 24 * 3600));
+    let report = ds.cleanup(&dry).await.unwrap();
+    assert!(report.removed_versions.is_empty(), "{report:?}");
+    assert!(orphan(&report), "13 days on, older than 7: {report:?}");
+    clock.advance(Duration::from_secs(2 * 24 * 3600));
+    // a handle checked out from this one shares its clock
+    let later = ds.checkout(ds.version()).await.unwrap();
+    let report = later.cleanup(&Default::default()).await.unwrap();
+    assert_eq!(report.removed_versions, [1, 2], "{report:?}");
+    assert_eq!(report.kept_versions, [3]);
+}
