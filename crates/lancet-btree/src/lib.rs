@@ -24,6 +24,7 @@
 mod error;
 mod idset;
 mod index;
+mod leaf;
 mod lookup;
 mod merge;
 mod page;
@@ -36,6 +37,7 @@ mod train;
 
 pub use error::{BTreeError, Result};
 pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
+pub use leaf::{evaluate_leaf, intersect_ranges, leaf_queries, LeafQueries};
 pub use merge::merge;
 pub use page::{IdLists, Page};
 pub use query::Query;

@@ -12,22 +12,18 @@
 //! Literals are typed by the column (see [`lancet_filter::typed`]): the index's value type, or the
 //! type of the column as read.
 
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, StringArray, UInt64Array};
-use arrow_cast::{cast_with_options, CastOptions};
-use arrow_schema::DataType;
 use futures::future::BoxFuture;
-use lancet_btree::{NullableIdSet, Page, Query};
+use lancet_btree::{evaluate_leaf, intersect_ranges, leaf_queries, NullableIdSet};
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
 
 use crate::{Dataset, Error, Result};
-use lancet_filter::{is_string, strict, typed, Expr, Filter, Leaf, Lit, Op, Truth, Typing};
+use lancet_filter::{Expr, Filter, Leaf, Truth, Typing};
 
 /// What [`Dataset::search`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -214,6 +210,14 @@ impl Search<'_> {
         }
     }
 
+    /// A leaf the filter's column cannot answer is the filter's error.
+    fn leaf_error(&self, e: lancet_btree::BTreeError) -> Error {
+        match e {
+            lancet_btree::BTreeError::InvalidInput(reason) => self.invalid(reason),
+            e => e.into(),
+        }
+    }
+
     fn eval<'b>(&'b self, e: &'b Expr) -> BoxFuture<'b, Result<NullableIdSet>> {
         Box::pin(async move {
             Ok(match e {
@@ -323,7 +327,8 @@ impl Search<'_> {
                     let value_type = first.index.lookup().value_type().clone();
                     let mut queries = Some(Vec::new());
                     for leaf in leaves {
-                        let plan = self.plan(column, leaf, typing, &value_type)?;
+                        let plan = leaf_queries(column, leaf, typing, &value_type)
+                            .map_err(|e| self.leaf_error(e))?;
                         // an index answers comparisons in its own value type only
                         match (&mut queries, plan.compare_as) {
                             (Some(q), None) => q.extend(plan.queries),
@@ -402,7 +407,8 @@ impl Search<'_> {
             let base = RowAddress::first_of(id);
             let mut part: Option<NullableIdSet> = None;
             for leaf in leaves {
-                let r = self.evaluate(column, leaf, typing, values.clone(), base)?;
+                let r = evaluate_leaf(column, leaf, typing, values.clone(), base)
+                    .map_err(|e| self.leaf_error(e))?;
                 part = Some(match part {
                     None => r,
                     Some(prev) => prev.and(&r),
@@ -412,136 +418,6 @@ impl Search<'_> {
         }
         // a fragment's rows past physical_rows (a data file longer than its record says)
         Ok(self.restrict(out))
-    }
-
-    /// `leaf` on one fragment's values; ids are `base + row`.
-    fn evaluate(
-        &self,
-        column: &str,
-        leaf: &Leaf,
-        typing: Typing,
-        values: ArrayRef,
-        base: u64,
-    ) -> Result<NullableIdSet> {
-        let n = values.len() as u64;
-        let ids = Arc::new(UInt64Array::from_iter_values(base..base + n));
-        if let Leaf::Like {
-            pattern,
-            case_insensitive,
-        } = leaf
-        {
-            let t = values.data_type().clone();
-            if !is_string(&t) {
-                return Err(self.invalid(format!("LIKE needs a string column; {column} is {t}")));
-            }
-            let p = cast_with_options(
-                &(Arc::new(StringArray::from(vec![pattern.as_str()])) as ArrayRef),
-                &t,
-                &CastOptions::default(),
-            )
-            .map_err(lancet_btree::BTreeError::from)?;
-            let p = Scalar::new(p);
-            let mask = if *case_insensitive {
-                arrow_string::like::ilike(&values, &p)
-            } else {
-                arrow_string::like::like(&values, &p)
-            }
-            .map_err(|e| self.invalid(format!("LIKE {pattern:?}: {e}")))?;
-            return Ok(mask_to_set(&mask, ids.values()));
-        }
-        let plan = self.plan(column, leaf, typing, values.data_type())?;
-        let values = match &plan.compare_as {
-            None => values,
-            Some(t) => cast_with_options(&values, t, &strict()).map_err(|e| {
-                self.invalid(format!("column {column} cannot be compared as {t}: {e}"))
-            })?,
-        };
-        let page = Page::new(values, ids);
-        let mut result: Option<NullableIdSet> = None;
-        for q in plan.queries {
-            let part = page.evaluate_unindexed(&q)?;
-            result = Some(match result {
-                None => part,
-                Some(prev) => prev.and(&part),
-            });
-        }
-        Ok(result.unwrap_or_default())
-    }
-
-    /// The BTree queries of one leaf on a column of type `t`, to be combined with AND
-    /// (BETWEEN with a NULL end is `x >= a AND x <= b`), and the type they compare in.
-    fn plan(&self, column: &str, leaf: &Leaf, typing: Typing, t: &DataType) -> Result<Plan> {
-        let lits: Vec<&Lit> = match leaf {
-            Leaf::Cmp(_, l) => vec![l],
-            Leaf::Between(a, b) => vec![a, b],
-            Leaf::In(list) => list.iter().collect(),
-            Leaf::IsNull | Leaf::Prefix(_) | Leaf::Like { .. } => Vec::new(),
-        };
-        let (compare_as, values) = typed(&lits, typing, t)
-            .map_err(|e| self.invalid(format!("column {column} ({t}): {e}")))?;
-        let qt = compare_as.as_ref().unwrap_or(t);
-        let mut values = values.into_iter();
-        let mut next = || {
-            values
-                .next()
-                .ok_or_else(|| Error::Internal("a literal was not typed".into()))
-        };
-        let q = match leaf {
-            Leaf::Cmp(op, _) => {
-                let s = next()?;
-                if s.is_null(0) {
-                    // a comparison with NULL is NULL on every row
-                    Query::Equals(s)
-                } else {
-                    match op {
-                        Op::Eq => Query::Equals(s),
-                        Op::Lt => Query::Range(Bound::Unbounded, Bound::Excluded(s)),
-                        Op::LtEq => Query::Range(Bound::Unbounded, Bound::Included(s)),
-                        Op::Gt => Query::Range(Bound::Excluded(s), Bound::Unbounded),
-                        Op::GtEq => Query::Range(Bound::Included(s), Bound::Unbounded),
-                    }
-                }
-            }
-            Leaf::Between(..) => {
-                let (a, b) = (next()?, next()?);
-                if a.is_null(0) || b.is_null(0) {
-                    let nulls_or = |s: ArrayRef, bound: fn(ArrayRef) -> Query| {
-                        if s.is_null(0) {
-                            Query::Equals(s)
-                        } else {
-                            bound(s)
-                        }
-                    };
-                    let queries = vec![
-                        nulls_or(a, |s| Query::Range(Bound::Included(s), Bound::Unbounded)),
-                        nulls_or(b, |s| Query::Range(Bound::Unbounded, Bound::Included(s))),
-                    ];
-                    return Ok(Plan {
-                        compare_as,
-                        queries,
-                    });
-                }
-                Query::Range(Bound::Included(a), Bound::Included(b))
-            }
-            Leaf::In(list) => {
-                let arrays = (0..list.len())
-                    .map(|_| next())
-                    .collect::<Result<Vec<_>>>()?;
-                let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
-                Query::IsIn(
-                    arrow_select::concat::concat(&refs).map_err(lancet_btree::BTreeError::from)?,
-                )
-            }
-            Leaf::IsNull => Query::IsNull,
-            Leaf::Prefix(p) if is_string(qt) => Query::LikePrefix(p.clone()),
-            Leaf::Prefix(_) | Leaf::Like { .. } => {
-                return Err(self.invalid(format!("LIKE needs a string column; {column} is {t}")))
-            }
-        };
-        Ok(Plan {
-            compare_as,
-            queries: vec![q],
-        })
     }
 
     /// Legacy segments (index_version 0 on stable-row-id tables) store row ids.
@@ -555,116 +431,6 @@ impl Search<'_> {
     }
 }
 
-/// A leaf's BTree queries and the type they compare in: `None` is the column's own type
-/// (an index on it can answer), `Some(t)` a common type the column's values are cast to.
-struct Plan {
-    compare_as: Option<DataType>,
-    queries: Vec<Query>,
-}
-
-/// Folds the range and equality queries of one conjunction into one range (the largest
-/// lower bound, the smallest upper; on a tie the excluding one), keeping the rest. Bounds
-/// at NULL, NaN or a float zero (where total order and SQL disagree on -0.0) are not folded.
-fn intersect_ranges(queries: Vec<Query>) -> Vec<Query> {
-    fn foldable(v: &ArrayRef) -> bool {
-        use arrow_array::cast::AsArray;
-        use arrow_array::types::{Float32Type, Float64Type};
-        if v.len() != 1 || v.is_null(0) {
-            return false;
-        }
-        match v.data_type() {
-            DataType::Float64 => {
-                let f = v.as_primitive::<Float64Type>().value(0);
-                f != 0.0 && !f.is_nan()
-            }
-            DataType::Float32 => {
-                let f = v.as_primitive::<Float32Type>().value(0);
-                f != 0.0 && !f.is_nan()
-            }
-            DataType::Float16 => false,
-            _ => true,
-        }
-    }
-    fn bound_ok(b: &Bound<ArrayRef>) -> bool {
-        match b {
-            Bound::Included(v) | Bound::Excluded(v) => foldable(v),
-            Bound::Unbounded => true,
-        }
-    }
-    /// How `a` orders against `b` (`None`: not comparable).
-    fn order(a: &ArrayRef, b: &ArrayRef) -> Option<std::cmp::Ordering> {
-        let cmp =
-            arrow_ord::ord::make_comparator(a.as_ref(), b.as_ref(), Default::default()).ok()?;
-        Some(cmp(0, 0))
-    }
-    /// The tighter of two lower (`lower`) or upper bounds.
-    fn tighter(a: Bound<ArrayRef>, b: Bound<ArrayRef>, lower: bool) -> Option<Bound<ArrayRef>> {
-        use std::cmp::Ordering::*;
-        let (av, bv) = match (&a, &b) {
-            (Bound::Unbounded, _) => return Some(b),
-            (_, Bound::Unbounded) => return Some(a),
-            (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-                (x, y)
-            }
-        };
-        Some(match (order(av, bv)?, lower) {
-            (Greater, true) | (Less, false) => a,
-            (Less, true) | (Greater, false) => b,
-            (Equal, _) => match a {
-                Bound::Excluded(_) => a,
-                _ => b,
-            },
-        })
-    }
-    let foldable_count = queries
-        .iter()
-        .filter(|q| match q {
-            Query::Range(lo, hi) => bound_ok(lo) && bound_ok(hi),
-            Query::Equals(v) => foldable(v),
-            _ => false,
-        })
-        .count();
-    if foldable_count < 2 {
-        return queries;
-    }
-    let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
-    let mut rest = Vec::new();
-    for q in queries {
-        let (l, h) = match q {
-            Query::Range(l, h) if bound_ok(&l) && bound_ok(&h) => (l, h),
-            Query::Equals(v) if foldable(&v) => (Bound::Included(v.clone()), Bound::Included(v)),
-            other => {
-                rest.push(other);
-                continue;
-            }
-        };
-        match (
-            tighter(lo.clone(), l.clone(), true),
-            tighter(hi.clone(), h.clone(), false),
-        ) {
-            (Some(a), Some(b)) => (lo, hi) = (a, b),
-            // not comparable: keep it as its own query
-            _ => rest.push(Query::Range(l, h)),
-        }
-    }
-    rest.insert(0, Query::Range(lo, hi));
-    rest
-}
-
 fn is_empty(set: &NullableIdSet) -> bool {
     set.true_ids.is_empty() && set.null_ids.is_empty()
-}
-
-/// TRUE ids where the mask is TRUE, NULL ids where it is NULL.
-fn mask_to_set(mask: &BooleanArray, ids: &[u64]) -> NullableIdSet {
-    let mut true_ids = RoaringTreemap::new();
-    let mut null_ids = RoaringTreemap::new();
-    for (i, id) in ids.iter().enumerate() {
-        if mask.is_null(i) {
-            null_ids.insert(*id);
-        } else if mask.value(i) {
-            true_ids.insert(*id);
-        }
-    }
-    NullableIdSet::new(true_ids, null_ids)
 }
