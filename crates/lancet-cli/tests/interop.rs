@@ -2024,7 +2024,7 @@ fn lancet_cleanup_keeps_what_a_branch_uses() {
 #[tokio::test]
 async fn operations_committed_by_lancet_are_read_by_pylance() {
     use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
-    use lancet::proto::table::transaction::{Append, Update};
+    use lancet::proto::table::transaction::{Append, Overwrite, ReserveFragments, Update};
     use lancet::Operation;
     for name in ["basic", "stable"] {
         let dir = tempfile::tempdir().unwrap().keep().join(name);
@@ -2147,6 +2147,59 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         let verified: Value =
             serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
         assert_eq!(verified["valid"], true, "{name}: {verified}");
+
+        // ReserveFragments: the next fragment pylance appends takes an id past the reserved
+        let max = updated.manifest().max_fragment_id.unwrap();
+        let reserved = updated
+            .commit(Operation::ReserveFragments(ReserveFragments {
+                num_fragments: 3,
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(reserved.manifest().max_fragment_id, Some(max + 3));
+        // pylance's Python binding has no class for it: it reads the transaction as its base
+        let seen = peer(&["transactions", &uri]);
+        assert_eq!(
+            seen["transactions"][0]["operation"], "BaseOperation",
+            "{name}"
+        );
+        let txn = reserved.transaction().await.unwrap().unwrap();
+        assert_eq!(txn.operation_name(), "ReserveFragments");
+        let v = reserved.version().to_string();
+        peer(&["append-at", &uri, &v, "700000", "10"]);
+        let after = Dataset::open(&uri).await.unwrap();
+        let last = after.fragments().await.unwrap().last().unwrap().id;
+        assert!(last > u64::from(max + 3), "{name}: pylance took {last}");
+
+        // Overwrite: fragments and indices replaced, ids and row ids never reused
+        let written = peer(&["write-fragments", &uri, "800000", "100"]);
+        let next_row_id = after.manifest().next_row_id;
+        let over = after
+            .commit(Operation::Overwrite(Overwrite {
+                fragments: fragments_of(&written),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let scan = peer(&["scan", &uri]);
+        assert_eq!(scan["count"], json!(100), "{name}");
+        assert_eq!(scan["indices"], json!([]), "{name}");
+        let seen = peer(&["transactions", &uri]);
+        assert_eq!(seen["transactions"][0]["operation"], "Overwrite", "{name}");
+        let ids: Vec<u64> = over
+            .fragments()
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, vec![last + 1], "{name}");
+        if stable {
+            let ids = peer(&["rowids", &uri, &over.version().to_string()]);
+            assert_eq!(ids["row_ids"][0], json!(next_row_id), "{name}: {ids}");
+        }
     }
 }
 
