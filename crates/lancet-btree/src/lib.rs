@@ -44,7 +44,7 @@ pub use query::Query;
 pub use result::NullableIdSet;
 pub use schema::{page_data_schema, page_lookup_schema};
 pub use sort::ExternalSorter;
-pub use train::{train, write_sorted, TrainOptions, TrainedIndex};
+pub use train::{fragment_pairs, train, write_sorted, EntryFields, TrainOptions, TrainedIndex};
 
 /// First `i` in `0..n` for which `pred(i)` is false, given `pred` is true then false.
 pub(crate) fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {

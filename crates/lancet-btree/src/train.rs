@@ -50,6 +50,81 @@ pub struct TrainedIndex {
     pub files: Vec<(String, u64)>,
 }
 
+/// What a new BTree segment's index entry records, besides its files.
+#[derive(Debug, Clone)]
+pub struct EntryFields<'a> {
+    pub uuid: lancet_proto::table::Uuid,
+    pub name: &'a str,
+    pub field_id: i32,
+    /// The version the segment was trained on.
+    pub dataset_version: u64,
+    /// The fragments it covers.
+    pub fragments: roaring::RoaringBitmap,
+    /// The table uses stable row ids (the segment's ids are still row addresses).
+    pub stable_row_ids: bool,
+    /// Milliseconds since the epoch.
+    pub created_at: u64,
+}
+
+impl TrainedIndex {
+    /// The segment's `IndexMetadata` as Lance 14 records a BTree it trained: the BTree
+    /// details type URL with empty details, the fragment bitmap as portable Roaring, the files
+    /// with their sizes, and `index_version` 1 on stable-row-id tables (0 otherwise) for ids
+    /// that are row addresses.
+    pub fn entry(&self, e: EntryFields<'_>) -> lancet_proto::table::IndexMetadata {
+        let mut bitmap = e.fragments;
+        bitmap.optimize();
+        let mut fragment_bitmap = Vec::with_capacity(bitmap.serialized_size());
+        // writing into a Vec cannot fail
+        let _ = bitmap.serialize_into(&mut fragment_bitmap);
+        lancet_proto::table::IndexMetadata {
+            uuid: Some(e.uuid),
+            fields: vec![e.field_id],
+            name: e.name.to_string(),
+            dataset_version: e.dataset_version,
+            fragment_bitmap,
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: lancet_proto::BTREE_DETAILS_TYPE_URL.to_string(),
+                value: Vec::new(),
+            }),
+            index_version: Some(i32::from(e.stable_row_ids)),
+            created_at: Some(e.created_at),
+            base_id: None,
+            files: self
+                .files
+                .iter()
+                .map(|(path, size)| lancet_proto::table::IndexFile {
+                    path: path.clone(),
+                    size_bytes: *size,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The training pairs of one fragment: its values and their row addresses, rows at `deleted`
+/// offsets left out, as a `(value, id)` batch [`train`] takes.
+pub fn fragment_pairs(
+    fragment_id: u32,
+    values: &ArrayRef,
+    deleted: Option<&roaring::RoaringBitmap>,
+) -> Result<arrow_array::RecordBatch> {
+    let keep: Vec<u32> = (0..u32::try_from(values.len()).unwrap_or(u32::MAX))
+        .filter(|o| deleted.is_none_or(|d| !d.contains(*o)))
+        .collect();
+    let ids: ArrayRef = std::sync::Arc::new(arrow_array::UInt64Array::from_iter_values(
+        keep.iter()
+            .map(|o| lancet_proto::RowAddress::new(fragment_id, *o).as_u64()),
+    ));
+    let values =
+        arrow_select::take::take(values.as_ref(), &arrow_array::UInt32Array::from(keep), None)?;
+    Ok(arrow_array::RecordBatch::try_from_iter([
+        ("value", values),
+        ("id", ids),
+    ])?)
+}
+
 /// Order-preserving u64 keys of a primitive column (signed: sign bit flipped; floats: IEEE
 /// total order, NaN above +inf), or `None` for other types.
 fn primitive_keys(values: &ArrayRef) -> Option<Vec<u64>> {

@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
+use arrow_array::{ArrayRef, UInt64Array};
 use lancet_btree::{BTreeIndex, NullableIdSet, Page, Query, TrainOptions};
 use lancet_paths::{files, ObjectUuid};
-use lancet_proto::table::{DataFragment, IndexFile, IndexMetadata};
+use lancet_proto::table::transaction::{CreateIndex, Operation};
+use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
@@ -352,20 +353,11 @@ impl Dataset {
             })?;
             covered.insert(id);
             let values = self.read_column(f, field.id).await?;
-            let keep: Vec<u32> = (0..values.len() as u32)
-                .filter(|o| deleted.as_ref().is_none_or(|d| !d.contains(*o)))
-                .collect();
-            let take = arrow_array::UInt32Array::from(keep.clone());
-            let values = arrow_select::take::take(values.as_ref(), &take, None)
-                .map_err(lancet_btree::BTreeError::from)?;
-            let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(
-                keep.iter().map(|o| RowAddress::new(id, *o).as_u64()),
-            ));
-            batches.push(Ok(RecordBatch::try_from_iter([
-                ("value", values),
-                ("id", ids),
-            ])
-            .map_err(lancet_btree::BTreeError::from)?));
+            batches.push(Ok(lancet_btree::fragment_pairs(
+                id,
+                &values,
+                deleted.as_deref(),
+            )?));
         }
         let value_type = match batches.first() {
             Some(Ok(b)) => b.column(0).data_type().clone(),
@@ -391,46 +383,26 @@ impl Dataset {
             options,
         )
         .await?;
-        let mut bitmap = covered;
-        bitmap.optimize();
-        let mut fragment_bitmap = Vec::new();
-        bitmap
-            .serialize_into(&mut fragment_bitmap)
-            .map_err(|e| Error::Internal(format!("encoding a fragment bitmap: {e}")))?;
         let name = format!("{column}_idx");
-        let created_at = u64::try_from(self.clock().now_ms()).unwrap_or(0);
-        let entry = IndexMetadata {
-            uuid: Some(uuid.to_proto()),
-            fields: vec![field.id],
-            name: name.clone(),
+        let entry = trained.entry(lancet_btree::EntryFields {
+            uuid: uuid.to_proto(),
+            name: &name,
+            field_id: field.id,
             dataset_version: self.version(),
-            fragment_bitmap,
-            index_details: Some(lancet_proto::prost_types::Any {
-                type_url: lancet_proto::BTREE_DETAILS_TYPE_URL.to_string(),
-                value: Vec::new(),
-            }),
-            // ids are row addresses; Lance labels such builds 0 on tables without stable row ids
-            index_version: Some(if self.has_stable_row_ids() { 1 } else { 0 }),
-            created_at: Some(created_at),
-            base_id: None,
-            files: trained
-                .files
-                .iter()
-                .map(|(path, size)| IndexFile {
-                    path: path.clone(),
-                    size_bytes: *size,
-                })
-                .collect(),
-            ..Default::default()
-        };
-        let mut indices: Vec<IndexMetadata> = self
+            fragments: covered,
+            stable_row_ids: self.has_stable_row_ids(),
+            created_at: u64::try_from(self.clock().now_ms()).unwrap_or(0),
+        });
+        let removed_indices = self
             .indices()
             .iter()
-            .filter(|m| m.name != name)
+            .filter(|m| m.name == name)
             .cloned()
             .collect();
-        indices.push(entry);
-        self.commit_manifest(self.manifest().clone(), &indices)
-            .await
+        let op = Operation::CreateIndex(CreateIndex {
+            new_indices: vec![entry],
+            removed_indices,
+        });
+        Ok(self.commit(op).await?.dataset)
     }
 }
