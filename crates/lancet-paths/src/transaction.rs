@@ -156,6 +156,57 @@ pub async fn read_transaction(
     decode_transaction(&path, &bytes).map(Some)
 }
 
+/// The versions after `from`, each with its transaction, up to the latest a reader can find:
+/// what a writer that lost a race (version `known` exists) reads to judge what it lost to.
+/// The versions through `known + 1` and the latest-version hint are read at once (after a
+/// lost race the next is most often absent, so the rebase starts one round trip sooner);
+/// versions the hint names past them next, concurrently; then names past the hint one by one,
+/// as the hint may lag. A hinted version that is missing (cleaned up, or a hint from the
+/// future) ends the list there. Versions are read by name under `scheme`, never listed.
+pub async fn versions_since(
+    store: &DatasetStore,
+    scheme: crate::manifest::NamingScheme,
+    from: u64,
+    known: u64,
+) -> Result<Vec<(ManifestFile, Option<StoredTransaction>)>> {
+    use crate::manifest::{read_latest_hint, read_manifest_named};
+    use futures::StreamExt;
+    let hint = async { read_latest_hint(store).await.ok().flatten().unwrap_or(0) };
+    let read = |version: u64| async move {
+        match read_manifest_named(store, version, scheme).await {
+            Ok(file) => {
+                let txn = read_transaction(store, &file).await?;
+                Ok(Some((file, txn)))
+            }
+            Err(PathsError::VersionNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    let read_all = |versions: std::ops::RangeInclusive<u64>| {
+        versions
+            .map(read)
+            .collect::<futures::stream::FuturesOrdered<_>>()
+            .collect::<Vec<_>>()
+    };
+    let (mut found, hint) = futures::join!(read_all(from + 1..=known + 1), hint);
+    if hint > known + 1 {
+        found.extend(read_all(known + 2..=hint).await);
+    }
+    let mut out = Vec::new();
+    for f in found {
+        match f? {
+            Some(read) => out.push(read),
+            None => return Ok(out),
+        }
+    }
+    let mut version = from + 1 + out.len() as u64;
+    while let Some(read) = read(version).await? {
+        out.push(read);
+        version += 1;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {

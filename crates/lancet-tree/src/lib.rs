@@ -31,6 +31,7 @@
 
 mod clone;
 mod error;
+mod flat;
 pub mod leaf;
 mod mutation;
 mod objects;
@@ -45,6 +46,7 @@ mod writer;
 
 pub use clone::{clone_tree, point_mutations_at, point_root_at};
 pub use error::{Result, Rule, TreeError};
+pub use flat::apply_flat;
 pub use mutation::{Action, Mutation};
 pub use objects::{
     DecodedLeaf, DecodedNode, NoCache, NodeCache, ObjectFetcher, ObjectKey, StoreFetcher,

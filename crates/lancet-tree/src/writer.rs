@@ -497,10 +497,14 @@ impl Commit<'_> {
     }
 
     /// Uploads every queued object, [`UPLOAD_CONCURRENCY`] at a time.
+    ///
+    /// Every started put is awaited, also after one fails: a put dropped in flight may still
+    /// land later (a local store writes on a blocking thread), and a failed commit must not
+    /// leave writes behind that appear after it returned.
     async fn upload(&mut self) -> Result<()> {
-        use futures::{StreamExt, TryStreamExt};
+        use futures::StreamExt;
         let store = &self.writer.store;
-        futures::stream::iter(std::mem::take(&mut self.pending))
+        let results: Vec<Result<()>> = futures::stream::iter(std::mem::take(&mut self.pending))
             .map(|(path, bytes)| async move {
                 store
                     .put(&store.path(&path), bytes)
@@ -508,9 +512,9 @@ impl Commit<'_> {
                     .map_err(|e| io(&path, e))
             })
             .buffer_unordered(UPLOAD_CONCURRENCY)
-            .try_collect::<Vec<_>>()
-            .await?;
-        Ok(())
+            .collect()
+            .await;
+        results.into_iter().collect()
     }
 
     /// Uploads the queue first when it holds `child`, so that the reader can load it.

@@ -17,7 +17,7 @@ use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
 use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
-use lancet_tree::{Action, Deltas, FragmentChange, Mutation, TreeWriter, TreeWriterConfig};
+use lancet_tree::{Action, FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
     restored_manifest, rewrite_operation,
@@ -279,11 +279,9 @@ impl Dataset {
         (recorded.transaction.uuid == ours.uuid).then_some(file.entry.size)
     }
 
-    /// The versions after this one up to the latest (read by name, not listed), each with
-    /// its transaction; and the latest version. The latest-version hint says how far to read
-    /// at once (those manifests are fetched concurrently); names past it are probed one by
-    /// one, as the hint may lag. Manifests read here seed the manifest cache, so opening the
-    /// latest version reads nothing twice.
+    /// The versions after this one up to the latest, each with its transaction
+    /// ([`lancet_paths::transaction::versions_since`]); and the latest version. Manifests read
+    /// here seed the manifest cache, so opening the latest version reads nothing twice.
     pub(crate) async fn transactions_since(
         &self,
     ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
@@ -296,58 +294,15 @@ impl Dataset {
         &self,
         known: u64,
     ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
-        let store = self.store();
-        let hint = async {
-            manifest::read_latest_hint(store)
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or(0)
-        };
         let scheme = self.naming_scheme();
-        let read = |version: u64| async move {
-            match manifest::read_manifest_named(store, version, scheme).await {
-                Ok(file) => {
-                    let txn = lancet_paths::transaction::read_transaction(store, &file).await?;
-                    Ok(Some((file, txn)))
-                }
-                Err(PathsError::VersionNotFound { .. }) => Ok(None),
-                Err(e) => Err(Error::from(e)),
-            }
-        };
-        let read_all = |versions: std::ops::RangeInclusive<u64>| {
-            futures::StreamExt::collect::<Vec<_>>(
-                versions
-                    .map(read)
-                    .collect::<futures::stream::FuturesOrdered<_>>(),
-            )
-        };
-        // The version after `known` is probed at once too: after a lost race it is most
-        // often absent, and the rebase starts one round trip sooner.
-        let (mut found, hint) = futures::join!(read_all(self.version() + 1..=known + 1), hint);
-        if hint > known + 1 {
-            found.extend(read_all(known + 2..=hint).await);
-        }
-        let mut out = Vec::new();
-        let mut files = Vec::new();
-        let mut gap = false;
-        for f in found {
-            match f? {
-                Some((file, txn)) if !gap => {
-                    out.push((file.entry.version, txn));
-                    files.push(file);
-                }
-                // a hinted version that is missing: cleaned up, or a hint from the future
-                _ => gap = true,
-            }
-        }
-        let mut version = self.version() + 1 + out.len() as u64;
-        if !gap {
-            while let Some((file, txn)) = read(version).await? {
-                out.push((version, txn));
-                files.push(file);
-                version += 1;
-            }
+        let read =
+            lancet_paths::transaction::versions_since(self.store(), scheme, self.version(), known)
+                .await?;
+        let mut out = Vec::with_capacity(read.len());
+        let mut files = Vec::with_capacity(read.len());
+        for (file, txn) in read {
+            out.push((file.entry.version, txn));
+            files.push(file);
         }
         for file in files {
             self.cache_manifest(file).await;
@@ -420,7 +375,7 @@ impl Dataset {
                         .last()
                         .and_then(|f| u32::try_from(f.id).ok());
                 }
-                apply_flat(&mut manifest, actions)?
+                lancet_tree::apply_flat(&mut manifest, actions)?
             }
         };
         let operation = match kind {
@@ -675,56 +630,6 @@ fn invalid(ds: &Dataset, rule: &str) -> Error {
         version: ds.version(),
         rule: rule.to_string(),
     }
-}
-
-/// Applies actions to a flat fragment list with the tree's semantics (kept in id order),
-/// returning each touched fragment before and after, in id order.
-fn apply_flat(manifest: &mut Manifest, actions: &[(u64, Action)]) -> Result<Vec<FragmentChange>> {
-    let mut changes: std::collections::BTreeMap<u64, FragmentChange> = Default::default();
-    for (i, (id, action)) in actions.iter().enumerate() {
-        let pos = manifest.fragments.binary_search_by_key(id, |f| f.id);
-        let prior = pos.ok().and_then(|p| manifest.fragments.get(p)).cloned();
-        let mut m = Mutation {
-            sequence: 1,
-            target: *id,
-            action: action.clone(),
-            deltas: Deltas::default(),
-        };
-        let bad = |v: lancet_tree::Violation| {
-            Error::from(lancet_tree::TreeError::InvalidInput(format!(
-                "action {i} ({}): {}",
-                action.name(),
-                v.detail
-            )))
-        };
-        m.deltas = m.deltas_on(prior.as_ref()).map_err(bad)?;
-        let after = m.apply(prior.clone()).map_err(bad)?;
-        changes
-            .entry(*id)
-            .or_insert_with(|| FragmentChange {
-                id: *id,
-                before: prior,
-                after: None,
-            })
-            .after = after.clone();
-        match (pos, after) {
-            (Ok(p), Some(f)) => {
-                if let Some(slot) = manifest.fragments.get_mut(p) {
-                    *slot = f;
-                }
-            }
-            (Ok(p), None) => {
-                manifest.fragments.remove(p);
-            }
-            (Err(p), Some(f)) => {
-                let id32 = u32::try_from(f.id).ok();
-                manifest.max_fragment_id = manifest.max_fragment_id.max(id32);
-                manifest.fragments.insert(p, f);
-            }
-            (Err(_), None) => {}
-        }
-    }
-    Ok(changes.into_values().collect())
 }
 
 /// Why a rewrite cannot be rebased as prepared: every version since was compatible, but its
