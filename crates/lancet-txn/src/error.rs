@@ -71,8 +71,13 @@ impl TxnError {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
+            // lancet cannot carry the fields: its reach, not the caller's change
+            TxnError::Invalid {
+                invariant: Invariant::UnmodelledFieldsKept,
+                ..
+            }
+            | TxnError::Unsupported { .. } => ErrorKind::Unsupported,
             TxnError::Invalid { .. } | TxnError::Operation { .. } => ErrorKind::InvalidInput,
-            TxnError::Unsupported { .. } => ErrorKind::Unsupported,
         }
     }
 

@@ -23,6 +23,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use lancet_paths::flags;
+use lancet_paths::manifest::UnmodelledFragment;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
 use roaring::RoaringTreemap;
@@ -52,6 +53,13 @@ pub enum Invariant {
     /// interprets): what a reader refuses is never published. Judged by the caller, which
     /// decodes the exact bytes it is about to put.
     ManifestDecodes,
+    /// No fragment field lancet does not model is dropped (tree spec: a write "must fail if any
+    /// such reference cannot be preserved"; the reserved ExternalFile arms are such fields): a
+    /// fragment of the previous flat version that holds one is not listed again by a flat
+    /// candidate, nor carried into a tree (lancet re-encodes both). Tree versions hold only
+    /// modelled records (the leaf schema is exact). Its kind is `Unsupported`: what is wrong
+    /// is lancet's reach, not the caller's change.
+    UnmodelledFieldsKept,
     /// The manifest decodes under lancet-paths' rules: feature flags paired as Lance 14's
     /// `validate_paired_feature_flags` requires, flag 4096 exactly when a fragment tree is set
     /// and the flat list then empty. Lance and lancet refuse to open a version that breaks it.
@@ -131,6 +139,7 @@ impl Invariant {
         use Invariant::*;
         match self {
             ManifestDecodes => "the manifest object decodes and opens as a reader would",
+            UnmodelledFieldsKept => "no fragment field lancet does not model is dropped",
             ManifestFlags => "the manifest's feature flags follow Lance's pairing rules",
             FragmentIdsIncrease => "fragment ids strictly increase",
             FragmentIdWithinMax => "every fragment id is at most max_fragment_id",
@@ -161,8 +170,9 @@ impl Invariant {
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 23] = [
+    pub const ALL: [Invariant; 24] = [
         Invariant::ManifestDecodes,
+        Invariant::UnmodelledFieldsKept,
         Invariant::ManifestFlags,
         Invariant::FragmentIdsIncrease,
         Invariant::FragmentIdWithinMax,
@@ -263,6 +273,9 @@ pub struct Candidate<'a> {
     /// The data files of changed fragments, as stored. `None` skips the data-file rules:
     /// storage actions name files the caller wrote, and are not made to read them.
     pub data_files: Option<&'a [DataFileFacts]>,
+    /// The fragments of `previous`, when it is flat, that hold fields lancet does not model
+    /// (`DecodedManifest::unmodelled_fragments`).
+    pub unmodelled: &'a [UnmodelledFragment],
 }
 
 /// Checks every invariant on `candidate`, returning the first broken one (in
@@ -318,6 +331,20 @@ impl Checker<'_, '_> {
     }
 
     fn manifest_rules(&self) -> Result<()> {
+        let kept = self.c.unmodelled.iter().find(|u| {
+            self.next().fragment_tree.is_some()
+                || self.next().fragments.iter().any(|f| f.id == u.id)
+        });
+        if let Some(u) = kept {
+            return Err(self.fail(
+                Invariant::UnmodelledFieldsKept,
+                format!("fragment {}", u.id),
+                format!(
+                    "holds fields lancet does not model ({}); writing it again would drop them",
+                    u.fields.join(", ")
+                ),
+            ));
+        }
         flags::validate_flags(self.next())
             .map_err(|e| self.fail(Invariant::ManifestFlags, "feature flags", e.to_string()))?;
         let prev = self.c.previous.map(|p| p.manifest);
@@ -771,6 +798,7 @@ mod tests {
             row_ids,
             operation,
             data_files: None,
+            unmodelled: &[],
         })
     }
 
@@ -914,6 +942,7 @@ mod tests {
                 row_ids: None,
                 operation: None,
                 data_files: Some(&facts),
+                unmodelled: &[],
             })
         };
         let file = |num_rows, field_ids: &[i32]| {
@@ -1139,6 +1168,48 @@ mod tests {
             )),
             Invariant::FlagRequired
         );
+    }
+
+    #[test]
+    fn a_fragment_with_unmodelled_fields_is_never_written_again() {
+        let prev = manifest(&[0, 1, 2]);
+        let unmodelled = [UnmodelledFragment {
+            id: 1,
+            fields: vec!["files[0].9".into()],
+        }];
+        let judge_with = |next: &Manifest| {
+            let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+            check(&Candidate {
+                version: 2,
+                previous: Some(Version {
+                    manifest: &prev,
+                    indices: &[],
+                }),
+                next: Version {
+                    manifest: next,
+                    indices: &[],
+                },
+                changes: &changes,
+                row_ids: None,
+                operation: None,
+                data_files: None,
+                unmodelled: &unmodelled,
+            })
+        };
+        // listed again (re-encoded): refused, as lancet's limit
+        let err = judge_with(&manifest(&[0, 1, 2, 3])).unwrap_err();
+        assert_eq!(err.invariant(), Some(Invariant::UnmodelledFieldsKept));
+        assert_eq!(err.kind(), crate::ErrorKind::Unsupported);
+        assert!(err.to_string().contains("files[0].9"), "{err}");
+        // carried into a tree: refused
+        let mut tree = manifest(&[]);
+        tree.max_fragment_id = Some(2);
+        tree.fragment_tree = Some(Default::default());
+        assert_eq!(broken(judge_with(&tree)), Invariant::UnmodelledFieldsKept);
+        // removed: nothing is re-encoded
+        let mut removed = manifest(&[0, 2]);
+        removed.max_fragment_id = Some(2);
+        judge_with(&removed).unwrap();
     }
 
     #[test]

@@ -65,9 +65,6 @@ pub(crate) async fn publish(
             _ => e,
         }
     };
-    if let Some(prev) = p.previous {
-        refuse_unmodelled(prev, p.manifest)?;
-    }
     let diffed;
     let changes = match (p.changes, p.previous) {
         (Some(c), _) => c,
@@ -96,6 +93,12 @@ pub(crate) async fn publish(
         row_ids: row_ids.as_ref(),
         operation: p.transaction.and_then(|t| t.operation.as_ref()),
         data_files: p.data_files,
+        unmodelled: match p.previous {
+            Some(prev) if prev.tree().is_none() => {
+                prev.manifest_file().decoded.unmodelled_fragments()
+            }
+            _ => &[],
+        },
     })?;
     let prepared = manifest::prepare_manifest(
         store,
@@ -120,33 +123,6 @@ pub(crate) async fn publish(
     manifest::publish_prepared(store, &prepared).await?;
     candidate.cache_manifest(prepared.file).await;
     Ok((candidate, prepared.bytes.len() as u64))
-}
-
-/// Refuses a candidate that would re-encode a fragment of the flat version `prev` holding
-/// fields lancet does not model (tree spec: the write "must fail if any such reference cannot
-/// be preserved"; the reserved ExternalFile arms are such fields): a flat candidate encodes
-/// every fragment it lists again, a tree candidate made from a flat version holds them as
-/// leaf records. Tree versions hold only modelled records (the leaf schema is exact).
-fn refuse_unmodelled(prev: &Dataset, next: &Manifest) -> Result<()> {
-    if prev.tree().is_some() {
-        return Ok(());
-    }
-    let unmodelled = prev.manifest_file().decoded.unmodelled_fragments();
-    let kept = unmodelled
-        .iter()
-        .find(|u| next.fragment_tree.is_some() || next.fragments.iter().any(|f| f.id == u.id));
-    match kept {
-        None => Ok(()),
-        Some(u) => Err(Error::Unsupported {
-            uri: prev.uri().to_string(),
-            version: prev.version(),
-            rule: format!(
-                "fragment {} holds fields lancet does not model ({}); writing it again would drop them",
-                u.id,
-                u.fields.join(", ")
-            ),
-        }),
-    }
 }
 
 /// The row ids of the changed fragments before and after, their deletion files read through

@@ -118,6 +118,7 @@ impl Dataset {
             row_ids: Some(&rows),
             operation: None,
             data_files,
+            unmodelled: &[],
         };
         lancet_txn::check(&candidate).map_err(|e| match e {
             TxnError::Invalid {

@@ -88,9 +88,13 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert_eq!(
+            err.invariant(),
+            Some(lancet::Invariant::UnmodelledFieldsKept)
+        );
         let message = err.to_string();
         assert!(
-            message.contains("fragment 2 holds fields lancet does not model")
+            message.contains("fragment 2: holds fields lancet does not model")
                 && message.contains(named),
             "{message}"
         );
@@ -99,6 +103,10 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert_eq!(
+            err.invariant(),
+            Some(lancet::Invariant::UnmodelledFieldsKept)
+        );
         assert_eq!(versions_dir(dir.path()), before, "a refused write wrote");
     }
     // the same table without the extra fields commits and converts
