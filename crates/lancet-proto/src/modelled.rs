@@ -43,6 +43,85 @@ pub fn unmodelled_fragment_fields(bytes: &[u8]) -> Result<Vec<String>, WireError
     Ok(out)
 }
 
+/// `FragmentTreeMutation`, `FragmentAction` and the action payloads (`fragment_metadata.proto`).
+const MUTATION: &[u32] = &[1, 2, 3, 4, 5];
+const ACTION: &[u32] = &[1, 2, 3, 4, 5, 6, 7];
+const FRAG_AND_MESSAGE: &[u32] = &[1, 2];
+const FRAG_ONLY: &[u32] = &[1];
+const REPLACE_DATA_FILE: &[u32] = &[1, 2, 3, 4, 5];
+
+/// The fields lancet does not model in the buffered mutations of an encoded fragment tree
+/// node, root or `FragmentTree` (`buffer_field`: the number of its repeated
+/// `FragmentTreeMutation` field: 2 in a node or root, 3 for `mutations_since_root`), as paths
+/// (`"buffer[0].action.upsert_fragment.6"`). A mutation is re-encoded whenever a commit
+/// rewrites the object holding it, so what prost drops there is lost like a fragment's.
+pub fn unmodelled_mutation_fields(
+    container: &[u8],
+    buffer_field: u32,
+    name: &str,
+) -> Result<Vec<String>, WireError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    for field in fields(container) {
+        let field = field?;
+        if field.number != buffer_field || field.wire_type != WireType::LengthDelimited {
+            continue;
+        }
+        let mutation = container.get(field.value.clone()).unwrap_or_default();
+        let prefix = format!("{name}[{i}].");
+        i += 1;
+        for m in fields(mutation) {
+            let m = m?;
+            if !MUTATION.contains(&m.number) {
+                out.push(format!("{prefix}{}", m.number));
+                continue;
+            }
+            if m.number != 2 || m.wire_type != WireType::LengthDelimited {
+                continue;
+            }
+            let action = mutation.get(m.value.clone()).unwrap_or_default();
+            for a in fields(action) {
+                let a = a?;
+                let here = format!("{prefix}action.");
+                if !ACTION.contains(&a.number) {
+                    out.push(format!("{here}{}", a.number));
+                    continue;
+                }
+                if a.wire_type != WireType::LengthDelimited {
+                    continue;
+                }
+                let payload = action.get(a.value.clone()).unwrap_or_default();
+                let (arm, known, inner): (&str, &[u32], Option<&[u32]>) = match a.number {
+                    1 => {
+                        for f in unmodelled_fragment_fields(payload)? {
+                            out.push(format!("{here}upsert_fragment.{f}"));
+                        }
+                        continue;
+                    }
+                    3 => ("add_data_file", FRAG_AND_MESSAGE, Some(DATA_FILE)),
+                    4 => ("remove_data_file", FRAG_AND_MESSAGE, None),
+                    5 => ("add_deletion_file", FRAG_AND_MESSAGE, Some(DELETION_FILE)),
+                    6 => ("clear_deletion_file", FRAG_ONLY, None),
+                    7 => ("replace_data_file", REPLACE_DATA_FILE, None),
+                    _ => continue,
+                };
+                let arm_prefix = format!("{here}{arm}.");
+                walk(
+                    payload,
+                    known,
+                    &arm_prefix,
+                    &mut out,
+                    &|number| match (number, inner) {
+                        (2, Some(k)) => Some(Nested::One("file", k)),
+                        _ => None,
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A modelled field that holds a message, whose fields are checked too.
 enum Nested {
     One(&'static str, &'static [u32]),
@@ -106,6 +185,76 @@ fn walk(
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use prost::Message;
+
+    #[test]
+    fn buffered_mutations_name_the_fields_a_reencode_would_drop() {
+        use crate::table::fragment_action::Action;
+        use crate::table::{AddDataFile, FragmentAction, FragmentTreeMutation, FragmentTreeNode};
+        let upsert = FragmentTreeMutation {
+            action_sequence: 1,
+            action: Some(FragmentAction {
+                action: Some(Action::UpsertFragment(fragment())),
+            }),
+            ..Default::default()
+        };
+        let add = FragmentTreeMutation {
+            action_sequence: 2,
+            action: Some(FragmentAction {
+                action: Some(Action::AddDataFile(AddDataFile {
+                    frag_id: 3,
+                    file: Some(DataFile::default()),
+                })),
+            }),
+            ..Default::default()
+        };
+        let node = FragmentTreeNode {
+            children: vec![],
+            buffer: vec![upsert.clone(), add.clone()],
+        };
+        let clean = node.encode_to_vec();
+        assert!(unmodelled_mutation_fields(&clean, 2, "buffer")
+            .unwrap()
+            .is_empty());
+        // a reserved ExternalFile arm (6) in the upserted fragment, an unknown field (9) in
+        // the added file, and an unknown field (8) on the mutation itself
+        let mut frag = fragment().encode_to_vec();
+        frag.extend([0x32, 0x00]); // field 6, empty message
+        let mut file = DataFile::default().encode_to_vec();
+        file.extend([0x48, 0x01]); // field 9, varint 1
+        let action_upsert = [vec![0x0a, frag.len() as u8], frag].concat();
+        let add_payload = [vec![0x08, 0x03, 0x12, file.len() as u8], file].concat();
+        let action_add = [vec![0x1a, add_payload.len() as u8], add_payload].concat();
+        let mutation = |seq: u8, action: Vec<u8>, extra: &[u8]| {
+            [
+                vec![0x08, seq, 0x12, action.len() as u8],
+                action,
+                extra.to_vec(),
+            ]
+            .concat()
+        };
+        let m1 = mutation(1, action_upsert, &[]);
+        let m2 = mutation(2, action_add, &[0x40, 0x01]);
+        let bytes = [
+            vec![0x12, m1.len() as u8],
+            m1,
+            vec![0x12, m2.len() as u8],
+            m2,
+        ]
+        .concat();
+        assert!(
+            FragmentTreeNode::decode(bytes.as_slice()).is_ok(),
+            "prost drops them"
+        );
+        assert_eq!(
+            unmodelled_mutation_fields(&bytes, 2, "buffer").unwrap(),
+            vec![
+                "buffer[0].action.upsert_fragment.6",
+                "buffer[1].action.add_data_file.file.9",
+                "buffer[1].8",
+            ]
+        );
+        assert!(unmodelled_mutation_fields(&[0x12, 0x05, 0x08], 2, "buffer").is_err());
+    }
 
     use super::*;
     use crate::table::{DataFile, DataFragment, DataOverlayFile, DeletionFile};

@@ -111,6 +111,11 @@ pub enum Rule {
     // ---- Mutations (spec "Mutations", decisions 4, 5, 6, 14)
     /// A mutation holds an action with a recognized variant and its required payload.
     MutationAction,
+    /// A buffered mutation holds only fields lancet models: a commit that rewrites the
+    /// object holding it re-encodes it, and would drop the others (tree spec: "the write must
+    /// fail if any such reference cannot be preserved"; the reserved ExternalFile arms are
+    /// such fields).
+    MutationField,
     /// Stored deltas equal the deltas recomputed from the prior record.
     MutationDelta,
     /// An action that modifies a fragment needs that fragment (decision 4).
@@ -169,6 +174,7 @@ impl Rule {
             DataFileMapping => "data-file-mapping",
             DeletionCount => "deletion-count",
             MutationAction => "mutation-action",
+            MutationField => "mutation-field",
             MutationDelta => "mutation-delta",
             AbsentFragment => "absent-fragment",
             ReplaceNoMatch => "replace-no-match",

@@ -24,7 +24,7 @@ use prost::Message;
 use crate::error::{Result, Rule, TreeError};
 use crate::leaf::{decode_records, leaf_schema};
 use crate::mutation::Mutation;
-use crate::records::{record_counts, Totals, Violation, WideTotals};
+use crate::records::{record_counts, Checked, Totals, Violation, WideTotals};
 
 /// Reads whole objects by resolved location.
 pub trait ObjectFetcher: Send + Sync + std::fmt::Debug {
@@ -307,6 +307,28 @@ pub(crate) fn decode_buffer(
     Ok((out, sum))
 }
 
+/// The buffered mutations of the encoded object `container` (field `buffer_field`) hold only
+/// fields lancet models ([`Rule::MutationField`]).
+pub(crate) fn modelled_mutations(container: &[u8], buffer_field: u32) -> Checked<()> {
+    let name = if buffer_field == 3 {
+        "mutations_since_root"
+    } else {
+        "buffer"
+    };
+    let fields = lancet_proto::modelled::unmodelled_mutation_fields(container, buffer_field, name)
+        .map_err(|e| Violation::new(Rule::ObjectDecode, e.to_string()))?;
+    match fields.is_empty() {
+        true => Ok(()),
+        false => Err(Violation::new(
+            Rule::MutationField,
+            format!(
+                "fields lancet does not model, which a rewrite would drop: {}",
+                fields.join(", ")
+            ),
+        )),
+    }
+}
+
 /// Decodes a `.node` object's bytes.
 pub(crate) fn decode_node(object: &str, bytes: &[u8], base: Option<u32>) -> Result<DecodedNode> {
     let node = FragmentTreeNode::decode(bytes).map_err(|e| {
@@ -316,6 +338,7 @@ pub(crate) fn decode_node(object: &str, bytes: &[u8], base: Option<u32>) -> Resu
             format!("FragmentTreeNode protobuf does not decode: {e}"),
         )
     })?;
+    modelled_mutations(bytes, 2).map_err(|v| v.at(object))?;
     let (buffer, buffer_deltas) = decode_buffer(&node.buffer, base).map_err(|v| v.at(object))?;
     Ok(DecodedNode {
         children: node.children,

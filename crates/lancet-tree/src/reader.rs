@@ -169,6 +169,7 @@ impl TreeReader {
                         format!("FragmentTreeRoot protobuf does not decode: {e}"),
                     )
                 })?;
+                crate::objects::modelled_mutations(&bytes, 2).map_err(|v| v.at(&object))?;
                 let size = bytes.len() as u64;
                 root_location = Some(location);
                 (root, Arc::from(object), RootInfo::External { path, size })

@@ -154,9 +154,14 @@ fn raw_arms(manifest_bytes: &[u8]) -> Checked<()> {
                 ));
             }
             let tree = meta.get(layout.value.clone()).unwrap_or_default();
+            crate::objects::modelled_mutations(tree, 3)?;
             let mut arms = [false; 2];
             for f in wire::fields(tree) {
                 let f = f.map_err(|e| bad(e.to_string()))?;
+                if f.number == 1 {
+                    let root = tree.get(f.value.clone()).unwrap_or_default();
+                    crate::objects::modelled_mutations(root, 2)?;
+                }
                 if let Some(seen) = arms.get_mut((f.number as usize).wrapping_sub(1)) {
                     *seen = true;
                 }

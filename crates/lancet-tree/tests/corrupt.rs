@@ -1504,3 +1504,66 @@ async fn the_builder_is_random_but_valid() {
         assert_eq!(fx.rule().await, None);
     }
 }
+
+/// `bytes` with one more length-delimited field `number` holding `value`.
+fn with_field(mut bytes: Vec<u8>, number: u32, value: &[u8]) -> Vec<u8> {
+    prost::encoding::encode_key(
+        number,
+        prost::encoding::WireType::LengthDelimited,
+        &mut bytes,
+    );
+    prost::encoding::encode_varint(value.len() as u64, &mut bytes);
+    bytes.extend_from_slice(value);
+    bytes
+}
+
+/// An upsert of fragment `id` whose record carries a reserved ExternalFile arm (field 6,
+/// external row ids): prost drops it, so a rewrite of the object would lose it.
+fn upsert_with_external_row_ids(seq: u64, id: u64) -> Vec<u8> {
+    let fragment = with_field(plain(id).encode_to_vec(), 6, &[]);
+    let action = with_field(Vec::new(), 1, &fragment);
+    let mut m = create(seq, id);
+    m.action = None;
+    with_field(m.encode_to_vec(), 2, &action)
+}
+
+#[tokio::test]
+async fn a_buffered_mutation_with_fields_lancet_does_not_model_is_refused() {
+    // in an interior's buffer
+    let mut fx = Fx::new().await;
+    let path = fx.root().children[0].path.clone();
+    let node = with_field(fx.get(&path), 2, &upsert_with_external_row_ids(2, 500));
+    let size = fx.put(&path, &node);
+    fx.root_mut(|r| r.children[0].object_size = size).await;
+    fx.expect_both(Rule::MutationField).await;
+    // in the external root's buffer
+    let fx = Fx::new().await;
+    let root = with_field(
+        fx.get(&fx.root_path()),
+        2,
+        &upsert_with_external_row_ids(2, 500),
+    );
+    fx.put(&fx.root_path(), &root);
+    fx.expect_both(Rule::MutationField).await;
+    // in the manifest: mutations_since_root, and an inline root's buffer
+    let tree = FragmentTree {
+        root: Some(Root::RootUuid(vec![1; 16])),
+        next_action_sequence: 9,
+        ..Default::default()
+    };
+    for (field, holder) in [(3u32, "mutations_since_root"), (1, "inline root")] {
+        let inner = match field {
+            3 => upsert_with_external_row_ids(4, 500),
+            _ => with_field(Vec::new(), 2, &upsert_with_external_row_ids(4, 500)),
+        };
+        let tree = with_field(tree.encode_to_vec(), field, &inner);
+        let meta = with_field(Vec::new(), 1, &tree);
+        let manifest = with_field(Vec::new(), 22, &meta);
+        let err = lancet_tree::check_raw_arms("m", &manifest).unwrap_err();
+        assert_eq!(err.rule(), Some(Rule::MutationField), "{holder}: {err}");
+        assert!(
+            err.to_string().contains("upsert_fragment.6"),
+            "{holder}: {err}"
+        );
+    }
+}
