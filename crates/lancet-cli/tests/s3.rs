@@ -312,6 +312,54 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     );
     assert_eq!(peer(&py, &["scan", uri])["rows"], before["rows"]);
 
+    // 3e. the write API on S3: fragments pylance wrote, appended through
+    //     Dataset::commit(Operation) (numbered, their footers read); one whose physical_rows
+    //     disagrees with its file is refused naming DataFileRows with _versions/ unchanged;
+    //     then rows deleted with the deletion vector merged; pylance reads both versions
+    use lancet::proto::table::transaction::Append;
+    let written = peer(&py, &["write-fragments", uri, "900000", "50"]);
+    let mut lying = fragments::fragments_of(&written);
+    lying[0].physical_rows += 1;
+    let err = latest
+        .commit(lancet::Operation::Append(Append { fragments: lying }))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.invariant(),
+        Some(lancet::Invariant::DataFileRows),
+        "{err}"
+    );
+    assert_eq!(
+        versions(store.clone()).await,
+        before_misuse,
+        "a refused append wrote"
+    );
+    let appended = latest
+        .commit(lancet::Operation::Append(Append {
+            fragments: fragments::fragments_of(&written),
+        }))
+        .await
+        .unwrap()
+        .dataset;
+    let new_id = appended.fragments().await.unwrap().last().unwrap().id;
+    assert_eq!(
+        Some(new_id),
+        latest.manifest().max_fragment_id.map(|m| u64::from(m) + 1)
+    );
+    let rows = |v: &Value| v["count"].as_u64().unwrap();
+    let before_rows = rows(&before);
+    assert_eq!(rows(&peer(&py, &["scan", uri])), before_rows + 50);
+    let deleted = appended
+        .delete_rows(&[(new_id, (0u32..10).collect())], "id < 900010")
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(rows(&peer(&py, &["scan", uri])), before_rows + 40);
+    let seen = peer(&py, &["transactions", uri]);
+    assert_eq!(seen["transactions"][0]["operation"], "Delete", "{seen}");
+    assert_eq!(seen["transactions"][1]["operation"], "Append", "{seen}");
+    deleted.verify_data().await.unwrap();
+
     // 3c. overlapping deletions prepared on one version: one lands, the others are
     //     conflicts, nothing is corrupted
     let uri_o = "s3://lancet/overlap";
