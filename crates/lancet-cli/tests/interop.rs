@@ -2200,6 +2200,26 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
             let ids = peer(&["rowids", &uri, &over.version().to_string()]);
             assert_eq!(ids["row_ids"][0], json!(next_row_id), "{name}: {ids}");
         }
+
+        // UpdateBases: a new base path pylance keeps reading through; a taken id is refused
+        let extra = dir.parent().unwrap().join(format!("{name}-extra"));
+        std::fs::create_dir_all(&extra).unwrap();
+        let base = lancet::proto::table::BasePath {
+            id: 7,
+            name: Some("extra".into()),
+            is_dataset_root: false,
+            path: extra.to_str().unwrap().to_string(),
+        };
+        let op = |b: &lancet::proto::table::BasePath| {
+            Operation::UpdateBases(lancet::proto::table::transaction::UpdateBases {
+                new_bases: vec![b.clone()],
+            })
+        };
+        let based = over.commit(op(&base)).await.unwrap().dataset;
+        assert_eq!(based.manifest().base_paths, vec![base.clone()]);
+        assert_eq!(peer(&["scan", &uri])["count"], json!(100), "{name}");
+        let err = based.commit(op(&base)).await.unwrap_err();
+        assert!(err.to_string().contains("base id 7 is taken"), "{err}");
     }
 }
 

@@ -12,12 +12,13 @@
 //!   Lance: an overwrite never hands an id out twice).
 //! - **CreateIndex** removes the entries it names (by uuid) and adds its new ones;
 //!   **ReserveFragments** advances `max_fragment_id`; **UpdateBases** adds base paths whose
-//!   ids are new; **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
+//!   ids are new (and sets flag 16, base paths, in both words); **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
 //! - Row ids and version sequences are the row-id crate's (lancet-rowid `assign`); the
 //!   caller gives the created fragments their ids in [`Plan::created`]'s order.
 //! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
 //!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
 
+use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
@@ -103,6 +104,11 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                     ));
                 }
                 plan.manifest.base_paths.push(new.clone());
+            }
+            // Lance's writers set the flag with the first base path
+            if !plan.manifest.base_paths.is_empty() {
+                plan.manifest.reader_feature_flags |= flags::BASE_PATHS;
+                plan.manifest.writer_feature_flags |= flags::BASE_PATHS;
             }
         }
         Operation::UpdateConfig(_) => {}
