@@ -276,6 +276,10 @@ pub struct Candidate<'a> {
     /// The fragments of `previous`, when it is flat, that hold fields lancet does not model
     /// (`DecodedManifest::unmodelled_fragments`).
     pub unmodelled: &'a [UnmodelledFragment],
+    /// Changed fragments whose new deletion file the caller found missing, on any table (on a
+    /// stable-row-id table [`FragmentRowIds::missing_deletion_file`] says it too). Like
+    /// `data_files`, given by writers that read what they add.
+    pub missing_deletion_files: &'a [u64],
 }
 
 /// Checks every invariant on `candidate`, returning the first broken one (in
@@ -456,6 +460,13 @@ impl Checker<'_, '_> {
     }
 
     fn row_id_rules(&self) -> Result<()> {
+        if let Some(id) = self.c.missing_deletion_files.first() {
+            return Err(self.fail(
+                Invariant::DeletionFileExists,
+                format!("fragment {id}"),
+                "its deletion file does not exist".into(),
+            ));
+        }
         let Some(rows) = self.c.row_ids.filter(|_| self.stable_row_ids()) else {
             return Ok(());
         };
@@ -799,6 +810,7 @@ mod tests {
             operation,
             data_files: None,
             unmodelled: &[],
+            missing_deletion_files: &[],
         })
     }
 
@@ -943,6 +955,7 @@ mod tests {
                 operation: None,
                 data_files: Some(&facts),
                 unmodelled: &[],
+                missing_deletion_files: &[],
             })
         };
         let file = |num_rows, field_ids: &[i32]| {
@@ -1194,6 +1207,7 @@ mod tests {
                 operation: None,
                 data_files: None,
                 unmodelled: &unmodelled,
+                missing_deletion_files: &[],
             })
         };
         // listed again (re-encoded): refused, as lancet's limit
@@ -1210,6 +1224,42 @@ mod tests {
         let mut removed = manifest(&[0, 2]);
         removed.max_fragment_id = Some(2);
         judge_with(&removed).unwrap();
+    }
+
+    #[test]
+    fn a_missing_deletion_file_is_refused_without_stable_row_ids() {
+        let prev = manifest(&[0, 1]);
+        let mut next = prev.clone();
+        next.reader_feature_flags |= flags::DELETION_FILES;
+        next.writer_feature_flags |= flags::DELETION_FILES;
+        next.fragments[1].deletion_file = Some(lancet_proto::table::DeletionFile {
+            num_deleted_rows: 1,
+            ..Default::default()
+        });
+        let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+        let judge_missing = |missing: &[u64]| {
+            check(&Candidate {
+                version: 2,
+                previous: Some(Version {
+                    manifest: &prev,
+                    indices: &[],
+                }),
+                next: Version {
+                    manifest: &next,
+                    indices: &[],
+                },
+                changes: &changes,
+                row_ids: None,
+                operation: None,
+                data_files: None,
+                unmodelled: &[],
+                missing_deletion_files: missing,
+            })
+        };
+        judge_missing(&[]).unwrap();
+        let err = judge_missing(&[1]).unwrap_err();
+        assert_eq!(err.invariant(), Some(Invariant::DeletionFileExists));
+        assert!(err.to_string().contains("fragment 1"), "{err}");
     }
 
     #[test]

@@ -79,6 +79,15 @@ pub(crate) async fn publish(
         Some(prev) if stable && !changes.is_empty() => row_id_changes(prev, changes).await?,
         _ => None,
     };
+    // A writer that reads the files it adds (an operation) has its new deletion files looked
+    // up too; on a stable-row-id table they were read with the row ids. Storage actions name
+    // files the caller wrote, and are not made to read them.
+    let missing_deletion_files = match p.previous {
+        Some(prev) if !stable && p.data_files.is_some() => {
+            missing_deletion_files(prev, changes).await?
+        }
+        _ => Vec::new(),
+    };
     lancet_txn::check(&Candidate {
         version,
         previous: p.previous.map(|d| lancet_txn::Version {
@@ -99,6 +108,7 @@ pub(crate) async fn publish(
             }
             _ => &[],
         },
+        missing_deletion_files: &missing_deletion_files,
     })?;
     let prepared = manifest::prepare_manifest(
         store,
@@ -123,6 +133,36 @@ pub(crate) async fn publish(
     manifest::publish_prepared(store, &prepared).await?;
     candidate.cache_manifest(prepared.file).await;
     Ok((candidate, prepared.bytes.len() as u64))
+}
+
+/// The changed fragments whose new deletion file (one the fragment did not name before) is
+/// not in storage: one size request each, at most 16 at once.
+async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> Result<Vec<u64>> {
+    use futures::{StreamExt, TryStreamExt};
+    let mut located = Vec::new();
+    for c in changes {
+        let Some(after) = &c.after else { continue };
+        let before = c.before.as_ref().and_then(|b| b.deletion_file.as_ref());
+        if after.deletion_file.is_none() || after.deletion_file.as_ref() == before {
+            continue;
+        }
+        if let Some(location) = prev.deletion_file_location(after)? {
+            located.push((after.id, location));
+        }
+    }
+    let found: Vec<Option<u64>> = futures::stream::iter(located)
+        .map(|(id, location)| async move {
+            let store = prev.store_for(&location.base)?;
+            match store.size(&store.path(&location.path)).await {
+                Ok(_) => Ok(None),
+                Err(PathsError::NotFound { .. }) => Ok(Some(id)),
+                Err(e) => Err(Error::from(e)),
+            }
+        })
+        .buffered(16)
+        .try_collect()
+        .await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 /// The row ids of the changed fragments before and after, their deletion files read through

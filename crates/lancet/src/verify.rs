@@ -119,6 +119,7 @@ impl Dataset {
             operation: None,
             data_files,
             unmodelled: &[],
+            missing_deletion_files: &[],
         };
         lancet_txn::check(&candidate).map_err(|e| match e {
             TxnError::Invalid {

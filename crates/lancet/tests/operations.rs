@@ -408,3 +408,55 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         .await;
     }
 }
+
+/// Without stable row ids too, a Delete naming a deletion file that is not in storage is
+/// refused (`DeletionFileExists`), with nothing written.
+#[tokio::test]
+async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let store = DatasetStore::create(d.to_str().unwrap()).unwrap();
+    let m = Manifest {
+        version: 1,
+        fields: manifest_fields(&schema()).unwrap(),
+        timestamp: Some(lancet::paths::manifest::now_timestamp()),
+        ..Default::default()
+    };
+    lancet::paths::manifest::write_manifest(
+        &store,
+        &m,
+        &[],
+        &[],
+        lancet::paths::manifest::NamingScheme::V2,
+        None,
+    )
+    .await
+    .unwrap();
+    let ds = Dataset::open(d.to_str().unwrap()).await.unwrap();
+    assert!(!ds.has_stable_row_ids());
+    let ds = ds
+        .commit(append(vec![written(d, "a.lance", 10).await]))
+        .await
+        .unwrap()
+        .dataset;
+    let mut f = ds.fragment(0).await.unwrap().unwrap();
+    f.deletion_file = Some(lancet::proto::table::DeletionFile {
+        num_deleted_rows: 2,
+        id: 99,
+        read_version: ds.version(),
+        ..Default::default()
+    });
+    let ghost = Operation::Delete(Delete {
+        updated_fragments: vec![f],
+        ..Default::default()
+    });
+    refused(d, &ds, ghost, ErrorKind::InvalidInput, "DeletionFileExists").await;
+    // the same rows deleted through delete_rows: the file is written, and the delete lands
+    let two = ds
+        .delete_rows(&[(0, [1u32, 2].into_iter().collect())], "a in (1, 2)")
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(two.num_rows(), Some(8));
+    two.verify_data().await.unwrap();
+}
