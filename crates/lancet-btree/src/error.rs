@@ -9,7 +9,7 @@ pub enum BTreeError {
         rule: String,
     },
     /// The index uses a layout or type lancet does not handle.
-    #[error("BTree index {path}: unsupported: {rule}")]
+    #[error("BTree index {}: unsupported: {rule}", lancet_proto::shown(path))]
     Unsupported { path: String, rule: String },
     /// A query or training input is unusable.
     #[error("invalid BTree input: {0}")]

@@ -146,6 +146,20 @@ async fn a_corrupt_tree_version_fails_every_command_with_one_line() {
         lines[0].starts_with("lancet: object-missing in ") && lines[0].ends_with(&leaves[3]),
         "{err}"
     );
+    // the object is named by its absolute path, leading `/` included
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let leaf = root.join(&leaves[3]);
+    assert!(lines[0].ends_with(&format!(" {}", leaf.display())), "{err}");
+    let empty = tempfile::tempdir().unwrap();
+    let out = lancet(&["inspect", empty.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let versions = std::fs::canonicalize(empty.path())
+        .unwrap()
+        .join("_versions");
+    assert_eq!(
+        err.trim_end(),
+        format!("lancet: no manifest versions under {}", versions.display())
+    );
     let out = lancet(&["verify", uri, "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = json(&out);

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use lancet_proto::shown;
 use object_store::path::Path;
 
 /// Errors of lancet-file, each naming the file and the rule broken. `Clone`: the sources of
@@ -8,7 +9,7 @@ use object_store::path::Path;
 #[non_exhaustive]
 pub enum FileError {
     /// lance-file could not read or write the file (I/O, or bytes it cannot decode).
-    #[error("lance file {path}: {source}")]
+    #[error("lance file {}: {source}", shown(path.as_ref()))]
     Lance {
         path: Path,
         #[source]
@@ -21,20 +22,20 @@ pub enum FileError {
         rule: String,
     },
     /// The object store failed.
-    #[error("lance file {path}: object store: {source}")]
+    #[error("lance file {}: object store: {source}", shown(path.as_ref()))]
     Store {
         path: Path,
         #[source]
         source: Arc<object_store::Error>,
     },
     /// The stored schema differs from the one the caller requires.
-    #[error("lance file {path}: schema mismatch: {rule}")]
+    #[error("lance file {}: schema mismatch: {rule}", shown(path.as_ref()))]
     SchemaMismatch { path: Path, rule: String },
     /// A requested row range or global buffer does not exist.
-    #[error("lance file {path}: {rule}")]
+    #[error("lance file {}: {rule}", shown(path.as_ref()))]
     OutOfRange { path: Path, rule: String },
     /// The caller's batches or arguments are unusable.
-    #[error("lance file {path}: invalid input: {rule}")]
+    #[error("lance file {}: invalid input: {rule}", shown(path.as_ref()))]
     InvalidInput { path: Path, rule: String },
     /// The store URI cannot be used.
     #[error("invalid store URI {uri:?}: {reason}")]

@@ -1,4 +1,4 @@
-use lancet_proto::ObjectRef;
+use lancet_proto::{shown, ObjectRef};
 use object_store::path::Path;
 
 /// Errors of lancet-paths. Every variant names the offending object or path and the rule broken.
@@ -30,24 +30,24 @@ pub enum PathsError {
     #[error("invalid URI {uri:?}: {reason}")]
     InvalidUri { uri: String, reason: String },
     /// The object store failed.
-    #[error("object store error at {path}: {source}")]
+    #[error("object store error at {}: {source}", shown(path.as_ref()))]
     Store {
         path: Path,
         #[source]
         source: std::sync::Arc<object_store::Error>,
     },
     /// An object that must exist does not.
-    #[error("object {path} not found")]
+    #[error("object {} not found", shown(path.as_ref()))]
     NotFound { path: Path },
     /// An object's size differs from the size its reference records.
-    #[error("object {path} is {actual} bytes, its reference says {expected}")]
+    #[error("object {} is {actual} bytes, its reference says {expected}", shown(path.as_ref()))]
     SizeMismatch {
         path: Path,
         expected: u64,
         actual: u64,
     },
     /// A put-if-absent found the object already there (a commit lost a race).
-    #[error("object {path} already exists")]
+    #[error("object {} already exists", shown(path.as_ref()))]
     AlreadyExists { path: Path },
     /// A manifest file breaks a rule of the manifest layout or of its contents.
     #[error("corrupt manifest {at}: {rule}")]
@@ -63,10 +63,10 @@ pub enum PathsError {
     #[error("{what} of {bytes} bytes exceeds the 4 GiB its length prefix can state")]
     TooLarge { what: &'static str, bytes: usize },
     /// A dataset has no manifest versions.
-    #[error("no manifest versions under {path}")]
+    #[error("no manifest versions under {}", shown(path.as_ref()))]
     NoVersions { path: Path },
     /// The requested version does not exist.
-    #[error("version {version} not found under {path}")]
+    #[error("version {version} not found under {}", shown(path.as_ref()))]
     VersionNotFound { path: Path, version: u64 },
 }
 

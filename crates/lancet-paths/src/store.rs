@@ -61,14 +61,21 @@ impl DatasetStore {
                 std::fs::create_dir_all(&dir).map_err(|e| invalid(e.to_string()))?;
             }
             if !dir.is_dir() {
-                return Err(PathsError::NotFound {
-                    path: Path::from(dir.to_string_lossy().as_ref()),
-                });
+                let path = Path::from(
+                    std::path::absolute(&dir)
+                        .unwrap_or(dir)
+                        .to_string_lossy()
+                        .as_ref(),
+                );
+                lancet_proto::register_local_root(path.as_ref());
+                return Err(PathsError::NotFound { path });
             }
             let dir = dir.canonicalize().map_err(|e| invalid(e.to_string()))?;
             // Object paths are absolute file-system paths (a store rooted at `/`), which is
             // also how lance-io addresses local files, so both see the same objects.
             let root = Path::from_absolute_path(&dir).map_err(|e| invalid(e.to_string()))?;
+            // messages spell this dataset's objects with their leading `/`
+            lancet_proto::register_local_root(root.as_ref());
             let mut store = Self::from_store(
                 Arc::new(LocalFileSystem::new()),
                 root,

@@ -32,7 +32,7 @@ pub mod table {
 
 pub use address::RowAddress;
 pub use malformed::Malformed;
-pub use object_ref::ObjectRef;
+pub use object_ref::{register_local_root, shown, ObjectRef};
 pub use prost;
 pub use prost_types;
 

@@ -204,7 +204,7 @@ pub enum TreeError {
         detail: String,
     },
     /// Reading an object failed for a reason that says nothing about the snapshot (I/O).
-    #[error("reading {object}: {source}")]
+    #[error("reading {}: {source}", lancet_proto::shown(object))]
     Io {
         object: String,
         #[source]
