@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
 use lancet::tree::{Action, RootInfo, TreeWriterConfig};
@@ -191,7 +191,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         writer_feature_flags: lancet::paths::flags::DELETION_FILES,
         ..Default::default()
     };
-    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None).await?;
+    write_manifest(&store, &ManifestContent::new(&manifest)).await?;
     drop(manifest);
     let mut ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
     let config = o.config.clone();

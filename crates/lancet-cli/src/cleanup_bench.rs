@@ -182,11 +182,10 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     };
     lancet::paths::manifest::write_manifest(
         &store,
-        &manifest,
-        &[],
-        &[],
-        lancet::paths::NamingScheme::V2,
-        None,
+        &lancet::paths::manifest::ManifestContent {
+            scheme: lancet::paths::NamingScheme::V2,
+            ..lancet::paths::manifest::ManifestContent::new(&manifest)
+        },
     )
     .await?;
     let mut ds = Dataset::open_with(store, None, Caches::new(Default::default())).await?;

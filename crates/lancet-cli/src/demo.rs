@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
-use lancet::paths::manifest::{self, NamingScheme};
+use lancet::paths::manifest::{self};
 use lancet::paths::{DatasetStore, ObjectUuid};
 use lancet::proto::prost_types::Timestamp;
 use lancet::proto::table::data_fragment::RowIdSequence as RowIds;
@@ -125,7 +125,7 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
         }),
         ..Default::default()
     };
-    manifest::write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None).await?;
+    manifest::write_manifest(&store, &manifest::ManifestContent::new(&manifest)).await?;
     let v1 =
         Dataset::open_with(store.clone(), None, lancet::Caches::new(Default::default())).await?;
     let v2 = delete_sevens(&v1).await?;

@@ -1092,7 +1092,7 @@ async fn pylance_reads_rewrites_lancet_records() {
 /// one in `mutations_since_root`, and the first fragment gains and loses a file in buffers).
 /// Returns the copy, the flat version and the tree version.
 async fn treeify(name: &str) -> (PathBuf, u64, u64) {
-    use lancet::paths::manifest::write_manifest;
+    use lancet::paths::manifest::{write_manifest, ManifestContent};
     use lancet::proto::table::DataFile;
     use lancet_tree::testing::TreeBuilder;
     use lancet_tree::Action;
@@ -1150,11 +1150,12 @@ async fn treeify(name: &str) -> (PathBuf, u64, u64) {
     m.version = flat + 1;
     write_manifest(
         &store,
-        &m,
-        ds.indices(),
-        &ds.manifest_file().decoded.unknown_fields,
-        ds.naming_scheme(),
-        None,
+        &ManifestContent {
+            indices: ds.indices(),
+            unknown_fields: &ds.manifest_file().decoded.unknown_fields,
+            scheme: ds.naming_scheme(),
+            ..ManifestContent::new(&m)
+        },
     )
     .await
     .unwrap();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, Manifest};
 use lancet::tree::{Action, TreeWriterConfig};
@@ -370,7 +370,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         max_fragment_id: Some(3),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     let base = Dataset::open(uri_o).await.unwrap();
@@ -413,7 +413,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         max_fragment_id: Some(15),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     let start = Dataset::open_with(store, None, Caches::new(Default::default()))

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use lancet::paths::flags::FRAGMENT_TREE;
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, Manifest};
 use lancet_tree::testing::TreeBuilder;
@@ -57,7 +57,7 @@ async fn tree_table(dir: &Path) -> Vec<String> {
         fragment_tree: Some(built.metadata),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     built
@@ -111,14 +111,10 @@ async fn verify_and_tree_show_on_a_valid_tree() {
     let store = DatasetStore::create(flat.path().to_str().unwrap()).unwrap();
     write_manifest(
         &store,
-        &Manifest {
+        &ManifestContent::new(&Manifest {
             version: 1,
             ..Default::default()
-        },
-        &[],
-        &[],
-        NamingScheme::V2,
-        None,
+        }),
     )
     .await
     .unwrap();
@@ -249,7 +245,7 @@ async fn check_previous_compares_max_fragment_id() {
     let mut m = v1.manifest().clone();
     m.version = 2;
     m.max_fragment_id = Some(40);
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     assert!(lancet(&["verify", uri, "--check-previous"])
@@ -258,7 +254,7 @@ async fn check_previous_compares_max_fragment_id() {
     // version 3 lowers it: valid alone, a broken lineage against version 2
     m.version = 3;
     m.max_fragment_id = Some(35);
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     assert!(lancet(&["verify", uri]).status.success());

@@ -562,22 +562,36 @@ async fn read_by_name_in(
 /// [`publish_prepared`].
 pub async fn write_manifest(
     store: &DatasetStore,
-    manifest: &Manifest,
-    indices: &[IndexMetadata],
-    unknown_fields: &[u8],
-    scheme: NamingScheme,
-    transaction: Option<&Transaction>,
+    content: &ManifestContent<'_>,
 ) -> Result<VersionEntry> {
-    let (entry, objects) = encode_for(
-        store,
-        manifest,
-        indices,
-        unknown_fields,
-        scheme,
-        transaction,
-    )?;
+    let (entry, objects) = encode_for(store, content)?;
     put_manifest(store, &entry, objects).await?;
     Ok(entry)
+}
+
+/// What a manifest object holds besides its bytes' layout: the manifest (its `version` names
+/// the object), the index section, the unmodelled top-level fields carried over, the naming
+/// scheme and the transaction. [`ManifestContent::new`] is a manifest alone: no indices, no
+/// unknown fields, the V2 scheme, no transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct ManifestContent<'a> {
+    pub manifest: &'a Manifest,
+    pub indices: &'a [IndexMetadata],
+    pub unknown_fields: &'a [u8],
+    pub scheme: NamingScheme,
+    pub transaction: Option<&'a Transaction>,
+}
+
+impl<'a> ManifestContent<'a> {
+    pub fn new(manifest: &'a Manifest) -> Self {
+        Self {
+            manifest,
+            indices: &[],
+            unknown_fields: &[],
+            scheme: NamingScheme::V2,
+            transaction: None,
+        }
+    }
 }
 
 /// A manifest object ready to publish: its bytes, and the same bytes decoded as a reader
@@ -595,20 +609,9 @@ pub struct PreparedManifest {
 /// the object breaks, naming the path it would have.
 pub fn prepare_manifest(
     store: &DatasetStore,
-    manifest: &Manifest,
-    indices: &[IndexMetadata],
-    unknown_fields: &[u8],
-    scheme: NamingScheme,
-    transaction: Option<&Transaction>,
+    content: &ManifestContent<'_>,
 ) -> Result<PreparedManifest> {
-    let (entry, encoded) = encode_for(
-        store,
-        manifest,
-        indices,
-        unknown_fields,
-        scheme,
-        transaction,
-    )?;
+    let (entry, encoded) = encode_for(store, content)?;
     let file = decode_listed(entry, encoded.manifest.clone())?;
     Ok(PreparedManifest {
         file,
@@ -626,12 +629,15 @@ struct EncodedObjects {
 
 fn encode_for(
     store: &DatasetStore,
-    manifest: &Manifest,
-    indices: &[IndexMetadata],
-    unknown_fields: &[u8],
-    scheme: NamingScheme,
-    transaction: Option<&Transaction>,
+    content: &ManifestContent<'_>,
 ) -> Result<(VersionEntry, EncodedObjects)> {
+    let ManifestContent {
+        manifest,
+        indices,
+        unknown_fields,
+        scheme,
+        transaction,
+    } = *content;
     let path = store.path(&scheme.relative_path(manifest.version));
     let mut manifest = manifest.clone();
     let encoded = transaction.map(|t| t.encode_to_vec());
@@ -936,12 +942,12 @@ mod tests {
         let mut m = sample();
         for v in 1..=3 {
             m.version = v;
-            write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+            write_manifest(&store, &ManifestContent::new(&m))
                 .await
                 .unwrap();
         }
         assert!(matches!(
-            write_manifest(&store, &m, &[], &[], NamingScheme::V2, None).await,
+            write_manifest(&store, &ManifestContent::new(&m)).await,
             Err(PathsError::AlreadyExists { .. })
         ));
         let versions: Vec<u64> = list_versions(&store)

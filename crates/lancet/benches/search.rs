@@ -23,7 +23,7 @@ use arrow_schema::{DataType, Field, Schema};
 use criterion::{criterion_group, criterion_main, Criterion};
 use lancet::btree::Query;
 use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::{DatasetStore, ObjectUuid};
 use lancet::proto::table::{DataFile, DataFragment, Manifest};
 use lancet::{Caches, Dataset, Filter};
@@ -85,7 +85,7 @@ async fn create(dir: &std::path::Path) -> String {
         max_fragment_id: Some((N / FRAGMENT_ROWS - 1) as u32),
         ..Default::default()
     };
-    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&manifest))
         .await
         .unwrap();
     let ds = Dataset::open(&uri).await.unwrap();

@@ -112,11 +112,13 @@ pub(crate) async fn publish(
     })?;
     let prepared = manifest::prepare_manifest(
         store,
-        p.manifest,
-        p.indices,
-        p.unknown_fields,
-        p.scheme,
-        p.transaction,
+        &manifest::ManifestContent {
+            indices: p.indices,
+            unknown_fields: p.unknown_fields,
+            scheme: p.scheme,
+            transaction: p.transaction,
+            ..manifest::ManifestContent::new(p.manifest)
+        },
     )
     .map_err(|e| refused(e.into()))?;
     let candidate = Dataset::from_manifest(

@@ -2,7 +2,7 @@
 //! through rebases, and every version verifies; overlapping changes end in conflicts, never in
 //! a corrupt or lost version.
 
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
 use lancet::tree::{Action, TreeWriterConfig};
@@ -41,7 +41,7 @@ async fn table(dir: &std::path::Path, fragments: u64, tree: bool) -> Dataset {
         max_fragment_id: fragments.checked_sub(1).map(|m| m as u32),
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     let ds = Dataset::open_with(store, None, Caches::new(Default::default()))

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{flat_table, fragment, table_of};
 use lancet::paths::flags;
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::proto::table::{DataFragment, DeletionFile, IndexMetadata, Manifest, Uuid};
 use lancet::rowid::RowIdSequence;
@@ -523,7 +523,7 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             if l == Layout::Tree {
                 into_raw_tree(&ds, &mut m).await;
             }
-            write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
+            write_manifest(ds.store(), &ManifestContent::new(&m))
                 .await
                 .unwrap();
             let bad = ds.checkout(2).await.unwrap();
@@ -554,7 +554,7 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
             if !to_tree {
                 into_raw_tree(&ds, &mut m).await;
             }
-            write_manifest(ds.store(), &m, &[], &[], NamingScheme::V2, None)
+            write_manifest(ds.store(), &ManifestContent::new(&m))
                 .await
                 .unwrap();
             let bad = ds.checkout(2).await.unwrap();

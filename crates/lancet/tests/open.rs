@@ -2,7 +2,7 @@
 //! empty table), overlays pass through, and reader flags lancet does not interpret are refused.
 
 use lancet::paths::flags;
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::{DatasetStore, PathsError};
 use lancet::proto::table::fragment_tree::Root;
 use lancet::proto::table::fragment_tree_metadata::Layout;
@@ -12,7 +12,7 @@ use lancet::{Caches, Dataset, Error};
 
 async fn open_with_flags(m: Manifest) -> Result<Dataset, Error> {
     let store = DatasetStore::open("memory://").unwrap();
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default())).await
@@ -132,7 +132,7 @@ async fn forty_record_tree(store: &DatasetStore) -> Vec<lancet::proto::table::Da
         fragment_tree: Some(built.metadata),
         ..Default::default()
     };
-    write_manifest(store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(store, &ManifestContent::new(&m))
         .await
         .unwrap();
     records
@@ -245,9 +245,15 @@ async fn index_fragment_bitmaps_decode_strictly() {
         version: 1,
         ..Default::default()
     };
-    write_manifest(&store, &m, &indices, &[], NamingScheme::V2, None)
-        .await
-        .unwrap();
+    write_manifest(
+        &store,
+        &ManifestContent {
+            indices: &indices,
+            ..ManifestContent::new(&m)
+        },
+    )
+    .await
+    .unwrap();
     let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
         .await
         .unwrap();

@@ -68,11 +68,10 @@ async fn empty_table(dir: &Path, tree: bool) -> Dataset {
     };
     lancet::paths::manifest::write_manifest(
         &store,
-        &m,
-        &[],
-        &[],
-        lancet::paths::manifest::NamingScheme::V2,
-        None,
+        &lancet::paths::manifest::ManifestContent {
+            scheme: lancet::paths::manifest::NamingScheme::V2,
+            ..lancet::paths::manifest::ManifestContent::new(&m)
+        },
     )
     .await
     .unwrap();
@@ -424,11 +423,10 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
     };
     lancet::paths::manifest::write_manifest(
         &store,
-        &m,
-        &[],
-        &[],
-        lancet::paths::manifest::NamingScheme::V2,
-        None,
+        &lancet::paths::manifest::ManifestContent {
+            scheme: lancet::paths::manifest::NamingScheme::V2,
+            ..lancet::paths::manifest::ManifestContent::new(&m)
+        },
     )
     .await
     .unwrap();

@@ -3,7 +3,7 @@
 //! vectors and writes only the row map and the new manifest.
 
 use lancet::paths::flags;
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, DeletionFile, IndexMetadata, Manifest};
 use lancet::reuse::{ReuseError, Translation};
@@ -27,9 +27,15 @@ fn fragment(id: u64, rows: u64) -> DataFragment {
 
 async fn table(m: Manifest, indices: &[IndexMetadata]) -> Dataset {
     let store = DatasetStore::open("memory://").unwrap();
-    write_manifest(&store, &m, indices, &[], NamingScheme::V2, None)
-        .await
-        .unwrap();
+    write_manifest(
+        &store,
+        &ManifestContent {
+            indices,
+            ..ManifestContent::new(&m)
+        },
+    )
+    .await
+    .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default()))
         .await
         .unwrap()

@@ -2,7 +2,7 @@
 //! what it refuses.
 //! (Answers are compared with pylance's full scans in lancet-cli's interop tests.)
 
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::file::Field;
 use lancet::proto::table::Manifest;
@@ -50,7 +50,7 @@ async fn empty_table() -> Dataset {
         }],
         ..Default::default()
     };
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default()))
@@ -139,7 +139,7 @@ async fn search_cache_statistics_count_hits_and_misses() {
         max_fragment_id: Some(1),
         ..Default::default()
     };
-    write_manifest(&store, &manifest, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&manifest))
         .await
         .unwrap();
     let caches = Caches::new(Default::default());

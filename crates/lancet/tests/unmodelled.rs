@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::fragment;
-use lancet::paths::manifest::{write_manifest, NamingScheme};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::prost::Message;
 use lancet::proto::table::Manifest;
@@ -39,11 +39,10 @@ async fn table(dir: &Path, extra: &[u8]) -> Dataset {
     };
     write_manifest(
         &store,
-        &m,
-        &[],
-        &extra_fragment(extra),
-        NamingScheme::V2,
-        None,
+        &ManifestContent {
+            unknown_fields: &extra_fragment(extra),
+            ..ManifestContent::new(&m)
+        },
     )
     .await
     .unwrap();

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use futures::TryStreamExt;
-use lancet::paths::manifest::{list_versions, write_manifest, NamingScheme};
+use lancet::paths::manifest::{list_versions, write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, Manifest};
 use lancet::{Caches, Dataset};
@@ -47,7 +47,7 @@ pub async fn table_of(dir: &Path, mut m: Manifest) -> Dataset {
     let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
     m.version = 1;
     m.timestamp = Some(lancet::paths::manifest::now_timestamp());
-    write_manifest(&store, &m, &[], &[], NamingScheme::V2, None)
+    write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
     Dataset::open_with(store, None, Caches::new(Default::default()))
