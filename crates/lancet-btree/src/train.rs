@@ -382,6 +382,7 @@ pub(crate) async fn write_pages(
                 (RANGE_PARTITIONED_KEY.to_string(), "false".to_string()),
             ]),
             global_buffers: Vec::new(),
+            field_ids: None,
         },
     )
     .await?;

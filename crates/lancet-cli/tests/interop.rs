@@ -419,6 +419,7 @@ async fn lancet_files_are_read_by_pylance() {
             )]
             .into(),
             global_buffers: vec![bytes::Bytes::from_static(b"LSPC\x01\x00\x00\x00")],
+            field_ids: None,
         };
         write_file(
             &fs,
@@ -2226,4 +2227,147 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
 
 async fn record_of(ds: &Dataset, id: u64) -> lancet::proto::table::DataFragment {
     ds.fragment(id).await.unwrap().unwrap()
+}
+
+/// Issue 19: a column added to a pylance table through `Operation::Merge` (a data file per
+/// fragment holding the new field, the schema extended) and one fragment's file of it
+/// replaced through `Operation::DataReplacement`: pylance reads the new column's values.
+#[tokio::test]
+async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
+    use lancet::proto::table::transaction::{DataReplacement, DataReplacementGroup, Merge};
+    use lancet::Operation;
+    let dir = tempfile::tempdir().unwrap().keep().join("basic");
+    copy_dir(&fixtures().join("basic"), &dir);
+    let uri = dir.to_str().unwrap().to_string();
+    let ds = Dataset::open(&uri).await.unwrap();
+    let store = ds.store().clone();
+    let fs = ds.file_store().clone();
+    let next_field = ds.manifest().fields.iter().map(|f| f.id).max().unwrap() + 1;
+    let extra = Schema::new(vec![Field::new("extra", DataType::Int64, true)]);
+    let mut field = lancet::file::manifest_fields(&extra).unwrap().remove(0);
+    field.id = next_field;
+    // one file of `extra` for fragment `f`, holding `base + offset` on each row
+    let write = |f: lancet::proto::table::DataFragment, base: i64, name: String| {
+        let (store, fs, extra) = (store.clone(), fs.clone(), extra.clone());
+        async move {
+            let first = f.files[0].clone();
+            let version = match first.file_minor_version {
+                0 => FileVersion::V2_0,
+                1 => FileVersion::V2_1,
+                _ => FileVersion::V2_2,
+            };
+            let values: Vec<i64> = (0..f.physical_rows as i64).map(|o| base + o).collect();
+            let batch = RecordBatch::try_new(
+                Arc::new(extra.clone()),
+                vec![Arc::new(Int64Array::from(values))],
+            )
+            .unwrap();
+            let written = write_file(
+                &fs,
+                &store.path(&format!("data/{name}")),
+                &extra,
+                &[batch],
+                &WriteOptions {
+                    version,
+                    field_ids: Some(vec![next_field]),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+            lancet::proto::table::DataFile {
+                path: name,
+                fields: vec![next_field],
+                column_indices: vec![0],
+                file_major_version: first.file_major_version,
+                file_minor_version: first.file_minor_version,
+                file_size_bytes: written.size_bytes,
+                base_id: None,
+            }
+        }
+    };
+    let mut fragments = Vec::new();
+    for f in ds.fragments().await.unwrap().iter() {
+        let mut merged = f.clone();
+        let file = write(
+            f.clone(),
+            10_000_000 * (f.id as i64 + 1),
+            format!("extra-{}.lance", f.id),
+        )
+        .await;
+        merged.files.push(file);
+        fragments.push(merged);
+    }
+    let mut schema = ds.manifest().fields.clone();
+    schema.push(field);
+    let merged = ds
+        .commit(Operation::Merge(Merge {
+            fragments,
+            schema,
+            schema_metadata: ds.manifest().schema_metadata.clone(),
+            preserves_nullability: true,
+        }))
+        .await
+        .unwrap()
+        .dataset;
+    let scan = peer(&["scan", &uri]);
+    let at = scan["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c == "extra")
+        .expect("pylance reads the merged column");
+    let first_fragment = merged.fragments().await.unwrap()[0].clone();
+    // some live row of the fragment holds a value of its file (which rows are live aside)
+    let rows_of = first_fragment.physical_rows as i64;
+    let has = |scan: &Value, base: i64| {
+        scan["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r[at].as_i64())
+            .any(|v| (base..base + rows_of).contains(&v))
+    };
+    let merged_base = 10_000_000 * (first_fragment.id as i64 + 1);
+    assert!(has(&scan, merged_base), "the merged values are read");
+    let seen = peer(&["transactions", &uri]);
+    assert_eq!(seen["transactions"][0]["operation"], "Merge", "{seen}");
+
+    // the fragment's `extra` file replaced by one holding other values
+    let replacement = write(
+        first_fragment.clone(),
+        -5_000_000,
+        "extra-replaced.lance".to_string(),
+    )
+    .await;
+    let replaced = merged
+        .commit(Operation::DataReplacement(DataReplacement {
+            replacements: vec![DataReplacementGroup {
+                fragment_id: first_fragment.id,
+                new_file: Some(replacement),
+            }],
+        }))
+        .await
+        .unwrap()
+        .dataset;
+    let scan = peer(&["scan", &uri]);
+    assert!(has(&scan, -5_000_000), "the replacement's values are read");
+    assert!(
+        !has(&scan, merged_base),
+        "the replaced file's values are gone"
+    );
+    let files = &replaced
+        .fragment(first_fragment.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .files;
+    assert_eq!(
+        files.len(),
+        first_fragment.files.len(),
+        "replaced, not added"
+    );
+    let verified: Value =
+        serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
+    assert_eq!(verified["valid"], true, "{verified}");
 }

@@ -51,6 +51,10 @@ pub struct WriteOptions {
     pub metadata: HashMap<String, String>,
     /// Global buffers, written after the data pages; see [`WrittenFile::global_buffers`].
     pub global_buffers: Vec<Bytes>,
+    /// The field ids the file's schema records, one per field in depth-first order (a
+    /// table's data file holds its columns' ids from the manifest's schema); `None` numbers
+    /// them from 0, as a standalone file does.
+    pub field_ids: Option<Vec<i32>>,
 }
 
 /// Summary of a written file.
@@ -80,7 +84,14 @@ pub async fn write_file(
             }
         })?;
     }
-    let lance_schema = lance_core::datatypes::Schema::try_from(schema).map_err(lance_err(path))?;
+    let mut lance_schema =
+        lance_core::datatypes::Schema::try_from(schema).map_err(lance_err(path))?;
+    if let Some(ids) = &options.field_ids {
+        renumber(&mut lance_schema, ids).map_err(|rule| FileError::InvalidInput {
+            path: path.clone(),
+            rule,
+        })?;
+    }
     let object_writer = fs.store.create(path).await.map_err(lance_err(path))?;
     let mut writer = lance_file::versions::create_writer(
         options.version.concrete(),
@@ -112,6 +123,30 @@ pub async fn write_file(
         size_bytes: summary.size_bytes,
         global_buffers,
     })
+}
+
+/// Gives the schema's fields `ids` in depth-first order (parents' ids follow).
+fn renumber(schema: &mut lance_core::datatypes::Schema, ids: &[i32]) -> Result<(), String> {
+    fn walk(
+        fields: &mut [lance_core::datatypes::Field],
+        parent: i32,
+        ids: &mut std::slice::Iter<'_, i32>,
+    ) -> Result<(), String> {
+        for f in fields {
+            f.id = *ids
+                .next()
+                .ok_or("fewer field ids than the schema has fields")?;
+            f.parent_id = parent;
+            walk(&mut f.children, f.id, ids)?;
+        }
+        Ok(())
+    }
+    let mut it = ids.iter();
+    walk(&mut schema.fields, -1, &mut it)?;
+    match it.next() {
+        Some(_) => Err("more field ids than the schema has fields".into()),
+        None => Ok(()),
+    }
 }
 
 /// [`write_file`] into memory: the file's bytes, for a caller that uploads several small

@@ -39,6 +39,42 @@ fn memory() -> FileStore {
     FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap()
 }
 
+/// A table's data file records its columns' field ids from the manifest's schema.
+#[tokio::test]
+async fn field_ids_are_written_as_given() {
+    let fs = memory();
+    let n = schema().fields().len();
+    let ids: Vec<i32> = (0..n as i32).map(|i| 7 + 2 * i).collect();
+    let path = Path::from("ids.lance");
+    let options = WriteOptions {
+        field_ids: Some(ids.clone()),
+        ..Default::default()
+    };
+    let written = write_file(&fs, &path, &schema(), &[batch(0, 10)], &options)
+        .await
+        .unwrap();
+    let file = LanceFile::open(&fs, &path, Some(written.size_bytes))
+        .await
+        .unwrap();
+    assert_eq!(file.field_ids(), ids.as_slice());
+    for wrong in [ids[1..].to_vec(), [ids.clone(), vec![99]].concat()] {
+        let options = WriteOptions {
+            field_ids: Some(wrong),
+            ..Default::default()
+        };
+        let err = write_file(
+            &fs,
+            &Path::from("bad.lance"),
+            &schema(),
+            &[batch(0, 1)],
+            &options,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, FileError::InvalidInput { .. }), "{err}");
+    }
+}
+
 #[tokio::test]
 async fn writes_and_reads_rows_metadata_and_buffers() {
     for version in [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2] {
@@ -48,6 +84,7 @@ async fn writes_and_reads_rows_metadata_and_buffers() {
             version,
             metadata: HashMap::from([("k".to_string(), "v".to_string())]),
             global_buffers: vec![Bytes::from_static(b"LSPC-one"), Bytes::from_static(b"two")],
+            ..Default::default()
         };
         let written = write_file(
             &fs,

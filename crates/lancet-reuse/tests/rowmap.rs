@@ -172,6 +172,7 @@ async fn hand_written(
         version: FileVersion::V2_1,
         metadata: [(COUNTS_BUFFER_KEY.to_string(), "1".to_string())].into(),
         global_buffers: vec![Counts::encode(2, 4, 7, &per_block).into()],
+        field_ids: None,
     };
     let size = write_file(&fs, &path, &lancet_reuse::row_map_schema(), &[batch], &opts)
         .await

@@ -15,13 +15,17 @@
 //!   ids are new (and sets flag 16, base paths, in both words); **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
 //! - Row ids and version sequences are the row-id crate's (lancet-rowid `assign`); the
 //!   caller gives the created fragments their ids in [`Plan::created`]'s order.
+//! - **Merge** lists every fragment of the next version with the files it adds (ids kept;
+//!   fragments it does not list are removed) and the new schema (`max_allocated_field_id`
+//!   raised to it); **DataReplacement** puts a new data file in place of the one holding
+//!   exactly its fields, or adds it when no file holds any of them ([`replace_data_file`]).
 //! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
 //!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
 
 use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
 use lancet_proto::table::transaction::Operation;
-use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
 
 use crate::error::{Result, TxnError};
 use crate::invariants::Version;
@@ -41,6 +45,12 @@ pub struct Plan {
     pub removed: Vec<u64>,
     /// Every fragment of the base is removed (Overwrite).
     pub remove_all: bool,
+    /// Every fragment of the base that [`Plan::updated`] does not list is removed (Merge: its
+    /// list is the whole new fragment list).
+    pub remove_absent: bool,
+    /// Data files replacing (or joining) a fragment's files (DataReplacement): apply each
+    /// with [`replace_data_file`] to the fragment's current record.
+    pub replacements: Vec<(u64, DataFile)>,
 }
 
 /// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
@@ -53,6 +63,8 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
         updated: Vec::new(),
         removed: Vec::new(),
         remove_all: false,
+        remove_absent: false,
+        replacements: Vec::new(),
     };
     match op {
         Operation::Append(a) => plan.create(&a.fragments, name)?,
@@ -111,6 +123,32 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                 plan.manifest.writer_feature_flags |= flags::BASE_PATHS;
             }
         }
+        Operation::Merge(m) => {
+            // the fragments keep their ids: a merge adds files to fragments the table has
+            plan.updated = m.fragments.clone();
+            plan.remove_absent = true;
+            if !m.schema.is_empty() {
+                let max_field = m.schema.iter().map(|f| f.id).max();
+                plan.manifest.fields = m.schema.clone();
+                plan.manifest.schema_metadata = m.schema_metadata.clone();
+                if let (Some(allocated), Some(max)) =
+                    (plan.manifest.max_allocated_field_id, max_field)
+                {
+                    plan.manifest.max_allocated_field_id = Some(allocated.max(max));
+                }
+            }
+        }
+        Operation::DataReplacement(d) => {
+            for g in &d.replacements {
+                let file = g.new_file.clone().ok_or_else(|| {
+                    TxnError::operation(
+                        name,
+                        format!("the replacement for fragment {} has no file", g.fragment_id),
+                    )
+                })?;
+                plan.replacements.push((g.fragment_id, file));
+            }
+        }
         Operation::UpdateConfig(_) => {}
         Operation::Restore(_) => {
             return Err(TxnError::unsupported(name, "commit it with Dataset::restore"))
@@ -124,15 +162,49 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
         Operation::Clone(_) => {
             return Err(TxnError::unsupported(name, "a clone is made with Dataset::shallow_clone"))
         }
-        Operation::Merge(_)
-        | Operation::Project(_)
-        | Operation::DataReplacement(_)
-        | Operation::UpdateMemWalState(_)
+        Operation::Project(_) | Operation::UpdateMemWalState(_)
         | Operation::DataOverlay(_) => {
             return Err(TxnError::unsupported(name, "lancet does not commit it yet"))
         }
     }
     Ok(plan)
+}
+
+/// `fragment` with `new_file` in place of the data file holding exactly its fields (Lance's
+/// DataReplacement), or added when no file holds any of them (a column that had no data file,
+/// read as NULL); a file holding only some of them is refused.
+pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result<DataFragment> {
+    let name = "DataReplacement";
+    let mut f = fragment.clone();
+    let same = |d: &DataFile| {
+        let mut a = d.fields.clone();
+        let mut b = new_file.fields.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
+    };
+    if let Some(slot) = f.files.iter_mut().find(|d| same(d)) {
+        *slot = new_file.clone();
+        return Ok(f);
+    }
+    let overlap = f.files.iter().find(|d| {
+        d.fields
+            .iter()
+            .any(|x| *x >= 0 && new_file.fields.contains(x))
+    });
+    match overlap {
+        Some(d) => Err(TxnError::operation(
+            name,
+            format!(
+                "fragment {}: data file {} holds fields {:?}, only some of the replacement's {:?}",
+                f.id, d.path, d.fields, new_file.fields
+            ),
+        )),
+        None => {
+            f.files.push(new_file.clone());
+            Ok(f)
+        }
+    }
 }
 
 impl Plan {
@@ -280,6 +352,54 @@ mod tests {
             num_fragments: u32::MAX,
         });
         assert!(plan(on(&m, &[]), &over).is_err());
+    }
+
+    #[test]
+    fn data_replacement_replaces_exactly_matching_files_or_adds_disjoint_ones() {
+        let file = |path: &str, fields: &[i32]| DataFile {
+            path: path.into(),
+            fields: fields.to_vec(),
+            ..Default::default()
+        };
+        let mut f = frag(3, 10);
+        f.files = vec![file("a", &[0, 1]), file("b", &[2])];
+        let r = replace_data_file(&f, &file("b2", &[2])).unwrap();
+        assert_eq!(r.files, vec![file("a", &[0, 1]), file("b2", &[2])]);
+        let r = replace_data_file(&f, &file("a2", &[1, 0])).unwrap();
+        assert_eq!(r.files[0].path, "a2");
+        let added = replace_data_file(&f, &file("c", &[5])).unwrap();
+        assert_eq!(added.files.len(), 3);
+        let e = replace_data_file(&f, &file("x", &[1])).unwrap_err();
+        assert!(e.to_string().contains("only some"), "{e}");
+        let m = manifest(7);
+        let op = Operation::DataReplacement(lancet_proto::table::transaction::DataReplacement {
+            replacements: vec![lancet_proto::table::transaction::DataReplacementGroup {
+                fragment_id: 7,
+                new_file: None,
+            }],
+        });
+        assert!(plan(on(&m, &[]), &op).is_err());
+    }
+
+    #[test]
+    fn merge_lists_the_whole_next_fragment_list_and_raises_the_field_allocation() {
+        let mut m = manifest(7);
+        m.max_allocated_field_id = Some(1);
+        let field = |id: i32| lancet_proto::file::Field {
+            id,
+            name: format!("c{id}"),
+            ..Default::default()
+        };
+        let op = Operation::Merge(lancet_proto::table::transaction::Merge {
+            fragments: vec![frag(7, 2)],
+            schema: vec![field(0), field(4)],
+            ..Default::default()
+        });
+        let p = plan(on(&m, &[]), &op).unwrap();
+        assert!(p.remove_absent && p.created.is_empty());
+        assert_eq!(p.updated, vec![frag(7, 2)]);
+        assert_eq!(p.manifest.fields.len(), 2);
+        assert_eq!(p.manifest.max_allocated_field_id, Some(4));
     }
 
     #[test]

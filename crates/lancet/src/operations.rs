@@ -32,8 +32,8 @@ pub(crate) struct Built {
 }
 
 impl Dataset {
-    /// Commits `operation` as the next version: Append, Delete, Update, Overwrite,
-    /// CreateIndex, ReserveFragments, UpdateBases and UpdateConfig (Restore through
+    /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
+    /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig (Restore through
     /// [`Dataset::restore`], Rewrite through [`Dataset::commit_rewrite`]). New fragments at id
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the
@@ -158,6 +158,14 @@ impl Dataset {
                 }));
             }
         }
+        for (id, file) in std::mem::take(&mut plan.replacements) {
+            let current = match plan.updated.iter().position(|f| f.id == id) {
+                Some(i) => plan.updated.swap_remove(i),
+                None => self.require_fragment(id, name).await?,
+            };
+            plan.updated
+                .push(lancet_txn::build::replace_data_file(&current, &file)?);
+        }
         let mut before = HashMap::new();
         for id in plan
             .updated
@@ -190,16 +198,24 @@ impl Dataset {
         }
         let data_files = self.data_file_facts(&added).await?;
         let mut actions: Vec<(u64, Action)> = Vec::new();
-        if plan.remove_all {
+        if plan.remove_all || plan.remove_absent {
+            let listed: std::collections::HashSet<u64> =
+                plan.updated.iter().map(|f| f.id).collect();
             actions.extend(
                 self.fragments()
                     .await?
                     .iter()
+                    .filter(|f| plan.remove_all || !listed.contains(&f.id))
                     .map(|f| (f.id, Action::Remove)),
             );
         }
         actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
-        for f in plan.updated.into_iter().chain(plan.created) {
+        // a record listed as it is (a merge lists every fragment) changes nothing
+        let changed = plan
+            .updated
+            .into_iter()
+            .filter(|f| before.get(&f.id) != Some(f));
+        for f in changed.chain(plan.created) {
             actions.push((f.id, Action::Upsert(Box::new(f))));
         }
         Ok(Built {

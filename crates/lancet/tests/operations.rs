@@ -363,9 +363,9 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         refused(
             d,
             &five,
-            Operation::Merge(Merge::default()),
+            Operation::Project(Default::default()),
             ErrorKind::Unsupported,
-            "Merge",
+            "Project",
         )
         .await;
         refused(
@@ -457,4 +457,79 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
         .dataset;
     assert_eq!(two.num_rows(), Some(8));
     two.verify_data().await.unwrap();
+}
+
+/// Merge lists the whole next fragment list: a fragment it leaves out is removed, one the
+/// version lacks is refused; a DataReplacement whose file holds only some of an existing
+/// file's fields is refused. Nothing is written by a refusal.
+#[tokio::test]
+async fn merge_and_data_replacement_keep_lances_rules() {
+    use lancet::proto::table::transaction::{DataReplacement, DataReplacementGroup};
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let ds = ds
+            .commit(append(vec![
+                written(d, "a.lance", 10).await,
+                written(d, "b.lance", 5).await,
+            ]))
+            .await
+            .unwrap()
+            .dataset;
+        let keep = ds.fragment(1).await.unwrap().unwrap();
+        let merged = ds
+            .commit(Operation::Merge(Merge {
+                fragments: vec![keep.clone()],
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let ids: Vec<u64> = merged
+            .fragments()
+            .await
+            .unwrap()
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(ids, vec![1], "tree={tree}");
+        let mut ghost = keep.clone();
+        ghost.id = 7;
+        let op = Operation::Merge(Merge {
+            fragments: vec![keep.clone(), ghost],
+            ..Default::default()
+        });
+        refused(
+            d,
+            &merged,
+            op,
+            ErrorKind::InvalidInput,
+            "fragment 7 is not in version",
+        )
+        .await;
+        let mut partial = written(d, "c.lance", 5).await.files.remove(0);
+        partial.fields = vec![0, 3];
+        let op = Operation::DataReplacement(DataReplacement {
+            replacements: vec![DataReplacementGroup {
+                fragment_id: 1,
+                new_file: Some(partial),
+            }],
+        });
+        refused(d, &merged, op, ErrorKind::InvalidInput, "only some").await;
+        // a file of the same fields replaces the fragment's, footer checked
+        let same = written(d, "d.lance", 5).await.files.remove(0);
+        let op = Operation::DataReplacement(DataReplacement {
+            replacements: vec![DataReplacementGroup {
+                fragment_id: 1,
+                new_file: Some(same.clone()),
+            }],
+        });
+        let replaced = merged.commit(op).await.unwrap().dataset;
+        assert_eq!(
+            replaced.fragment(1).await.unwrap().unwrap().files,
+            vec![same]
+        );
+        replaced.verify_data().await.unwrap();
+    }
 }

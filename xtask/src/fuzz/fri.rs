@@ -209,6 +209,7 @@ fn row_map_bytes() -> (Vec<u8>, Transition) {
             version: FileVersion::V2_1,
             metadata: [(COUNTS_BUFFER_KEY.to_string(), "1".to_string())].into(),
             global_buffers: vec![Bytes::from(counts)],
+            field_ids: None,
         };
         write_file(&fs, &path, &row_map_schema(), &[batch], &opts)
             .await
