@@ -49,6 +49,9 @@ pub enum RowIdError {
     /// A stable-row-id table has a fragment without a sequence.
     #[error("fragment {fragment} has no row id sequence")]
     MissingSequence { fragment: u64 },
+    /// A fragment stores its row-id structures in a form lancet does not read.
+    #[error("fragment {fragment}: {rule}")]
+    Unsupported { fragment: u64, rule: String },
     /// The caller's arguments are unusable.
     #[error("invalid input: {0}")]
     InvalidInput(String),

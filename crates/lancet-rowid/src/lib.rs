@@ -26,6 +26,7 @@ mod bitmap;
 pub mod deletion;
 mod encoded;
 mod error;
+mod fragment;
 mod index;
 mod lazy;
 mod segment;
@@ -35,6 +36,7 @@ mod version;
 
 pub use encoded::EncodedArray;
 pub use error::{DecodeError, Result, RowIdError};
+pub use fragment::{row_ids_of, versions_of};
 pub use index::{row_address, FragmentRowIds, RowIdIndex};
 pub use lazy::{LazyFragment, LazyRowIds, LOAD_CONCURRENCY};
 pub use segment::U64Segment;

@@ -198,6 +198,7 @@ impl Kind for lancet_rowid::RowIdError {
         use lancet_rowid::RowIdError as E;
         match self {
             E::InvalidInput(_) => ErrorKind::InvalidInput,
+            E::Unsupported { .. } => ErrorKind::Unsupported,
             E::Paths(e) => e.kind(),
             _ => ErrorKind::Corrupt,
         }

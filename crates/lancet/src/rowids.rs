@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use lancet_paths::DatasetStore;
-use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet_proto::table::DataFragment;
 use lancet_rowid::deletion::read_deletion_vector;
 use lancet_rowid::{
@@ -32,26 +31,7 @@ impl Dataset {
 
     /// The fragment's stable row id sequence, if it has one inline.
     pub fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
-        match &fragment.row_id_sequence {
-            None => Ok(None),
-            Some(PbRowIds::InlineRowIds(bytes)) => RowIdSequence::decode(bytes)
-                .map(Some)
-                .map_err(|source| {
-                    Error::from(RowIdError::Corrupt {
-                        at: lancet_proto::ObjectRef::new(self.manifest_path())
-                            .within(format!("row id sequence of fragment {}", fragment.id)),
-                        source,
-                    })
-                }),
-            Some(PbRowIds::ColumnRowIds(_)) => Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "fragment {} keeps its row ids in a spilled column (flag 2048), which lancet does not read yet",
-                    fragment.id
-                ),
-            }),
-        }
+        Ok(lancet_rowid::row_ids_of(fragment, &self.manifest_path())?)
     }
 
     /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
@@ -59,29 +39,7 @@ impl Dataset {
         &self,
         fragment: &DataFragment,
     ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
-        use lancet_proto::table::data_fragment::{
-            CreatedAtVersionSequence as Created, LastUpdatedAtVersionSequence as Updated,
-        };
-        let decode = |bytes: &[u8], what: &str| {
-            VersionSequence::decode(bytes).map_err(|source| {
-                Error::from(RowIdError::Corrupt {
-                    at: lancet_proto::ObjectRef::new(self.manifest_path()).within(format!(
-                        "{what} version sequence of fragment {}",
-                        fragment.id
-                    )),
-                    source,
-                })
-            })
-        };
-        let created = match &fragment.created_at_version_sequence {
-            Some(Created::InlineCreatedAtVersions(b)) => Some(decode(b, "created-at")?),
-            _ => None,
-        };
-        let updated = match &fragment.last_updated_at_version_sequence {
-            Some(Updated::InlineLastUpdatedAtVersions(b)) => Some(decode(b, "last-updated-at")?),
-            _ => None,
-        };
-        Ok((created, updated))
+        Ok(lancet_rowid::versions_of(fragment, &self.manifest_path())?)
     }
 
     /// The fragment's deleted offsets, if it has a deletion file.
