@@ -59,6 +59,29 @@ pub fn content_location(m: &IndexMetadata) -> Result<ContentLocation> {
     found.ok_or_else(|| corrupt(what, "details have neither inline nor external content"))
 }
 
+/// The bytes of an external history: `file` of the entry's index directory `dir` (relative to
+/// `store`'s root), exactly `[offset, offset + size)`; a range that overflows or a shorter
+/// object is corrupt.
+pub async fn read_external(
+    store: &lancet_paths::DatasetStore,
+    dir: &str,
+    file: &ExternalFile,
+) -> Result<Vec<u8>> {
+    let path = store.path(&format!("{dir}/{}", file.path));
+    let end = file
+        .offset
+        .checked_add(file.size)
+        .ok_or_else(|| corrupt(path.to_string(), "external history range overflows"))?;
+    let bytes = store.get_range(&path, file.offset..end).await?;
+    if bytes.len() as u64 != file.size {
+        return Err(corrupt(
+            path.to_string(),
+            "the external history is shorter than its recorded size",
+        ));
+    }
+    Ok(bytes.to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,9 +39,9 @@ mod runs;
 mod writer;
 
 pub use counts::{Counts, DEFAULT_BLOCK_ROWS, MAX_DESTINATIONS};
-pub use details::{content_location, is_fri_entry, ContentLocation};
+pub use details::{content_location, is_fri_entry, read_external, ContentLocation};
 pub use error::{Result, ReuseError};
 pub use history::{History, Translation};
 pub use ledger::{check, decode_inline, Digest, Ledger, Mapping, Transition};
-pub use rowmap::{row_map_schema, RowMap, COUNTS_BUFFER_KEY, ROW_MAP_FILE};
+pub use rowmap::{row_map_path, row_map_schema, RowMap, COUNTS_BUFFER_KEY, ROW_MAP_FILE};
 pub use writer::{write_row_map, SourceRows};

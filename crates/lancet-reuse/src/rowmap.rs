@@ -42,10 +42,47 @@ pub struct RowMap {
     destinations: Vec<u32>,
 }
 
+/// Where a row map lives in its base: `_fri/{map_id}/stable_partition.lance` below a dataset
+/// root, `{map_id}/stable_partition.lance` in a plain directory.
+pub fn row_map_path(map_id: &str, base_is_dataset_root: bool) -> String {
+    match base_is_dataset_root {
+        true => format!("_fri/{map_id}/{ROW_MAP_FILE}"),
+        false => format!("{map_id}/{ROW_MAP_FILE}"),
+    }
+}
+
 impl RowMap {
     /// Validates the file against its transition: exact schema, counts buffer present and
     /// valid, `total_rows` = label rows = Σ source physical rows, one column per destination,
     /// final counts = destination physical rows.
+    /// Opens the row map at `relative` in `store` (see [`row_map_path`]) for transition `t`,
+    /// which records its size: an object of another size is corrupt.
+    pub async fn open_at(
+        store: &lancet_paths::DatasetStore,
+        fs: &lancet_file::FileStore,
+        relative: &str,
+        t: &Transition,
+    ) -> Result<Self> {
+        let size = match &t.mapping {
+            crate::ledger::Mapping::StablePartition { map_size_bytes, .. } => *map_size_bytes,
+            crate::ledger::Mapping::OrderedCompaction { .. } => {
+                return Err(crate::error::ReuseError::InvalidInput(
+                    "an ordered compaction has no row map".into(),
+                ))
+            }
+        };
+        let path = store.path(relative);
+        let file = LanceFile::open(fs, &path, Some(size)).await?;
+        let actual = store.size(&path).await?;
+        if actual != size {
+            return Err(crate::error::corrupt(
+                path.to_string(),
+                format!("{actual} bytes, map_size_bytes says {size}"),
+            ));
+        }
+        Self::open(file, t).await
+    }
+
     pub async fn open(file: LanceFile, t: &Transition) -> Result<Self> {
         let what = format!("row map {}", file.path());
         file.check_schema(&row_map_schema())?;

@@ -7,7 +7,7 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::decode_inline;
 use lancet_reuse::{content_location, is_fri_entry, ContentLocation};
 use lancet_reuse::{History, ReuseError};
-use lancet_reuse::{RowMap, ROW_MAP_FILE};
+use lancet_reuse::RowMap;
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
@@ -51,31 +51,18 @@ impl Dataset {
         let what = self.manifest_ref().object;
         let ledger = self.decode_fri(entry).await?;
         let mut history = History::new(ledger, &what)?;
-        for (i, map_id, size, base_id) in history.row_maps_needed() {
+        for (i, map_id, _, base_id) in history.row_maps_needed() {
             let base = self
                 .bases()
                 .resolve(base_id, &self.root(), BaseRequirement::Any)?;
             let store = self.store_for(&base)?;
-            let rel = if base.is_dataset_root {
-                format!("_fri/{map_id}/{ROW_MAP_FILE}")
-            } else {
-                format!("{map_id}/{ROW_MAP_FILE}")
-            };
             let fs = Dataset::file_store_for(&store)?;
-            let file = lancet_file::LanceFile::open(&fs, &store.path(&rel), Some(size)).await?;
-            let actual = store.size(&store.path(&rel)).await?;
-            if actual != size {
-                return Err(ReuseError::Corrupt {
-                    at: lancet_proto::ObjectRef::new(store.path(&rel).to_string()),
-                    rule: format!("{actual} bytes, map_size_bytes says {size}"),
-                }
-                .into());
-            }
             let t = history
                 .transition(i)
                 .cloned()
                 .ok_or_else(|| Error::Internal(format!("history has no transition {i}")))?;
-            history.attach_row_map(i, RowMap::open(file, &t).await?);
+            let rel = lancet_reuse::row_map_path(&map_id, base.is_dataset_root);
+            history.attach_row_map(i, RowMap::open_at(&store, &fs, &rel, &t).await?);
         }
         Ok(history)
     }
@@ -104,24 +91,7 @@ impl Dataset {
                 let dir =
                     files::index_dir_location(&uuid, entry.base_id, self.bases(), &self.root())?;
                 let store = self.store_for(&dir.base)?;
-                let rel = format!("{}/{}", dir.path, file.path);
-                let path = store.path(&rel);
-                let end =
-                    file.offset
-                        .checked_add(file.size)
-                        .ok_or_else(|| ReuseError::Corrupt {
-                            at: lancet_proto::ObjectRef::new(path.to_string()),
-                            rule: "external history range overflows".into(),
-                        })?;
-                let bytes = store.get_range(&path, file.offset..end).await?;
-                if bytes.len() as u64 != file.size {
-                    return Err(ReuseError::Corrupt {
-                        at: lancet_proto::ObjectRef::new(path.to_string()),
-                        rule: "the external history is shorter than its recorded size".into(),
-                    }
-                    .into());
-                }
-                bytes.to_vec()
+                lancet_reuse::read_external(&store, &dir.path, &file).await?
             }
         };
         Ok(decode_inline(&bytes, index_version, &what)?)

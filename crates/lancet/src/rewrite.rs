@@ -20,7 +20,6 @@ use std::time::{Duration, SystemTime};
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::is_fri_entry;
-use lancet_reuse::ROW_MAP_FILE;
 use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
@@ -219,7 +218,7 @@ impl Dataset {
         labels: &[u16],
     ) -> Result<Mapping> {
         let map_id = ObjectUuid::new_v4().to_string();
-        let path = self.store().path(&format!("_fri/{map_id}/{ROW_MAP_FILE}"));
+        let path = self.store().path(&lancet_reuse::row_map_path(&map_id, true));
         let rows: Vec<SourceRows> = sources
             .iter()
             .zip(deleted)
