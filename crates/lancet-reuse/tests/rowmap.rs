@@ -302,3 +302,89 @@ async fn a_stable_partition_takes_up_to_65536_destinations() {
     let err = check(&transition(n + 1), "t").unwrap_err();
     assert!(err.to_string().contains("65536"), "{err}");
 }
+
+/// A row map is opened where `row_map_path` puts it, against the size its transition records:
+/// an object of another size is corrupt. An external history is read over exactly its range.
+#[tokio::test]
+async fn row_maps_and_external_histories_are_read_at_their_recorded_sizes() {
+    use lancet_paths::DatasetStore;
+    let store = DatasetStore::open("memory://").unwrap();
+    let fs = FileStore::new(store.object_store().clone(), "memory:///").unwrap();
+    let rel = lancet_reuse::row_map_path("m1", true);
+    assert_eq!(rel, "_fri/m1/stable_partition.lance");
+    assert_eq!(
+        lancet_reuse::row_map_path("m1", false),
+        "m1/stable_partition.lance"
+    );
+    let sources = [SourceRows {
+        physical_rows: 4,
+        deleted: None,
+    }];
+    let written = write_row_map(
+        &fs,
+        &store.path(&rel),
+        &sources,
+        2,
+        [0, 1, 0, 1].into_iter(),
+        None,
+    )
+    .await
+    .unwrap();
+    let transition = |size: u64| Transition {
+        dataset_version: None,
+        sources: vec![Digest {
+            id: 0,
+            physical_rows: 4,
+            num_deleted_rows: 0,
+        }],
+        destinations: vec![
+            Digest {
+                id: 1,
+                physical_rows: 2,
+                num_deleted_rows: 0,
+            },
+            Digest {
+                id: 2,
+                physical_rows: 2,
+                num_deleted_rows: 0,
+            },
+        ],
+        mapping: Mapping::StablePartition {
+            map_id: "m1".into(),
+            map_size_bytes: size,
+            base_id: None,
+        },
+    };
+    RowMap::open_at(&store, &fs, &rel, &transition(written.size_bytes))
+        .await
+        .unwrap();
+    assert!(
+        RowMap::open_at(&store, &fs, &rel, &transition(written.size_bytes + 1))
+            .await
+            .is_err()
+    );
+
+    let dir = "_indices/u";
+    store
+        .put(
+            &store.path(&format!("{dir}/details.binpb")),
+            vec![7u8; 10].into(),
+        )
+        .await
+        .unwrap();
+    let file = |offset: u64, size: u64| lancet_proto::table::ExternalFile {
+        path: "details.binpb".into(),
+        offset,
+        size,
+    };
+    assert_eq!(
+        lancet_reuse::read_external(&store, dir, &file(2, 5))
+            .await
+            .unwrap(),
+        vec![7u8; 5]
+    );
+    for bad in [file(5, 10), file(u64::MAX, 2)] {
+        let e = lancet_reuse::read_external(&store, dir, &bad).await;
+        assert!(e.is_err(), "{bad:?}");
+    }
+}

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use lancet_paths::{files, BaseRequirement, ObjectUuid};
 use lancet_proto::table::IndexMetadata;
 use lancet_reuse::decode_inline;
+use lancet_reuse::RowMap;
 use lancet_reuse::{content_location, is_fri_entry, ContentLocation};
 use lancet_reuse::{History, ReuseError};
-use lancet_reuse::RowMap;
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};

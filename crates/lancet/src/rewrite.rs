@@ -218,7 +218,9 @@ impl Dataset {
         labels: &[u16],
     ) -> Result<Mapping> {
         let map_id = ObjectUuid::new_v4().to_string();
-        let path = self.store().path(&lancet_reuse::row_map_path(&map_id, true));
+        let path = self
+            .store()
+            .path(&lancet_reuse::row_map_path(&map_id, true));
         let rows: Vec<SourceRows> = sources
             .iter()
             .zip(deleted)
