@@ -2371,3 +2371,56 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
         serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
     assert_eq!(verified["valid"], true, "{verified}");
 }
+
+/// Issue 19: on a stable-row-id table, an Append committed through `Dataset::commit` that
+/// loses the race to a pylance append is planned again on the latest version (its row ids
+/// taken afresh) and lands; and a pylance append prepared before a lancet Append rebases over
+/// it. Every row id stays unique, as pylance reads them.
+#[tokio::test]
+async fn operation_appends_and_pylance_appends_rebase_over_each_other_with_stable_row_ids() {
+    use lancet::proto::table::transaction::Append;
+    use lancet::Operation;
+    let dir = tempfile::tempdir().unwrap().keep().join("stable");
+    copy_dir(&fixtures().join("stable"), &dir);
+    let uri = dir.to_str().unwrap().to_string();
+    let prepared = Dataset::open(&uri).await.unwrap();
+    let v = prepared.version();
+    let written = peer(&["write-fragments", &uri, "600000", "300"]);
+    // pylance lands first
+    peer(&["append-at", &uri, &v.to_string(), "610000", "200"]);
+    let landed = prepared
+        .commit(Operation::Append(Append {
+            fragments: fragments_of(&written),
+        }))
+        .await
+        .unwrap();
+    assert_eq!(landed.attempts, 2, "rebased once");
+    assert_eq!(landed.dataset.version(), v + 2);
+    // and the other way round: pylance prepared on the version before lancet's next append
+    let before = landed.dataset.version();
+    let more = peer(&["write-fragments", &uri, "620000", "100"]);
+    landed
+        .dataset
+        .commit(Operation::Append(Append {
+            fragments: fragments_of(&more),
+        }))
+        .await
+        .unwrap();
+    peer(&["append-at", &uri, &before.to_string(), "630000", "50"]);
+    let latest = Dataset::open(&uri).await.unwrap();
+    let ids = peer(&["rowids", &uri, &latest.version().to_string()]);
+    let row_ids: Vec<u64> = ids["row_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let distinct: std::collections::BTreeSet<u64> = row_ids.iter().copied().collect();
+    assert_eq!(distinct.len(), row_ids.len(), "a row id is live twice");
+    let scan = peer(&["scan", &uri]);
+    let rows_before = prepared.num_rows().unwrap();
+    assert_eq!(scan["count"], json!(rows_before + 300 + 200 + 100 + 50));
+    assert!(latest.manifest().next_row_id > *distinct.iter().max().unwrap());
+    let verified: Value = serde_json::from_str(&lancet(&["verify", &uri, "--json"])).unwrap();
+    assert_eq!(verified["valid"], true, "{verified}");
+}
