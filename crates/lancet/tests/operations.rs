@@ -533,3 +533,45 @@ async fn merge_and_data_replacement_keep_lances_rules() {
         replaced.verify_data().await.unwrap();
     }
 }
+
+/// A Merge lists the whole next fragment list, so one prepared before a concurrent append
+/// is not replayed over it (it would drop the appended fragment): the commit is a retryable
+/// conflict, and the appended fragment stays.
+#[tokio::test]
+async fn a_merge_that_lost_to_an_append_is_a_conflict_not_a_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let ds = empty_table(d, false).await;
+    let ds = ds
+        .commit(append(vec![written(d, "a.lance", 10).await]))
+        .await
+        .unwrap()
+        .dataset;
+    let listed = ds.fragments().await.unwrap().to_vec();
+    let appended = ds
+        .commit(append(vec![written(d, "b.lance", 5).await]))
+        .await
+        .unwrap()
+        .dataset;
+    let err = ds
+        .commit(Operation::Merge(Merge {
+            fragments: listed,
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert!(
+        matches!(
+            err,
+            lancet::Error::CommitConflict {
+                retryable: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let latest = Dataset::open(d.to_str().unwrap()).await.unwrap();
+    assert_eq!(latest.version(), appended.version());
+    assert_eq!(latest.fragments().await.unwrap().len(), 2);
+}
