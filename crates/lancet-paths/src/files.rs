@@ -1,6 +1,8 @@
 //! Where the files a fragment or index names live, given their resolved base.
 
-use lancet_proto::table::{deletion_file::DeletionFileType, DataFile, DeletionFile, ExternalFile};
+use lancet_proto::table::{
+    deletion_file::DeletionFileType, DataFile, DataFragment, DeletionFile, ExternalFile,
+};
 
 use crate::bases::{BaseRequirement, BaseTable, ResolvedBase};
 use crate::error::{PathsError, Result};
@@ -67,6 +69,29 @@ pub fn deletion_file_name(fragment_id: u64, file: &DeletionFile) -> Result<Strin
     ))
 }
 
+/// Every object `fragment` names, in order: its data files, its overlays' data files, its
+/// deletion file. (Its ExternalFile arms, which lancet does not model, are not among them.)
+pub fn fragment_locations(
+    fragment: &DataFragment,
+    bases: &BaseTable,
+    inherited: &ResolvedBase,
+) -> Result<Vec<ObjectLocation>> {
+    let overlays = fragment
+        .overlays
+        .iter()
+        .filter_map(|o| o.data_file.as_ref());
+    let mut out = fragment
+        .files
+        .iter()
+        .chain(overlays)
+        .map(|f| data_file_location(f, bases, inherited))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(d) = &fragment.deletion_file {
+        out.push(deletion_file_location(fragment.id, d, bases, inherited)?);
+    }
+    Ok(out)
+}
+
 /// A deletion file: `{dataset}/_deletions/{name}` or `{dir}/{name}`.
 pub fn deletion_file_location(
     fragment_id: u64,
@@ -126,6 +151,48 @@ mod tests {
             },
         ])
         .unwrap()
+    }
+
+    #[test]
+    fn a_fragment_names_its_data_overlay_and_deletion_files() {
+        let here = ResolvedBase::current_dataset("/ds");
+        let file = |path: &str, base_id| DataFile {
+            path: path.into(),
+            base_id,
+            ..Default::default()
+        };
+        let f = DataFragment {
+            id: 3,
+            files: vec![file("a.lance", None), file("b.lance", Some(5))],
+            overlays: vec![lancet_proto::table::DataOverlayFile {
+                data_file: Some(file("o.lance", Some(0))),
+                ..Default::default()
+            }],
+            deletion_file: Some(DeletionFile {
+                read_version: 2,
+                id: 9,
+                num_deleted_rows: 1,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let shown: Vec<String> = fragment_locations(&f, &table(), &here)
+            .unwrap()
+            .iter()
+            .map(|l| l.display_uri())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "/ds/data/a.lance",
+                "/plain/b.lance",
+                "/src/data/o.lance",
+                "/ds/_deletions/3-2-9.arrow"
+            ]
+        );
+        let mut unknown = f.clone();
+        unknown.files[0].base_id = Some(77);
+        assert!(fragment_locations(&unknown, &table(), &here).is_err());
     }
 
     #[test]

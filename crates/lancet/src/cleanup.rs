@@ -281,15 +281,7 @@ impl Dataset {
             None => &ds.manifest().fragments,
         };
         for f in fragments {
-            for location in ds.data_file_locations(f)? {
-                refs.location(&location)?;
-            }
-            for overlay in &f.overlays {
-                if let Some(file) = &overlay.data_file {
-                    refs.location(&files::data_file_location(file, ds.bases(), &ds.root())?)?;
-                }
-            }
-            if let Some(location) = ds.deletion_file_location(f)? {
+            for location in files::fragment_locations(f, ds.bases(), &ds.root())? {
                 refs.location(&location)?;
             }
         }
