@@ -246,6 +246,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     assert_eq!(peer(&py, &["scan", uri])["rows"], before["rows"]);
     Dataset::open(uri).await.unwrap().verify().await.unwrap();
 
+    let mut covered = std::collections::BTreeSet::new();
     // 3d. misuse through the public API on S3: each refusal names its invariant, writes
     //     nothing under _versions/ (every manifest and the hint as before, byte for byte),
     //     and pylance still opens the latest version and reads the same rows
@@ -270,6 +271,109 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .max_fragment_id
         .map_or(0, |m| u64::from(m) + 1);
     elsewhere.id = next_id;
+    // manifest edits a careless engine makes
+    let edited = |edit: &dyn Fn(&mut Manifest)| {
+        let mut m = latest.manifest().clone();
+        edit(&mut m);
+        m
+    };
+    let with_deletions = latest
+        .manifest()
+        .fragments
+        .iter()
+        .position(|f| f.deletion_file.is_some())
+        .expect("pylance's delete left deletion files");
+    let fri = latest
+        .fri_entry()
+        .cloned()
+        .expect("the rewrite's FRI entry");
+    let mut indices_twice = latest.indices().to_vec();
+    indices_twice.push(latest.indices()[0].clone());
+    let mut second_fri = fri.clone();
+    second_fri.uuid = Some(lancet::proto::table::Uuid {
+        uuid: vec![0xab; 16],
+    });
+    let mut two_fris = latest.indices().to_vec();
+    two_fris.push(second_fri);
+    let edits: Vec<(
+        Manifest,
+        Vec<lancet::proto::table::IndexMetadata>,
+        lancet::Invariant,
+    )> = vec![
+        (
+            edited(&|m| m.fragments.reverse()),
+            latest.indices().to_vec(),
+            lancet::Invariant::FragmentIdsIncrease,
+        ),
+        (
+            edited(&|m| {
+                let mut f = m.fragments[0].clone();
+                f.id = u64::from(m.max_fragment_id.unwrap()) + 5;
+                m.fragments.push(f);
+            }),
+            latest.indices().to_vec(),
+            lancet::Invariant::FragmentIdWithinMax,
+        ),
+        (
+            edited(&|m| {
+                let f = &mut m.fragments[with_deletions];
+                let rows = f.physical_rows;
+                f.deletion_file.as_mut().unwrap().num_deleted_rows = rows + 1;
+            }),
+            latest.indices().to_vec(),
+            lancet::Invariant::DeletionsWithinRows,
+        ),
+        (
+            edited(&|m| {
+                m.reader_feature_flags &= !lancet::paths::flags::DELETION_FILES;
+                m.writer_feature_flags &= !lancet::paths::flags::DELETION_FILES;
+            }),
+            latest.indices().to_vec(),
+            lancet::Invariant::FlagRequired,
+        ),
+        (
+            edited(&|m| m.writer_feature_flags &= !lancet::paths::flags::FRAGMENT_REUSE_INDEX),
+            latest.indices().to_vec(),
+            lancet::Invariant::ManifestFlags,
+        ),
+        (
+            // the FRI entry dropped with its flag: 1024 is sticky all the same
+            edited(&|m| {
+                m.reader_feature_flags &= !lancet::paths::flags::FRAGMENT_REUSE_INDEX;
+                m.writer_feature_flags &= !lancet::paths::flags::FRAGMENT_REUSE_INDEX;
+            }),
+            latest
+                .indices()
+                .iter()
+                .filter(|i| i.uuid != fri.uuid)
+                .cloned()
+                .collect(),
+            lancet::Invariant::FlagKept,
+        ),
+        (
+            latest.manifest().clone(),
+            indices_twice,
+            lancet::Invariant::IndexEntriesDistinct,
+        ),
+        (
+            latest.manifest().clone(),
+            two_fris,
+            lancet::Invariant::SingleFragmentReuseIndex,
+        ),
+    ];
+    for (manifest, indices, want) in edits {
+        let err = latest
+            .commit_with_actions(manifest, &indices, &[], &TreeWriterConfig::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.invariant(), Some(want), "{err}");
+        covered.insert(want);
+        assert_eq!(
+            versions(store.clone()).await,
+            before_misuse,
+            "{want} wrote to _versions/"
+        );
+    }
     let misuse = [
         // an upsert of a fragment id the rewrite removed
         (
@@ -300,6 +404,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             .await
             .unwrap_err();
         assert_eq!(err.invariant(), Some(want), "{err}");
+        covered.insert(want);
         assert_eq!(
             versions(store.clone()).await,
             before_misuse,
@@ -318,22 +423,45 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     //     then rows deleted with the deletion vector merged; pylance reads both versions
     use lancet::proto::table::transaction::Append;
     let written = peer(&py, &["write-fragments", uri, "900000", "50"]);
-    let mut lying = fragments::fragments_of(&written);
+    let good = fragments::fragments_of(&written);
+    let mut lying = good.clone();
     lying[0].physical_rows += 1;
-    let err = latest
-        .commit(lancet::Operation::Append(Append { fragments: lying }))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.invariant(),
-        Some(lancet::Invariant::DataFileRows),
-        "{err}"
-    );
-    assert_eq!(
-        versions(store.clone()).await,
-        before_misuse,
-        "a refused append wrote"
-    );
+    let mut missing = good.clone();
+    missing[0].files[0].path = "no-such-file.lance".into();
+    let mut misnamed = good.clone();
+    misnamed[0].files[0].fields.push(99);
+    misnamed[0].files[0].column_indices.push(9);
+    let mut ghost = latest.manifest().fragments[with_deletions].clone();
+    ghost.deletion_file.as_mut().unwrap().id ^= 0x5555;
+    let refused_ops = [
+        (
+            lancet::Operation::Append(Append { fragments: lying }),
+            lancet::Invariant::DataFileRows,
+        ),
+        (
+            lancet::Operation::Append(Append { fragments: missing }),
+            lancet::Invariant::DataFileOpens,
+        ),
+        (
+            lancet::Operation::Append(Append {
+                fragments: misnamed,
+            }),
+            lancet::Invariant::DataFileFields,
+        ),
+        (
+            lancet::Operation::Delete(lancet::proto::table::transaction::Delete {
+                updated_fragments: vec![ghost],
+                ..Default::default()
+            }),
+            lancet::Invariant::DeletionFileExists,
+        ),
+    ];
+    for (op, want) in refused_ops {
+        let err = latest.commit(op).await.unwrap_err();
+        assert_eq!(err.invariant(), Some(want), "{err}");
+        covered.insert(want);
+        assert_eq!(versions(store.clone()).await, before_misuse, "{want} wrote");
+    }
     let appended = latest
         .commit(lancet::Operation::Append(Append {
             fragments: fragments::fragments_of(&written),
@@ -359,6 +487,196 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     assert_eq!(seen["transactions"][0]["operation"], "Delete", "{seen}");
     assert_eq!(seen["transactions"][1]["operation"], "Append", "{seen}");
     deleted.verify_data().await.unwrap();
+
+    type Misuse = (
+        Manifest,
+        Vec<lancet::proto::table::IndexMetadata>,
+        Vec<(u64, Action)>,
+        lancet::Invariant,
+    );
+    // 3f. the row-id rules and the manifest rules on S3: a stable-row-id table lancet wrote
+    //     (fragments 0..3, 100 ids each) and a flat table holding a fragment with a field
+    //     lancet does not model; every refusal names its invariant and writes nothing
+    {
+        use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
+        use lancet::rowid::RowIdSequence;
+        let seq = |ids: &[u64]| {
+            Some(PbRowIds::InlineRowIds(
+                RowIdSequence::from_values(ids).encode(),
+            ))
+        };
+        let range = |r: std::ops::Range<u64>| r.collect::<Vec<u64>>();
+        let uri_s = "s3://lancet/stable";
+        let store_s = DatasetStore::open(uri_s).unwrap();
+        let stable_flags = lancet::paths::flags::STABLE_ROW_IDS;
+        let m = Manifest {
+            version: 1,
+            fragments: (0..3)
+                .map(|i| DataFragment {
+                    row_id_sequence: seq(&range(i * 100..(i + 1) * 100)),
+                    ..fragment(i)
+                })
+                .collect(),
+            max_fragment_id: Some(2),
+            next_row_id: 300,
+            reader_feature_flags: stable_flags,
+            writer_feature_flags: stable_flags,
+            timestamp: Some(lancet::paths::manifest::now_timestamp()),
+            ..Default::default()
+        };
+        write_manifest(&store_s, &ManifestContent::new(&m))
+            .await
+            .unwrap();
+        let ds = Dataset::open(uri_s).await.unwrap();
+        let before = versions(store_s.clone()).await;
+        let with_ids = |ids: Vec<u64>| DataFragment {
+            row_id_sequence: seq(&ids),
+            ..fragment(3)
+        };
+        let advanced = |n: u64| {
+            let mut m = ds.manifest().clone();
+            m.next_row_id = n;
+            m
+        };
+        let mut repeated = range(300..400);
+        repeated[1] = 300;
+        let mut lowered = ds.manifest().clone();
+        lowered.next_row_id = 299;
+        let mut tagged = ds.manifest().clone();
+        tagged.reader_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX
+            | lancet::paths::flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
+        tagged.writer_feature_flags = tagged.reader_feature_flags;
+        let tagged_fri = lancet::proto::table::IndexMetadata {
+            uuid: Some(lancet::proto::table::Uuid { uuid: vec![7; 16] }),
+            name: lancet::txn::FRI_INDEX_NAME.into(),
+            index_version: Some(1),
+            ..Default::default()
+        };
+        let mut duplicate_base = ds.manifest().clone();
+        let base = lancet::proto::table::BasePath {
+            id: 4,
+            is_dataset_root: true,
+            path: "s3://lancet/elsewhere".into(),
+            ..Default::default()
+        };
+        duplicate_base.base_paths = vec![base.clone(), base];
+        duplicate_base.reader_feature_flags |= lancet::paths::flags::BASE_PATHS;
+        duplicate_base.writer_feature_flags |= lancet::paths::flags::BASE_PATHS;
+        let upsert = |f: DataFragment| vec![(f.id, Action::Upsert(Box::new(f)))];
+        let cases: Vec<Misuse> = vec![
+            (
+                advanced(400),
+                vec![],
+                upsert(fragment(3)),
+                lancet::Invariant::RowIdSequencePresent,
+            ),
+            (
+                advanced(400),
+                vec![],
+                upsert(with_ids(range(300..399))),
+                lancet::Invariant::RowIdSequenceLength,
+            ),
+            (
+                advanced(300),
+                vec![],
+                upsert(with_ids(range(300..400))),
+                lancet::Invariant::RowIdBelowNext,
+            ),
+            (
+                advanced(400),
+                vec![],
+                upsert(with_ids(range(0..100))),
+                lancet::Invariant::RowIdFresh,
+            ),
+            (
+                advanced(400),
+                vec![],
+                upsert(with_ids(repeated)),
+                lancet::Invariant::RowIdLiveOnce,
+            ),
+            (
+                lowered,
+                vec![],
+                vec![],
+                lancet::Invariant::NextRowIdMonotone,
+            ),
+            (
+                tagged,
+                vec![tagged_fri],
+                vec![],
+                lancet::Invariant::TaggedFriWithoutStableRowIds,
+            ),
+            (
+                duplicate_base,
+                vec![],
+                vec![],
+                lancet::Invariant::ManifestDecodes,
+            ),
+        ];
+        for (manifest, indices, actions, want) in cases {
+            let err = ds
+                .commit_with_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
+                .await
+                .unwrap_err();
+            assert_eq!(err.invariant(), Some(want), "{err}");
+            covered.insert(want);
+            assert_eq!(
+                versions(store_s.clone()).await,
+                before,
+                "{want} wrote to _versions/"
+            );
+        }
+
+        // a fragment holding a reserved ExternalFile arm (field 6) is never written again
+        let uri_u = "s3://lancet/unmodelled";
+        let store_u = DatasetStore::open(uri_u).unwrap();
+        let mut raw = lancet::proto::prost::Message::encode_to_vec(&fragment(1));
+        raw.extend_from_slice(&[0x32, 0x03, 0x0a, 0x01, b'r']);
+        let mut extra = vec![0x12];
+        lancet::proto::prost::encoding::encode_varint(raw.len() as u64, &mut extra);
+        extra.extend(raw);
+        let m = Manifest {
+            version: 1,
+            fragments: vec![fragment(0)],
+            max_fragment_id: Some(1),
+            timestamp: Some(lancet::paths::manifest::now_timestamp()),
+            ..Default::default()
+        };
+        write_manifest(
+            &store_u,
+            &ManifestContent {
+                unknown_fields: &extra,
+                ..ManifestContent::new(&m)
+            },
+        )
+        .await
+        .unwrap();
+        let ds = Dataset::open(uri_u).await.unwrap();
+        let before = versions(store_u.clone()).await;
+        let err = ds
+            .commit_with_actions(
+                ds.manifest().clone(),
+                &[],
+                &upsert(fragment(2)),
+                &TreeWriterConfig::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.invariant(),
+            Some(lancet::Invariant::UnmodelledFieldsKept),
+            "{err}"
+        );
+        covered.insert(lancet::Invariant::UnmodelledFieldsKept);
+        assert_eq!(
+            versions(store_u.clone()).await,
+            before,
+            "an unmodelled field was dropped"
+        );
+    }
+    // every invariant of lancet-txn was broken once on S3, and refused
+    let all: std::collections::BTreeSet<_> = lancet::Invariant::ALL.into_iter().collect();
+    assert_eq!(covered, all, "invariants not exercised on S3");
 
     // 3c. overlapping deletions prepared on one version: one lands, the others are
     //     conflicts, nothing is corrupted
