@@ -14,6 +14,53 @@ use std::time::Duration;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{IndexMetadata, Manifest};
 
+/// Why a commit cannot be rebased over the versions published since it was prepared: the
+/// version that decides it, Lance's reason, and whether redoing the work on the latest
+/// version may succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub version: u64,
+    pub reason: String,
+    pub retryable: bool,
+}
+
+/// Judges `mine` against every version published since it was prepared, in order, by Lance's
+/// conflict table ([`crate::compatibility`]): `Ok` when each allows a rebase. A version that
+/// records no transaction cannot be judged and is a conflict, as in Lance. `ids_taken`: see
+/// [`crate::compatibility`].
+pub fn judge_since(
+    mine: &Operation,
+    since: &[(u64, Option<lancet_paths::StoredTransaction>)],
+    ids_taken: bool,
+) -> Result<(), Conflict> {
+    let name = lancet_paths::transaction::operation_name(mine);
+    for (version, txn) in since {
+        let Some(theirs) = txn else {
+            return Err(Conflict {
+                version: *version,
+                reason: format!(
+                    "{name} cannot be judged against version {version}, which records no transaction"
+                ),
+                retryable: false,
+            });
+        };
+        let (why, retryable) = match crate::compatibility(mine, theirs, ids_taken) {
+            crate::Compatibility::Rebase => continue,
+            crate::Compatibility::Retryable(why) => (why, true),
+            crate::Compatibility::Incompatible(why) => (why, false),
+        };
+        return Err(Conflict {
+            version: *version,
+            reason: format!(
+                "{name} against {} at version {version}: {why}",
+                theirs.operation_name()
+            ),
+            retryable,
+        });
+    }
+    Ok(())
+}
+
 /// How long a commit keeps rebasing over compatible commits before giving up on a busy
 /// table. Lance stops after 20 attempts; with eight writers committing back to back a
 /// writer can lose more than 20 races in a row although every change is compatible, so
@@ -138,6 +185,51 @@ impl IndexIntent {
 mod tests {
     use super::*;
     use lancet_proto::table::Uuid;
+
+    #[test]
+    fn every_version_since_is_judged_in_order() {
+        use lancet_paths::StoredTransaction;
+        use lancet_proto::table::transaction::{Append, Delete, Overwrite};
+        use lancet_proto::table::{DataFragment, Transaction};
+        let stored = |op: Operation| {
+            Some(StoredTransaction {
+                transaction: Transaction {
+                    operation: Some(op),
+                    ..Default::default()
+                },
+                unknown_operation: None,
+            })
+        };
+        let delete = |id: u64| {
+            Operation::Delete(Delete {
+                updated_fragments: vec![DataFragment {
+                    id,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        };
+        let mine = delete(3);
+        let appended = (5, stored(Operation::Append(Append::default())));
+        assert_eq!(judge_since(&mine, &[appended.clone()], false), Ok(()));
+        // the same fragment deleted by another writer: retryable, naming the version
+        let c = judge_since(&mine, &[appended.clone(), (6, stored(delete(3)))], false).unwrap_err();
+        assert_eq!((c.version, c.retryable), (6, true));
+        assert!(
+            c.reason.starts_with("Delete against Delete at version 6"),
+            "{}",
+            c.reason
+        );
+        let c = judge_since(
+            &mine,
+            &[(5, stored(Operation::Overwrite(Overwrite::default())))],
+            false,
+        )
+        .unwrap_err();
+        assert!(!c.retryable);
+        let c = judge_since(&mine, &[(5, None)], false).unwrap_err();
+        assert!(!c.retryable && c.reason.contains("records no transaction"));
+    }
 
     #[test]
     fn new_ids_move_past_the_latest_max_only_when_taken() {

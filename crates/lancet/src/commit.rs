@@ -23,9 +23,9 @@ use lancet_txn::operation::{
     restored_manifest, rewrite_operation,
 };
 use lancet_txn::rebase::{
-    backoff_delay, may_retry, never_rebased, rebase_manifest, remap_new_ids, IndexIntent,
+    backoff_delay, judge_since, may_retry, never_rebased, rebase_manifest, remap_new_ids,
+    IndexIntent,
 };
-use lancet_txn::{compatibility, Compatibility};
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -194,36 +194,15 @@ impl Dataset {
             if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
                 return Ok(done(dataset));
             }
-            for (version, txn) in &since {
-                let Some(theirs) = txn else {
-                    return Err(conflict(
-                        format!("{mine} cannot be judged against version {version}, which records no transaction"),
-                        false,
-                    ));
-                };
-                // an operation takes its row ids when planned again: none is reused
-                let ids_taken = base.has_stable_row_ids() && !matches!(kind, Kind::Operation(_));
-                match compatibility(&prepared.operation, theirs, ids_taken) {
-                    Compatibility::Rebase => {}
-                    Compatibility::Retryable(why) => {
-                        return Err(conflict(
-                            format!(
-                                "{mine} against {} at version {version}: {why}",
-                                theirs.operation_name()
-                            ),
-                            true,
-                        ))
-                    }
-                    Compatibility::Incompatible(why) => {
-                        return Err(conflict(
-                            format!(
-                                "{mine} against {} at version {version}: {why}",
-                                theirs.operation_name()
-                            ),
-                            false,
-                        ))
-                    }
-                }
+            // an operation takes its row ids when planned again: none is reused
+            let ids_taken = base.has_stable_row_ids() && !matches!(kind, Kind::Operation(_));
+            if let Err(c) = judge_since(&prepared.operation, &since, ids_taken) {
+                return Err(Error::CommitConflict {
+                    uri: self.uri().to_string(),
+                    version: c.version,
+                    reason: c.reason,
+                    retryable: c.retryable,
+                });
             }
             if !may_retry(attempt, started.elapsed()) {
                 return Err(conflict(

@@ -23,6 +23,7 @@ use lancet_reuse::is_fri_entry;
 use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
+use lancet_txn::rebase::judge_since;
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
@@ -84,23 +85,12 @@ impl Dataset {
                     let (latest, since) =
                         base.checkout(version).await?.transactions_since().await?;
                     let mine = rewrite_of(sources);
-                    for (v, txn) in &since {
-                        let verdict = match txn {
-                            Some(t) => crate::compatibility(&mine, t, base.has_stable_row_ids()),
-                            None => crate::Compatibility::Incompatible(
-                                "it records no transaction".into(),
-                            ),
-                        };
-                        let (why, retryable) = match verdict {
-                            crate::Compatibility::Rebase => continue,
-                            crate::Compatibility::Retryable(w) => (w, true),
-                            crate::Compatibility::Incompatible(w) => (w, false),
-                        };
+                    if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
                         return Err(crate::Error::CommitConflict {
                             uri,
-                            version: *v,
-                            reason: format!("Rewrite against version {v}: {why}"),
-                            retryable,
+                            version: c.version,
+                            reason: c.reason,
+                            retryable: c.retryable,
                         });
                     }
                     base = latest;
