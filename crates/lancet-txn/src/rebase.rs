@@ -211,7 +211,10 @@ mod tests {
         };
         let mine = delete(3);
         let appended = (5, stored(Operation::Append(Append::default())));
-        assert_eq!(judge_since(&mine, &[appended.clone()], false), Ok(()));
+        assert_eq!(
+            judge_since(&mine, std::slice::from_ref(&appended), false),
+            Ok(())
+        );
         // the same fragment deleted by another writer: retryable, naming the version
         let c = judge_since(&mine, &[appended.clone(), (6, stored(delete(3)))], false).unwrap_err();
         assert_eq!((c.version, c.retryable), (6, true));
