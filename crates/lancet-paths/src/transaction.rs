@@ -156,6 +156,24 @@ pub async fn read_transaction(
     decode_transaction(&path, &bytes).map(Some)
 }
 
+/// The size of version `version`'s manifest when it exists and records the transaction
+/// `uuid`: a put its writer made that reported failure although it landed (a lost response,
+/// or a store retry that found its own object). A writer that finds its own version takes
+/// the commit as made, and never publishes the same work twice. `None` otherwise, including
+/// when the version cannot be read.
+pub async fn recorded_by(
+    store: &DatasetStore,
+    version: u64,
+    scheme: crate::manifest::NamingScheme,
+    uuid: &str,
+) -> Option<u64> {
+    let file = crate::manifest::read_manifest_named(store, version, scheme)
+        .await
+        .ok()?;
+    let recorded = read_transaction(store, &file).await.ok()??;
+    (recorded.transaction.uuid == uuid).then_some(file.entry.size)
+}
+
 /// The versions after `from`, each with its transaction, up to the latest a reader can find:
 /// what a writer that lost a race (version `known` exists) reads to judge what it lost to.
 /// The versions through `known + 1` and the latest-version hint are read at once (after a

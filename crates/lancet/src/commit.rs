@@ -11,7 +11,6 @@
 //! materializations), on a flat version to the manifest's fragment list directly.
 
 use lancet_paths::flags;
-use lancet_paths::manifest;
 use lancet_paths::transaction::operation_name;
 use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
 use lancet_proto::prost::Message;
@@ -245,17 +244,12 @@ impl Dataset {
         }
     }
 
-    /// The size of version `version`'s manifest when it exists and records `transaction`
-    /// (same uuid): a put this writer made that reported failure.
+    /// The size of version `version`'s manifest when it records `transaction` (see
+    /// [`lancet_paths::transaction::recorded_by`]).
     async fn landed(&self, version: u64, transaction: Option<&Transaction>) -> Option<u64> {
-        let ours = transaction?;
-        let file = manifest::read_manifest_named(self.store(), version, self.naming_scheme())
+        let uuid = &transaction?.uuid;
+        lancet_paths::transaction::recorded_by(self.store(), version, self.naming_scheme(), uuid)
             .await
-            .ok()?;
-        let recorded = lancet_paths::transaction::read_transaction(self.store(), &file)
-            .await
-            .ok()??;
-        (recorded.transaction.uuid == ours.uuid).then_some(file.entry.size)
     }
 
     /// The versions after this one up to the latest, each with its transaction
