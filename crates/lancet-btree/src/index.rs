@@ -291,3 +291,80 @@ impl BTreeIndex {
         Ok(())
     }
 }
+
+/// The BTree entries of an index list, grouped by name in list order: one entry per segment
+/// of each index (an entry is a BTree by its details type URL).
+pub fn segments_by_name(
+    indices: &[lancet_proto::table::IndexMetadata],
+) -> Vec<(String, Vec<&lancet_proto::table::IndexMetadata>)> {
+    let mut by_name: Vec<(String, Vec<&lancet_proto::table::IndexMetadata>)> = Vec::new();
+    for m in indices {
+        let is_btree = m
+            .index_details
+            .as_ref()
+            .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
+        if !is_btree {
+            continue;
+        }
+        match by_name.iter_mut().find(|(n, _)| *n == m.name) {
+            Some((_, v)) => v.push(m),
+            None => by_name.push((m.name.clone(), vec![m])),
+        }
+    }
+    by_name
+}
+
+/// The name of the BTree index on field `field_id` alone (every segment on exactly that
+/// field), if the list has one.
+pub fn btree_on_field(
+    indices: &[lancet_proto::table::IndexMetadata],
+    field_id: i32,
+) -> Option<String> {
+    segments_by_name(indices)
+        .into_iter()
+        .find(|(_, segs)| segs.iter().all(|m| m.fields == [field_id]))
+        .map(|(n, _)| n)
+}
+
+#[cfg(test)]
+mod entry_tests {
+    use super::*;
+    use lancet_proto::table::IndexMetadata;
+
+    fn entry(name: &str, type_url: &str, fields: &[i32]) -> IndexMetadata {
+        IndexMetadata {
+            name: name.into(),
+            fields: fields.to_vec(),
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: type_url.into(),
+                value: vec![],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn btree_segments_are_grouped_by_name_and_found_by_field() {
+        let btree = lancet_proto::BTREE_DETAILS_TYPE_URL;
+        let list = [
+            entry("a", btree, &[1]),
+            entry("bm", "/lance.table.BitmapIndexDetails", &[2]),
+            entry("b", btree, &[2, 3]),
+            entry("a", btree, &[1]),
+        ];
+        let grouped = segments_by_name(&list);
+        let names: Vec<(&str, usize)> =
+            grouped.iter().map(|(n, s)| (n.as_str(), s.len())).collect();
+        assert_eq!(
+            names,
+            vec![("a", 2), ("b", 1)],
+            "the bitmap index is not a BTree"
+        );
+        assert_eq!(btree_on_field(&list, 1).as_deref(), Some("a"));
+        assert_eq!(
+            btree_on_field(&list, 2),
+            None,
+            "b covers two fields; bm is no BTree"
+        );
+    }
+}

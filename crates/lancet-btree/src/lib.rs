@@ -36,7 +36,7 @@ mod sort;
 mod train;
 
 pub use error::{BTreeError, Result};
-pub use index::{BTreeIndex, NoCache, PageCache, PageKey};
+pub use index::{btree_on_field, segments_by_name, BTreeIndex, NoCache, PageCache, PageKey};
 pub use leaf::{evaluate_leaf, intersect_ranges, leaf_queries, LeafQueries};
 pub use merge::merge;
 pub use page::{IdLists, Page};

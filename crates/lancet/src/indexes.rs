@@ -104,29 +104,12 @@ impl Dataset {
 
     /// The BTree index entries, grouped by name (one entry per segment).
     pub fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
-        let mut by_name: Vec<(String, Vec<&IndexMetadata>)> = Vec::new();
-        for m in self.indices() {
-            let is_btree = m
-                .index_details
-                .as_ref()
-                .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
-            if !is_btree {
-                continue;
-            }
-            match by_name.iter_mut().find(|(n, _)| *n == m.name) {
-                Some((_, v)) => v.push(m),
-                None => by_name.push((m.name.clone(), vec![m])),
-            }
-        }
-        by_name
+        lancet_btree::segments_by_name(self.indices())
     }
 
     /// The name of the BTree index on the field `field_id`, if any.
     pub fn btree_on_field(&self, field_id: i32) -> Option<String> {
-        self.btree_indices()
-            .into_iter()
-            .find(|(_, segs)| segs.iter().all(|m| m.fields == [field_id]))
-            .map(|(n, _)| n)
+        lancet_btree::btree_on_field(self.indices(), field_id)
     }
 
     /// Opens every segment of the BTree index `name`; lookups are cached per segment, pages in
