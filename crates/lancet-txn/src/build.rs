@@ -170,6 +170,15 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
     Ok(plan)
 }
 
+/// The id a new fragment of `manifest`'s next version takes: past `max_fragment_id`, or, as
+/// Lance writers before `max_fragment_id` left it unset, past the highest id listed.
+pub fn next_fragment_id(manifest: &Manifest) -> u64 {
+    match manifest.max_fragment_id {
+        Some(m) => u64::from(m) + 1,
+        None => manifest.fragments.last().map_or(0, |f| f.id + 1),
+    }
+}
+
 /// `fragment` with `new_file` in place of the data file holding exactly its fields (Lance's
 /// DataReplacement), or added when no file holds any of them (a column that had no data file,
 /// read as NULL); a file holding only some of them is refused.
@@ -210,14 +219,7 @@ pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result
 impl Plan {
     /// Adds `fragments` as created, numbering those at id 0 after `max_fragment_id`.
     fn create(&mut self, fragments: &[DataFragment], name: &'static str) -> Result<()> {
-        let mut next = self
-            .manifest
-            .max_fragment_id
-            .map_or(0, |m| u64::from(m) + 1);
-        if self.manifest.max_fragment_id.is_none() {
-            // Lance writers before `max_fragment_id` left it unset: the highest id then
-            next = self.manifest.fragments.last().map_or(0, |f| f.id + 1);
-        }
+        let mut next = next_fragment_id(&self.manifest);
         for f in fragments {
             let mut f = f.clone();
             if f.id == 0 {

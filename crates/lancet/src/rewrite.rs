@@ -135,12 +135,7 @@ impl Dataset {
         }
 
         // destinations: new ids after every id this table has used
-        let mut next_id = fragments
-            .iter()
-            .map(|f| f.id.saturating_add(1))
-            .chain(self.manifest().max_fragment_id.map(|m| u64::from(m) + 1))
-            .max()
-            .unwrap_or(0);
+        let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut dst_digests = Vec::with_capacity(destinations.len());
         for f in &mut destinations {
             lancet_reuse::rules::check_destination(f)?;
