@@ -17,6 +17,7 @@ use lancet_proto::table::data_fragment::{
 use lancet_proto::table::DataFragment;
 
 use crate::error::{Result, RowIdError};
+use crate::segment::U64Segment;
 use crate::sequence::RowIdSequence;
 use crate::version::VersionSequence;
 
@@ -71,42 +72,53 @@ fn fresh_ids(next: u64, count: u64, fragment: u64) -> Result<Range<u64>> {
 }
 
 /// Gives `fragment`, written by the commit of `version`, the version sequences it lacks:
-/// created at `created_at(row id)` for a row that kept its id (an update moving it), else at
-/// `version`; last updated at `version`. Sequences it has are kept. Requires its row ids
-/// (assign them first); without an inline sequence every row counts as new.
+/// created at `version` for a row whose id is at or above `fresh_from` (the `next_row_id`
+/// the ids were assigned from: a new row), else at `created_at(row id)` (a row an update
+/// moved, keeping its id; `version` when unknown); last updated at `version`. Sequences it
+/// has are kept. Costs a lookup per moved row only: fresh `Range` segments become one run.
 pub fn stamp_versions(
     fragment: &mut DataFragment,
     version: u64,
+    fresh_from: u64,
     created_at: impl Fn(u64) -> Option<u64>,
 ) -> Result<()> {
-    let rows = usize::try_from(fragment.physical_rows).map_err(|_| {
-        RowIdError::InvalidInput(format!("fragment {}: too many rows", fragment.id))
-    })?;
+    let rows = fragment.physical_rows;
     if fragment.created_at_version_sequence.is_none() {
-        let ids = match &fragment.row_id_sequence {
+        let mut stretches: Vec<(u64, u64)> = Vec::new();
+        match &fragment.row_id_sequence {
             Some(PbRowIds::InlineRowIds(bytes)) => {
-                Some(RowIdSequence::decode(bytes).map_err(|e| {
+                let ids = RowIdSequence::decode(bytes).map_err(|e| {
                     RowIdError::InvalidInput(format!("fragment {}: {e}", fragment.id))
-                })?)
+                })?;
+                for segment in ids.segments() {
+                    match segment {
+                        U64Segment::Range(r) if r.start >= fresh_from => {
+                            stretches.push((r.end - r.start, version))
+                        }
+                        other => stretches.extend(other.iter().map(|id| {
+                            (
+                                1,
+                                if id >= fresh_from {
+                                    version
+                                } else {
+                                    created_at(id).unwrap_or(version)
+                                },
+                            )
+                        })),
+                    }
+                }
             }
-            _ => None,
-        };
-        let created: Vec<u64> = match &ids {
-            Some(ids) => ids
-                .iter()
-                .map(|id| created_at(id).unwrap_or(version))
-                .collect(),
-            None => vec![version; rows],
-        };
+            _ => stretches.push((rows, version)),
+        }
         fragment.created_at_version_sequence =
             Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
-                VersionSequence::from_versions(&created).encode(),
+                VersionSequence::from_run_lengths(&stretches).encode(),
             ));
     }
     if fragment.last_updated_at_version_sequence.is_none() {
         fragment.last_updated_at_version_sequence =
             Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
-                VersionSequence::from_versions(&vec![version; rows]).encode(),
+                VersionSequence::from_run_lengths(&[(rows, version)]).encode(),
             ));
     }
     Ok(())
@@ -180,7 +192,7 @@ mod tests {
         f.row_id_sequence = Some(PbRowIds::InlineRowIds(
             RowIdSequence::from_values(&[5, 15, 30]).encode(),
         ));
-        stamp_versions(&mut f, 4, |id| match id {
+        stamp_versions(&mut f, 4, 30, |id| match id {
             5 => Some(1),
             15 => Some(2),
             _ => None,
@@ -202,5 +214,21 @@ mod tests {
         assert_eq!(at(&created), vec![1, 2, 4]);
         assert_eq!(at(&updated), vec![4, 4, 4]);
         assert_eq!(updated.runs().count(), 1, "one run, as Lance writes it");
+    }
+
+    #[test]
+    fn fresh_ranges_are_one_run_and_encode_as_lance_builds_them() {
+        let mut f = frag(1, 5);
+        f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_range(40..45).encode(),
+        ));
+        stamp_versions(&mut f, 7, 40, |_| panic!("a fresh id is never looked up")).unwrap();
+        let bytes = match &f.created_at_version_sequence {
+            Some(CreatedAtVersionSequence::InlineCreatedAtVersions(b)) => b.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(bytes, VersionSequence::from_versions(&[7; 5]).encode());
+        let mixed = VersionSequence::from_run_lengths(&[(2, 1), (0, 9), (1, 1), (3, 4)]);
+        assert_eq!(mixed, VersionSequence::from_versions(&[1, 1, 1, 4, 4, 4]));
     }
 }

@@ -34,19 +34,31 @@ impl VersionSequence {
     /// One run per maximal stretch of equal versions, with `Range` spans of offsets (how Lance
     /// builds them).
     pub fn from_versions(versions: &[u64]) -> Self {
+        let stretches: Vec<(u64, u64)> = versions.iter().map(|v| (1, *v)).collect();
+        Self::from_run_lengths(&stretches)
+    }
+
+    /// One run per `(rows, version)` stretch, equal neighbours merged, with `Range` spans of
+    /// offsets: what [`VersionSequence::from_versions`] builds, without a value per row.
+    pub fn from_run_lengths(stretches: &[(u64, u64)]) -> Self {
         let mut runs: Vec<(U64Segment, u64)> = Vec::new();
-        for (i, &v) in versions.iter().enumerate() {
-            let i = i as u64;
+        let mut ends = Vec::new();
+        let mut at = 0u64;
+        for &(rows, version) in stretches.iter().filter(|(rows, _)| *rows > 0) {
+            let end = at.saturating_add(rows);
             match runs.last_mut() {
-                Some((U64Segment::Range(r), last)) if *last == v && r.end == i => r.end = i + 1,
-                _ => runs.push((U64Segment::Range(i..i + 1), v)),
+                Some((U64Segment::Range(r), last)) if *last == version && r.end == at => {
+                    r.end = end;
+                    if let Some(e) = ends.last_mut() {
+                        *e = end;
+                    }
+                }
+                _ => {
+                    runs.push((U64Segment::Range(at..end), version));
+                    ends.push(end);
+                }
             }
-        }
-        let mut ends = Vec::with_capacity(runs.len());
-        let mut total = 0;
-        for (span, _) in &runs {
-            total += span.len();
-            ends.push(total);
+            at = end;
         }
         Self { runs, ends }
     }

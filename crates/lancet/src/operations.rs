@@ -127,12 +127,9 @@ impl Dataset {
 
     /// Fragment `id` of this version, or the operation's typed error naming it.
     async fn require_fragment(&self, id: u64, operation: &'static str) -> Result<DataFragment> {
-        self.fragment(id).await?.ok_or_else(|| {
-            Error::Txn(TxnError::Operation {
-                operation,
-                reason: format!("fragment {id} is not in version {}", self.version()),
-            })
-        })
+        self.fragment(id)
+            .await?
+            .ok_or_else(|| not_in(self, id, operation))
     }
 
     /// `operation` planned on this version: storage actions, with row ids and version
@@ -166,23 +163,41 @@ impl Dataset {
             plan.updated
                 .push(lancet_txn::build::replace_data_file(&current, &file)?);
         }
+        // a merge lists every fragment: read them once rather than one by one
+        let all = match plan.remove_all || plan.remove_absent {
+            true => Some(self.fragments().await?),
+            false => None,
+        };
         let mut before = HashMap::new();
-        for id in plan
+        let touched = plan
             .updated
             .iter()
             .map(|f| f.id)
-            .chain(plan.removed.iter().copied())
-        {
-            before.insert(id, self.require_fragment(id, name).await?);
+            .chain(plan.removed.iter().copied());
+        for id in touched {
+            let record = match &all {
+                Some(all) => all
+                    .binary_search_by_key(&id, |f| f.id)
+                    .ok()
+                    .and_then(|i| all.get(i).cloned()),
+                None => self.fragment(id).await?,
+            };
+            let record = record.ok_or_else(|| not_in(self, id, name))?;
+            before.insert(id, record);
         }
         if self.has_stable_row_ids() {
-            let next =
-                lancet_rowid::assign::assign_row_ids(plan.manifest.next_row_id, &mut plan.created)?;
-            plan.manifest.next_row_id = next;
-            let created_at = self.created_at_of(before.values())?;
+            // rows an update moved keep their ids and their creation version
+            let moved = plan.created.iter().any(|f| f.row_id_sequence.is_some());
+            let fresh_from = plan.manifest.next_row_id;
+            plan.manifest.next_row_id =
+                lancet_rowid::assign::assign_row_ids(fresh_from, &mut plan.created)?;
+            let created_at = match moved {
+                true => self.created_at_of(before.values())?,
+                false => HashMap::new(),
+            };
             let version = self.version() + 1;
             for f in &mut plan.created {
-                lancet_rowid::assign::stamp_versions(f, version, |id| {
+                lancet_rowid::assign::stamp_versions(f, version, fresh_from, |id| {
                     created_at.get(&id).copied()
                 })?;
             }
@@ -198,13 +213,11 @@ impl Dataset {
         }
         let data_files = self.data_file_facts(&added).await?;
         let mut actions: Vec<(u64, Action)> = Vec::new();
-        if plan.remove_all || plan.remove_absent {
+        if let Some(all) = &all {
             let listed: std::collections::HashSet<u64> =
                 plan.updated.iter().map(|f| f.id).collect();
             actions.extend(
-                self.fragments()
-                    .await?
-                    .iter()
+                all.iter()
                     .filter(|f| plan.remove_all || !listed.contains(&f.id))
                     .map(|f| (f.id, Action::Remove)),
             );
@@ -249,4 +262,12 @@ impl Dataset {
         }
         Ok(out)
     }
+}
+
+/// The operation's error for a fragment `ds` does not have.
+fn not_in(ds: &Dataset, id: u64, operation: &'static str) -> Error {
+    Error::Txn(TxnError::Operation {
+        operation,
+        reason: format!("fragment {id} is not in version {}", ds.version()),
+    })
 }
