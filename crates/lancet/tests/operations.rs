@@ -57,12 +57,17 @@ async fn written(dir: &Path, name: &str, rows: i64) -> DataFragment {
 
 /// An empty stable-row-id table at `dir`, flat or (converted) a tree.
 async fn empty_table(dir: &Path, tree: bool) -> Dataset {
+    table_with_flags(dir, flags::STABLE_ROW_IDS, tree).await
+}
+
+/// An empty table at `dir` with `feature_flags` in both words, flat or (converted) a tree.
+async fn table_with_flags(dir: &Path, feature_flags: u64, tree: bool) -> Dataset {
     let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
     let m = Manifest {
         version: 1,
         fields: manifest_fields(&schema()).unwrap(),
-        reader_feature_flags: flags::STABLE_ROW_IDS,
-        writer_feature_flags: flags::STABLE_ROW_IDS,
+        reader_feature_flags: feature_flags,
+        writer_feature_flags: feature_flags,
         timestamp: Some(lancet::paths::manifest::now_timestamp()),
         ..Default::default()
     };
@@ -414,23 +419,7 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
 async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let store = DatasetStore::create(d.to_str().unwrap()).unwrap();
-    let m = Manifest {
-        version: 1,
-        fields: manifest_fields(&schema()).unwrap(),
-        timestamp: Some(lancet::paths::manifest::now_timestamp()),
-        ..Default::default()
-    };
-    lancet::paths::manifest::write_manifest(
-        &store,
-        &lancet::paths::manifest::ManifestContent {
-            scheme: lancet::paths::manifest::NamingScheme::V2,
-            ..lancet::paths::manifest::ManifestContent::new(&m)
-        },
-    )
-    .await
-    .unwrap();
-    let ds = Dataset::open(d.to_str().unwrap()).await.unwrap();
+    let ds = table_with_flags(d, 0, false).await;
     assert!(!ds.has_stable_row_ids());
     let ds = ds
         .commit(append(vec![written(d, "a.lance", 10).await]))
