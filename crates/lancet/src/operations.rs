@@ -10,10 +10,8 @@
 
 use std::collections::HashMap;
 
-use lancet_paths::files::deletion_file_location;
-use lancet_paths::ObjectUuid;
 use lancet_proto::table::transaction::{Delete, Operation};
-use lancet_proto::table::{DataFragment, DeletionFile};
+use lancet_proto::table::DataFragment;
 use lancet_tree::{Action, TreeWriterConfig};
 use lancet_txn::{DataFileFacts, TxnError};
 use roaring::RoaringBitmap;
@@ -95,34 +93,17 @@ impl Dataset {
                 continue;
             }
             let mut updated = fragment.clone();
-            updated.deletion_file = Some(self.write_deletion_file(*id, &deleted).await?);
+            let file = lancet_rowid::deletion::write_deletion_file(
+                self.store(),
+                *id,
+                self.version(),
+                &deleted,
+            )
+            .await?;
+            updated.deletion_file = Some(file);
             delete.updated_fragments.push(updated);
         }
         Ok(delete)
-    }
-
-    /// Writes `deleted` as a new deletion file of fragment `id` in the table's own base.
-    async fn write_deletion_file(&self, id: u64, deleted: &RoaringBitmap) -> Result<DeletionFile> {
-        use lancet_rowid::deletion;
-        let file_type = deletion::file_type_for(deleted);
-        let bytes = match file_type {
-            lancet_proto::table::deletion_file::DeletionFileType::Bitmap => {
-                deletion::encode_bitmap(deleted)
-            }
-            _ => deletion::encode_arrow(deleted).map_err(|e| Error::Internal(e.to_string()))?,
-        };
-        let random = ObjectUuid::new_v4();
-        let file = DeletionFile {
-            file_type: file_type as i32,
-            read_version: self.version(),
-            id: u64::from_le_bytes(random.as_bytes()[..8].try_into().unwrap_or_default()),
-            num_deleted_rows: deleted.len(),
-            base_id: None,
-        };
-        let location = deletion_file_location(id, &file, self.bases(), &self.root())?;
-        let store = self.store();
-        store.put(&store.path(&location.path), bytes.into()).await?;
-        Ok(file)
     }
 
     /// Fragment `id` of this version, or the operation's typed error naming it.
