@@ -26,4 +26,17 @@ impl From<arrow_schema::ArrowError> for BTreeError {
     }
 }
 
+impl BTreeError {
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        use lancet_proto::ErrorKind;
+        match self {
+            BTreeError::Unsupported { .. } => ErrorKind::Unsupported,
+            BTreeError::InvalidInput(_) => ErrorKind::InvalidInput,
+            BTreeError::File(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
 pub type Result<T, E = BTreeError> = std::result::Result<T, E>;

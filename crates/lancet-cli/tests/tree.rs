@@ -260,7 +260,7 @@ async fn check_previous_compares_max_fragment_id() {
     assert!(lancet(&["verify", uri]).status.success());
     let out = lancet(&["verify", uri, "--check-previous", "--json"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json(&out)["rule"], "max-fragment-id-decreased");
+    assert_eq!(json(&out)["rule"], "MaxFragmentIdMonotone");
 }
 
 #[test]

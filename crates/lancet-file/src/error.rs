@@ -42,6 +42,35 @@ pub enum FileError {
     InvalidUri { uri: String, reason: String },
 }
 
+impl FileError {
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        use lancet_proto::ErrorKind;
+        match self {
+            FileError::Store { .. } => ErrorKind::Unavailable,
+            FileError::OutOfRange { .. }
+            | FileError::InvalidInput { .. }
+            | FileError::InvalidUri { .. } => ErrorKind::InvalidInput,
+            _ => ErrorKind::Corrupt,
+        }
+    }
+
+    /// Whether the file does not exist (rather than failing to open or decode).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FileError::Store { source, .. }
+            if matches!(source.as_ref(), object_store::Error::NotFound { .. }))
+    }
+
+    /// Whether the file's bytes are the cause (not a Lance file, or not one of the schema
+    /// asked for), rather than the store.
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            FileError::Lance { .. } | FileError::Corrupt { .. } | FileError::SchemaMismatch { .. }
+        )
+    }
+}
+
 pub type Result<T, E = FileError> = std::result::Result<T, E>;
 
 pub(crate) fn lance_err(path: &Path) -> impl FnOnce(lance_core::Error) -> FileError + '_ {

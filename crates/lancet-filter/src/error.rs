@@ -8,13 +8,7 @@ pub enum FilterError {
     InvalidFilter { filter: String, reason: String },
 }
 
-/// What a caller can do about a [`FilterError`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The filter is wrong: fix it.
-    InvalidInput,
-}
+pub use lancet_proto::ErrorKind;
 
 impl FilterError {
     pub fn kind(&self) -> ErrorKind {

@@ -98,3 +98,19 @@ impl PathsError {
 }
 
 pub type Result<T, E = PathsError> = std::result::Result<T, E>;
+
+impl PathsError {
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        use lancet_proto::ErrorKind;
+        match self {
+            PathsError::InvalidUri { .. }
+            | PathsError::NoVersions { .. }
+            | PathsError::VersionNotFound { .. }
+            | PathsError::TooLarge { .. } => ErrorKind::InvalidInput,
+            PathsError::Store { .. } => ErrorKind::Unavailable,
+            PathsError::AlreadyExists { .. } => ErrorKind::Conflict,
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}

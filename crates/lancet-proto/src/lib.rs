@@ -11,6 +11,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
 pub mod address;
+mod error_kind;
 pub mod le;
 pub mod malformed;
 pub mod modelled;
@@ -31,6 +32,7 @@ pub mod table {
 }
 
 pub use address::RowAddress;
+pub use error_kind::ErrorKind;
 pub use malformed::Malformed;
 pub use object_ref::{register_local_root, shown, ObjectRef};
 pub use prost;

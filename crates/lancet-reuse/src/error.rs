@@ -20,6 +20,20 @@ pub enum ReuseError {
     Paths(#[from] lancet_paths::PathsError),
 }
 
+impl ReuseError {
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        use lancet_proto::ErrorKind;
+        match self {
+            ReuseError::Unsupported { .. } => ErrorKind::Unsupported,
+            ReuseError::InvalidInput(_) => ErrorKind::InvalidInput,
+            ReuseError::File(e) => e.kind(),
+            ReuseError::Paths(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
 pub type Result<T, E = ReuseError> = std::result::Result<T, E>;
 
 pub(crate) fn corrupt(what: impl Into<String>, rule: impl Into<String>) -> ReuseError {

@@ -59,4 +59,17 @@ pub enum RowIdError {
     Paths(#[from] lancet_paths::PathsError),
 }
 
+impl RowIdError {
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        use lancet_proto::ErrorKind;
+        match self {
+            RowIdError::InvalidInput(_) => ErrorKind::InvalidInput,
+            RowIdError::Unsupported { .. } => ErrorKind::Unsupported,
+            RowIdError::Paths(e) => e.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
 pub type Result<T, E = RowIdError> = std::result::Result<T, E>;

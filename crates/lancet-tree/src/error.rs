@@ -236,6 +236,15 @@ impl TreeError {
         }
     }
 
+    /// What a caller can do about it.
+    pub fn kind(&self) -> lancet_proto::ErrorKind {
+        match self {
+            Self::InvalidInput(_) => lancet_proto::ErrorKind::InvalidInput,
+            Self::Io { source, .. } => source.kind(),
+            Self::Corrupt { .. } => lancet_proto::ErrorKind::Corrupt,
+        }
+    }
+
     /// The object the error is about.
     pub fn object(&self) -> Option<&str> {
         match self {

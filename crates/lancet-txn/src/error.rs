@@ -29,15 +29,7 @@ pub enum TxnError {
     },
 }
 
-/// What a caller can do about a [`TxnError`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The caller's change is wrong: fix it and commit again.
-    InvalidInput,
-    /// The operation is committed by another path, or not at all.
-    Unsupported,
-}
+pub use lancet_proto::ErrorKind;
 
 impl TxnError {
     /// `candidate version` breaks `invariant` at `subject`.

@@ -294,6 +294,33 @@ pub fn check(candidate: &Candidate<'_>) -> Result<()> {
     c.flag_rules()
 }
 
+/// The rules between a version and the one before it that need none of their fragments:
+/// `max_fragment_id` and `next_row_id` never decrease (a `max_fragment_id` set once is never
+/// dropped). [`check`] judges them on every candidate; `lancet verify --check-previous` on a
+/// stored version (decision 16: a lineage rule, so never part of a plain open).
+pub fn check_lineage(version: u64, previous: &Manifest, next: &Manifest) -> Result<()> {
+    let fail =
+        |invariant, subject: &str, detail| TxnError::invalid(version, invariant, subject, detail);
+    if next.max_fragment_id < previous.max_fragment_id {
+        return Err(fail(
+            Invariant::MaxFragmentIdMonotone,
+            "max_fragment_id",
+            format!(
+                "{:?} after {:?}",
+                next.max_fragment_id, previous.max_fragment_id
+            ),
+        ));
+    }
+    if next.next_row_id < previous.next_row_id {
+        return Err(fail(
+            Invariant::NextRowIdMonotone,
+            "next_row_id",
+            format!("{} after {}", next.next_row_id, previous.next_row_id),
+        ));
+    }
+    Ok(())
+}
+
 struct Checker<'a, 'b> {
     c: &'b Candidate<'a>,
 }
@@ -351,28 +378,10 @@ impl Checker<'_, '_> {
         }
         flags::validate_flags(self.next())
             .map_err(|e| self.fail(Invariant::ManifestFlags, "feature flags", e.to_string()))?;
-        let prev = self.c.previous.map(|p| p.manifest);
-        if let Some(p) = prev {
-            if self.next().max_fragment_id < p.max_fragment_id {
-                return Err(self.fail(
-                    Invariant::MaxFragmentIdMonotone,
-                    "max_fragment_id",
-                    format!(
-                        "{:?} after {:?}",
-                        self.next().max_fragment_id,
-                        p.max_fragment_id
-                    ),
-                ));
-            }
-            if self.next().next_row_id < p.next_row_id {
-                return Err(self.fail(
-                    Invariant::NextRowIdMonotone,
-                    "next_row_id",
-                    format!("{} after {}", self.next().next_row_id, p.next_row_id),
-                ));
-            }
+        match self.c.previous {
+            Some(p) => check_lineage(self.c.version, p.manifest, self.next()),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn fragment_rules(&self) -> Result<()> {

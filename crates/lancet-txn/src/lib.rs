@@ -39,6 +39,6 @@ pub use change::{diff_fragments, FragmentChange};
 pub use conflict::{compatibility, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};
 pub use invariants::{
-    check, Candidate, DataFileFacts, FragmentRowIds, Invariant, RowIdChanges, StoredDataFile,
-    Version, FRI_INDEX_NAME, STICKY_FLAGS,
+    check, check_lineage, Candidate, DataFileFacts, FragmentRowIds, Invariant, RowIdChanges,
+    StoredDataFile, Version, FRI_INDEX_NAME, STICKY_FLAGS,
 };

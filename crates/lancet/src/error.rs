@@ -56,25 +56,7 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What a caller can do about an error, whichever crate raised it (as slatedb's error
-/// kinds): retry, fix its input, repair the table, or report a bug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The caller's arguments: a bad URI, a version or row that does not exist, a filter
-    /// lancet cannot parse.
-    InvalidInput,
-    /// Stored bytes break a rule of the format (or an object they reference is missing).
-    Corrupt,
-    /// The table uses a feature this build of lancet does not implement.
-    Unsupported,
-    /// Another writer got there first (a lost commit race that could not be rebased).
-    Conflict,
-    /// The object store failed; the same request may succeed later.
-    Unavailable,
-    /// A bug in lancet.
-    Internal,
-}
+pub use lancet_proto::ErrorKind;
 
 impl Error {
     /// The invariant a refused commit broke, when that is why it was refused.
@@ -126,10 +108,7 @@ impl Error {
             Error::BTree(e) => e.kind(),
             Error::Reuse(e) => e.kind(),
             Error::Tree(e) => e.kind(),
-            Error::Txn(e) => match e.kind() {
-                lancet_txn::ErrorKind::Unsupported => ErrorKind::Unsupported,
-                _ => ErrorKind::InvalidInput,
-            },
+            Error::Txn(e) => e.kind(),
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
@@ -150,93 +129,6 @@ impl From<lancet_filter::FilterError> for Error {
                 filter: String::new(),
                 reason: other.to_string(),
             },
-        }
-    }
-}
-
-/// The kind of each subsystem crate's error (the crates stay free of the facade's policy).
-pub(crate) trait Kind {
-    fn kind(&self) -> ErrorKind;
-}
-
-impl Kind for Error {
-    fn kind(&self) -> ErrorKind {
-        Error::kind(self)
-    }
-}
-
-impl Kind for lancet_paths::PathsError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_paths::PathsError as E;
-        match self {
-            E::InvalidUri { .. }
-            | E::NoVersions { .. }
-            | E::VersionNotFound { .. }
-            | E::TooLarge { .. } => ErrorKind::InvalidInput,
-            E::Store { .. } => ErrorKind::Unavailable,
-            E::AlreadyExists { .. } => ErrorKind::Conflict,
-            _ => ErrorKind::Corrupt,
-        }
-    }
-}
-
-impl Kind for lancet_file::FileError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_file::FileError as E;
-        match self {
-            E::Store { .. } => ErrorKind::Unavailable,
-            E::OutOfRange { .. } | E::InvalidInput { .. } | E::InvalidUri { .. } => {
-                ErrorKind::InvalidInput
-            }
-            _ => ErrorKind::Corrupt,
-        }
-    }
-}
-
-impl Kind for lancet_rowid::RowIdError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_rowid::RowIdError as E;
-        match self {
-            E::InvalidInput(_) => ErrorKind::InvalidInput,
-            E::Unsupported { .. } => ErrorKind::Unsupported,
-            E::Paths(e) => e.kind(),
-            _ => ErrorKind::Corrupt,
-        }
-    }
-}
-
-impl Kind for lancet_btree::BTreeError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_btree::BTreeError as E;
-        match self {
-            E::Unsupported { .. } => ErrorKind::Unsupported,
-            E::InvalidInput(_) => ErrorKind::InvalidInput,
-            E::File(e) => e.kind(),
-            _ => ErrorKind::Corrupt,
-        }
-    }
-}
-
-impl Kind for lancet_reuse::ReuseError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_reuse::ReuseError as E;
-        match self {
-            E::Unsupported { .. } => ErrorKind::Unsupported,
-            E::InvalidInput(_) => ErrorKind::InvalidInput,
-            E::File(e) => e.kind(),
-            E::Paths(e) => e.kind(),
-            _ => ErrorKind::Corrupt,
-        }
-    }
-}
-
-impl Kind for lancet_tree::TreeError {
-    fn kind(&self) -> ErrorKind {
-        use lancet_tree::TreeError as E;
-        match self {
-            E::InvalidInput(_) => ErrorKind::InvalidInput,
-            E::Io { source, .. } => source.kind(),
-            _ => ErrorKind::Corrupt,
         }
     }
 }

@@ -9,9 +9,8 @@
 //! and, with stable row ids, every live row id is checked to be live once and below
 //! `next_row_id` (deletion files are read for that; data files never). A broken invariant is
 //! `Corrupt` naming it. [`Dataset::verify_data`] also opens every data file: it exists, holds
-//! `physical_rows` rows and the field ids its `DataFile` lists. With a
-//! previous version, `max_fragment_id` must not decrease (decision 16: a lineage rule, so
-//! never part of a plain open).
+//! `physical_rows` rows and the field ids its `DataFile` lists. [`Dataset::check_lineage`]
+//! judges it against the version before it.
 
 use futures::{StreamExt, TryStreamExt};
 use lancet_paths::DatasetStore;
@@ -32,15 +31,6 @@ pub struct VerifyReport {
     pub fragments: u64,
     /// The tree's statistics, for a tree version.
     pub tree: Option<TreeStats>,
-}
-
-/// A rule one version breaks against the version before it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{rule} in {object}: {detail}")]
-pub struct LineageViolation {
-    pub rule: &'static str,
-    pub object: String,
-    pub detail: String,
 }
 
 impl Dataset {
@@ -121,18 +111,7 @@ impl Dataset {
             unmodelled: &[],
             missing_deletion_files: &[],
         };
-        lancet_txn::check(&candidate).map_err(|e| match e {
-            TxnError::Invalid {
-                invariant,
-                subject,
-                detail,
-                ..
-            } => Error::Corrupt {
-                at: self.manifest_ref().within(subject),
-                rule: format!("{invariant} ({}): {detail}", invariant.rule()),
-            },
-            other => Error::Txn(other),
-        })
+        lancet_txn::check(&candidate).map_err(|e| self.invariant_broken(e))
     }
 
     /// What storage holds for every data file of `fragments`. A file that is missing or does
@@ -186,8 +165,8 @@ impl Dataset {
                         num_rows: f.num_rows(),
                         field_ids: f.field_ids().to_vec(),
                     }),
-                    Err(e) if missing(&e) => Err("no such object".to_string()),
-                    Err(e) if unreadable(&e) => Err(e.to_string()),
+                    Err(e) if e.is_not_found() => Err("no such object".to_string()),
+                    Err(e) if e.is_unreadable() => Err(e.to_string()),
                     Err(e) => return Err(Error::from(e)),
                 };
                 Ok(DataFileFacts {
@@ -201,43 +180,27 @@ impl Dataset {
             .await
     }
 
-    /// `max_fragment_id` of this version against `previous`: it never decreases, and is never
-    /// dropped once set.
-    pub fn check_lineage(&self, previous: &Dataset) -> std::result::Result<(), LineageViolation> {
-        let (now, before) = (
-            self.manifest().max_fragment_id,
-            previous.manifest().max_fragment_id,
-        );
-        let decreased = match (before, now) {
-            (Some(b), Some(n)) => n < b,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if decreased {
-            return Err(LineageViolation {
-                rule: "max-fragment-id-decreased",
-                object: self.manifest_file().entry.path.to_string(),
-                detail: format!(
-                    "max_fragment_id {now:?} is below version {}'s {before:?}",
-                    previous.version()
-                ),
-            });
-        }
-        Ok(())
+    /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
+    /// `max_fragment_id` and `next_row_id` never decrease); a broken one is `Corrupt` naming
+    /// the invariant, as [`Dataset::verify`] reports them.
+    pub fn check_lineage(&self, previous: &Dataset) -> Result<()> {
+        lancet_txn::check_lineage(self.version(), previous.manifest(), self.manifest())
+            .map_err(|e| self.invariant_broken(e))
     }
-}
 
-fn missing(e: &lancet_file::FileError) -> bool {
-    matches!(e, lancet_file::FileError::Store { source, .. }
-        if matches!(source.as_ref(), object_store::Error::NotFound { .. }))
-}
-
-/// Whether opening a data file failed because of its bytes (not a Lance file) rather than
-/// the store.
-fn unreadable(e: &lancet_file::FileError) -> bool {
-    use lancet_file::FileError;
-    matches!(
-        e,
-        FileError::Lance { .. } | FileError::Corrupt { .. } | FileError::SchemaMismatch { .. }
-    )
+    /// A stored version's broken invariant: `Corrupt` naming it, at the subject.
+    fn invariant_broken(&self, e: TxnError) -> Error {
+        match e {
+            TxnError::Invalid {
+                invariant,
+                subject,
+                detail,
+                ..
+            } => Error::Corrupt {
+                at: self.manifest_ref().within(subject),
+                rule: format!("{invariant} ({}): {detail}", invariant.rule()),
+            },
+            other => Error::Txn(other),
+        }
+    }
 }
