@@ -14,9 +14,9 @@ use crate::error::{BTreeError, Result};
 use crate::lookup::PageLookup;
 use crate::page::{IdLists, Page};
 use crate::query::Query;
-use crate::result::NullableIdSet;
 use crate::schema::{page_data_schema, page_lookup_schema, PAGE_DATA_FILE, PAGE_LOOKUP_FILE};
 use crate::select::select;
+use lancet_filter::NullableIdSet;
 
 /// Cache key of one page: the segment (its directory) and the data page number.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -16,7 +16,7 @@ use roaring::RoaringTreemap;
 use crate::error::{BTreeError, Result};
 use crate::page::Page;
 use crate::query::Query;
-use crate::result::NullableIdSet;
+use lancet_filter::NullableIdSet;
 
 fn invalid(reason: impl Into<String>) -> BTreeError {
     BTreeError::InvalidInput(reason.into())

@@ -13,8 +13,8 @@ use crate::error::Result;
 use crate::idset::SortedRuns;
 use crate::lookup::{PageLookup, NULLS_FIRST};
 use crate::query::Query;
-use crate::result::NullableIdSet;
 use crate::select::{prefix_bounds, Bounds, PageMatch};
+use lancet_filter::NullableIdSet;
 
 /// A decoded page: sorted values and their row ids (or addresses).
 ///

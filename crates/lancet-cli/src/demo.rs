@@ -1,24 +1,19 @@
 //! `lancet demo`: writes a small real Lance table in three versions, every one of which
-//! pylance 14.0.2 opens: (1) three fragments with stable row ids (data files by lance-file,
-//! manifest by lancet), (2) a deletion of every row of fragment 1 whose id is a multiple of 7,
-//! (3) a BTree index on `id` trained by lancet. With `--layout tree` a fourth version keeps the
-//! fragments in a fragment tree (which Lance 14 refuses by its flag, as it must).
+//! pylance 14.0.2 opens, through lancet's write API: (1) `Dataset::create` of three fragments
+//! with stable row ids, (2) `Dataset::delete` of every row of fragment 1 whose id is a
+//! multiple of 7, (3) a BTree index on `id` trained by lancet. With `--layout tree` the table
+//! then grows as a fragment tree (which Lance 14 refuses by its flag, as it must): version 4
+//! moves the fragments into a tree, 5 appends a fragment, 6 deletes rows, and the appended
+//! rows are scanned back through the tree.
 
 use std::sync::Arc;
 
 use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use lancet::file::{manifest_fields, write_file, FileVersion, WriteOptions};
-use lancet::paths::manifest::{self};
-use lancet::paths::{DatasetStore, ObjectUuid};
-use lancet::proto::prost_types::Timestamp;
-use lancet::proto::table::data_fragment::RowIdSequence as RowIds;
-use lancet::proto::table::manifest::{DataStorageFormat, WriterVersion};
-use lancet::proto::table::{DataFile, DataFragment, Manifest};
-use lancet::rowid::deletion;
-use lancet::rowid::RowIdSequence;
-use lancet::tree::{Action, TreeWriterConfig};
-use lancet::Dataset;
+use futures::TryStreamExt;
+use lancet::file::FileVersion;
+use lancet::tree::TreeWriterConfig;
+use lancet::{CreateOptions, Dataset, Filter, ScanOptions};
 
 use crate::error::CliError;
 
@@ -56,99 +51,51 @@ pub fn rows(start: i64, n: i64) -> RecordBatch {
     .unwrap_or_else(|_| RecordBatch::new_empty(Arc::new(schema())))
 }
 
-fn now() -> Timestamp {
-    lancet::paths::manifest::now_timestamp()
-}
-
-/// Creates the demo dataset at `uri` and returns it opened.
+/// Creates the demo dataset at `uri` and returns it opened: version 1 with three fragments,
+/// version 2 deleting the rows of fragment [`DELETED_FRAGMENT`] whose id is a multiple of 7,
+/// version 3 a BTree on `id`.
 pub async fn create(uri: &str) -> Result<Dataset, CliError> {
-    let store = DatasetStore::create(uri)?;
-    if !manifest::list_versions(&store).await?.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{uri} already holds a dataset; choose an empty directory"
-        )));
-    }
-    let fs = lancet::Dataset::file_store_for(&store)?;
-    let schema = schema();
-    let fields = manifest_fields(&schema)?;
-    let field_ids: Vec<i32> = fields.iter().map(|f| f.id).collect();
-    let (major, minor) = FILE_VERSION.data_file_version();
-    let mut fragments = Vec::new();
-    for id in 0..FRAGMENTS {
-        let name = format!("{}.lance", ObjectUuid::new_v4());
-        let path = store.path(&format!("data/{name}"));
-        let batch = rows(id * ROWS_PER_FRAGMENT, ROWS_PER_FRAGMENT);
-        let options = WriteOptions {
-            version: FILE_VERSION,
+    let batches = (0..FRAGMENTS).map(|f| Ok(rows(f * ROWS_PER_FRAGMENT, ROWS_PER_FRAGMENT)));
+    let v1 = Dataset::create(
+        uri,
+        Arc::new(schema()),
+        futures::stream::iter(batches),
+        CreateOptions {
+            stable_row_ids: true,
+            data_storage_version: FILE_VERSION,
+            max_rows_per_file: ROWS_PER_FRAGMENT as u64,
             ..Default::default()
-        };
-        let written = write_file(&fs, &path, &schema, &[batch], &options).await?;
-        fragments.push(DataFragment {
-            id: id as u64,
-            files: vec![DataFile {
-                path: name,
-                fields: field_ids.clone(),
-                column_indices: (0..field_ids.len() as i32).collect(),
-                file_major_version: major,
-                file_minor_version: minor,
-                file_size_bytes: written.size_bytes,
-                base_id: None,
-            }],
-            physical_rows: written.num_rows,
-            row_id_sequence: Some(RowIds::InlineRowIds(
-                RowIdSequence::from_range(
-                    (id * ROWS_PER_FRAGMENT) as u64..((id + 1) * ROWS_PER_FRAGMENT) as u64,
-                )
-                .encode(),
-            )),
-            ..Default::default()
-        });
-    }
-    let manifest = Manifest {
-        fields,
-        fragments,
-        version: 1,
-        timestamp: Some(now()),
-        max_fragment_id: Some((FRAGMENTS - 1) as u32),
-        next_row_id: (FRAGMENTS * ROWS_PER_FRAGMENT) as u64,
-        reader_feature_flags: lancet::paths::flags::STABLE_ROW_IDS,
-        writer_feature_flags: lancet::paths::flags::STABLE_ROW_IDS,
-        writer_version: Some(WriterVersion {
-            library: "lancet".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            prerelease: None,
-            build_metadata: None,
-        }),
-        data_format: Some(DataStorageFormat {
-            file_format: "lance".into(),
-            version: format!("{major}.{minor}"),
-        }),
-        ..Default::default()
-    };
-    manifest::write_manifest(&store, &manifest::ManifestContent::new(&manifest)).await?;
-    let v1 =
-        Dataset::open_with(store.clone(), None, lancet::Caches::new(Default::default())).await?;
-    let v2 = delete_sevens(&v1).await?;
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        lancet::Error::InvalidArgument { reason, .. } => {
+            CliError::Usage(format!("{uri}: {reason}; choose an empty directory"))
+        }
+        e => e.into(),
+    })?;
+    let first = DELETED_FRAGMENT as i64 * ROWS_PER_FRAGMENT;
+    let sevens = Filter::parse(&format!(
+        "id % 7 = 0 AND id >= {first} AND id < {}",
+        first + ROWS_PER_FRAGMENT
+    ))?;
+    let v2 = v1.delete(&sevens).await?.committed.dataset;
     Ok(v2.build_btree("id", 256).await?)
 }
 
-/// Version 2: deletes the rows of fragment [`DELETED_FRAGMENT`] whose id is a multiple of 7,
-/// with a deletion file lancet writes and a storage action.
-async fn delete_sevens(ds: &Dataset) -> Result<Dataset, CliError> {
-    let first = DELETED_FRAGMENT * ROWS_PER_FRAGMENT as u64;
-    let deleted: roaring::RoaringBitmap = (0..ROWS_PER_FRAGMENT as u32)
-        .filter(|o| (first + u64::from(*o)).is_multiple_of(7))
-        .collect();
-    let file =
-        deletion::write_deletion_file(ds.store(), DELETED_FRAGMENT, ds.version(), &deleted).await?;
-    Ok(ds
-        .commit_with_actions(
-            ds.manifest().clone(),
-            ds.indices(),
-            &[(DELETED_FRAGMENT, Action::AddDeletionFile(file))],
-            &TreeWriterConfig::default(),
-        )
-        .await?)
+/// The tree demo's growth after the conversion: an append of one more fragment, then a
+/// delete of every row whose id ends in 5, both committed to the tree.
+async fn grow_tree(ds: Dataset) -> Result<Dataset, CliError> {
+    let next = FRAGMENTS * ROWS_PER_FRAGMENT;
+    let appended = ds
+        .append(futures::stream::iter([Ok(rows(next, ROWS_PER_FRAGMENT))]))
+        .await?
+        .dataset;
+    Ok(appended
+        .delete(&Filter::parse("id % 10 = 5")?)
+        .await?
+        .committed
+        .dataset)
 }
 
 pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
@@ -157,6 +104,7 @@ pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
         ds = ds
             .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
             .await?;
+        ds = grow_tree(ds).await?;
     }
     println!(
         "created Lance dataset at {} (version {}, {} fragments, {} rows)",
@@ -166,11 +114,26 @@ pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
         ds.num_rows().unwrap_or(0)
     );
     if tree {
+        let first = ds
+            .scan(ScanOptions {
+                filter: Some(Filter::parse("id >= 3000")?),
+                with_row_id: true,
+                limit: Some(5),
+                ..Default::default()
+            })
+            .await?
+            .try_collect::<Vec<_>>()
+            .await?;
+        let shown = arrow_cast::pretty::pretty_format_batches(&first)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         println!(
-            "version {} keeps its fragments in a fragment tree: try `lancet tree show {}` (Lance 14 refuses this version; version {} opens)",
-            ds.version(),
+            "versions: 1-3 as the flat demo, 4 the fragments moved into a fragment tree, 5 an append and 6 a delete committed to the tree (Lance 14 refuses versions 4-6; version 3 opens)"
+        );
+        println!("the first appended rows, scanned through the tree:\n{shown}");
+        println!(
+            "try `lancet tree show {}` and `lancet scan {} --limit 10`",
             ds.uri(),
-            ds.version() - 1
+            ds.uri()
         );
     } else {
         println!(

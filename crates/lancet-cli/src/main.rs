@@ -3,11 +3,13 @@
 mod bench;
 mod cleanup;
 mod cleanup_bench;
+mod data;
 mod demo;
 mod error;
 mod fri;
 mod index;
 mod inspect;
+mod io;
 mod restore;
 mod rowid;
 mod search_bench;
@@ -35,6 +37,92 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a table from a file (.parquet, .arrow/.ipc, .arrows, .csv, .jsonl/.ndjson).
+    Create {
+        dataset: String,
+        /// The rows: their schema is the table's (inferred for CSV and JSON lines).
+        #[arg(long)]
+        from: std::path::PathBuf,
+        /// Give rows stable row ids (feature flag 2).
+        #[arg(long)]
+        stable_row_ids: bool,
+        /// Keep fragment records in the manifest (flat) or a fragment tree.
+        #[arg(long, value_parser = ["flat", "tree"], default_value = "flat")]
+        layout: String,
+        /// The data file version: 2.0, 2.1 or 2.2 (Lance 14's default).
+        #[arg(long, default_value = "2.2")]
+        data_storage_version: String,
+        /// A new data file (and fragment) every this many rows.
+        #[arg(long, default_value_t = 1024 * 1024)]
+        max_rows_per_file: u64,
+    },
+    /// Append the rows of a file (read with the table's schema) in one commit.
+    Append {
+        dataset: String,
+        #[arg(long)]
+        from: std::path::PathBuf,
+    },
+    /// Delete the rows where a filter is TRUE.
+    Delete {
+        dataset: String,
+        #[arg(long)]
+        filter: String,
+        /// Print exactly `{"deleted_rows": N, "version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set columns on the rows where a filter is TRUE (`--set 'x = x * 2'`, repeatable).
+    Update {
+        dataset: String,
+        #[arg(long)]
+        filter: String,
+        #[arg(long = "set", required = true)]
+        set: Vec<String>,
+        /// Print exactly `{"updated_rows": N, "version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a table's rows (fragment order, then offset), optionally filtered and projected.
+    Scan {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        /// Columns to print, comma-separated, in this order.
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        #[arg(long)]
+        filter: Option<String>,
+        /// Add `_rowid`.
+        #[arg(long)]
+        with_row_id: bool,
+        /// Add `_rowaddr`.
+        #[arg(long)]
+        with_row_address: bool,
+        #[arg(long)]
+        limit: Option<u64>,
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+        /// table (default on a terminal), csv, jsonl (default otherwise), parquet, arrow.
+        #[arg(long, value_enum)]
+        format: Option<io::OutFormat>,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Print the rows with these row ids, in the order given.
+    Take {
+        dataset: String,
+        #[arg(long)]
+        version: Option<u64>,
+        #[arg(long = "row-ids", num_args = 1.., required = true)]
+        row_ids: Vec<u64>,
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        #[arg(long, value_enum)]
+        format: Option<io::OutFormat>,
+        #[arg(short = 'o', long = "output")]
+        output: Option<std::path::PathBuf>,
+    },
     /// Show one version of a table: flags, fragments, indices.
     Inspect {
         /// Dataset URI or local path.
@@ -478,6 +566,76 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
 
 async fn run_other(command: Command) -> Result<(), CliError> {
     match command {
+        Command::Create {
+            dataset,
+            from,
+            stable_row_ids,
+            layout,
+            data_storage_version,
+            max_rows_per_file,
+        } => {
+            let options = data::Create {
+                stable_row_ids,
+                tree: layout == "tree",
+                data_storage_version,
+                max_rows_per_file,
+            };
+            data::create(&dataset, &from, options).await
+        }
+        Command::Append { dataset, from } => data::append(&dataset, &from).await,
+        Command::Delete {
+            dataset,
+            filter,
+            json,
+        } => data::delete(&dataset, &filter, json).await,
+        Command::Update {
+            dataset,
+            filter,
+            set,
+            json,
+        } => data::update(&dataset, &filter, &set, json).await,
+        Command::Scan {
+            dataset,
+            version,
+            columns,
+            filter,
+            with_row_id,
+            with_row_address,
+            limit,
+            offset,
+            format,
+            output,
+        } => {
+            let scan = data::Scan {
+                version,
+                filter,
+                with_row_id,
+                with_row_address,
+                limit,
+                offset,
+            };
+            let out = data::Output {
+                columns,
+                format,
+                path: output.as_deref(),
+            };
+            data::scan(&dataset, scan, out).await
+        }
+        Command::Take {
+            dataset,
+            version,
+            row_ids,
+            columns,
+            format,
+            output,
+        } => {
+            let out = data::Output {
+                columns,
+                format,
+                path: output.as_deref(),
+            };
+            data::take(&dataset, version, &row_ids, out).await
+        }
         Command::Restore { dataset, version } => restore::run(&dataset, version).await,
         Command::Inspect {
             dataset,

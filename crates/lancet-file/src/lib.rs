@@ -8,6 +8,10 @@
 //!   exactly (field order, types including dictionary value types and list item fields,
 //!   nullability).
 //!
+//! - [`read_fragment`] reads a fragment's columns from the data files that hold them (NULL
+//!   for a field none holds); [`write_fragments`] writes a stream of batches as the data
+//!   files of new fragments, split every `max_rows_per_file` rows.
+//!
 //! The page encodings are lance-encoding's; this crate never encodes pages by hand.
 
 // Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
@@ -20,6 +24,7 @@
 mod checked_io;
 mod error;
 mod footer;
+mod fragment;
 mod read;
 mod schema;
 mod store;
@@ -27,7 +32,10 @@ mod write;
 
 pub use checked_io::MAX_DECOMPRESSED;
 pub use error::{FileError, Result};
+pub use fragment::{
+    conform, read_fragment, write_fragments, Column, DataFileAt, FragmentOptions, Rows,
+};
 pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
-pub use schema::{check_schema_exact, manifest_fields};
+pub use schema::{check_schema_exact, manifest_fields, table_schema};
 pub use store::FileStore;
 pub use write::{encode_file, write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

@@ -40,6 +40,8 @@ pub struct LanceFile {
     schema: SchemaRef,
     /// The field ids of the stored schema, nested fields included (pre-order).
     field_ids: Vec<i32>,
+    /// Each top-level field's id and name.
+    top_level: Vec<(i32, String)>,
     /// The file's compressed buffers, checked on every page read (`checked_io.rs`).
     pages: Arc<CompressedPages>,
 }
@@ -123,11 +125,17 @@ impl LanceFile {
         })?;
         schema.metadata = lance_schema.metadata.clone();
         let field_ids = lance_schema.fields_pre_order().map(|f| f.id).collect();
+        let top_level = lance_schema
+            .fields
+            .iter()
+            .map(|f| (f.id, f.name.clone()))
+            .collect();
         Ok(Self {
             path: path.clone(),
             reader,
             schema: Arc::new(schema),
             field_ids,
+            top_level,
             pages,
         })
     }
@@ -149,6 +157,15 @@ impl LanceFile {
     /// fragment's `DataFile.fields` lists for the file).
     pub fn field_ids(&self) -> &[i32] {
         &self.field_ids
+    }
+
+    /// The stored name of the top-level field with id `id` (a table's data file records its
+    /// columns' manifest ids).
+    pub fn top_level_name(&self, id: i32) -> Option<&str> {
+        self.top_level
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, n)| n.as_str())
     }
 
     /// The file's schema metadata.
@@ -197,6 +214,60 @@ impl LanceFile {
     /// the calling task: for a few rows that is cheaper than lance-encoding's per-batch
     /// decode task.
     pub async fn take_rows(&self, rows: &[u64]) -> Result<RecordBatch> {
+        let indices = self.check_rows(rows)?;
+        if rows.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        self.collect(ReadBatchParams::Indices(indices), None).await
+    }
+
+    /// Reads only the columns `names` of rows `range` (all rows when `None`).
+    pub async fn read_columns(
+        &self,
+        names: &[&str],
+        range: Option<Range<u64>>,
+    ) -> Result<RecordBatch> {
+        let range = range.unwrap_or(0..self.num_rows());
+        self.check_range(&range)?;
+        let (projection, schema) = self.projection(names)?;
+        if range.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let params = ReadBatchParams::Range(range_usize(&range)?);
+        self.collect(params, Some((projection, schema))).await
+    }
+
+    /// Reads only the columns `names` of the rows at `rows` (strictly increasing, each below
+    /// [`Self::num_rows`]).
+    pub async fn take_columns(&self, names: &[&str], rows: &[u64]) -> Result<RecordBatch> {
+        let indices = self.check_rows(rows)?;
+        let (projection, schema) = self.projection(names)?;
+        if rows.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        self.collect(
+            ReadBatchParams::Indices(indices),
+            Some((projection, schema)),
+        )
+        .await
+    }
+
+    fn projection(
+        &self,
+        names: &[&str],
+    ) -> Result<(lance_file::reader::ReaderProjection, SchemaRef)> {
+        let projection = lance_file::versions::reader_projection_from_column_names(
+            self.reader.version(),
+            self.reader.schema(),
+            names,
+        )
+        .map_err(lance_err(&self.path))?;
+        let schema = Arc::new(Schema::from(projection.schema.as_ref()));
+        Ok((projection, schema))
+    }
+
+    /// `rows` as take indices: strictly increasing, each a row of the file.
+    fn check_rows(&self, rows: &[u64]) -> Result<arrow_array::UInt32Array> {
         if rows.windows(2).any(|w| matches!(w, [a, b] if a >= b)) {
             return Err(FileError::InvalidInput {
                 path: self.path.clone(),
@@ -209,41 +280,14 @@ impl LanceFile {
                 rule: format!("row {row} outside 0..{}", self.num_rows()),
             });
         }
-        if rows.is_empty() {
-            return Ok(RecordBatch::new_empty(self.schema.clone()));
-        }
-        let indices = arrow_array::UInt32Array::from_iter_values(
-            rows.iter()
-                .map(|&r| u32::try_from(r))
-                .collect::<std::result::Result<Vec<u32>, _>>()
-                .map_err(|_| FileError::OutOfRange {
-                    path: self.path.clone(),
-                    rule: "a row number does not fit u32".into(),
-                })?,
-        );
-        self.collect(ReadBatchParams::Indices(indices), None).await
-    }
-
-    /// Reads only the columns `names` of rows `range` (all rows when `None`).
-    pub async fn read_columns(
-        &self,
-        names: &[&str],
-        range: Option<Range<u64>>,
-    ) -> Result<RecordBatch> {
-        let range = range.unwrap_or(0..self.num_rows());
-        self.check_range(&range)?;
-        let projection = lance_file::versions::reader_projection_from_column_names(
-            self.reader.version(),
-            self.reader.schema(),
-            names,
-        )
-        .map_err(lance_err(&self.path))?;
-        let schema = Arc::new(Schema::from(projection.schema.as_ref()));
-        if range.is_empty() {
-            return Ok(RecordBatch::new_empty(schema));
-        }
-        let params = ReadBatchParams::Range(range_usize(&range)?);
-        self.collect(params, Some((projection, schema))).await
+        rows.iter()
+            .map(|&r| u32::try_from(r))
+            .collect::<std::result::Result<Vec<u32>, _>>()
+            .map(arrow_array::UInt32Array::from)
+            .map_err(|_| FileError::OutOfRange {
+                path: self.path.clone(),
+                rule: "a row number does not fit u32".into(),
+            })
     }
 
     /// Reads global buffer `index` (0 is the file descriptor).
@@ -504,11 +548,18 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
     .await?
     .map_err(lance_err(path))?;
     let field_ids = reader.schema().fields_pre_order().map(|f| f.id).collect();
+    let top_level = reader
+        .schema()
+        .fields
+        .iter()
+        .map(|f| (f.id, f.name.clone()))
+        .collect();
     Ok(LanceFile {
         path: path.clone(),
         reader,
         schema: outline.schema.clone(),
         field_ids,
+        top_level,
         pages: outline.pages.clone(),
     })
 }

@@ -97,6 +97,61 @@ pub fn manifest_fields(
         .collect()
 }
 
+/// The top-level columns of a table whose manifest records `fields`, converted to Arrow by
+/// lance-core as pylance converts them, each with its field ids. A field list lance-core
+/// cannot read (a logical type it does not know, a child before its parent) is `Corrupt`
+/// naming `at`.
+pub fn table_schema(
+    fields: &[lancet_proto::file::Field],
+    at: &str,
+) -> Result<Vec<crate::Column>, crate::FileError> {
+    use prost::Message;
+    let corrupt = |rule: String| crate::FileError::Corrupt {
+        at: lancet_proto::ObjectRef::new(at).within("schema"),
+        rule,
+    };
+    let lance_fields = fields
+        .iter()
+        .map(|f| {
+            lance_file::format::pb::Field::decode(f.encode_to_vec().as_slice())
+                .map_err(|e| corrupt(format!("re-decoding field {}: {e}", f.id)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let converted = std::panic::catch_unwind(|| {
+        lance_core::datatypes::Schema::try_from(&lance_file::datatypes::Fields(lance_fields)).map(
+            |schema| {
+                let ids = schema
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let mut ids = Vec::new();
+                        pre_order(f, &mut ids);
+                        ids
+                    })
+                    .collect::<Vec<_>>();
+                (Schema::from(&schema), ids)
+            },
+        )
+    });
+    fn pre_order(f: &lance_core::datatypes::Field, out: &mut Vec<i32>) {
+        out.push(f.id);
+        f.children.iter().for_each(|c| pre_order(c, out));
+    }
+    match converted {
+        Ok(Ok((schema, ids))) => Ok(schema
+            .fields()
+            .iter()
+            .zip(ids)
+            .map(|(field, ids)| crate::Column {
+                ids,
+                field: field.clone(),
+            })
+            .collect()),
+        Ok(Err(e)) => Err(corrupt(e.to_string())),
+        Err(_) => Err(corrupt("a field names a type Lance does not know".into())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

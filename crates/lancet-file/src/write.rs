@@ -65,6 +65,10 @@ pub struct WrittenFile {
     /// File indexes of the global buffers in the order given (1-based: buffer 0 is the file
     /// descriptor).
     pub global_buffers: Vec<u32>,
+    /// The fields that own a column, each with its column index, in order: what a
+    /// `DataFile`'s `fields` and `column_indices` record (in 2.1 and later only leaves own
+    /// columns; in 2.0 struct and list parents do too).
+    pub columns: Vec<(u32, u32)>,
 }
 
 /// Writes `batches` to `path` as one Lance file whose schema is exactly `schema`.
@@ -122,6 +126,7 @@ pub async fn write_file(
         num_rows: summary.num_rows,
         size_bytes: summary.size_bytes,
         global_buffers,
+        columns: writer.field_id_to_column_indices().to_vec(),
     })
 }
 
@@ -191,8 +196,26 @@ impl StreamingWriter {
         schema: &Schema,
         version: FileVersion,
     ) -> Result<Self> {
-        let lance_schema =
+        Self::create_with_ids(fs, path, schema, version, None).await
+    }
+
+    /// [`StreamingWriter::create`] with the field ids the file's schema records (see
+    /// [`WriteOptions::field_ids`]).
+    pub async fn create_with_ids(
+        fs: &FileStore,
+        path: &Path,
+        schema: &Schema,
+        version: FileVersion,
+        field_ids: Option<&[i32]>,
+    ) -> Result<Self> {
+        let mut lance_schema =
             lance_core::datatypes::Schema::try_from(schema).map_err(lance_err(path))?;
+        if let Some(ids) = field_ids {
+            renumber(&mut lance_schema, ids).map_err(|rule| FileError::InvalidInput {
+                path: path.clone(),
+                rule,
+            })?;
+        }
         let object_writer = fs.store.create(path).await.map_err(lance_err(path))?;
         let writer = lance_file::versions::create_writer(
             version.concrete(),
@@ -253,6 +276,7 @@ impl StreamingWriter {
             num_rows: summary.num_rows,
             size_bytes: summary.size_bytes,
             global_buffers: indexes,
+            columns: self.writer.field_id_to_column_indices().to_vec(),
         })
     }
 }

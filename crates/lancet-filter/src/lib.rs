@@ -18,8 +18,17 @@
 //!   error, as in Lance); `starts_with(col, 'p')`; `IS [NOT] TRUE|FALSE`, `IS [NOT] DISTINCT
 //!   FROM`, a bare boolean column, and the constants `TRUE`, `FALSE`, `NULL`.
 //!
-//! Not accepted (a typed [`FilterError::InvalidFilter`]): arithmetic on columns, comparing two
-//! columns, functions other than `starts_with`, `IS UNKNOWN` (Lance refuses it too).
+//! - column arithmetic and comparisons between computed values (`id % 7 = 3`, `a + b > 3`,
+//!   `upper(s) = 'X'`): an [`Expr::Compare`] of two [`Scalar`]s, typed as DataFusion coerces
+//!   (see [`scalar`]), answered by reading the columns it names; `UPDATE ... SET col = expr`
+//!   right-hand sides are the same values ([`parse_assignment`]).
+//!
+//! Not accepted (a typed [`FilterError::InvalidFilter`]): functions other than `starts_with`
+//! in a predicate and `upper`, `lower`, `concat` in a value; `IN`, `BETWEEN`, `IS NULL` and
+//! `LIKE` on a computed value; `IS UNKNOWN` (Lance refuses it too).
+//!
+//! [`answer`] evaluates a filter over row sets ([`NullableIdSet`]) in Kleene logic, with its
+//! predicates answered by the caller (an index, or columns read).
 //!
 //! Filter text comes from users and scripts: nothing here panics on it (no `unwrap`,
 //! `expect` or unchecked indexing outside tests), and a literal that does not fit its column
@@ -34,10 +43,16 @@ use sqlparser::ast::{
 use sqlparser::dialect::Dialect;
 use sqlparser::parser::Parser;
 
+mod answer;
 mod error;
+pub mod scalar;
+mod truths;
 mod typing;
 
+pub use answer::{answer, Answerer, Answering};
 pub use error::{ErrorKind, FilterError, Result};
+pub use scalar::{Func, Scalar};
+pub use truths::NullableIdSet;
 pub use typing::{
     cast_to, common_type, is_string, literal_value, natural, resolve, strict, typed, Conv,
 };
@@ -87,6 +102,40 @@ impl Filter {
     /// The expression, as parsed.
     pub fn expr(&self) -> &Expr {
         &self.expr
+    }
+
+    /// The columns the filter reads, in first-use order, each once.
+    pub fn columns(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.expr.columns(&mut out);
+        out
+    }
+}
+
+/// Parses one assignment of `UPDATE ... SET`: `col = expr`, the column and its new value.
+pub fn parse_assignment(text: &str) -> Result<(String, Scalar)> {
+    let invalid = |reason: String| FilterError::InvalidFilter {
+        filter: text.to_string(),
+        reason,
+    };
+    let sql = Parser::new(&LanceDialect)
+        .try_with_sql(text)
+        .and_then(|mut p| {
+            let e = p.parse_expr()?;
+            p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+            Ok(e)
+        })
+        .map_err(|e| invalid(format!("cannot parse: {e}")))?;
+    match &sql {
+        Sql::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
+            let col = column(left).ok_or_else(|| invalid(format!("{left} is not a column")))?;
+            Ok((col, scalar::scalar(right).map_err(invalid)?))
+        }
+        _ => Err(invalid("an assignment is `column = expression`".into())),
     }
 }
 
@@ -201,9 +250,49 @@ pub enum Expr {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Is(Box<Expr>, Truth),
+    /// `left op right` on computed values (`id % 7 = 3`, `a < b`): no index answers it.
+    Compare {
+        left: Scalar,
+        op: Op,
+        right: Scalar,
+    },
 }
 
-fn column(e: &Sql) -> Option<String> {
+impl Expr {
+    /// The columns the expression reads, in first-use order, each once.
+    pub fn columns<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Expr::Leaf { column, .. } => {
+                if !out.contains(&column.as_str()) {
+                    out.push(column)
+                }
+            }
+            Expr::Const(_) => {}
+            Expr::Not(e) | Expr::Is(e, _) => e.columns(out),
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Expr::Compare { left, right, .. } => {
+                left.columns(out);
+                right.columns(out);
+            }
+        }
+    }
+
+    /// The operands of an AND chain, in order (the expression itself when it is no AND).
+    pub fn conjuncts<'a>(&'a self, out: &mut Vec<&'a Expr>) {
+        match self {
+            Expr::And(a, b) => {
+                a.conjuncts(out);
+                b.conjuncts(out);
+            }
+            other => out.push(other),
+        }
+    }
+}
+
+pub(crate) fn column(e: &Sql) -> Option<String> {
     match e {
         Sql::Identifier(id) => Some(id.value.clone()),
         Sql::CompoundIdentifier(parts) if parts.len() == 1 => {
@@ -215,7 +304,7 @@ fn column(e: &Sql) -> Option<String> {
 }
 
 /// The Arrow type of a SQL type name, as DataFusion maps them.
-fn arrow_type(t: &SqlType) -> Conv<DataType> {
+pub(crate) fn arrow_type(t: &SqlType) -> Conv<DataType> {
     Ok(match t {
         SqlType::TinyInt(_) => DataType::Int8,
         SqlType::SmallInt(_) | SqlType::Int2(_) => DataType::Int16,
@@ -240,7 +329,7 @@ fn arrow_type(t: &SqlType) -> Conv<DataType> {
     })
 }
 
-fn literal(e: &Sql) -> Conv<Lit> {
+pub(crate) fn literal(e: &Sql) -> Conv<Lit> {
     match e {
         Sql::Value(v) => match &v.value {
             Value::Number(n, _) => {
@@ -452,9 +541,19 @@ fn convert(e: &Sql, strict: bool) -> Conv<Expr> {
                 }
             }
             let (col, lit, op, strict) = match (column(left), column(right)) {
-                (Some(c), None) => (c, literal(right)?, op, strict),
-                (None, Some(c)) => (c, literal(left)?, flip(op), false),
-                _ => return Err(format!("{e}: compare one column with a constant")),
+                (Some(c), None) if !scalar::reads_column(right) => (c, literal(right)?, op, strict),
+                (None, Some(c)) if !scalar::reads_column(left) => {
+                    (c, literal(left)?, flip(op), false)
+                }
+                // computed values, or two columns
+                _ => {
+                    let compare = Expr::Compare {
+                        left: scalar::scalar(left)?,
+                        op,
+                        right: scalar::scalar(right)?,
+                    };
+                    return Ok(negated_if(negate, compare));
+                }
             };
             Ok(negated_if(negate, leaf(col, Leaf::Cmp(op, lit), strict)))
         }
@@ -690,6 +789,7 @@ fn negate_if(e: Expr, negate: bool) -> Expr {
                 typing,
             }),
         },
+        compare @ Expr::Compare { .. } if negate => not(compare),
         leaf => leaf,
     }
 }
@@ -889,11 +989,35 @@ mod tests {
     }
 
     #[test]
+    fn computed_values_compare_and_negate() {
+        let (x, y) = (Scalar::Column("x".into()), Scalar::Column("y".into()));
+        assert_eq!(
+            parse("x = y").unwrap(),
+            Expr::Compare {
+                left: x.clone(),
+                op: Op::Eq,
+                right: y.clone()
+            }
+        );
+        let sum = Scalar::Arith(Arith::Add, Box::new(x), Box::new(Scalar::Lit(Lit::Int(1))));
+        let cmp = Expr::Compare {
+            left: sum,
+            op: Op::Gt,
+            right: Scalar::Lit(Lit::Int(2)),
+        };
+        assert_eq!(parse("x + 1 > 2").unwrap(), cmp);
+        // NOT stays over a computed comparison (it has no complement range)
+        let negated = parse("NOT (x + 1 > 2)").unwrap().push_not();
+        assert_eq!(negated, Expr::Not(Box::new(cmp)));
+        let f = Filter::parse("id % 10 = 0 AND s = 'a'").unwrap();
+        assert_eq!(f.columns(), ["id", "s"]);
+    }
+
+    #[test]
     fn what_lance_refuses_is_refused() {
         for bad in [
-            "x + 1 = 2",
-            "x = y",
             "f(x) = 1",
+            "x + 1 IN (1, 2)",
             "x =",
             "x = 1 x",
             "s = 'it\\'s'",

@@ -24,7 +24,10 @@
 
 use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
-use lancet_proto::table::transaction::Operation;
+use lancet_proto::file::Field;
+use lancet_proto::roaring_wire::{decode_roaring32, encode_roaring32};
+use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
+use lancet_proto::table::transaction::{Operation, Update};
 use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
 
 use crate::error::{Result, TxnError};
@@ -214,6 +217,84 @@ pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result
             Ok(f)
         }
     }
+}
+
+/// What a new table is before its first version: Lance 14's create writes an Overwrite of
+/// this (no fragments, no index) with the table's schema. Its feature flags are none, or
+/// stable row ids (2) in both words; its data storage format is `version` ("2.0", "2.1",
+/// "2.2").
+pub fn new_table(fields: &[Field], version: &str, stable_row_ids: bool, writer: &str) -> Manifest {
+    let flags = match stable_row_ids {
+        true => flags::STABLE_ROW_IDS,
+        false => 0,
+    };
+    Manifest {
+        fields: fields.to_vec(),
+        version: 0,
+        reader_feature_flags: flags,
+        writer_feature_flags: flags,
+        writer_version: Some(WriterVersion {
+            library: "lancet".into(),
+            version: writer.into(),
+            prerelease: None,
+            build_metadata: None,
+        }),
+        data_format: Some(DataStorageFormat {
+            file_format: "lance".into(),
+            version: version.into(),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Lance 14's index rule for an Update that moves rows (`RewriteRows`) on a stable-row-id
+/// table: an index whose fragment bitmap covers every fragment the rows came from (the
+/// removed and the updated), on no column the update assigned
+/// (`fields_for_preserving_frag_bitmap`), and not answering in row addresses (ZoneMap,
+/// BloomFilter), also covers the new fragments that hold only moved rows (`pure`): their rows
+/// keep their ids, and the indexed values did not change. No index loses a fragment.
+pub fn cover_moved_rows(
+    indices: &mut [IndexMetadata],
+    update: &Update,
+    pure: &[u32],
+) -> Result<()> {
+    if pure.is_empty() {
+        return Ok(());
+    }
+    let sources: Vec<u32> = update
+        .removed_fragment_ids
+        .iter()
+        .copied()
+        .chain(update.updated_fragments.iter().map(|f| f.id))
+        .map(|id| u32::try_from(id).unwrap_or(u32::MAX))
+        .collect();
+    for index in indices.iter_mut() {
+        let by_address = index
+            .index_details
+            .as_ref()
+            .and_then(|d| lancet_proto::index_type_name(&d.type_url))
+            .is_some_and(|t| t == "ZoneMap" || t == "BloomFilter");
+        let assigned = index.fields.iter().any(|f| {
+            u32::try_from(*f).is_ok_and(|f| update.fields_for_preserving_frag_bitmap.contains(&f))
+        });
+        if by_address || assigned || index.fragment_bitmap.is_empty() {
+            continue;
+        }
+        let mut bitmap = decode_roaring32(&index.fragment_bitmap).map_err(|e| {
+            TxnError::operation(
+                "Update",
+                format!(
+                    "index {:?}: fragment_bitmap does not decode: {e}",
+                    index.name
+                ),
+            )
+        })?;
+        if sources.iter().all(|s| bitmap.contains(*s)) {
+            bitmap.extend(pure.iter().copied());
+            index.fragment_bitmap = encode_roaring32(&bitmap);
+        }
+    }
+    Ok(())
 }
 
 impl Plan {

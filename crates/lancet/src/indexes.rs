@@ -3,13 +3,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, UInt64Array};
-use lancet_btree::{BTreeIndex, NullableIdSet, Page, Query, TrainOptions};
+use arrow_array::ArrayRef;
+use lancet_btree::{BTreeIndex, NullableIdSet, TrainOptions};
 use lancet_paths::{files, ObjectUuid};
 use lancet_proto::table::transaction::{CreateIndex, Operation};
 use lancet_proto::table::{DataFragment, IndexMetadata};
-use lancet_proto::RowAddress;
-use roaring::{RoaringBitmap, RoaringTreemap};
+use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
@@ -270,46 +269,6 @@ impl Dataset {
         let lance = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), size).await?;
         let batch = lance.read_columns(&[name.as_str()], None).await?;
         Ok(batch.column(0).clone())
-    }
-
-    /// Evaluates `query` on the column of fragments no index segment covers (a flat scan), with
-    /// row addresses as ids.
-    pub async fn scan_unindexed(
-        &self,
-        field_id: i32,
-        covered: &RoaringBitmap,
-        query: &Query,
-    ) -> Result<NullableIdSet> {
-        let mut out = NullableIdSet::default();
-        for f in self.fragments().await?.iter() {
-            let Ok(id) = u32::try_from(f.id) else {
-                continue;
-            };
-            if covered.contains(id) {
-                continue;
-            }
-            let values = self.read_column(f, field_id).await?;
-            let base = RowAddress::first_of(id);
-            let ids = UInt64Array::from_iter_values((0..values.len() as u64).map(|o| base | o));
-            let page = Page::new(values, Arc::new(ids));
-            out.union_disjoint(page.evaluate_unindexed(query)?);
-        }
-        Ok(out)
-    }
-
-    /// Every physical row address of the given fragments (deleted rows included).
-    pub async fn row_addresses(&self, fragments: impl Fn(u32) -> bool) -> Result<RoaringTreemap> {
-        let mut out = RoaringTreemap::new();
-        for f in self.fragments().await?.iter() {
-            let Ok(id) = u32::try_from(f.id) else {
-                continue;
-            };
-            if fragments(id) {
-                let base = RowAddress::first_of(id);
-                out.insert_range(base..base + f.physical_rows);
-            }
-        }
-        Ok(out)
     }
 
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as

@@ -21,12 +21,15 @@ mod dataset;
 mod error;
 mod fri;
 mod indexes;
+mod mutate;
 mod operations;
 mod publish;
 mod rewrite;
 mod rowids;
+mod scan;
 mod search;
 mod verify;
+mod write;
 
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
@@ -43,9 +46,12 @@ pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, 
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
+pub use mutate::Changed;
 pub use rewrite::RewriteMapping;
+pub use scan::ScanOptions;
 pub use search::{SearchOptions, SearchResult};
-pub use verify::{LineageViolation, VerifyReport};
+pub use verify::VerifyReport;
+pub use write::{CreateOptions, Layout};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use lancet_proto::table::transaction::{Delete, Operation};
+use lancet_proto::table::transaction::{Delete, Operation, UpdateMode};
 use lancet_proto::table::DataFragment;
 use lancet_tree::{Action, TreeWriterConfig};
 use lancet_txn::{DataFileFacts, TxnError};
@@ -167,6 +167,19 @@ impl Dataset {
             before.insert(id, record);
         }
         if self.has_stable_row_ids() {
+            if let Operation::Update(u) = operation {
+                // fragments of moved rows only (each row keeps its id) join the indexes
+                let mut pure = Vec::new();
+                for f in &plan.created {
+                    let moved = self.row_id_sequence(f)?.map(|s| s.len());
+                    if moved == Some(f.physical_rows)
+                        && u.update_mode == UpdateMode::RewriteRows as i32
+                    {
+                        pure.push(u32::try_from(f.id).unwrap_or(u32::MAX));
+                    }
+                }
+                lancet_txn::build::cover_moved_rows(&mut plan.indices, u, &pure)?;
+            }
             // rows an update moved keep their ids and their creation version
             let moved = plan.created.iter().any(|f| f.row_id_sequence.is_some());
             let fresh_from = plan.manifest.next_row_id;

@@ -15,7 +15,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use futures::future::BoxFuture;
 use lancet_btree::{evaluate_leaf, intersect_ranges, leaf_queries, NullableIdSet};
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
@@ -23,7 +22,7 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
 
 use crate::{Dataset, Error, Result};
-use lancet_filter::{Expr, Filter, Leaf, Truth, Typing};
+use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
 /// What [`Dataset::search`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,6 +71,37 @@ impl Dataset {
     }
 
     async fn search_inner(&self, filter: &Filter, options: &SearchOptions) -> Result<SearchResult> {
+        let (search, result) = self.answer(filter, options.apply_deletions).await?;
+        let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
+            match &search.row_ids {
+                Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
+                None => addrs,
+            }
+        };
+        Ok(SearchResult {
+            row_ids: to_row_ids(result.true_ids),
+            null_row_ids: to_row_ids(result.null_ids),
+            pages_read: search.pages.load(Ordering::Relaxed),
+            scanned_fragments: search.scanned.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The live rows where `filter` is TRUE, by fragment and offset.
+    pub(crate) async fn search_addresses(&self, filter: &Filter) -> Result<crate::scan::Matched> {
+        let (_, result) = self.answer(filter, true).await?;
+        Ok(result
+            .true_ids
+            .bitmaps()
+            .map(|(f, rows)| (f, rows.clone()))
+            .collect())
+    }
+
+    /// `filter` answered over this version's row addresses.
+    async fn answer<'a>(
+        &'a self,
+        filter: &'a Filter,
+        apply_deletions: bool,
+    ) -> Result<(Search<'a>, NullableIdSet)> {
         let expr = filter.expr().clone().push_not();
         let row_ids = if self.has_stable_row_ids() {
             Some(self.row_id_index().await?)
@@ -87,22 +117,11 @@ impl Dataset {
             pages: AtomicU64::new(0),
             scanned: AtomicU64::new(0),
         };
-        let mut result = search.eval(&expr).await?;
-        if options.apply_deletions {
+        let mut result = lancet_filter::answer(&search, &expr).await?;
+        if apply_deletions {
             result = search.without_deleted(result).await?;
         }
-        let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
-            match &search.row_ids {
-                Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
-                None => addrs,
-            }
-        };
-        Ok(SearchResult {
-            row_ids: to_row_ids(result.true_ids),
-            null_row_ids: to_row_ids(result.null_ids),
-            pages_read: search.pages.load(Ordering::Relaxed),
-            scanned_fragments: search.scanned.load(Ordering::Relaxed),
-        })
+        Ok((search, result))
     }
 }
 
@@ -119,7 +138,9 @@ struct Search<'a> {
     scanned: AtomicU64,
 }
 
-impl Search<'_> {
+impl Answerer for Search<'_> {
+    type Error = Error;
+
     fn universe(&self) -> &RoaringTreemap {
         self.universe.get_or_init(|| {
             let mut out = RoaringTreemap::new();
@@ -133,6 +154,21 @@ impl Search<'_> {
         })
     }
 
+    fn leaves<'a>(
+        &'a self,
+        column: &'a str,
+        leaves: &'a [&'a Leaf],
+        typing: Typing,
+    ) -> Answering<'a, Error> {
+        Box::pin(self.answer_leaves(column, leaves, typing))
+    }
+
+    fn compare<'a>(&'a self, e: &'a Expr) -> Answering<'a, Error> {
+        Box::pin(self.answer_compare(e))
+    }
+}
+
+impl Search<'_> {
     /// The physical row count of fragment `id` in this version, if it has that fragment.
     fn rows_of(&self, id: u32) -> Option<u64> {
         let i = self
@@ -218,89 +254,9 @@ impl Search<'_> {
         }
     }
 
-    fn eval<'b>(&'b self, e: &'b Expr) -> BoxFuture<'b, Result<NullableIdSet>> {
-        Box::pin(async move {
-            Ok(match e {
-                Expr::Leaf {
-                    column,
-                    leaf,
-                    typing,
-                } => self.leaves(column, &[leaf], *typing).await?,
-                Expr::Const(Some(true)) => {
-                    NullableIdSet::new(self.universe().clone(), RoaringTreemap::new())
-                }
-                Expr::Const(Some(false)) => NullableIdSet::default(),
-                Expr::Const(None) => {
-                    NullableIdSet::new(RoaringTreemap::new(), self.universe().clone())
-                }
-                Expr::Not(inner) => self.eval(inner).await?.not(self.universe()),
-                Expr::And(..) => self.conjunction(e).await?,
-                Expr::Or(a, b) => self.eval(a).await?.or(&self.eval(b).await?),
-                Expr::Is(inner, truth) => {
-                    let r = self.eval(inner).await?;
-                    let ids = match truth {
-                        Truth::True => r.true_ids,
-                        Truth::NotTrue => self.universe() - &r.true_ids,
-                        Truth::False => &(self.universe() - &r.true_ids) - &r.null_ids,
-                        Truth::NotFalse => &r.true_ids | &r.null_ids,
-                    };
-                    NullableIdSet::new(ids, RoaringTreemap::new())
-                }
-            })
-        })
-    }
-
-    /// An AND chain: its comparisons on one column (with one typing) are answered together,
-    /// so `v >= a AND v < b` is one index range, not two half-tables intersected.
-    async fn conjunction(&self, e: &Expr) -> Result<NullableIdSet> {
-        fn flatten<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-            match e {
-                Expr::And(a, b) => {
-                    flatten(a, out);
-                    flatten(b, out);
-                }
-                other => out.push(other),
-            }
-        }
-        let mut conjuncts = Vec::new();
-        flatten(e, &mut conjuncts);
-        let mut groups: Vec<(&str, Typing, Vec<&Leaf>)> = Vec::new();
-        let mut others = Vec::new();
-        for c in conjuncts {
-            match c {
-                Expr::Leaf {
-                    column,
-                    leaf: leaf @ (Leaf::Cmp(..) | Leaf::Between(..)),
-                    typing,
-                } => match groups
-                    .iter_mut()
-                    .find(|(c, t, _)| *c == column.as_str() && t == typing)
-                {
-                    Some((_, _, leaves)) => leaves.push(leaf),
-                    None => groups.push((column.as_str(), *typing, vec![leaf])),
-                },
-                other => others.push(other),
-            }
-        }
-        let mut result: Option<NullableIdSet> = None;
-        let mut and = |part: NullableIdSet| {
-            result = Some(match result.take() {
-                None => part,
-                Some(prev) => prev.and(&part),
-            });
-        };
-        for (column, typing, leaves) in &groups {
-            and(self.leaves(column, leaves, *typing).await?);
-        }
-        for other in others {
-            and(self.eval(other).await?);
-        }
-        Ok(result.unwrap_or_default())
-    }
-
     /// The conjunction of `leaves`, all on `column`: through its BTree where one covers
     /// fragments and the leaves compare in its value type, by reading the column elsewhere.
-    async fn leaves(
+    async fn answer_leaves(
         &self,
         column: &str,
         leaves: &[&Leaf],
@@ -417,6 +373,45 @@ impl Search<'_> {
             out.union_disjoint(part.unwrap_or_default());
         }
         // a fragment's rows past physical_rows (a data file longer than its record says)
+        Ok(self.restrict(out))
+    }
+
+    /// A comparison of computed values: the columns it reads, read in every fragment.
+    async fn answer_compare(&self, e: &Expr) -> Result<NullableIdSet> {
+        let Expr::Compare { left, op, right } = e else {
+            return Err(Error::Internal(format!("{e:?} is not a comparison")));
+        };
+        let mut columns = Vec::new();
+        e.columns(&mut columns);
+        let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
+        let projection = self
+            .ds
+            .projection(Some(&columns))
+            .map_err(|e| self.invalid(e.to_string()))?;
+        let mut out = NullableIdSet::default();
+        for f in self.fragments.iter() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if f.physical_rows == 0 {
+                continue;
+            }
+            self.scanned.fetch_add(1, Ordering::Relaxed);
+            let batch = Box::pin(self.ds.read_rows(f, &projection, lancet_file::Rows::All)).await?;
+            let truth = lancet_filter::scalar::compare(left, *op, right, &batch)
+                .map_err(|reason| self.invalid(reason))?;
+            let base = RowAddress::first_of(id);
+            let mut true_ids = RoaringTreemap::new();
+            let mut null_ids = RoaringTreemap::new();
+            for (offset, v) in truth.iter().enumerate() {
+                match v {
+                    Some(true) => true_ids.insert(base | offset as u64),
+                    Some(false) => false,
+                    None => null_ids.insert(base | offset as u64),
+                };
+            }
+            out.union_disjoint(NullableIdSet::new(true_ids, null_ids));
+        }
         Ok(self.restrict(out))
     }
 

@@ -1,0 +1,207 @@
+//! `lancet create|append|delete|update|scan|take`: rows in and out of a table.
+
+use std::path::Path;
+
+use futures::StreamExt;
+use lancet::{CreateOptions, Dataset, Filter, Layout, ScanOptions};
+
+use crate::error::CliError;
+use crate::io::{read_rows, OutFormat, RowWriter};
+
+/// What `lancet create` takes besides the table and the file.
+pub struct Create {
+    pub stable_row_ids: bool,
+    pub tree: bool,
+    pub data_storage_version: String,
+    pub max_rows_per_file: u64,
+}
+
+fn file_version(v: &str) -> Result<lancet::file::FileVersion, CliError> {
+    use lancet::file::FileVersion;
+    Ok(match v {
+        "2.0" => FileVersion::V2_0,
+        "2.1" => FileVersion::V2_1,
+        "2.2" | "stable" => FileVersion::V2_2,
+        other => {
+            return Err(CliError::Usage(format!(
+                "--data-storage-version {other}: lancet writes 2.0, 2.1 and 2.2"
+            )))
+        }
+    })
+}
+
+pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliError> {
+    let (schema, rows) = read_rows(from, None)?;
+    let created = Dataset::create(
+        uri,
+        schema,
+        counted(rows),
+        CreateOptions {
+            stable_row_ids: options.stable_row_ids,
+            layout: if options.tree {
+                Layout::Tree
+            } else {
+                Layout::Flat
+            },
+            data_storage_version: file_version(&options.data_storage_version)?,
+            max_rows_per_file: options.max_rows_per_file,
+            ..Default::default()
+        },
+    )
+    .await?;
+    println!(
+        "created {} (version {}, {} fragments, {} rows)",
+        created.uri(),
+        created.version(),
+        created.fragments().await?.len(),
+        created.num_rows().unwrap_or(0)
+    );
+    Ok(())
+}
+
+pub async fn append(uri: &str, from: &Path) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let (_, rows) = read_rows(from, Some(ds.schema()?))?;
+    let committed = ds.append(counted(rows)).await?;
+    let ds = committed.dataset;
+    println!(
+        "appended to {} (version {}, {} rows)",
+        ds.uri(),
+        ds.version(),
+        ds.num_rows().unwrap_or(0)
+    );
+    Ok(())
+}
+
+pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let changed = ds.delete(&Filter::parse(filter)?).await?;
+    report(
+        json,
+        "deleted_rows",
+        changed.rows,
+        changed.committed.dataset.version(),
+    );
+    Ok(())
+}
+
+pub async fn update(uri: &str, filter: &str, set: &[String], json: bool) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let filter = Filter::parse(filter)?;
+    let assignments = set
+        .iter()
+        .map(|s| lancet::filter::parse_assignment(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let changed = ds.update(&filter, &assignments).await?;
+    report(
+        json,
+        "updated_rows",
+        changed.rows,
+        changed.committed.dataset.version(),
+    );
+    Ok(())
+}
+
+fn report(json: bool, what: &str, rows: u64, version: u64) {
+    if json {
+        println!("{}", serde_json::json!({ what: rows, "version": version }));
+    } else {
+        println!(
+            "{} {rows} rows; version {version}",
+            what.replace("_rows", "")
+        );
+    }
+}
+
+/// What `lancet scan` and `lancet take` print.
+pub struct Output<'a> {
+    pub columns: Option<Vec<String>>,
+    pub format: Option<OutFormat>,
+    pub path: Option<&'a Path>,
+}
+
+impl Output<'_> {
+    fn format(&self) -> OutFormat {
+        use std::io::IsTerminal;
+        match self.format {
+            Some(f) => f,
+            None if self.path.is_none() && std::io::stdout().is_terminal() => OutFormat::Table,
+            None => OutFormat::Jsonl,
+        }
+    }
+}
+
+pub struct Scan {
+    pub version: Option<u64>,
+    pub filter: Option<String>,
+    pub with_row_id: bool,
+    pub with_row_address: bool,
+    pub limit: Option<u64>,
+    pub offset: u64,
+}
+
+pub async fn scan(uri: &str, scan: Scan, out: Output<'_>) -> Result<(), CliError> {
+    let ds = open_at(uri, scan.version).await?;
+    let filter = scan.filter.as_deref().map(Filter::parse).transpose()?;
+    let options = ScanOptions {
+        columns: out.columns.clone(),
+        filter,
+        with_row_id: scan.with_row_id,
+        with_row_address: scan.with_row_address,
+        limit: scan.limit,
+        offset: scan.offset,
+    };
+    let schema = ds.scan_schema(&options)?;
+    let mut rows = ds.scan(options).await?;
+    let mut writer = RowWriter::new(out.format(), &schema, out.path)?;
+    while let Some(batch) = rows.next().await {
+        writer.write(&batch?)?;
+    }
+    writer.finish()
+}
+
+pub async fn take(
+    uri: &str,
+    version: Option<u64>,
+    ids: &[u64],
+    out: Output<'_>,
+) -> Result<(), CliError> {
+    let ds = open_at(uri, version).await?;
+    let batch = ds.take(ids, out.columns.as_deref()).await?;
+    let mut writer = RowWriter::new(out.format(), &batch.schema(), out.path)?;
+    writer.write(&batch)?;
+    writer.finish()
+}
+
+async fn open_at(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
+    let ds = Dataset::open(uri).await?;
+    Ok(match version {
+        Some(v) if v != ds.version() => ds.checkout(v).await?,
+        _ => ds,
+    })
+}
+
+/// `rows`, with a count of rows read so far on stderr when it is a terminal (cleared when
+/// the rows end).
+fn counted(
+    rows: futures::stream::BoxStream<'static, lancet::Result<arrow_array::RecordBatch>>,
+) -> futures::stream::BoxStream<'static, lancet::Result<arrow_array::RecordBatch>> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return rows;
+    }
+    let bar = indicatif::ProgressBar::new_spinner()
+        .with_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {human_pos} rows written ({per_sec})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        )
+        .with_finish(indicatif::ProgressFinish::AndClear);
+    rows.inspect(move |b| {
+        if let Ok(b) = b {
+            bar.inc(b.num_rows() as u64);
+        }
+    })
+    .boxed()
+}

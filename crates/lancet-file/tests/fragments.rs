@@ -1,0 +1,234 @@
+//! A fragment's rows: written from batches, split every `max_rows_per_file` rows, read back
+//! from the files that hold each column (NULL where none does).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray, StructArray};
+use arrow_schema::{DataType, Field, Fields, Schema};
+use futures::stream;
+use lancet_file::{
+    read_fragment, write_fragments, Column, DataFileAt, FileError, FileStore, FileVersion,
+    FragmentOptions, Rows,
+};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+
+fn memory() -> FileStore {
+    FileStore::new(Arc::new(InMemory::new()), "memory:///").unwrap()
+}
+
+fn schema() -> Schema {
+    Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+    ])
+}
+
+fn rows(start: i64, n: i64) -> RecordBatch {
+    RecordBatch::try_new(
+        Arc::new(schema()),
+        vec![
+            Arc::new(Int64Array::from_iter_values(start..start + n)),
+            Arc::new(StringArray::from_iter((start..start + n).map(|i| {
+                (i % 3 != 0).then(|| format!("s{i}"))
+            }))),
+        ],
+    )
+    .unwrap()
+}
+
+fn columns(schema: &Schema, ids: &[Vec<i32>]) -> Vec<Column> {
+    schema
+        .fields()
+        .iter()
+        .zip(ids)
+        .map(|(f, ids)| Column {
+            ids: ids.clone(),
+            field: f.clone(),
+        })
+        .collect()
+}
+
+fn at(fs: &FileStore, dir: &Path, f: &lancet_proto::table::DataFile) -> DataFileAt {
+    DataFileAt {
+        store: fs.clone(),
+        path: dir.clone().join(f.path.as_str()),
+        size: Some(f.file_size_bytes),
+        fields: f.fields.clone(),
+    }
+}
+
+#[tokio::test]
+async fn rows_are_split_into_fragments_and_read_back() {
+    let fs = memory();
+    let dir = Path::from("t/data");
+    let options = FragmentOptions {
+        version: FileVersion::V2_2,
+        max_rows_per_file: 250,
+        max_rows_per_group: 100,
+    };
+    let batches = stream::iter([Ok(rows(0, 300)), Ok(rows(300, 400))]);
+    let written = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options)
+        .await
+        .unwrap();
+    let counts: Vec<u64> = written.iter().map(|f| f.physical_rows).collect();
+    assert_eq!(counts, [250, 250, 200]);
+    for f in &written {
+        assert_eq!(f.id, 0);
+        let file = &f.files[0];
+        assert_eq!((file.file_major_version, file.file_minor_version), (2, 2));
+        assert_eq!(file.fields, [0, 1]);
+        assert_eq!(file.column_indices, [0, 1]);
+        assert!(file.file_size_bytes > 0);
+        assert!(f.row_id_sequence.is_none());
+    }
+    let projection = columns(&schema(), &[vec![0], vec![1]]);
+    let second = &written[1];
+    let files = [at(&fs, &dir, &second.files[0])];
+    let all = read_fragment(&files, &projection, 250, Rows::All).await.unwrap();
+    let ids = all.column(0).as_primitive::<Int64Type>();
+    assert_eq!(ids.value(0), 250);
+    assert_eq!(ids.value(249), 499);
+    let some = read_fragment(&files, &projection[1..], 250, Rows::At(&[0, 2, 249]))
+        .await
+        .unwrap();
+    let s: Vec<Option<&str>> = some.column(0).as_string::<i32>().iter().collect();
+    assert_eq!(s, [Some("s250"), None, Some("s499")]);
+    let range = read_fragment(&files, &projection[..1], 250, Rows::Range(10..12))
+        .await
+        .unwrap();
+    assert_eq!(range.num_rows(), 2);
+    // a record that lies about its rows is refused
+    let err = read_fragment(&files, &projection, 251, Rows::All).await.unwrap_err();
+    assert!(matches!(err, FileError::Corrupt { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_column_no_file_holds_reads_as_null() {
+    let fs = memory();
+    let dir = Path::from("t/data");
+    let written = write_fragments(
+        &fs,
+        &dir,
+        &schema(),
+        &[0, 1],
+        stream::iter([Ok(rows(0, 10))]),
+        FragmentOptions::default(),
+    )
+    .await
+    .unwrap();
+    let table = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("w", DataType::Float32, true),
+    ]);
+    let projection = columns(&table, &[vec![0], vec![1], vec![2]]);
+    let files = [at(&fs, &dir, &written[0].files[0])];
+    let batch = read_fragment(&files, &projection[2..], 10, Rows::At(&[1, 5]))
+        .await
+        .unwrap();
+    assert_eq!(batch.num_rows(), 2);
+    assert_eq!(batch.column(0).null_count(), 2);
+    assert_eq!(batch.schema().field(0).name(), "w");
+}
+
+#[tokio::test]
+async fn rows_of_another_schema_are_refused() {
+    let fs = memory();
+    let other = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("s", DataType::Utf8, true),
+        ])),
+        vec![
+            Arc::new(arrow_array::Int32Array::from(vec![1])),
+            Arc::new(StringArray::from(vec!["a"])),
+        ],
+    )
+    .unwrap();
+    let err = write_fragments(
+        &fs,
+        &Path::from("t/data"),
+        &schema(),
+        &[0, 1],
+        stream::iter([Ok(other)]),
+        FragmentOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, FileError::InvalidInput { rule, .. } if rule.contains("\"id\" (Int32)")),
+        "{err}"
+    );
+    // a non-nullable input column fits a nullable table column
+    let strict = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from(vec![1])),
+            Arc::new(StringArray::from(vec!["a"])),
+        ],
+    )
+    .unwrap();
+    assert!(lancet_file::conform(&strict, &schema()).is_ok());
+}
+
+#[tokio::test]
+async fn nested_columns_list_the_fields_that_own_columns() {
+    let fs = memory();
+    let point = Fields::from(vec![
+        Field::new("x", DataType::Int64, true),
+        Field::new("y", DataType::Int64, true),
+    ]);
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("p", DataType::Struct(point.clone()), true),
+    ]);
+    let p: ArrayRef = Arc::new(StructArray::new(
+        point,
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(Int64Array::from(vec![3, 4])),
+        ],
+        None,
+    ));
+    let batch = RecordBatch::try_new(
+        Arc::new(schema.clone()),
+        vec![Arc::new(Int64Array::from(vec![0, 1])), p],
+    )
+    .unwrap();
+    for (version, fields) in [
+        (FileVersion::V2_0, vec![0, 1, 2, 3]),
+        (FileVersion::V2_1, vec![0, 2, 3]),
+    ] {
+        let dir = Path::from(format!("t{version:?}/data"));
+        let written = write_fragments(
+            &fs,
+            &dir,
+            &schema,
+            &[0, 1, 2, 3],
+            stream::iter([Ok(batch.clone())]),
+            FragmentOptions {
+                version,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let file = &written[0].files[0];
+        assert_eq!(file.fields, fields, "{version:?}");
+        let indices: Vec<i32> = (0..fields.len() as i32).collect();
+        assert_eq!(file.column_indices, indices);
+        // the struct column is found by its leaves' ids
+        let projection = columns(&schema, &[vec![0], vec![1, 2, 3]]);
+        let read = read_fragment(&[at(&fs, &dir, file)], &projection, 2, Rows::All)
+            .await
+            .unwrap();
+        assert_eq!(read.column(1).as_struct().num_columns(), 2);
+        assert_eq!(read.column(1).null_count(), 0);
+    }
+}

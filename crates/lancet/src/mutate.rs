@@ -1,0 +1,139 @@
+//! Changing rows by filter: [`Dataset::delete`] and [`Dataset::update`].
+//!
+//! Composition only. The filter is answered by [`Dataset::search`]; a delete merges the
+//! matched rows into each fragment's deletion vector ([`Dataset::delete_operation`]); an
+//! update reads the matched rows, computes the assigned columns with lancet-filter, writes
+//! them as new fragments and deletes the old copies, in one Update. With stable row ids the
+//! moved rows keep their `_rowid` (their new fragments carry the old ids) and get the new
+//! version as last updated.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use lancet_file::Rows;
+use lancet_filter::{Filter, Scalar};
+use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
+use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
+use lancet_rowid::RowIdSequence;
+use roaring::RoaringBitmap;
+
+use crate::commit::Committed;
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// A delete or update: the new version, and the rows it changed.
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub committed: Committed,
+    pub rows: u64,
+}
+
+impl Dataset {
+    /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
+    /// fragment left with no live row is removed. A filter no row matches still commits (an
+    /// empty Delete), as Lance does.
+    pub async fn delete(&self, filter: &Filter) -> Result<Changed> {
+        let matched = self.search_addresses(filter).await?;
+        let rows = matched.values().map(RoaringBitmap::len).sum();
+        let offsets: Vec<(u64, RoaringBitmap)> = matched
+            .into_iter()
+            .map(|(f, o)| (u64::from(f), o))
+            .collect();
+        let committed = self.delete_rows(&offsets, filter.text()).await?;
+        Ok(Changed { committed, rows })
+    }
+
+    /// Sets the columns of `assignments` (`column`, new value) on the live rows where
+    /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
+    /// new values (cast to each column's type; a value that does not fit is an error) and
+    /// their old copies deleted. A filter no row matches commits an empty Update.
+    pub async fn update(
+        &self,
+        filter: &Filter,
+        assignments: &[(String, Scalar)],
+    ) -> Result<Changed> {
+        let projection = self.projection(None)?;
+        // the assigned columns and their descendants, as Lance records them
+        let mut preserving = Vec::new();
+        for (column, _) in assignments {
+            let assigned = projection
+                .iter()
+                .find(|c| c.field.name() == column)
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: format!("column {column:?}"),
+                    reason: "the table has no such column".into(),
+                })?;
+            preserving.extend(assigned.ids.iter().filter_map(|id| u32::try_from(*id).ok()));
+        }
+        let matched = self.search_addresses(filter).await?;
+        let rows: u64 = matched.values().map(RoaringBitmap::len).sum();
+        let mut batches = Vec::new();
+        let mut moved_ids = Vec::new();
+        for (id, offsets) in &matched {
+            let fragment = self
+                .fragment(u64::from(*id))
+                .await?
+                .ok_or_else(|| Error::Internal(format!("fragment {id} was matched but is gone")))?;
+            let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
+            let old = self
+                .read_rows(&fragment, &projection, Rows::At(&offsets))
+                .await?;
+            batches.push(Ok(assign(&old, assignments, filter)?));
+            if let Some(sequence) = self.row_id_sequence(&fragment)? {
+                moved_ids.extend(offsets.iter().filter_map(|o| sequence.get(*o)));
+            }
+        }
+        let mut new_fragments = self.write_fragments(futures::stream::iter(batches)).await?;
+        if self.has_stable_row_ids() {
+            // the moved rows keep their ids, in the order they were written
+            let mut ids = moved_ids.into_iter();
+            for f in &mut new_fragments {
+                let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
+                f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+                    RowIdSequence::from_values(&mine).encode(),
+                ));
+            }
+        }
+        let offsets: Vec<(u64, RoaringBitmap)> = matched
+            .into_iter()
+            .map(|(f, o)| (u64::from(f), o))
+            .collect();
+        let delete = self.delete_operation(&offsets, filter.text()).await?;
+        let update = Update {
+            removed_fragment_ids: delete.deleted_fragment_ids,
+            updated_fragments: delete.updated_fragments,
+            new_fragments,
+            fields_modified: Vec::new(),
+            fields_for_preserving_frag_bitmap: preserving,
+            update_mode: UpdateMode::RewriteRows as i32,
+        };
+        let committed = self.commit(Operation::Update(update)).await?;
+        Ok(Changed { committed, rows })
+    }
+}
+
+/// `batch` with each assigned column replaced by its new value, cast to the column's type.
+fn assign(
+    batch: &RecordBatch,
+    assignments: &[(String, Scalar)],
+    filter: &Filter,
+) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let new: HashMap<&str, &Scalar> = assignments.iter().map(|(c, v)| (c.as_str(), v)).collect();
+    for (i, field) in schema.fields().iter().enumerate() {
+        if let (Some(value), Some(slot)) = (new.get(field.name().as_str()), columns.get_mut(i)) {
+            *slot = value
+                .evaluate_as(batch, field.data_type())
+                .map_err(|reason| Error::InvalidArgument {
+                    what: format!("SET {} (where {})", field.name(), filter.text()),
+                    reason,
+                })?;
+        }
+    }
+    RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| Error::InvalidArgument {
+        what: "updated rows".into(),
+        reason: e.to_string(),
+    })
+}

@@ -1,0 +1,414 @@
+//! Reading rows: [`Dataset::scan`], [`Dataset::take`] and [`Dataset::take_addresses`].
+//!
+//! Composition only: lancet-file reads a fragment's columns from its data files (NULL for a
+//! field no file holds), deletion vectors and row ids come from lancet-rowid, and a filter is
+//! answered by [`Dataset::search`] (through BTrees where they cover, by reading columns
+//! elsewhere) before any projected column is read. Rows come in fragment order, then offset,
+//! as pylance's `to_table` returns them; `_rowid` then `_rowaddr` follow the projected
+//! columns.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use futures::stream::{BoxStream, StreamExt};
+use lancet_file::{Column, DataFileAt, Rows};
+use lancet_filter::Filter;
+use lancet_proto::table::DataFragment;
+use lancet_proto::RowAddress;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::Dataset;
+
+/// Rows read per batch of a scan.
+const SCAN_BATCH_ROWS: u64 = 64 * 1024;
+/// Batches read ahead of the consumer.
+const SCAN_READ_AHEAD: usize = 2;
+
+/// What [`Dataset::scan`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// The columns, in this order (every column in schema order when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Only rows where the filter is TRUE.
+    pub filter: Option<Filter>,
+    /// Add `_rowid` (the stable row id, or the row address without stable row ids).
+    pub with_row_id: bool,
+    /// Add `_rowaddr` (fragment id << 32 | offset).
+    pub with_row_address: bool,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Skip this many rows first.
+    pub offset: u64,
+}
+
+/// One batch a scan reads: the rows `rows` of `fragment`.
+struct Chunk {
+    fragment: DataFragment,
+    rows: ChunkRows,
+}
+
+enum ChunkRows {
+    Range(std::ops::Range<u64>),
+    At(Vec<u64>),
+}
+
+impl ChunkRows {
+    fn len(&self) -> u64 {
+        match self {
+            ChunkRows::Range(r) => r.end - r.start,
+            ChunkRows::At(v) => v.len() as u64,
+        }
+    }
+
+    fn offsets(&self) -> Vec<u64> {
+        match self {
+            ChunkRows::Range(r) => r.clone().collect(),
+            ChunkRows::At(v) => v.clone(),
+        }
+    }
+
+    /// Without the first `skip` rows, at most `take` rows.
+    fn window(self, skip: u64, take: u64) -> ChunkRows {
+        match self {
+            ChunkRows::Range(r) => {
+                let start = r.start + skip;
+                ChunkRows::Range(start..r.end.min(start.saturating_add(take)))
+            }
+            ChunkRows::At(v) => {
+                let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+                let take = usize::try_from(take).unwrap_or(usize::MAX);
+                ChunkRows::At(v.into_iter().skip(skip).take(take).collect())
+            }
+        }
+    }
+}
+
+impl Dataset {
+    /// The table's Arrow schema (top-level fields in manifest order).
+    pub fn schema(&self) -> Result<SchemaRef> {
+        let columns = self.projection(None)?;
+        Ok(Arc::new(Schema::new(
+            columns.into_iter().map(|c| c.field).collect::<Vec<_>>(),
+        )))
+    }
+
+    /// The columns `columns` (every column when `None`), each with its field ids.
+    pub(crate) fn projection(&self, columns: Option<&[String]>) -> Result<Vec<Column>> {
+        let all = lancet_file::table_schema(&self.manifest().fields, &self.manifest_ref().object)?;
+        let Some(columns) = columns else {
+            return Ok(all);
+        };
+        columns
+            .iter()
+            .map(|c| {
+                all.iter()
+                    .find(|col| col.field.name() == c)
+                    .cloned()
+                    .ok_or_else(|| Error::InvalidArgument {
+                        what: format!("column {c:?}"),
+                        reason: "the table has no such column".into(),
+                    })
+            })
+            .collect()
+    }
+
+    /// The columns `projection` of `fragment`'s rows `rows`.
+    pub(crate) async fn read_rows(
+        &self,
+        fragment: &DataFragment,
+        projection: &[Column],
+        rows: Rows<'_>,
+    ) -> Result<RecordBatch> {
+        self.require_no_overlays(fragment, "reading rows")?;
+        let mut files = Vec::with_capacity(fragment.files.len());
+        for (file, location) in fragment
+            .files
+            .iter()
+            .zip(self.data_file_locations(fragment)?)
+        {
+            let store = match location.base.base_id {
+                None => self.file_store().clone(),
+                Some(_) => Dataset::file_store_for(&self.store_for(&location.base)?)?,
+            };
+            files.push(DataFileAt {
+                path: self.store_for(&location.base)?.path(&location.path),
+                store,
+                size: (file.file_size_bytes > 0).then_some(file.file_size_bytes),
+                fields: file.fields.clone(),
+            });
+        }
+        Ok(Box::pin(lancet_file::read_fragment(
+            &files,
+            projection,
+            fragment.physical_rows,
+            rows,
+        ))
+        .await?)
+    }
+
+    /// The schema of the batches [`Dataset::scan`] returns for `options`.
+    pub fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
+        let projection = self.projection(options.columns.as_deref())?;
+        Ok(output_schema(
+            &projection,
+            options.with_row_id,
+            options.with_row_address,
+        ))
+    }
+
+    /// The rows of this version (deleted rows left out) as a stream of batches; see
+    /// [`ScanOptions`]. A filter is answered before any projected column is read.
+    pub async fn scan(
+        &self,
+        options: ScanOptions,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let projection = self.projection(options.columns.as_deref())?;
+        let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
+        let matched = match &options.filter {
+            Some(f) => Some(self.search_addresses(f).await?),
+            None => None,
+        };
+        let fragments = self.fragments().await?;
+        let deletions = match matched {
+            Some(_) => vec![None; fragments.len()],
+            None => self.deletion_vectors().await?,
+        };
+        let mut skip = options.offset;
+        let mut left = options.limit.unwrap_or(u64::MAX);
+        let mut chunks = Vec::new();
+        for (f, deleted) in fragments.iter().zip(deletions) {
+            if left == 0 {
+                break;
+            }
+            let rows: Vec<ChunkRows> = match (&matched, deleted) {
+                (Some(m), _) => {
+                    let Ok(id) = u32::try_from(f.id) else {
+                        continue;
+                    };
+                    match m.get(&id) {
+                        Some(offsets) => offsets_in_chunks(offsets.iter().map(u64::from)),
+                        None => continue,
+                    }
+                }
+                (None, Some(d)) => offsets_in_chunks(
+                    (0..f.physical_rows)
+                        .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
+                ),
+                (None, None) => ranges_in_chunks(f.physical_rows),
+            };
+            for r in rows {
+                let n = r.len();
+                if skip >= n {
+                    skip -= n;
+                    continue;
+                }
+                let r = r.window(skip, left);
+                skip = 0;
+                left = left.saturating_sub(r.len());
+                chunks.push(Chunk {
+                    fragment: f.clone(),
+                    rows: r,
+                });
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+        let ds = self.clone();
+        let projection = Arc::new(projection);
+        let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
+        let stream = futures::stream::iter(chunks)
+            .map(move |chunk| {
+                let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
+                async move {
+                    ds.read_chunk(&chunk, &projection, schema, with_id, with_addr)
+                        .await
+                }
+            })
+            .buffered(SCAN_READ_AHEAD);
+        Ok(stream.boxed())
+    }
+
+    async fn read_chunk(
+        &self,
+        chunk: &Chunk,
+        projection: &[Column],
+        schema: SchemaRef,
+        with_id: bool,
+        with_addr: bool,
+    ) -> Result<RecordBatch> {
+        let rows = match &chunk.rows {
+            ChunkRows::Range(r) => Rows::Range(r.clone()),
+            ChunkRows::At(v) => Rows::At(v),
+        };
+        let batch = self.read_rows(&chunk.fragment, projection, rows).await?;
+        let offsets = match with_id || with_addr {
+            true => chunk.rows.offsets(),
+            false => Vec::new(),
+        };
+        self.with_row_columns(batch, &chunk.fragment, &offsets, schema, with_id, with_addr)
+    }
+
+    /// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added.
+    fn with_row_columns(
+        &self,
+        batch: RecordBatch,
+        fragment: &DataFragment,
+        offsets: &[u64],
+        schema: SchemaRef,
+        with_id: bool,
+        with_addr: bool,
+    ) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
+            at: self.manifest_ref(),
+            rule: format!("fragment id {} exceeds 32 bits", fragment.id),
+        })?;
+        let addresses = || offsets.iter().map(move |o| RowAddress::first_of(id) | o);
+        if with_id {
+            let ids: UInt64Array = match self.row_id_sequence(fragment)? {
+                Some(seq) => offsets
+                    .iter()
+                    .map(|o| {
+                        seq.get(*o)
+                            .ok_or_else(|| lancet_rowid::RowIdError::LengthMismatch {
+                                fragment: fragment.id,
+                                sequence_len: seq.len(),
+                                physical_rows: fragment.physical_rows,
+                            })
+                    })
+                    .collect::<std::result::Result<Vec<u64>, _>>()?
+                    .into(),
+                None if self.has_stable_row_ids() => {
+                    return Err(lancet_rowid::RowIdError::MissingSequence {
+                        fragment: fragment.id,
+                    }
+                    .into())
+                }
+                None => addresses().collect(),
+            };
+            columns.push(Arc::new(ids));
+        }
+        if with_addr {
+            columns.push(Arc::new(addresses().collect::<UInt64Array>()));
+        }
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        RecordBatch::try_new_with_options(schema, columns, &options)
+            .map_err(|e| Error::Internal(format!("assembling scanned rows: {e}")))
+    }
+
+    /// The rows with stable row ids (row addresses on a table without stable row ids)
+    /// `row_ids`, in the order asked; an id that is not live is an error naming it.
+    pub async fn take(&self, row_ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        if !self.has_stable_row_ids() {
+            return self.take_addresses(row_ids, columns).await;
+        }
+        let found = self.lookup_row_ids(row_ids).await?;
+        let mut addresses = Vec::with_capacity(row_ids.len());
+        for (id, address) in row_ids.iter().zip(found) {
+            addresses.push(address.ok_or_else(|| Error::InvalidArgument {
+                what: format!("row id {id}"),
+                reason: format!("no live row of version {} has it", self.version()),
+            })?);
+        }
+        self.take_addresses(&addresses, columns).await
+    }
+
+    /// The live rows at `addresses`, in the order asked; an address that is not a live row
+    /// is an error naming it.
+    pub async fn take_addresses(
+        &self,
+        addresses: &[u64],
+        columns: Option<&[String]>,
+    ) -> Result<RecordBatch> {
+        let projection = self.projection(columns)?;
+        let schema = output_schema(&projection, false, false);
+        let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for a in addresses {
+            let (f, o) = RowAddress::split(*a);
+            by_fragment.entry(f).or_default().push(o);
+        }
+        let mut parts = Vec::new();
+        // where each fragment's rows start in the concatenation
+        let mut starts: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
+        let mut at = 0u64;
+        for (id, mut offsets) in by_fragment {
+            offsets.sort_unstable();
+            offsets.dedup();
+            let not_live = |o: u32| Error::InvalidArgument {
+                what: format!("row address {}", RowAddress::first_of(id) | u64::from(o)),
+                reason: format!("not a live row of version {}", self.version()),
+            };
+            let fragment = self
+                .fragment(u64::from(id))
+                .await?
+                .ok_or_else(|| not_live(offsets.first().copied().unwrap_or(0)))?;
+            if let Some(o) = offsets
+                .iter()
+                .find(|o| u64::from(**o) >= fragment.physical_rows)
+            {
+                return Err(not_live(*o));
+            }
+            if let Some(d) = self.cached_deletion_vector(&fragment).await? {
+                if let Some(o) = offsets.iter().find(|o| d.contains(**o)) {
+                    return Err(not_live(*o));
+                }
+            }
+            let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
+            parts.push(
+                self.read_rows(&fragment, &projection, Rows::At(&rows))
+                    .await?,
+            );
+            starts.insert(id, (at, offsets));
+            at += rows.len() as u64;
+        }
+        let all = arrow_select::concat::concat_batches(&schema, &parts)
+            .map_err(|e| Error::Internal(format!("concatenating taken rows: {e}")))?;
+        let order: UInt64Array = addresses
+            .iter()
+            .map(|a| {
+                let (f, o) = RowAddress::split(*a);
+                let (start, offsets) = starts.get(&f)?;
+                offsets.binary_search(&o).ok().map(|i| start + i as u64)
+            })
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| Error::Internal("a taken row was not read".into()))?
+            .into();
+        arrow_select::take::take_record_batch(&all, &order)
+            .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))
+    }
+}
+
+/// The schema of scanned rows: the projection, then `_rowid`, then `_rowaddr`.
+fn output_schema(projection: &[Column], with_id: bool, with_addr: bool) -> SchemaRef {
+    let mut fields: Vec<FieldRef> = projection.iter().map(|c| c.field.clone()).collect();
+    if with_id {
+        fields.push(Arc::new(Field::new("_rowid", DataType::UInt64, true)));
+    }
+    if with_addr {
+        fields.push(Arc::new(Field::new("_rowaddr", DataType::UInt64, true)));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// Ascending offsets in batches of at most [`SCAN_BATCH_ROWS`].
+fn offsets_in_chunks(offsets: impl Iterator<Item = u64>) -> Vec<ChunkRows> {
+    let all: Vec<u64> = offsets.collect();
+    all.chunks(SCAN_BATCH_ROWS as usize)
+        .map(|c| ChunkRows::At(c.to_vec()))
+        .collect()
+}
+
+/// `0..rows` in ranges of at most [`SCAN_BATCH_ROWS`].
+fn ranges_in_chunks(rows: u64) -> Vec<ChunkRows> {
+    (0..rows)
+        .step_by(SCAN_BATCH_ROWS as usize)
+        .map(|start| ChunkRows::Range(start..rows.min(start + SCAN_BATCH_ROWS)))
+        .collect()
+}
+
+/// Addresses matched by a search, by fragment.
+pub(crate) type Matched = BTreeMap<u32, RoaringBitmap>;

@@ -1,0 +1,267 @@
+//! Writing rows: [`Dataset::create`], [`Dataset::append`] and [`Dataset::write_fragments`].
+//!
+//! Composition only: lancet-file writes the data files (split every `max_rows_per_file`
+//! rows, the table's field ids), lancet-txn says what a new table's first version is (an
+//! Overwrite of [`lancet_txn::build::new_table`]) and plans an Append, lancet-rowid assigns row
+//! ids, and every version is judged by the invariants before it is published.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use futures::Stream;
+use lancet_file::{FileVersion, FragmentOptions};
+use lancet_paths::manifest::{self, NamingScheme};
+use lancet_paths::{flags, DatasetStore};
+use lancet_proto::table::transaction::{Append, Operation, Overwrite};
+use lancet_proto::table::DataFragment;
+use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
+use lancet_txn::operation::new_transaction;
+
+use crate::commit::Committed;
+use crate::error::{Error, Result};
+use crate::publish::{publish, Publication};
+use crate::{Caches, Dataset};
+
+/// Where a table keeps its fragment records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// In the manifest, as Lance 14 writes them.
+    #[default]
+    Flat,
+    /// In a fragment metadata tree (Lance 14 refuses such versions by their flag).
+    Tree,
+}
+
+/// How [`Dataset::create`] makes a table.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateOptions {
+    /// Stable row ids (feature flag 2): `_rowid` survives updates and compaction.
+    pub stable_row_ids: bool,
+    pub layout: Layout,
+    /// The data file version (Lance 14 writes 2.2 by default).
+    pub data_storage_version: FileVersion,
+    /// A new data file (and fragment) every this many rows.
+    pub max_rows_per_file: u64,
+    /// Rows handed to the file writer at once.
+    pub max_rows_per_group: u64,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        let f = FragmentOptions::default();
+        CreateOptions {
+            stable_row_ids: false,
+            layout: Layout::Flat,
+            data_storage_version: f.version,
+            max_rows_per_file: f.max_rows_per_file,
+            max_rows_per_group: f.max_rows_per_group,
+        }
+    }
+}
+
+impl Dataset {
+    /// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
+    /// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
+    /// row ids from 0. Memory stays bounded by a batch.
+    pub async fn create<S>(
+        uri: &str,
+        schema: SchemaRef,
+        batches: S,
+        options: CreateOptions,
+    ) -> Result<Dataset>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        let store = DatasetStore::create(uri)?;
+        if !manifest::list_versions(&store).await?.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: format!("create {uri}"),
+                reason: "it already holds a table".into(),
+            });
+        }
+        let fields = lancet_file::manifest_fields(&schema)?;
+        let version = options.data_storage_version;
+        let (major, minor) = version.data_file_version();
+        let base = lancet_txn::build::new_table(
+            &fields,
+            &format!("{major}.{minor}"),
+            options.stable_row_ids,
+            env!("CARGO_PKG_VERSION"),
+        );
+        let fs = Dataset::file_store_for(&store)?;
+        let written = write_data(
+            &fs,
+            &store,
+            &schema,
+            &field_ids(&fields),
+            batches,
+            FragmentOptions {
+                version,
+                max_rows_per_file: options.max_rows_per_file,
+                max_rows_per_group: options.max_rows_per_group,
+            },
+        )
+        .await?;
+        let operation = Operation::Overwrite(Overwrite {
+            fragments: written,
+            schema: fields,
+            ..Default::default()
+        });
+        let empty = lancet_txn::Version {
+            manifest: &base,
+            indices: &[],
+        };
+        let plan = lancet_txn::build::plan(empty, &operation)?;
+        let mut manifest = plan.manifest;
+        let mut fragments = plan.created;
+        if options.stable_row_ids {
+            manifest.next_row_id = lancet_rowid::assign::assign_row_ids(0, &mut fragments)?;
+            for f in &mut fragments {
+                lancet_rowid::assign::stamp_versions(f, 1, 0, |_| None)?;
+            }
+        }
+        manifest.version = 1;
+        manifest.timestamp = Some(manifest::now_timestamp());
+        let changes: Vec<FragmentChange> = fragments
+            .iter()
+            .map(|f| FragmentChange {
+                id: f.id,
+                before: None,
+                after: Some(f.clone()),
+            })
+            .collect();
+        match options.layout {
+            Layout::Flat => manifest.fragments = fragments,
+            Layout::Tree => {
+                let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
+                let commit = writer.bulk_load(&fragments).await?;
+                manifest.fragment_tree = Some(commit.metadata);
+                manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
+                manifest.writer_feature_flags |= flags::FRAGMENT_TREE;
+            }
+        }
+        let txn = new_transaction(0, operation);
+        let (created, _) = publish(
+            &store,
+            &Caches::new(Default::default()),
+            Publication {
+                manifest: &manifest,
+                indices: &[],
+                unknown_fields: &[],
+                scheme: NamingScheme::V2,
+                transaction: Some(&txn),
+                previous: None,
+                changes: Some(&changes),
+                data_files: None,
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            Error::Paths(lancet_paths::PathsError::AlreadyExists { .. }) => {
+                Error::InvalidArgument {
+                    what: format!("create {uri}"),
+                    reason: "another writer created a table there first".into(),
+                }
+            }
+            e => e,
+        })?;
+        Ok(created)
+    }
+
+    /// Writes `batches` (the table's schema) as the data files of new fragments, without
+    /// committing them: Lance's distributed write. Many workers write; one commits
+    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
+    /// The fragments have id 0 and no row ids (the commit gives both).
+    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        let schema = self.schema()?;
+        let fields = &self.manifest().fields;
+        let options = FragmentOptions {
+            version: self.data_file_version()?,
+            ..Default::default()
+        };
+        write_data(
+            self.file_store(),
+            self.store(),
+            &schema,
+            &field_ids(fields),
+            batches,
+            options,
+        )
+        .await
+    }
+
+    /// Appends `batches` (the table's schema) as new fragments in one Append.
+    pub async fn append<S>(&self, batches: S) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        let fragments = self.write_fragments(batches).await?;
+        self.commit(Operation::Append(Append { fragments })).await
+    }
+
+    /// The file version the table writes data files in (its manifest's data storage format).
+    fn data_file_version(&self) -> Result<FileVersion> {
+        let version = self
+            .manifest()
+            .data_format
+            .as_ref()
+            .map_or("2.0", |f| f.version.as_str());
+        match version {
+            "2.0" | "0.3" => Ok(FileVersion::V2_0),
+            "2.1" => Ok(FileVersion::V2_1),
+            "2.2" => Ok(FileVersion::V2_2),
+            other => Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {other:?}"),
+            }),
+        }
+    }
+}
+
+/// Every field id of a table's schema, in the manifest's (depth-first) order.
+fn field_ids(fields: &[lancet_proto::file::Field]) -> Vec<i32> {
+    fields.iter().map(|f| f.id).collect()
+}
+
+/// The data files of `batches` under the table's `data/`.
+async fn write_data<S>(
+    fs: &lancet_file::FileStore,
+    store: &DatasetStore,
+    schema: &Schema,
+    field_ids: &[i32],
+    batches: S,
+    options: FragmentOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    use futures::TryStreamExt;
+    let failed: Arc<std::sync::Mutex<Option<Error>>> = Default::default();
+    let keep = failed.clone();
+    // the caller's errors pass through lancet-file as its own, and come back out unchanged
+    let batches = batches.map_err(move |e| {
+        let text = e.to_string();
+        if let Ok(mut slot) = keep.lock() {
+            slot.get_or_insert(e);
+        }
+        lancet_file::FileError::InvalidInput {
+            path: object_store::path::Path::default(),
+            rule: text,
+        }
+    });
+    let written =
+        lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options)
+            .await;
+    match written {
+        Ok(fragments) => Ok(fragments),
+        Err(e) => match failed.lock().ok().and_then(|mut slot| slot.take()) {
+            Some(caller) => Err(caller),
+            None => Err(e.into()),
+        },
+    }
+}
