@@ -19,6 +19,14 @@ Every subcommand prints one JSON object on stdout.
   branch-history URI            versions 1-3 (create, append, delete), branch `dev` from version 2 with
                                 an insert, then a compaction of main; prints the versions
   branch-rows URI BRANCH        the rows pylance reads on a branch's latest version
+  data-files DIR                part1.parquet (ids 0-99), part2.arrow (100-149), part3.csv (150-179):
+                                id int64, x float64, s string (NULL every 9th row)
+  data-twin URI DIR STABLE      pylance runs the data sequence on a new table: create from part1
+                                (40 rows a file), append part2, delete id % 7 = 3, update x = x * 2,
+                                s = 'u' where id < 60, append part3
+  table URI JSON                to_table with JSON's options (columns, filter, with_row_id,
+                                with_row_address, limit, offset, version): columns and rows in order
+  take-rows URI JSON [COLUMNS]  _take_rows of JSON's row ids: rows in the order asked
 """
 import json
 import sys
@@ -439,9 +447,75 @@ def branch_rows(uri, branch):
     return {"rows": d.count_rows(), "data": sorted(d.to_table().column("id").to_pylist())}
 
 
+def data_schema():
+    return pa.schema([("id", pa.int64(), False), ("x", pa.float64()), ("s", pa.string())])
+
+
+def data_rows(start, end):
+    ids = list(range(start, end))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "x": pa.array([i * 1.5 for i in ids], pa.float64()),
+            "s": pa.array([None if i % 9 == 0 else f"s{i}" for i in ids], pa.string()),
+        },
+        schema=data_schema(),
+    )
+
+
+def data_files(d):
+    import os
+    import pyarrow.csv as csv
+    import pyarrow.parquet as pq
+    pq.write_table(data_rows(0, 100), os.path.join(d, "part1.parquet"))
+    with pa.ipc.new_file(os.path.join(d, "part2.arrow"), data_schema()) as w:
+        w.write_table(data_rows(100, 150))
+    # CSV: a NULL string is an empty field
+    with open(os.path.join(d, "part3.csv"), "w") as f:
+        f.write("id,x,s\n")
+        for r in data_rows(150, 180).to_pylist():
+            f.write(f"{r['id']},{r['x']},{r['s'] or ''}\n")
+    return {"dir": d}
+
+
+def read_csv_part(path):
+    import pyarrow.csv as csv
+    opts = csv.ConvertOptions(column_types=data_schema(), strings_can_be_null=True)
+    return csv.read_csv(path, convert_options=opts).cast(data_schema())
+
+
+def data_twin(uri, d, stable):
+    import os
+    import pyarrow.parquet as pq
+    stable = stable == "true"
+    lance.write_dataset(pq.read_table(os.path.join(d, "part1.parquet")).cast(data_schema()), uri,
+                        max_rows_per_file=40, enable_stable_row_ids=stable)
+    with pa.ipc.open_file(os.path.join(d, "part2.arrow")) as r:
+        lance.write_dataset(r.read_all(), uri, mode="append")
+    ds = lance.dataset(uri)
+    ds.delete("id % 7 = 3")
+    ds = lance.dataset(uri)
+    ds.update({"x": "x * 2", "s": "'u'"}, where="id < 60")
+    lance.write_dataset(read_csv_part(os.path.join(d, "part3.csv")), uri, mode="append")
+    return {"version": lance.dataset(uri).version}
+
+
+def table(uri, opts):
+    o = json.loads(opts)
+    ds = lance.dataset(uri, version=o.pop("version", None))
+    t = ds.to_table(**o)
+    return {"columns": t.column_names, "rows": [[json_value(v) for v in r.values()] for r in t.to_pylist()]}
+
+
+def take_rows(uri, ids, columns=None):
+    ds = lance.dataset(uri)
+    t = ds._take_rows(json.loads(ids), columns=columns.split(",") if columns else None)
+    return {"columns": t.column_names, "rows": [[json_value(v) for v in r.values()] for r in t.to_pylist()]}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

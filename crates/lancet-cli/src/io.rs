@@ -40,10 +40,12 @@ fn in_format(path: &Path) -> Result<InFormat, CliError> {
         Some("arrows") => InFormat::ArrowStream,
         Some("csv") => InFormat::Csv,
         Some("jsonl" | "ndjson") => InFormat::JsonLines,
-        _ => return Err(CliError::Usage(format!(
+        _ => {
+            return Err(CliError::Usage(format!(
             "{}: unknown file type (use .parquet, .arrow, .ipc, .arrows, .csv, .jsonl or .ndjson)",
             path.display()
-        ))),
+        )))
+        }
     })
 }
 

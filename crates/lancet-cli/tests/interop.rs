@@ -17,6 +17,8 @@ use lancet::Dataset;
 use prost::Message;
 use serde_json::{json, Value};
 
+#[path = "interop/data.rs"]
+mod data;
 #[path = "interop/filters.rs"]
 mod filters;
 #[path = "interop/fragments.rs"]
@@ -363,7 +365,11 @@ fn demo_is_opened_and_scanned_by_pylance() {
     assert_eq!(shown["fragments"], 4);
     let scanned: Vec<i64> = lancet(&["scan", tree_uri, "--columns", "id", "--format", "jsonl"])
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        })
         .collect();
     let want: Vec<i64> = (0..4000)
         .filter(|i| !((1000..2000).contains(i) && i % 7 == 0) && i % 10 != 5)

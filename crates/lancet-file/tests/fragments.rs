@@ -31,9 +31,9 @@ fn rows(start: i64, n: i64) -> RecordBatch {
         Arc::new(schema()),
         vec![
             Arc::new(Int64Array::from_iter_values(start..start + n)),
-            Arc::new(StringArray::from_iter((start..start + n).map(|i| {
-                (i % 3 != 0).then(|| format!("s{i}"))
-            }))),
+            Arc::new(StringArray::from_iter(
+                (start..start + n).map(|i| (i % 3 != 0).then(|| format!("s{i}"))),
+            )),
         ],
     )
     .unwrap()
@@ -87,7 +87,9 @@ async fn rows_are_split_into_fragments_and_read_back() {
     let projection = columns(&schema(), &[vec![0], vec![1]]);
     let second = &written[1];
     let files = [at(&fs, &dir, &second.files[0])];
-    let all = read_fragment(&files, &projection, 250, Rows::All).await.unwrap();
+    let all = read_fragment(&files, &projection, 250, Rows::All)
+        .await
+        .unwrap();
     let ids = all.column(0).as_primitive::<Int64Type>();
     assert_eq!(ids.value(0), 250);
     assert_eq!(ids.value(249), 499);
@@ -101,7 +103,9 @@ async fn rows_are_split_into_fragments_and_read_back() {
         .unwrap();
     assert_eq!(range.num_rows(), 2);
     // a record that lies about its rows is refused
-    let err = read_fragment(&files, &projection, 251, Rows::All).await.unwrap_err();
+    let err = read_fragment(&files, &projection, 251, Rows::All)
+        .await
+        .unwrap_err();
     assert!(matches!(err, FileError::Corrupt { .. }), "{err}");
 }
 

@@ -327,7 +327,12 @@ mod tests {
                 Arc::new(Int64Array::from(vec![Some(0), Some(3), Some(10), None])),
                 Arc::new(Int32Array::from(vec![Some(1), Some(2), None, Some(4)])),
                 Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, 3.5])),
-                Arc::new(StringArray::from(vec![Some("ab"), None, Some("Cd"), Some("e")])),
+                Arc::new(StringArray::from(vec![
+                    Some("ab"),
+                    None,
+                    Some("Cd"),
+                    Some("e"),
+                ])),
             ],
         )
         .unwrap()
@@ -358,19 +363,34 @@ mod tests {
         // Int64 + Int32 meet in Int64; a NULL operand makes the row NULL
         assert_eq!(t("id + a > 3"), [Some(false), Some(true), None, None]);
         assert_eq!(t("a < id"), [Some(false), Some(true), None, None]);
-        assert_eq!(t("x * 2 = 3"), [Some(false), Some(true), Some(false), Some(false)]);
+        assert_eq!(
+            t("x * 2 = 3"),
+            [Some(false), Some(true), Some(false), Some(false)]
+        );
         // an integer column against a decimal: compared as Float64
-        assert_eq!(t("id / 2 = 1.5"), [Some(false), Some(false), Some(false), None]);
+        assert_eq!(
+            t("id / 2 = 1.5"),
+            [Some(false), Some(false), Some(false), None]
+        );
         assert_eq!(t("id <> a"), [Some(true), Some(true), None, None]);
-        assert_eq!(t("upper(s) = 'CD'"), [Some(false), None, Some(true), Some(false)]);
+        assert_eq!(
+            t("upper(s) = 'CD'"),
+            [Some(false), None, Some(true), Some(false)]
+        );
         assert_eq!(t("1 = 1"), [Some(true); 4]);
     }
 
     #[test]
     fn bad_arithmetic_is_an_error_not_a_panic() {
-        assert!(compare_of("id % 0 = 1").unwrap_err().contains("ivide by zero"));
-        assert!(compare_of("s + 1 = 2").unwrap_err().contains("cannot apply"));
-        assert!(compare_of("nope + 1 = 2").unwrap_err().contains("no column"));
+        assert!(compare_of("id % 0 = 1")
+            .unwrap_err()
+            .contains("ivide by zero"));
+        assert!(compare_of("s + 1 = 2")
+            .unwrap_err()
+            .contains("cannot apply"));
+        assert!(compare_of("nope + 1 = 2")
+            .unwrap_err()
+            .contains("no column"));
         assert!(Filter::parse("sqrt(id) = 2").is_err());
     }
 
@@ -379,7 +399,10 @@ mod tests {
         let (col, v) = parse_assignment("x = x * 2").unwrap();
         assert_eq!(col, "x");
         let out = v.evaluate_as(&batch(), &DataType::Float64).unwrap();
-        assert_eq!(out.as_primitive::<Float64Type>().values(), &[1.0, 3.0, 5.0, 7.0]);
+        assert_eq!(
+            out.as_primitive::<Float64Type>().values(),
+            &[1.0, 3.0, 5.0, 7.0]
+        );
         let (_, v) = parse_assignment("a = a + 1").unwrap();
         let out = v.evaluate_as(&batch(), &DataType::Int32).unwrap();
         let got: Vec<Option<i32>> = out.as_primitive::<Int32Type>().iter().collect();

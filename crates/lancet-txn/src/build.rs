@@ -250,9 +250,12 @@ pub fn new_table(fields: &[Field], version: &str, stable_row_ids: bool, writer: 
 /// Lance 14's index rule for an Update that moves rows (`RewriteRows`) on a stable-row-id
 /// table: an index whose fragment bitmap covers every fragment the rows came from (the
 /// removed and the updated), on no column the update assigned
-/// (`fields_for_preserving_frag_bitmap`), and not answering in row addresses (ZoneMap,
-/// BloomFilter), also covers the new fragments that hold only moved rows (`pure`): their rows
-/// keep their ids, and the indexed values did not change. No index loses a fragment.
+/// (`fields_for_preserving_frag_bitmap`), and holding row ids rather than row addresses, also
+/// covers the new fragments that hold only moved rows (`pure`): their rows keep their ids, and
+/// the indexed values did not change. No index loses a fragment. Entries in the address
+/// domain are left alone: ZoneMap and BloomFilter, and every entry with `index_version` 1 or
+/// more (a BTree pylance 14.0.2 trains holds addresses, and it does not extend those either:
+/// the moved rows are not at the addresses the index holds).
 pub fn cover_moved_rows(
     indices: &mut [IndexMetadata],
     update: &Update,
@@ -273,7 +276,8 @@ pub fn cover_moved_rows(
             .index_details
             .as_ref()
             .and_then(|d| lancet_proto::index_type_name(&d.type_url))
-            .is_some_and(|t| t == "ZoneMap" || t == "BloomFilter");
+            .is_some_and(|t| t == "ZoneMap" || t == "BloomFilter")
+            || index.index_version.unwrap_or(0) >= 1;
         let assigned = index.fields.iter().any(|f| {
             u32::try_from(*f).is_ok_and(|f| update.fields_for_preserving_frag_bitmap.contains(&f))
         });
@@ -506,5 +510,49 @@ mod tests {
         let e = plan(on(&m, &[]), &restore).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
         assert!(e.to_string().contains("Dataset::restore"));
+    }
+
+    #[test]
+    fn moved_rows_join_the_row_id_indexes_that_covered_their_sources() {
+        let entry = |name: &str, field: i32, version: i32, covered: &[u32]| IndexMetadata {
+            name: name.into(),
+            fields: vec![field],
+            index_version: Some(version),
+            fragment_bitmap: encode_roaring32(&covered.iter().copied().collect()),
+            ..Default::default()
+        };
+        let mut indices = vec![
+            entry("by_id", 0, 0, &[1, 2, 3]),
+            entry("by_x", 1, 0, &[1, 2, 3]),
+            entry("addresses", 0, 1, &[1, 2, 3]),
+            entry("partial", 0, 0, &[2, 3]),
+        ];
+        let update = Update {
+            removed_fragment_ids: vec![1],
+            updated_fragments: vec![frag(2, 10)],
+            fields_for_preserving_frag_bitmap: vec![1],
+            ..Default::default()
+        };
+        cover_moved_rows(&mut indices, &update, &[7]).unwrap();
+        let covered: Vec<Vec<u32>> = indices
+            .iter()
+            .map(|i| {
+                decode_roaring32(&i.fragment_bitmap)
+                    .unwrap()
+                    .iter()
+                    .collect()
+            })
+            .collect();
+        // only the row-id index on an unassigned column that covered every source grows
+        assert_eq!(
+            covered,
+            [vec![1, 2, 3, 7], vec![1, 2, 3], vec![1, 2, 3], vec![2, 3]]
+        );
+        // a bitmap that does not decode is the operation's error
+        let mut bad = vec![IndexMetadata {
+            fragment_bitmap: vec![1, 2, 3],
+            ..entry("bad", 0, 0, &[])
+        }];
+        assert!(cover_moved_rows(&mut bad, &update, &[7]).is_err());
     }
 }

@@ -320,8 +320,21 @@ impl Search<'_> {
                 }
                 answered = result.unwrap_or_default();
                 covered = self.ds.answered_fragments(&segments).await?;
-                // entries for rows no longer in this version are not answers
+                // entries for rows no longer in this version are not answers, nor are those
+                // of rows now in fragments the index does not cover (a row an update moved
+                // keeps its id, not its indexed value): those fragments are scanned
                 answered = self.restrict(answered);
+                for set in [&mut answered.true_ids, &mut answered.null_ids] {
+                    let outside: Vec<u32> = set
+                        .bitmaps()
+                        .map(|(f, _)| f)
+                        .filter(|f| !covered.contains(*f))
+                        .collect();
+                    for f in outside {
+                        let base = RowAddress::first_of(f);
+                        set.remove_range(base..base + (1 << 32));
+                    }
+                }
             }
         }
         let scanned = self
