@@ -88,16 +88,26 @@ pub fn read_rows(
             (reader.schema(), Box::new(reader))
         }
         InFormat::Csv => {
+            let format = arrow_csv::reader::Format::default().with_header(true);
+            let (inferred, _) = format
+                .infer_schema(&mut open()?, Some(INFER_ROWS))
+                .map_err(bad.clone())?;
             let schema = match schema.clone() {
-                Some(s) => s,
-                None => {
-                    let mut file = open()?;
-                    let format = arrow_csv::reader::Format::default().with_header(true);
-                    let (inferred, _) = format
-                        .infer_schema(&mut file, Some(INFER_ROWS))
-                        .map_err(bad.clone())?;
-                    Arc::new(inferred)
+                // the header names the table's columns, in order
+                Some(s) => {
+                    let names = |s: &arrow_schema::Schema| -> Vec<String> {
+                        s.fields().iter().map(|f| f.name().clone()).collect()
+                    };
+                    if names(&inferred) != names(&s) {
+                        return Err(CliError::Usage(format!(
+                            "{shown}: columns {:?} where the table has {:?}",
+                            names(&inferred),
+                            names(&s)
+                        )));
+                    }
+                    s
                 }
+                None => Arc::new(inferred),
             };
             let reader = arrow_csv::ReaderBuilder::new(schema.clone())
                 .with_header(true)
@@ -119,7 +129,9 @@ pub fn read_rows(
                     Arc::new(inferred)
                 }
             };
+            // a key the table has no column for is an error, not dropped
             let reader = arrow_json::ReaderBuilder::new(schema.clone())
+                .with_strict_mode(true)
                 .with_batch_size(BATCH_ROWS)
                 .build(BufReader::new(open()?))
                 .map_err(bad.clone())?;
