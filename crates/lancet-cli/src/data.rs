@@ -73,6 +73,60 @@ pub async fn append(uri: &str, from: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `lancet write-fragments`: the fragments, each its `DataFragment` protobuf in base64.
+pub async fn write_fragments(uri: &str, from: &Path) -> Result<(), CliError> {
+    use base64::Engine;
+    use lancet::proto::prost::Message;
+    let ds = Dataset::open(uri).await?;
+    let (_, rows) = read_rows(from, Some(ds.schema()?))?;
+    let fragments = ds.write_fragments(counted(rows)).await?;
+    let encoded: Vec<String> = fragments
+        .iter()
+        .map(|f| base64::engine::general_purpose::STANDARD.encode(f.encode_to_vec()))
+        .collect();
+    let rows: u64 = fragments.iter().map(|f| f.physical_rows).sum();
+    println!(
+        "{}",
+        serde_json::json!({ "fragments": encoded, "rows": rows })
+    );
+    Ok(())
+}
+
+/// `lancet append --fragments`: every fragment the files list, in one Append.
+pub async fn append_fragments(uri: &str, files: &[std::path::PathBuf]) -> Result<(), CliError> {
+    use base64::Engine;
+    use lancet::proto::prost::Message;
+    let mut fragments = Vec::new();
+    for file in files {
+        let bad = |why: String| CliError::Usage(format!("{}: {why}", file.display()));
+        let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let listed = json["fragments"].as_array().ok_or_else(|| {
+            bad("no \"fragments\" list (write it with lancet write-fragments)".into())
+        })?;
+        for f in listed {
+            let bytes = f
+                .as_str()
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .ok_or_else(|| bad("a fragment is not base64".into()))?;
+            fragments.push(
+                lancet::proto::table::DataFragment::decode(bytes.as_slice())
+                    .map_err(|e| bad(format!("a fragment does not decode: {e}")))?,
+            );
+        }
+    }
+    let op = lancet::Operation::Append(lancet::proto::table::transaction::Append { fragments });
+    let ds = Dataset::open(uri).await?.commit(op).await?.dataset;
+    println!(
+        "appended to {} (version {}, {} rows)",
+        ds.uri(),
+        ds.version(),
+        ds.num_rows().unwrap_or(0)
+    );
+    Ok(())
+}
+
 pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
     let changed = ds.delete(&Filter::parse(filter)?).await?;

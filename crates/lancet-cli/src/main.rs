@@ -56,8 +56,23 @@ enum Command {
         #[arg(long, default_value_t = 1024 * 1024)]
         max_rows_per_file: u64,
     },
-    /// Append the rows of a file (read with the table's schema) in one commit.
+    /// Append the rows of a file (read with the table's schema) in one commit, or commit
+    /// fragments `write-fragments` wrote (Lance's distributed write) in one Append.
     Append {
+        dataset: String,
+        #[arg(
+            long,
+            required_unless_present = "fragments",
+            conflicts_with = "fragments"
+        )]
+        from: Option<std::path::PathBuf>,
+        /// JSON files `lancet write-fragments` printed.
+        #[arg(long, num_args = 1..)]
+        fragments: Vec<std::path::PathBuf>,
+    },
+    /// Write the rows of a file as new fragments without committing them; prints them as
+    /// JSON for `lancet append --fragments` (many writers, one commit).
+    WriteFragments {
         dataset: String,
         #[arg(long)]
         from: std::path::PathBuf,
@@ -582,7 +597,15 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             };
             data::create(&dataset, &from, options).await
         }
-        Command::Append { dataset, from } => data::append(&dataset, &from).await,
+        Command::Append {
+            dataset,
+            from,
+            fragments,
+        } => match from {
+            Some(from) => data::append(&dataset, &from).await,
+            None => data::append_fragments(&dataset, &fragments).await,
+        },
+        Command::WriteFragments { dataset, from } => data::write_fragments(&dataset, &from).await,
         Command::Delete {
             dataset,
             filter,

@@ -51,6 +51,13 @@ fn versions(table: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+fn manifests(table: &Path) -> usize {
+    versions(table)
+        .iter()
+        .filter(|(name, _)| name.ends_with(".manifest"))
+        .count()
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -60,14 +67,20 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 fn csv_rows(start: i64, n: i64) -> String {
     let mut out = String::from("id,x,s\n");
     for i in start..start + n {
-        let s = if i % 4 == 0 { String::new() } else { format!("s{i}") };
+        let s = if i % 4 == 0 {
+            String::new()
+        } else {
+            format!("s{i}")
+        };
         out.push_str(&format!("{i},{},{s}\n", i as f64 / 2.0));
     }
     out
 }
 
 fn jsonl(out: &str) -> Vec<Value> {
-    out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -76,26 +89,53 @@ fn rows_in_and_out_through_the_command() {
     let table = dir.path().join("t");
     let uri = table.to_str().unwrap();
     let first = write(dir.path(), "a.csv", &csv_rows(0, 50));
-    ok(&["create", uri, "--from", &first, "--stable-row-ids", "--max-rows-per-file", "20"]);
+    ok(&[
+        "create",
+        uri,
+        "--from",
+        &first,
+        "--stable-row-ids",
+        "--max-rows-per-file",
+        "20",
+    ]);
     // an empty CSV field is NULL
     let rows = jsonl(&ok(&["scan", uri, "--format", "jsonl", "--limit", "2"]));
     assert_eq!(rows[0], json!({"id": 0, "x": 0.0, "s": null}));
     assert_eq!(rows[1], json!({"id": 1, "x": 0.5, "s": "s1"}));
-    let more = write(dir.path(), "b.jsonl", "{\"id\": 50, \"x\": 25.0, \"s\": \"j\"}\n{\"id\": 51, \"x\": 25.5}\n");
+    let more = write(
+        dir.path(),
+        "b.jsonl",
+        "{\"id\": 50, \"x\": 25.0, \"s\": \"j\"}\n{\"id\": 51, \"x\": 25.5}\n",
+    );
     ok(&["append", uri, "--from", &more]);
-    let deleted: Value = serde_json::from_str(&ok(&["delete", uri, "--filter", "id % 10 = 0", "--json"])).unwrap();
+    let deleted: Value =
+        serde_json::from_str(&ok(&["delete", uri, "--filter", "id % 10 = 0", "--json"])).unwrap();
     assert_eq!(deleted, json!({"deleted_rows": 6, "version": 3}));
     let updated: Value = serde_json::from_str(&ok(&[
-        "update", uri, "--filter", "id > 45", "--set", "s = upper(s)", "--json",
+        "update",
+        uri,
+        "--filter",
+        "id > 45",
+        "--set",
+        "s = upper(s)",
+        "--json",
     ]))
     .unwrap();
     assert_eq!(updated, json!({"updated_rows": 5, "version": 4}));
     // a filter no row matches still commits, as Lance's delete does
-    let none: Value = serde_json::from_str(&ok(&["delete", uri, "--filter", "id > 1000", "--json"])).unwrap();
+    let none: Value =
+        serde_json::from_str(&ok(&["delete", uri, "--filter", "id > 1000", "--json"])).unwrap();
     assert_eq!(none, json!({"deleted_rows": 0, "version": 5}));
     // moved rows come last, with their _rowid; columns in the order asked
     let rows = jsonl(&ok(&[
-        "scan", uri, "--columns", "s,id", "--with-row-id", "--with-row-address", "--format", "jsonl",
+        "scan",
+        uri,
+        "--columns",
+        "s,id",
+        "--with-row-id",
+        "--with-row-address",
+        "--format",
+        "jsonl",
     ]));
     assert_eq!(rows.len(), 52 - 6);
     let last = rows.last().unwrap();
@@ -104,11 +144,29 @@ fn rows_in_and_out_through_the_command() {
     assert_eq!(last["s"], Value::Null);
     assert_eq!(rows[rows.len() - 2]["s"], "S49");
     assert!(last["_rowaddr"].as_u64().unwrap() >> 32 > 3);
-    let first_row = ok(&["scan", uri, "--columns", "s,id", "--with-row-id", "--limit", "1", "--format", "jsonl"]);
+    let first_row = ok(&[
+        "scan",
+        uri,
+        "--columns",
+        "s,id",
+        "--with-row-id",
+        "--limit",
+        "1",
+        "--format",
+        "jsonl",
+    ]);
     let keys = l_keys(&first_row);
     assert_eq!(keys, ["s", "id", "_rowid"]);
     // take by row id, in the order asked; every output format writes
-    let taken = jsonl(&ok(&["take", uri, "--row-ids", "51", "3", "--format", "jsonl"]));
+    let taken = jsonl(&ok(&[
+        "take",
+        uri,
+        "--row-ids",
+        "51",
+        "3",
+        "--format",
+        "jsonl",
+    ]));
     assert_eq!(taken[0]["id"], 51);
     assert_eq!(taken[1]["id"], 3);
     let csv = ok(&["take", uri, "--row-ids", "3", "--format", "csv"]);
@@ -120,7 +178,12 @@ fn rows_in_and_out_through_the_command() {
         ok(&["scan", uri, "--format", format, "-o", out.to_str().unwrap()]);
         // what lancet writes, lancet reads back
         let again = dir.path().join(format!("again-{format}"));
-        ok(&["create", again.to_str().unwrap(), "--from", out.to_str().unwrap()]);
+        ok(&[
+            "create",
+            again.to_str().unwrap(),
+            "--from",
+            out.to_str().unwrap(),
+        ]);
         assert_eq!(
             ok(&["scan", again.to_str().unwrap(), "--format", "jsonl"]),
             ok(&["scan", uri, "--format", "jsonl"])
@@ -153,7 +216,14 @@ fn bad_input_is_refused_and_the_table_is_unchanged() {
     let bad_number = write(dir.path(), "bad.csv", "id,x,s\n1,2.0,a\nseven,3.0,b\n");
     let short = write(dir.path(), "short.csv", "id,x,s\n1,2.0\n");
     let parquet = dir.path().join("t.parquet");
-    ok(&["scan", uri, "--format", "parquet", "-o", parquet.to_str().unwrap()]);
+    ok(&[
+        "scan",
+        uri,
+        "--format",
+        "parquet",
+        "-o",
+        parquet.to_str().unwrap(),
+    ]);
     let bytes = std::fs::read(&parquet).unwrap();
     let truncated = dir.path().join("truncated.parquet");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
@@ -162,18 +232,43 @@ fn bad_input_is_refused_and_the_table_is_unchanged() {
         (vec!["append", uri, "--from", &bad_number], "seven"),
         (vec!["append", uri, "--from", &reordered], "reordered.csv"),
         (vec!["append", uri, "--from", &short], "short.csv"),
-        (vec!["append", uri, "--from", truncated.to_str().unwrap()], "truncated.parquet"),
+        (
+            vec!["append", uri, "--from", truncated.to_str().unwrap()],
+            "truncated.parquet",
+        ),
         (vec!["delete", uri, "--filter", "nope = 1"], "nope"),
         (vec!["delete", uri, "--filter", "nope % 2 = 1"], "nope"),
         (vec!["delete", uri, "--filter", "s > 3"], "s > 3"),
         (vec!["delete", uri, "--filter", "id = "], "parse"),
-        (vec!["update", uri, "--filter", "id < 3", "--set", "nope = 1"], "nope"),
-        (vec!["update", uri, "--filter", "id < 3", "--set", "x = s || 'a'"], "SET x"),
-        (vec!["update", uri, "--filter", "id < 3", "--set", "id = 1.5 * 'a'"], "id"),
-        (vec!["update", uri, "--filter", "id < 3", "--set", "x"], "assignment"),
+        (
+            vec!["update", uri, "--filter", "id < 3", "--set", "nope = 1"],
+            "nope",
+        ),
+        (
+            vec!["update", uri, "--filter", "id < 3", "--set", "x = s || 'a'"],
+            "SET x",
+        ),
+        (
+            vec![
+                "update",
+                uri,
+                "--filter",
+                "id < 3",
+                "--set",
+                "id = 1.5 * 'a'",
+            ],
+            "id",
+        ),
+        (
+            vec!["update", uri, "--filter", "id < 3", "--set", "x"],
+            "assignment",
+        ),
         (vec!["take", uri, "--row-ids", "3", "999"], "row id 999"),
         (vec!["scan", uri, "--columns", "id,nope"], "nope"),
-        (vec!["create", uri, "--from", &first], "already holds a table"),
+        (
+            vec!["create", uri, "--from", &first],
+            "already holds a table",
+        ),
     ];
     for (args, says) in cases {
         let err = refused(&args);
@@ -182,9 +277,113 @@ fn bad_input_is_refused_and_the_table_is_unchanged() {
     }
     // the truncated input files were refused: a create from them leaves no table
     let fresh = dir.path().join("fresh");
-    refused(&["create", fresh.to_str().unwrap(), "--from", truncated.to_str().unwrap()]);
+    refused(&[
+        "create",
+        fresh.to_str().unwrap(),
+        "--from",
+        truncated.to_str().unwrap(),
+    ]);
     refused(&["create", fresh.to_str().unwrap(), "--from", &short]);
     assert!(!fresh.join("_versions").exists() || versions(&fresh).is_empty());
     let unknown = write(dir.path(), "rows.txt", "x");
-    assert!(refused(&["create", fresh.to_str().unwrap(), "--from", &unknown]).contains("unknown file type"));
+    assert!(
+        refused(&["create", fresh.to_str().unwrap(), "--from", &unknown])
+            .contains("unknown file type")
+    );
+}
+
+/// Lance's distributed write, by processes: four write fragments at once into one table and
+/// one commit takes them all; then four append and commit at once, and every commit lands
+/// (rebased over the others). Every row is present once and stable row ids are unique.
+#[test]
+fn many_processes_write_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let uri = table.to_str().unwrap();
+    let first = write(dir.path(), "a.csv", &csv_rows(0, 10));
+    ok(&["create", uri, "--from", &first, "--stable-row-ids"]);
+    let spawn = |args: Vec<String>| {
+        Command::new(env!("CARGO_BIN_EXE_lancet"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let inputs: Vec<String> = (0..4)
+        .map(|w| {
+            write(
+                dir.path(),
+                &format!("w{w}.csv"),
+                &csv_rows(100 + w * 100, 100),
+            )
+        })
+        .collect();
+    let writers: Vec<_> = inputs
+        .iter()
+        .map(|f| {
+            spawn(vec![
+                "write-fragments".into(),
+                uri.into(),
+                "--from".into(),
+                f.clone(),
+            ])
+        })
+        .collect();
+    let mut lists = Vec::new();
+    for (w, child) in writers.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        lists.push(write(
+            dir.path(),
+            &format!("f{w}.json"),
+            &String::from_utf8(out.stdout).unwrap(),
+        ));
+    }
+    // nothing is visible before the commit
+    assert_eq!(manifests(&table), 1);
+    let mut commit = vec!["append", uri, "--fragments"];
+    commit.extend(lists.iter().map(String::as_str));
+    ok(&commit);
+    let appenders: Vec<_> = (0..4)
+        .map(|w| {
+            let f = write(
+                dir.path(),
+                &format!("p{w}.csv"),
+                &csv_rows(1000 + w * 100, 100),
+            );
+            spawn(vec!["append".into(), uri.into(), "--from".into(), f])
+        })
+        .collect();
+    for child in appenders {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rows = jsonl(&ok(&[
+        "scan",
+        uri,
+        "--columns",
+        "id",
+        "--with-row-id",
+        "--format",
+        "jsonl",
+    ]));
+    let mut ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    let want: Vec<i64> = (0..10).chain(100..500).chain(1000..1400).collect();
+    assert_eq!(ids, want);
+    let mut row_ids: Vec<u64> = rows.iter().map(|r| r["_rowid"].as_u64().unwrap()).collect();
+    row_ids.sort_unstable();
+    row_ids.dedup();
+    assert_eq!(row_ids.len(), want.len());
+    assert_eq!(manifests(&table), 6);
+    ok(&["verify", uri]);
 }
