@@ -8,6 +8,11 @@
 //! `Dataset::commit_with_actions` call (objects, manifest, reopening the new version). Finally a
 //! cold open of the last version resolves one fragment: the objects it reads and its time.
 //!
+//! With `rows`, each commit is instead a real append through `Dataset::append`: one batch of
+//! `rows` rows of the table's schema (`id` int64, `x` float64) written as a new data file and
+//! committed as an Append; latency then includes writing the data file (its bytes are not
+//! counted in bytes written, which stay metadata).
+//!
 //! With `writers` > 1, that many writers commit at once, each on its own fragments (ids
 //! congruent to its number): every commit races the others, and a lost race is rebased over
 //! what won (`Committed::attempts` counts the attempts). Latency then includes the rebases.
@@ -107,6 +112,31 @@ pub struct Options {
     pub writers: u64,
     /// The node cache's capacity (default: the facade's).
     pub node_cache_bytes: Option<u64>,
+    /// Each commit appends this many rows as a new fragment (a data file and an Append).
+    pub rows: Option<u64>,
+}
+
+/// The schema of the bench table's data files (field ids 0 and 1, as the records list).
+fn data_schema() -> arrow_schema::SchemaRef {
+    use arrow_schema::{DataType, Field, Schema};
+    std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+    ]))
+}
+
+/// `n` rows of [`data_schema`] from `start`.
+fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
+    let ids: Vec<i64> = (start..start + n).collect();
+    let x: Vec<f64> = ids.iter().map(|i| *i as f64 * 0.5).collect();
+    arrow_array::RecordBatch::try_new(
+        data_schema(),
+        vec![
+            std::sync::Arc::new(arrow_array::Int64Array::from(ids)),
+            std::sync::Arc::new(arrow_array::Float64Array::from(x)),
+        ],
+    )
+    .map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// One writer's commits: `commits` commits of `changed` random fragments among those with
@@ -121,11 +151,25 @@ async fn writer(
     changed: u64,
     config: TreeWriterConfig,
     progress: bool,
+    rows: Option<u64>,
 ) -> Result<Vec<(f64, u64, u32)>, CliError> {
     let mut rng = SmallRng::seed_from_u64(7 + w);
     let own = fragments.div_ceil(writers).max(1);
     let mut out = Vec::with_capacity(commits as usize);
     for c in 0..commits {
+        if let Some(n) = rows {
+            let start_row = i64::try_from((w * commits + c) * n).unwrap_or(0);
+            let batch = data_rows(start_row, i64::try_from(n).unwrap_or(0))?;
+            let start = Instant::now();
+            let committed = ds.append(futures::stream::iter([Ok(batch)])).await?;
+            out.push((
+                start.elapsed().as_secs_f64() * 1000.0,
+                committed.bytes_written,
+                committed.attempts,
+            ));
+            ds = committed.dataset;
+            continue;
+        }
         let actions: Vec<(u64, Action)> = (0..changed)
             .map(|_| {
                 let id = (rng.random_range(0..own) * writers + w).min(fragments - 1);
@@ -183,7 +227,16 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
 
     let setup = Instant::now();
     eprintln!("bench: writing {} fragments", o.fragments);
+    let fields = match o.rows {
+        Some(_) => lancet::file::manifest_fields(&data_schema())?,
+        None => Vec::new(),
+    };
     let manifest = Manifest {
+        fields,
+        data_format: o.rows.map(|_| lancet::proto::table::manifest::DataStorageFormat {
+            file_format: "lance".into(),
+            version: "2.1".into(),
+        }),
         version: 1,
         fragments: (0..o.fragments).map(|id| record(&mut rng, id)).collect(),
         max_fragment_id: u32::try_from(o.fragments - 1).ok(),
@@ -214,6 +267,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             o.changed,
             config.clone(),
             w == 0,
+            o.rows,
         )));
     }
     let mut results = Vec::new();

@@ -304,6 +304,10 @@ enum BenchCommand {
         /// tree whose leaves do not fit it is committed with point reads of cold leaves.
         #[arg(long)]
         node_cache_mb: Option<u64>,
+        /// Each commit appends this many rows through `Dataset::append` (a data file written
+        /// and an Append committed) instead of giving fragments deletion files.
+        #[arg(long)]
+        rows: Option<u64>,
     },
     /// Time hot searches (`Dataset::search`: parsed filter, session caches, deletions
     /// applied) on an existing table: median, p95 and fastest of N after W warm-ups.
@@ -525,6 +529,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     node_buffer_max,
                     writers,
                     node_cache_mb,
+                    rows,
                 },
         } => {
             let d = lancet::tree::TreeWriterConfig::default();
@@ -547,6 +552,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     config,
                     writers,
                     node_cache_bytes: node_cache_mb.map(|mb| mb << 20),
+                    rows,
                 })
                 .await,
             )

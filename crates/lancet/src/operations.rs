@@ -15,6 +15,7 @@ use lancet_proto::table::DataFragment;
 use lancet_tree::{Action, TreeWriterConfig};
 use lancet_txn::{DataFileFacts, TxnError};
 use roaring::RoaringBitmap;
+use tracing::Instrument;
 
 use crate::commit::{Committed, Kind};
 use crate::error::{Error, Result};
@@ -205,7 +206,8 @@ impl Dataset {
                 added.push(new_files);
             }
         }
-        let data_files = self.data_file_facts(&added).await?;
+        let span = tracing::debug_span!("data_file_facts", files = added.len());
+        let data_files = self.data_file_facts(&added).instrument(span).await?;
         let mut actions: Vec<(u64, Action)> = Vec::new();
         if let Some(all) = &all {
             let listed: std::collections::HashSet<u64> =

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use futures::Stream;
+use tracing::Instrument;
 use lancet_file::{FileVersion, FragmentOptions};
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{flags, DatasetStore};
@@ -199,7 +200,8 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
-        let fragments = self.write_fragments(batches).await?;
+        let span = tracing::debug_span!("write_fragments", uri = %self.uri());
+        let fragments = self.write_fragments(batches).instrument(span).await?;
         self.commit(Operation::Append(Append { fragments })).await
     }
 

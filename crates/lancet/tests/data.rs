@@ -1,0 +1,178 @@
+//! The data path through the library: create, append, delete, update, scan and take on flat
+//! and tree tables, and the typed errors of bad calls (the table unchanged).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, ScanOptions};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]))
+}
+
+fn rows(start: i64, n: i64) -> RecordBatch {
+    let ids: Vec<i64> = (start..start + n).collect();
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(Float64Array::from_iter_values(ids.iter().map(|i| *i as f64))),
+            Arc::new(StringArray::from_iter(
+                ids.iter().map(|i| (i % 5 != 0).then(|| format!("s{i}"))),
+            )),
+        ],
+    )
+    .unwrap()
+}
+
+fn batches(list: Vec<RecordBatch>) -> impl futures::Stream<Item = lancet::Result<RecordBatch>> {
+    futures::stream::iter(list.into_iter().map(Ok))
+}
+
+async fn scan(ds: &Dataset, options: ScanOptions) -> RecordBatch {
+    let schema = ds.scan_schema(&options).unwrap();
+    let got: Vec<RecordBatch> = ds.scan(options).await.unwrap().try_collect().await.unwrap();
+    arrow_select::concat::concat_batches(&schema, &got).unwrap()
+}
+
+fn column_i64(b: &RecordBatch, name: &str) -> Vec<i64> {
+    b.column_by_name(name)
+        .unwrap()
+        .as_primitive::<Int64Type>()
+        .values()
+        .to_vec()
+}
+
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir.join("_versions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The same changes on a flat and a tree table give the same rows, ids and addresses.
+#[tokio::test]
+async fn flat_and_tree_tables_change_and_read_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut results = Vec::new();
+    for layout in [Layout::Flat, Layout::Tree] {
+        let uri = dir.path().join(format!("{layout:?}"));
+        let ds = Dataset::create(
+            uri.to_str().unwrap(),
+            schema(),
+            batches(vec![rows(0, 70), rows(70, 30)]),
+            CreateOptions {
+                stable_row_ids: true,
+                layout,
+                max_rows_per_file: 25,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(ds.fragments().await.unwrap().len(), 4);
+        assert_eq!(ds.tree().is_some(), layout == Layout::Tree);
+        let ds = ds.append(batches(vec![rows(100, 10)])).await.unwrap().dataset;
+        let changed = ds.delete(&Filter::parse("id % 4 = 1").unwrap()).await.unwrap();
+        assert_eq!(changed.rows, 28);
+        let ds = changed.committed.dataset;
+        let set = lancet::filter::parse_assignment("x = x + 0.5").unwrap();
+        let changed = ds
+            .update(&Filter::parse("id >= 20 AND id < 30").unwrap(), &[set])
+            .await
+            .unwrap();
+        assert_eq!(changed.rows, 7);
+        let ds = changed.committed.dataset;
+        ds.verify_data().await.unwrap();
+        let all = scan(
+            &ds,
+            ScanOptions {
+                with_row_id: true,
+                with_row_address: true,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(all.num_rows(), 110 - 28);
+        // the moved rows come last, keep their ids, and carry the new value
+        let ids = column_i64(&all, "id");
+        let row_ids = all.column_by_name("_rowid").unwrap().as_primitive::<UInt64Type>();
+        let x = all.column_by_name("x").unwrap().as_primitive::<Float64Type>();
+        let last = all.num_rows() - 1;
+        assert_eq!(ids[last], 29);
+        assert_eq!(row_ids.value(last), 29);
+        assert_eq!(x.value(last), 29.5);
+        // limit and offset count live rows in scan order
+        let window = scan(
+            &ds,
+            ScanOptions {
+                columns: Some(vec!["id".into()]),
+                limit: Some(5),
+                offset: 18,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(column_i64(&window, "id"), &ids[18..23]);
+        // take by row id, in the order asked
+        let taken = ds.take(&[29, 0, 102], Some(&["id".into()])).await.unwrap();
+        assert_eq!(column_i64(&taken, "id"), [29, 0, 102]);
+        results.push(all);
+    }
+    assert_eq!(results[0], results[1]);
+}
+
+#[tokio::test]
+async fn bad_calls_are_typed_errors_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let ds = Dataset::create(
+        uri.to_str().unwrap(),
+        schema(),
+        batches(vec![rows(0, 20)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    let before = listing(&uri);
+    let other = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)])),
+        vec![Arc::new(StringArray::from(vec!["a"]))],
+    )
+    .unwrap();
+    let err = ds.append(batches(vec![other])).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let err = ds.delete(&Filter::parse("nope = 1").unwrap()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let set = lancet::filter::parse_assignment("x = s").unwrap();
+    let err = ds
+        .update(&Filter::parse("id = 1").unwrap(), &[set])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    // without stable row ids a row id is the row address: 99 is not a live row
+    let err = ds.take(&[99], None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("row address 99"), "{err}");
+    let err = Dataset::create(
+        uri.to_str().unwrap(),
+        schema(),
+        batches(vec![rows(0, 1)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(listing(&uri), before);
+    assert_eq!(Dataset::open(uri.to_str().unwrap()).await.unwrap().version(), 1);
+}
