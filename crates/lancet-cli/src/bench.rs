@@ -233,10 +233,12 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     };
     let manifest = Manifest {
         fields,
-        data_format: o.rows.map(|_| lancet::proto::table::manifest::DataStorageFormat {
-            file_format: "lance".into(),
-            version: "2.1".into(),
-        }),
+        data_format: o
+            .rows
+            .map(|_| lancet::proto::table::manifest::DataStorageFormat {
+                file_format: "lance".into(),
+                version: "2.1".into(),
+            }),
         version: 1,
         fragments: (0..o.fragments).map(|id| record(&mut rng, id)).collect(),
         max_fragment_id: u32::try_from(o.fragments - 1).ok(),

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use futures::Stream;
-use tracing::Instrument;
 use lancet_file::{FileVersion, FragmentOptions};
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{flags, DatasetStore};
@@ -18,6 +17,7 @@ use lancet_proto::table::transaction::{Append, Operation, Overwrite};
 use lancet_proto::table::DataFragment;
 use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::new_transaction;
+use tracing::Instrument;
 
 use crate::commit::Committed;
 use crate::error::{Error, Result};
