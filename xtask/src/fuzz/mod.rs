@@ -18,6 +18,7 @@ mod alloc;
 mod base_id;
 mod btree;
 mod cleanup;
+mod filter;
 mod fri;
 mod manifest;
 mod mutate;
@@ -91,6 +92,7 @@ fn targets() -> Vec<Box<dyn Target>> {
         Box::new(tree_writer::TreeWriterTarget),
         Box::new(cleanup::RefsTarget),
         Box::new(cleanup::CleanupPlanTarget),
+        Box::new(filter::FilterTarget),
     ]
 }
 
