@@ -62,15 +62,17 @@ pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliEr
 pub async fn append(uri: &str, from: &Path) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
     let (_, rows) = read_rows(from, Some(ds.schema()?))?;
-    let committed = ds.append(counted(rows)).await?;
-    let ds = committed.dataset;
+    appended(&ds.append(counted(rows)).await?.dataset);
+    Ok(())
+}
+
+fn appended(ds: &Dataset) {
     println!(
         "appended to {} (version {}, {} rows)",
         ds.uri(),
         ds.version(),
         ds.num_rows().unwrap_or(0)
     );
-    Ok(())
 }
 
 /// `lancet write-fragments`: the fragments, each its `DataFragment` protobuf in base64.
@@ -117,13 +119,7 @@ pub async fn append_fragments(uri: &str, files: &[std::path::PathBuf]) -> Result
         }
     }
     let op = lancet::Operation::Append(lancet::proto::table::transaction::Append { fragments });
-    let ds = Dataset::open(uri).await?.commit(op).await?.dataset;
-    println!(
-        "appended to {} (version {}, {} rows)",
-        ds.uri(),
-        ds.version(),
-        ds.num_rows().unwrap_or(0)
-    );
+    appended(&Dataset::open(uri).await?.commit(op).await?.dataset);
     Ok(())
 }
 

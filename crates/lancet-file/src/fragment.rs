@@ -207,23 +207,26 @@ impl Default for FragmentOptions {
 /// depth-first order; see [`conform`]) as the data files of new fragments under `data_dir`,
 /// one file per fragment, a new one every [`FragmentOptions::max_rows_per_file`] rows.
 /// Returns the fragments in order, with id 0 (a commit numbers them) and no row ids. Memory
-/// stays bounded by a batch: rows go to the file writer as they come.
-pub async fn write_fragments<S>(
+/// stays bounded by a batch: rows go to the file writer as they come. The stream's own
+/// errors come back unchanged.
+pub async fn write_fragments<S, E>(
     fs: &FileStore,
     data_dir: &Path,
     schema: &Schema,
     field_ids: &[i32],
     batches: S,
     options: FragmentOptions,
-) -> Result<Vec<DataFragment>>
+) -> std::result::Result<Vec<DataFragment>, E>
 where
-    S: Stream<Item = Result<RecordBatch>>,
+    S: Stream<Item = std::result::Result<RecordBatch, E>>,
+    E: From<FileError>,
 {
     if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
         return Err(FileError::InvalidInput {
             path: data_dir.clone(),
             rule: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
-        });
+        }
+        .into());
     }
     let mut out = Vec::new();
     let mut current: Option<(String, StreamingWriter)> = None;

@@ -69,7 +69,7 @@ async fn rows_are_split_into_fragments_and_read_back() {
         max_rows_per_file: 250,
         max_rows_per_group: 100,
     };
-    let batches = stream::iter([Ok(rows(0, 300)), Ok(rows(300, 400))]);
+    let batches = stream::iter([Ok::<_, FileError>(rows(0, 300)), Ok(rows(300, 400))]);
     let written = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options)
         .await
         .unwrap();
@@ -118,7 +118,7 @@ async fn a_column_no_file_holds_reads_as_null() {
         &dir,
         &schema(),
         &[0, 1],
-        stream::iter([Ok(rows(0, 10))]),
+        stream::iter([Ok::<_, FileError>(rows(0, 10))]),
         FragmentOptions::default(),
     )
     .await
@@ -157,7 +157,7 @@ async fn rows_of_another_schema_are_refused() {
         &Path::from("t/data"),
         &schema(),
         &[0, 1],
-        stream::iter([Ok(other)]),
+        stream::iter([Ok::<_, FileError>(other)]),
         FragmentOptions::default(),
     )
     .await
@@ -215,7 +215,7 @@ async fn nested_columns_list_the_fields_that_own_columns() {
             &dir,
             &schema,
             &[0, 1, 2, 3],
-            stream::iter([Ok(batch.clone())]),
+            stream::iter([Ok::<_, FileError>(batch.clone())]),
             FragmentOptions {
                 version,
                 ..Default::default()

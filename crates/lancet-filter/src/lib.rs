@@ -67,19 +67,8 @@ pub struct Filter {
 impl Filter {
     /// Parses a filter such as `x >= 3 AND (name LIKE 'ab%' OR y IS NULL)`.
     pub fn parse(text: &str) -> Result<Filter> {
-        let invalid = |reason: String| FilterError::InvalidFilter {
-            filter: text.to_string(),
-            reason,
-        };
-        let sql = Parser::new(&LanceDialect)
-            .try_with_sql(text)
-            .and_then(|mut p| {
-                let e = p.parse_expr()?;
-                p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
-                Ok(e)
-            })
-            .map_err(|e| invalid(format!("cannot parse: {e}")))?;
-        let expr = convert(&sql, true).map_err(invalid)?;
+        let sql = parse_sql(text)?;
+        let expr = convert(&sql, true).map_err(|reason| invalid(text, reason))?;
         Ok(Filter {
             text: text.to_string(),
             expr,
@@ -112,21 +101,29 @@ impl Filter {
     }
 }
 
-/// Parses one assignment of `UPDATE ... SET`: `col = expr`, the column and its new value.
-pub fn parse_assignment(text: &str) -> Result<(String, Scalar)> {
-    let invalid = |reason: String| FilterError::InvalidFilter {
-        filter: text.to_string(),
-        reason,
-    };
-    let sql = Parser::new(&LanceDialect)
+/// `text` as one SQL expression in Lance's dialect, nothing after it.
+fn parse_sql(text: &str) -> Result<Sql> {
+    Parser::new(&LanceDialect)
         .try_with_sql(text)
         .and_then(|mut p| {
             let e = p.parse_expr()?;
             p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
             Ok(e)
         })
-        .map_err(|e| invalid(format!("cannot parse: {e}")))?;
-    match &sql {
+        .map_err(|e| invalid(text, format!("cannot parse: {e}")))
+}
+
+fn invalid(text: &str, reason: String) -> FilterError {
+    FilterError::InvalidFilter {
+        filter: text.to_string(),
+        reason,
+    }
+}
+
+/// Parses one assignment of `UPDATE ... SET`: `col = expr`, the column and its new value.
+pub fn parse_assignment(text: &str) -> Result<(String, Scalar)> {
+    let invalid = |reason: String| invalid(text, reason);
+    match &parse_sql(text)? {
         Sql::BinaryOp {
             left,
             op: BinaryOperator::Eq,

@@ -142,17 +142,30 @@ impl Scalar {
     }
 }
 
+/// `a` and `b` cast to their common type (both of a type `allowed` takes), and whether both
+/// are constants; `what` names the operation in the error.
+fn coerced(
+    a: Value,
+    b: Value,
+    allowed: impl Fn(&DataType) -> bool,
+    what: &str,
+) -> Result<(Value, Value, bool), String> {
+    let (ta, tb) = (a.array().data_type().clone(), b.array().data_type().clone());
+    let t = common_type(&ta, &tb)
+        .filter(|_| allowed(&ta) && allowed(&tb))
+        .ok_or_else(|| format!("cannot {what} {ta} and {tb}"))?;
+    let both_const = matches!((&a, &b), (Value::Const(_), Value::Const(_)));
+    Ok((
+        a.map(|x| cast_to(x, &t))?,
+        b.map(|x| cast_to(x, &t))?,
+        both_const,
+    ))
+}
+
 /// `a op b` in their common type.
 fn arith(op: Arith, a: Value, b: Value) -> Result<Value, String> {
-    let (ta, tb) = (a.array().data_type().clone(), b.array().data_type().clone());
     let numeric = |t: &DataType| t.is_integer() || t.is_floating() || *t == DataType::Null;
-    if !numeric(&ta) || !numeric(&tb) {
-        return Err(format!("cannot apply {op:?} to {ta} and {tb}"));
-    }
-    let t = common_type(&ta, &tb).ok_or_else(|| format!("cannot apply {op:?} to {ta} and {tb}"))?;
-    let both_const = matches!((&a, &b), (Value::Const(_), Value::Const(_)));
-    let a = a.map(|x| cast_to(x, &t))?;
-    let b = b.map(|x| cast_to(x, &t))?;
+    let (a, b, both_const) = coerced(a, b, numeric, &format!("apply {op:?} to"))?;
     let (x, y) = (a.datum(), b.datum());
     use arrow_arith::numeric as n;
     let r = match op {
@@ -212,12 +225,7 @@ pub fn compare(
     right: &Scalar,
     batch: &RecordBatch,
 ) -> Result<BooleanArray, String> {
-    let (a, b) = (left.value(batch)?, right.value(batch)?);
-    let (ta, tb) = (a.array().data_type().clone(), b.array().data_type().clone());
-    let t = common_type(&ta, &tb).ok_or_else(|| format!("cannot compare {ta} with {tb}"))?;
-    let both_const = matches!((&a, &b), (Value::Const(_), Value::Const(_)));
-    let a = a.map(|x| cast_to(x, &t))?;
-    let b = b.map(|x| cast_to(x, &t))?;
+    let (a, b, both_const) = coerced(left.value(batch)?, right.value(batch)?, |_| true, "compare")?;
     let (x, y) = (a.datum(), b.datum());
     use arrow_ord::cmp;
     let r = match op {

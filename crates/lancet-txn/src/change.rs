@@ -13,6 +13,15 @@ pub struct FragmentChange {
 }
 
 impl FragmentChange {
+    /// `fragment`, created by this commit.
+    pub fn created(fragment: &DataFragment) -> Self {
+        FragmentChange {
+            id: fragment.id,
+            before: None,
+            after: Some(fragment.clone()),
+        }
+    }
+
     /// A fragment this commit creates.
     pub fn is_created(&self) -> bool {
         self.before.is_none() && self.after.is_some()

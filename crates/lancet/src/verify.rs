@@ -81,14 +81,7 @@ impl Dataset {
         fragments: &[DataFragment],
         data_files: Option<&[DataFileFacts]>,
     ) -> Result<()> {
-        let changes: Vec<FragmentChange> = fragments
-            .iter()
-            .map(|f| FragmentChange {
-                id: f.id,
-                before: None,
-                after: Some(f.clone()),
-            })
-            .collect();
+        let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
         let mut rows = RowIdChanges::default();
         if self.has_stable_row_ids() {
             for f in fragments {

@@ -5,8 +5,6 @@
 //! Overwrite of [`lancet_txn::build::new_table`]) and plans an Append, lancet-rowid assigns row
 //! ids, and every version is judged by the invariants before it is published.
 
-use std::sync::Arc;
-
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use futures::Stream;
@@ -124,14 +122,7 @@ impl Dataset {
         }
         manifest.version = 1;
         manifest.timestamp = Some(manifest::now_timestamp());
-        let changes: Vec<FragmentChange> = fragments
-            .iter()
-            .map(|f| FragmentChange {
-                id: f.id,
-                before: None,
-                after: Some(f.clone()),
-            })
-            .collect();
+        let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
         match options.layout {
             Layout::Flat => manifest.fragments = fragments,
             Layout::Tree => {
@@ -242,28 +233,5 @@ async fn write_data<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
-    use futures::TryStreamExt;
-    let failed: Arc<std::sync::Mutex<Option<Error>>> = Default::default();
-    let keep = failed.clone();
-    // the caller's errors pass through lancet-file as its own, and come back out unchanged
-    let batches = batches.map_err(move |e| {
-        let text = e.to_string();
-        if let Ok(mut slot) = keep.lock() {
-            slot.get_or_insert(e);
-        }
-        lancet_file::FileError::InvalidInput {
-            path: object_store::path::Path::default(),
-            rule: text,
-        }
-    });
-    let written =
-        lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options)
-            .await;
-    match written {
-        Ok(fragments) => Ok(fragments),
-        Err(e) => match failed.lock().ok().and_then(|mut slot| slot.take()) {
-            Some(caller) => Err(caller),
-            None => Err(e.into()),
-        },
-    }
+    lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options).await
 }
