@@ -43,5 +43,6 @@ pub use details::{content_location, is_fri_entry, read_external, ContentLocation
 pub use error::{Result, ReuseError};
 pub use history::{History, Translation};
 pub use ledger::{check, decode_inline, Digest, Ledger, Mapping, Transition};
+pub use ordered::CompactionRemap;
 pub use rowmap::{row_map_path, row_map_schema, RowMap, COUNTS_BUFFER_KEY, ROW_MAP_FILE};
 pub use writer::{write_row_map, SourceRows};

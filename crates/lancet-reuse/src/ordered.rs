@@ -144,6 +144,55 @@ impl Ordered {
     }
 }
 
+/// Where the rows of ordered compactions went, for rewriting an index's row addresses when a
+/// compaction remaps indexes instead of deferring (the same rule the Fragment Reuse Index
+/// translates by): a row of a source has the address its survivor took, a deleted row none,
+/// a row of any other fragment keeps its address.
+#[derive(Debug)]
+pub struct CompactionRemap {
+    by_source: HashMap<u32, usize>,
+    ordered: Vec<Ordered>,
+}
+
+impl CompactionRemap {
+    /// The remap of `transitions`, each an ordered compaction with distinct sources.
+    pub fn new(transitions: &[Transition]) -> crate::Result<Self> {
+        let mut by_source = HashMap::new();
+        let mut ordered = Vec::with_capacity(transitions.len());
+        for (i, t) in transitions.iter().enumerate() {
+            crate::ledger::check(t, "a compaction")?;
+            let crate::Mapping::OrderedCompaction { surviving } = &t.mapping else {
+                return Err(crate::ReuseError::InvalidInput(
+                    "a compaction's remap takes ordered compactions only".into(),
+                ));
+            };
+            for s in &t.sources {
+                if by_source.insert(s.id, i).is_some() {
+                    return Err(crate::ReuseError::InvalidInput(format!(
+                        "fragment {} is the source of two compactions",
+                        s.id
+                    )));
+                }
+            }
+            ordered.push(Ordered::new(t, surviving));
+        }
+        Ok(CompactionRemap { by_source, ordered })
+    }
+
+    /// The address the row at `address` has after the compactions; `None` when it was
+    /// deleted.
+    pub fn remap(&self, address: u64) -> Option<u64> {
+        let (frag, offset) = RowAddress::split(address);
+        let Some(o) = self.by_source.get(&frag).and_then(|&i| self.ordered.get(i)) else {
+            return Some(address);
+        };
+        match o.translate(frag, u64::from(offset)) {
+            Translation::Address(a) => Some(a),
+            Translation::Deleted => None,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -219,5 +268,63 @@ mod tests {
                 assert_eq!(got, want, "source {f}, {} offsets", req.len());
             }
         }
+    }
+
+    #[test]
+    fn a_compaction_remap_moves_survivors_and_drops_deleted_rows() {
+        use crate::ledger::Digest;
+        let t = Transition {
+            dataset_version: None,
+            sources: vec![
+                Digest {
+                    id: 1,
+                    physical_rows: 4,
+                    num_deleted_rows: 1,
+                },
+                Digest {
+                    id: 2,
+                    physical_rows: 3,
+                    num_deleted_rows: 0,
+                },
+            ],
+            destinations: vec![
+                Digest {
+                    id: 9,
+                    physical_rows: 4,
+                    num_deleted_rows: 0,
+                },
+                Digest {
+                    id: 10,
+                    physical_rows: 2,
+                    num_deleted_rows: 0,
+                },
+            ],
+            mapping: crate::rules::ordered_compaction(
+                &[
+                    Digest {
+                        id: 1,
+                        physical_rows: 4,
+                        num_deleted_rows: 1,
+                    },
+                    Digest {
+                        id: 2,
+                        physical_rows: 3,
+                        num_deleted_rows: 0,
+                    },
+                ],
+                &[[2u32].into_iter().collect(), RoaringBitmap::new()],
+            )
+            .unwrap(),
+        };
+        let remap = CompactionRemap::new(std::slice::from_ref(&t)).unwrap();
+        let a = |f: u32, o: u32| RowAddress::new(f, o).as_u64();
+        assert_eq!(remap.remap(a(1, 0)), Some(a(9, 0)));
+        assert_eq!(remap.remap(a(1, 2)), None);
+        assert_eq!(remap.remap(a(1, 3)), Some(a(9, 2)));
+        assert_eq!(remap.remap(a(2, 0)), Some(a(9, 3)));
+        assert_eq!(remap.remap(a(2, 2)), Some(a(10, 1)));
+        assert_eq!(remap.remap(a(5, 7)), Some(a(5, 7)));
+        // a fragment cannot be the source of two compactions
+        assert!(CompactionRemap::new(&[t.clone(), t]).is_err());
     }
 }

@@ -29,6 +29,7 @@
 
 pub mod build;
 mod change;
+pub mod compaction;
 mod conflict;
 mod error;
 mod invariants;

@@ -1,0 +1,308 @@
+//! Which fragments a compaction rewrites together: Lance 14.0.2's compaction planner, over
+//! the fragments' counts and the index entries that cover them.
+//!
+//! Rules kept from Lance (`DefaultCompactionPlanner`; each checked against pylance's
+//! `compact_files` in the interop tests):
+//! - fragments are walked in id order; a fragment is a candidate when it holds more data
+//!   overlays than allowed, or (with `materialize_deletions`) when the share of its rows
+//!   deleted is above `materialize_deletions_threshold` ("compact itself"), or when it has
+//!   fewer physical rows than `target_rows_per_fragment` ("compact with neighbours");
+//! - candidates in a row form a bin; a fragment that is no candidate closes the bin, and so
+//!   does a candidate covered by another set of index segments than the bin's (an index's
+//!   remap needs all or none of a group's fragments);
+//! - a bin of one fragment that only wanted neighbours is dropped;
+//! - a bin is cut into groups of at least `target_rows_per_fragment` live rows: after a
+//!   fragment when the group so far has that many and so do the fragments left; the rest
+//!   joins the last group;
+//! - with stable row ids, `defer_index_remap` is refused (release 14.0.2 cannot record the
+//!   moves of stable rows in a Fragment Reuse Index).
+//!
+//! Pure: the caller hands in the counts (deletion files read) and the index entries.
+
+use lancet_proto::roaring_wire::decode_roaring32;
+use lancet_proto::table::IndexMetadata;
+
+use crate::error::{Result, TxnError};
+use crate::FRI_INDEX_NAME;
+
+/// What a compaction does, as Lance 14's `CompactionOptions` says it (the options that change
+/// which fragments are rewritten and how).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionOptions {
+    /// Rows a compacted fragment should hold (Lance's default: 1,048,576).
+    pub target_rows_per_fragment: u64,
+    /// Rows handed to the file writer at once (Lance's default: 1,024).
+    pub max_rows_per_group: u64,
+    /// Rewrite fragments with many deleted rows even when they are large enough.
+    pub materialize_deletions: bool,
+    /// The share of deleted rows above which a fragment is rewritten (Lance's default: 0.1).
+    pub materialize_deletions_threshold: f64,
+    /// Record the row moves in the Fragment Reuse Index instead of rewriting the indexes.
+    pub defer_index_remap: bool,
+    /// Data overlays a fragment may hold before it is rewritten (Lance's default: 10).
+    pub max_overlays_per_fragment: usize,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            target_rows_per_fragment: 1024 * 1024,
+            max_rows_per_group: 1024,
+            materialize_deletions: true,
+            materialize_deletions_threshold: 0.1,
+            defer_index_remap: false,
+            max_overlays_per_fragment: 10,
+        }
+    }
+}
+
+/// One fragment as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentCounts {
+    pub id: u64,
+    pub physical_rows: u64,
+    pub deleted_rows: u64,
+    pub overlays: usize,
+}
+
+impl FragmentCounts {
+    fn live_rows(&self) -> u64 {
+        self.physical_rows.saturating_sub(self.deleted_rows)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Candidacy {
+    Itself,
+    WithNeighbours,
+}
+
+/// The groups of fragment ids to rewrite together (each a task), in id order. `fragments` are
+/// the version's, in id order; `indices` its index entries.
+pub fn plan_compaction(
+    fragments: &[FragmentCounts],
+    indices: &[IndexMetadata],
+    options: &CompactionOptions,
+    stable_row_ids: bool,
+) -> Result<Vec<Vec<u64>>> {
+    check_options(options, stable_row_ids)?;
+    let covering = Covering::new(indices)?;
+    let mut bins: Vec<Vec<(FragmentCounts, Candidacy)>> = Vec::new();
+    let mut current: Vec<(FragmentCounts, Candidacy)> = Vec::new();
+    let mut current_cover: Option<Vec<usize>> = None;
+    for f in fragments {
+        let Some(candidacy) = candidacy(f, options) else {
+            bins.push(std::mem::take(&mut current));
+            current_cover = None;
+            continue;
+        };
+        let cover = covering.of(f.id);
+        if current_cover.as_ref().is_some_and(|c| *c != cover) {
+            bins.push(std::mem::take(&mut current));
+        }
+        current_cover = Some(cover);
+        current.push((*f, candidacy));
+    }
+    bins.push(current);
+    let mut groups = Vec::new();
+    for bin in bins {
+        match bin.as_slice() {
+            [] | [(_, Candidacy::WithNeighbours)] => continue,
+            _ => groups.extend(split_for_size(&bin, options.target_rows_per_fragment)),
+        }
+    }
+    Ok(groups)
+}
+
+/// The options Lance refuses: a target of no rows, a threshold outside 0..=1, and a deferred
+/// remap on a stable-row-id table.
+pub fn check_options(options: &CompactionOptions, stable_row_ids: bool) -> Result<()> {
+    let refuse = |reason: &str| Err(TxnError::operation("Rewrite", reason));
+    if options.target_rows_per_fragment == 0 || options.max_rows_per_group == 0 {
+        return refuse("target_rows_per_fragment and max_rows_per_group must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&options.materialize_deletions_threshold) {
+        return refuse("materialize_deletions_threshold must lie between 0 and 1");
+    }
+    if stable_row_ids && options.defer_index_remap {
+        return Err(TxnError::unsupported(
+            "Rewrite",
+            "Cannot compact with defer_index_remap: the dataset uses stable row IDs, and recording their row-address moves in a fragment reuse index is not supported (as in Lance 14.0.2 release builds)",
+        ));
+    }
+    Ok(())
+}
+
+fn candidacy(f: &FragmentCounts, options: &CompactionOptions) -> Option<Candidacy> {
+    if f.overlays > options.max_overlays_per_fragment {
+        return Some(Candidacy::Itself);
+    }
+    if options.materialize_deletions && f.physical_rows > 0 {
+        let share = f.deleted_rows as f64 / f.physical_rows as f64;
+        if share > options.materialize_deletions_threshold {
+            return Some(Candidacy::Itself);
+        }
+    }
+    (f.physical_rows < options.target_rows_per_fragment).then_some(Candidacy::WithNeighbours)
+}
+
+/// Cuts a bin after a fragment when the group so far and the fragments left each hold at
+/// least `target` live rows.
+fn split_for_size(bin: &[(FragmentCounts, Candidacy)], target: u64) -> Vec<Vec<u64>> {
+    let total: u64 = bin.iter().map(|(f, _)| f.live_rows()).sum();
+    let mut groups = Vec::new();
+    let mut group = Vec::new();
+    let (mut in_group, mut done) = (0u64, 0u64);
+    for (f, _) in bin {
+        group.push(f.id);
+        in_group += f.live_rows();
+        done += f.live_rows();
+        if in_group >= target && total - done >= target {
+            groups.push(std::mem::take(&mut group));
+            in_group = 0;
+        }
+    }
+    // the rest (fewer than `target` rows after the last cut) is the last group
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
+}
+
+/// Which index segments cover each fragment (system indexes, the Fragment Reuse Index among
+/// them, do not count).
+struct Covering {
+    segments: Vec<Option<roaring::RoaringBitmap>>,
+}
+
+impl Covering {
+    fn new(indices: &[IndexMetadata]) -> Result<Self> {
+        let mut segments = Vec::new();
+        for m in indices.iter().filter(|m| m.name != FRI_INDEX_NAME) {
+            segments.push(match m.fragment_bitmap.is_empty() {
+                // no bitmap: it covers every fragment
+                true => None,
+                false => Some(decode_roaring32(&m.fragment_bitmap).map_err(|e| {
+                    TxnError::operation(
+                        "Rewrite",
+                        format!("index {:?}: fragment_bitmap does not decode: {e}", m.name),
+                    )
+                })?),
+            });
+        }
+        Ok(Covering { segments })
+    }
+
+    /// The positions of the segments that cover fragment `id`.
+    fn of(&self, id: u64) -> Vec<usize> {
+        let id = u32::try_from(id).unwrap_or(u32::MAX);
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.as_ref().is_none_or(|b| b.contains(id)))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lancet_proto::roaring_wire::encode_roaring32;
+
+    fn counts(n: u64, rows: u64, deleted: u64) -> Vec<FragmentCounts> {
+        (0..n)
+            .map(|id| FragmentCounts {
+                id,
+                physical_rows: rows,
+                deleted_rows: deleted,
+                overlays: 0,
+            })
+            .collect()
+    }
+
+    fn options(target: u64) -> CompactionOptions {
+        CompactionOptions {
+            target_rows_per_fragment: target,
+            ..Default::default()
+        }
+    }
+
+    fn sizes(groups: &[Vec<u64>]) -> Vec<usize> {
+        groups.iter().map(Vec::len).collect()
+    }
+
+    #[test]
+    fn small_fragments_are_grouped_by_the_target_as_pylance_groups_them() {
+        // pylance 14.0.2: 40 fragments of 500 rows, 10% deleted, target 3,000 -> groups of
+        // 3,150, 3,150, 3,150, 3,150 and 5,400 live rows
+        let groups = plan_compaction(&counts(40, 500, 50), &[], &options(3000), false).unwrap();
+        assert_eq!(sizes(&groups), [7, 7, 7, 7, 12]);
+        // 20 fragments, 9,000 live rows, target 5,000: one group
+        let groups = plan_compaction(&counts(20, 500, 50), &[], &options(5000), false).unwrap();
+        assert_eq!(sizes(&groups), [20]);
+    }
+
+    #[test]
+    fn large_fragments_are_kept_unless_they_carry_deletions() {
+        let mut fragments = counts(4, 1000, 0);
+        assert!(plan_compaction(&fragments, &[], &options(500), false)
+            .unwrap()
+            .is_empty());
+        // over the threshold: rewritten alone; at it: kept
+        fragments[1].deleted_rows = 101;
+        fragments[2].deleted_rows = 100;
+        let groups = plan_compaction(&fragments, &[], &options(500), false).unwrap();
+        assert_eq!(groups, [vec![1]]);
+        let keep = CompactionOptions {
+            materialize_deletions: false,
+            ..options(500)
+        };
+        assert!(plan_compaction(&fragments, &[], &keep, false)
+            .unwrap()
+            .is_empty());
+        // a lone small fragment between large ones has no neighbour to join
+        let mut lone = counts(3, 1000, 0);
+        lone[1].physical_rows = 10;
+        assert!(plan_compaction(&lone, &[], &options(500), false)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_bin_never_spans_two_index_coverings() {
+        let index = |uuid: u8, covered: &[u32]| IndexMetadata {
+            name: "id_idx".into(),
+            uuid: Some(lancet_proto::table::Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            fragment_bitmap: encode_roaring32(&covered.iter().copied().collect()),
+            ..Default::default()
+        };
+        let fri = IndexMetadata {
+            name: FRI_INDEX_NAME.into(),
+            fragment_bitmap: encode_roaring32(&[0, 5].into_iter().collect()),
+            ..Default::default()
+        };
+        let indices = [index(1, &[0, 1, 2]), index(2, &[3, 4]), fri];
+        let groups = plan_compaction(&counts(6, 10, 0), &indices, &options(1000), false).unwrap();
+        assert_eq!(groups, [vec![0, 1, 2], vec![3, 4]]);
+    }
+
+    #[test]
+    fn bad_options_are_refused_as_lance_refuses_them() {
+        let deferred = CompactionOptions {
+            defer_index_remap: true,
+            ..Default::default()
+        };
+        let e = plan_compaction(&counts(2, 1, 0), &[], &deferred, true).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+        assert!(plan_compaction(&counts(2, 1, 0), &[], &deferred, false).is_ok());
+        assert!(plan_compaction(&counts(2, 1, 0), &[], &options(0), false).is_err());
+        let bad = CompactionOptions {
+            materialize_deletions_threshold: 1.5,
+            ..Default::default()
+        };
+        assert!(plan_compaction(&counts(2, 1, 0), &[], &bad, false).is_err());
+    }
+}
