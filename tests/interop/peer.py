@@ -27,6 +27,9 @@ Every subcommand prints one JSON object on stdout.
   table URI JSON                to_table with JSON's options (columns, filter, with_row_id,
                                 with_row_address, limit, offset, version): columns and rows in order
   take-rows URI JSON [COLUMNS]  _take_rows of JSON's row ids: rows in the order asked
+  maintenance-table URI TWIN STABLE  20 fragments x 500 rows (id, v), a BTree on id, id % 10 = 3
+                                deleted; TWIN a copy
+  compact URI JSON              compact_files with JSON's options; prints the fragments' rows
 """
 import json
 import sys
@@ -513,9 +516,29 @@ def take_rows(uri, ids, columns=None):
     return {"columns": t.column_names, "rows": [[json_value(v) for v in r.values()] for r in t.to_pylist()]}
 
 
+def maintenance_table(uri, twin, stable):
+    import shutil
+    t = pa.table({"id": pa.array(range(10000), pa.int64()), "v": pa.array(range(10000), pa.int64())})
+    ds = lance.write_dataset(t, uri, max_rows_per_file=500, enable_stable_row_ids=stable == "true")
+    ds.create_scalar_index("id", "BTREE")
+    lance.dataset(uri).delete("id % 10 = 3")
+    shutil.copytree(uri, twin)
+    return {"version": lance.dataset(uri).version}
+
+
+def compact(uri, opts):
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(**json.loads(opts))
+    ds = lance.dataset(uri)
+    return {
+        "fragments": [f.physical_rows for f in ds.get_fragments()],
+        "indices": sorted(i["name"] for i in ds.list_indices()),
+    }
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

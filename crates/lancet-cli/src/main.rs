@@ -3,6 +3,7 @@
 mod bench;
 mod cleanup;
 mod cleanup_bench;
+mod compact;
 mod data;
 mod demo;
 mod error;
@@ -76,6 +77,36 @@ enum Command {
         dataset: String,
         #[arg(long)]
         from: std::path::PathBuf,
+    },
+    /// Compact small fragments and fragments with many deleted rows, as Lance 14 plans it:
+    /// here in one go, or `--plan` (tasks as JSON), `--execute TASK.json` in any process
+    /// (a result as JSON), then `--commit RESULT.json...` once.
+    Compact {
+        dataset: String,
+        #[arg(long, default_value_t = 1024 * 1024)]
+        target_rows_per_fragment: u64,
+        #[arg(long, default_value_t = 1024)]
+        max_rows_per_group: u64,
+        /// Keep fragments with many deleted rows unless they are small.
+        #[arg(long)]
+        no_materialize_deletions: bool,
+        #[arg(long, default_value_t = 0.1)]
+        materialize_deletions_threshold: f64,
+        /// Record the row moves in the Fragment Reuse Index instead of rewriting indexes.
+        #[arg(long)]
+        defer_index_remap: bool,
+        /// Print the tasks as JSON instead of compacting.
+        #[arg(long, conflicts_with_all = ["execute", "commit"])]
+        plan: bool,
+        /// Execute one task (a file `--plan` wrote one of) and print its result as JSON.
+        #[arg(long, conflicts_with = "commit")]
+        execute: Option<std::path::PathBuf>,
+        /// Commit the results of tasks (files `--execute` wrote), all in one version.
+        #[arg(long, num_args = 1..)]
+        commit: Vec<std::path::PathBuf>,
+        /// Print `{"fragments_removed", "fragments_added", "version"}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete the rows where a filter is TRUE.
     Delete {
@@ -602,6 +633,34 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 max_rows_per_file,
             };
             data::create(&dataset, &from, options).await
+        }
+        Command::Compact {
+            dataset,
+            target_rows_per_fragment,
+            max_rows_per_group,
+            no_materialize_deletions,
+            materialize_deletions_threshold,
+            defer_index_remap,
+            plan,
+            execute,
+            commit,
+            json,
+        } => {
+            let options = lancet::CompactionOptions {
+                target_rows_per_fragment,
+                max_rows_per_group,
+                materialize_deletions: !no_materialize_deletions,
+                materialize_deletions_threshold,
+                defer_index_remap,
+                ..Default::default()
+            };
+            let step = match (plan, execute, commit.is_empty()) {
+                (true, _, _) => compact::Step::Plan,
+                (_, Some(task), _) => compact::Step::Execute(task),
+                (_, None, false) => compact::Step::Commit(commit),
+                (_, None, true) => compact::Step::All,
+            };
+            compact::run(&dataset, step, options, json).await
         }
         Command::Append {
             dataset,

@@ -124,6 +124,59 @@ pub fn stamp_versions(
     Ok(())
 }
 
+/// Compaction (Lance 14's rule): `destinations`, written from the surviving rows of
+/// `sources` (each with its deleted offsets) in order, get those rows' ids and version
+/// sequences, cut by their physical rows. A source without a created-at sequence counts as
+/// created at version 1 (written before Lance tracked versions), without a last-updated one as
+/// last updated when created. `manifest` names the sources' manifest in errors.
+pub fn rechunk_fragments(
+    sources: &[(&DataFragment, Option<&roaring::RoaringBitmap>)],
+    destinations: &mut [DataFragment],
+    manifest: &str,
+) -> Result<()> {
+    let mut sequences = Vec::with_capacity(sources.len());
+    let (mut created, mut updated) = (Vec::new(), Vec::new());
+    for (f, deleted) in sources {
+        let ids = crate::row_ids_of(f, manifest)?
+            .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
+        let (c, u) = crate::versions_of(f, manifest)?;
+        for offset in 0..f.physical_rows {
+            if deleted.is_some_and(|d| u32::try_from(offset).is_ok_and(|o| d.contains(o))) {
+                continue;
+            }
+            let at = c.as_ref().and_then(|c| c.version_at(offset)).unwrap_or(1);
+            created.push(at);
+            updated.push(u.as_ref().and_then(|u| u.version_at(offset)).unwrap_or(at));
+        }
+        sequences.push((ids, *deleted));
+    }
+    let sizes: Vec<u64> = destinations.iter().map(|d| d.physical_rows).collect();
+    let borrowed: Vec<(&RowIdSequence, Option<&roaring::RoaringBitmap>)> =
+        sequences.iter().map(|(s, d)| (s, *d)).collect();
+    let ids = crate::sequence::rechunk(&borrowed, &sizes)?;
+    let mut start = 0usize;
+    for (d, ids) in destinations.iter_mut().zip(ids) {
+        let n = usize::try_from(d.physical_rows)
+            .map_err(|_| RowIdError::InvalidInput(format!("fragment {}: too many rows", d.id)))?;
+        let end = start + n;
+        let (Some(c), Some(u)) = (created.get(start..end), updated.get(start..end)) else {
+            return Err(RowIdError::InvalidInput(
+                "the destinations hold more rows than the sources keep".into(),
+            ));
+        };
+        d.row_id_sequence = Some(PbRowIds::InlineRowIds(ids.encode()));
+        d.created_at_version_sequence = Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
+            VersionSequence::from_versions(c).encode(),
+        ));
+        d.last_updated_at_version_sequence =
+            Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
+                VersionSequence::from_versions(u).encode(),
+            ));
+        start = end;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
@@ -230,5 +283,40 @@ mod tests {
         assert_eq!(bytes, VersionSequence::from_versions(&[7; 5]).encode());
         let mixed = VersionSequence::from_run_lengths(&[(2, 1), (0, 9), (1, 1), (3, 4)]);
         assert_eq!(mixed, VersionSequence::from_versions(&[1, 1, 1, 4, 4, 4]));
+    }
+
+    #[test]
+    fn compaction_keeps_ids_and_versions_of_the_surviving_rows() {
+        let mut a = frag(1, 4);
+        a.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_range(10..14).encode(),
+        ));
+        a.created_at_version_sequence = Some(CreatedAtVersionSequence::InlineCreatedAtVersions(
+            VersionSequence::from_versions(&[2, 2, 3, 3]).encode(),
+        ));
+        let mut b = frag(2, 2);
+        b.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&[7, 3]).encode(),
+        ));
+        let deleted: roaring::RoaringBitmap = [1u32].into_iter().collect();
+        let mut out = vec![frag(0, 3), frag(0, 2)];
+        rechunk_fragments(&[(&a, Some(&deleted)), (&b, None)], &mut out, "m").unwrap();
+        let ids: Vec<Vec<u64>> = out
+            .iter()
+            .map(|f| crate::row_ids_of(f, "m").unwrap().unwrap().iter().collect())
+            .collect();
+        assert_eq!(ids, [vec![10, 12, 13], vec![7, 3]]);
+        let (c, u) = crate::versions_of(&out[0], "m").unwrap();
+        let at = |s: &VersionSequence| (0..3).map(|o| s.version_at(o).unwrap()).collect::<Vec<_>>();
+        assert_eq!(at(&c.unwrap()), [2, 3, 3]);
+        assert_eq!(at(&u.unwrap()), [2, 3, 3]);
+        // a source without versions counts as created at 1
+        let (c, _) = crate::versions_of(&out[1], "m").unwrap();
+        assert_eq!(c.unwrap().version_at(1), Some(1));
+        // sizes that do not add up to the survivors are refused
+        let mut wrong = vec![frag(0, 6)];
+        assert!(rechunk_fragments(&[(&a, Some(&deleted)), (&b, None)], &mut wrong, "m").is_err());
+        // a source without row ids is refused
+        assert!(rechunk_fragments(&[(&frag(3, 1), None)], &mut [frag(0, 1)], "m").is_err());
     }
 }

@@ -26,8 +26,10 @@ use crate::error::{Result, TxnError};
 use crate::FRI_INDEX_NAME;
 
 /// What a compaction does, as Lance 14's `CompactionOptions` says it (the options that change
-/// which fragments are rewritten and how).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// which fragments are rewritten and how). Serializes, so a plan's tasks carry it to other
+/// processes; a field left out takes Lance's default.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct CompactionOptions {
     /// Rows a compacted fragment should hold (Lance's default: 1,048,576).
     pub target_rows_per_fragment: u64,

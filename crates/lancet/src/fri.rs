@@ -111,7 +111,8 @@ impl Dataset {
         })?;
         // the graph rules hold before anything is republished
         let ledger = History::new(ledger, &what)?.ledger;
-        self.publish_history(self.manifest().clone(), ledger, &[])
+        self.publish_history(self.manifest().clone(), ledger, &[], &[])
             .await
+            .map(|c| c.dataset)
     }
 }

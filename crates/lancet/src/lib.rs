@@ -17,6 +17,7 @@ mod cache;
 mod cleanup;
 mod clone;
 mod commit;
+mod compaction;
 mod dataset;
 mod error;
 mod fri;
@@ -39,6 +40,7 @@ pub use cleanup::{
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
 pub use commit::Committed;
+pub use compaction::{Compacted, CompactionOptions, CompactionResult, CompactionTask};
 pub use dataset::{Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
 pub use indexes::{BTreeSegment, IndexSummary};
@@ -47,7 +49,7 @@ pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use mutate::Changed;
-pub use rewrite::RewriteMapping;
+pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::ScanOptions;
 pub use search::{SearchOptions, SearchResult};
 pub use verify::VerifyReport;

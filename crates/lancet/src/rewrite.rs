@@ -30,6 +30,15 @@ use roaring::RoaringBitmap;
 use crate::error::Result;
 use crate::Dataset;
 
+/// One rewrite of `sources` into `destinations` (fragments whose data files the caller has
+/// written; their ids are assigned at commit, in order).
+#[derive(Debug, Clone)]
+pub struct RewriteGroup<'a> {
+    pub sources: Vec<u32>,
+    pub destinations: Vec<DataFragment>,
+    pub mapping: RewriteMapping<'a>,
+}
+
 /// How a rewrite moved the sources' live rows into the destinations.
 #[derive(Debug, Clone, Copy)]
 pub enum RewriteMapping<'a> {
@@ -63,14 +72,35 @@ impl Dataset {
         destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
     ) -> Result<Dataset> {
+        let group = RewriteGroup {
+            sources: sources.to_vec(),
+            destinations,
+            mapping,
+        };
+        self.rewrite_retrying(sources, |base| {
+            let group = group.clone();
+            async move {
+                base.commit_rewrite_groups(std::slice::from_ref(&group), false)
+                    .await
+                    .map(|c| c.dataset)
+            }
+        })
+        .await
+    }
+
+    /// Runs `attempt` on this version, and again on the latest when another writer took the
+    /// destination ids it assigned (every version published since judged compatible with a
+    /// rewrite of `sources` first), at most eight times; other conflicts are returned.
+    pub(crate) async fn rewrite_retrying<T, F, Fut>(&self, sources: &[u32], attempt: F) -> Result<T>
+    where
+        F: Fn(Dataset) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let mut base = self.clone();
         let mut tries = 0;
         loop {
             tries += 1;
-            match base
-                .commit_rewrite_once(sources, destinations.clone(), mapping)
-                .await
-            {
+            match attempt(base.clone()).await {
                 Err(crate::Error::CommitConflict {
                     reason,
                     retryable,
@@ -100,88 +130,103 @@ impl Dataset {
         }
     }
 
-    async fn commit_rewrite_once(
+    /// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
+    /// version, each recorded as a transition of the history. `forward`: index entries that
+    /// cover every source of a group cover its destinations instead, as pylance's deferred
+    /// compaction leaves them (their rows are then read through the history).
+    pub(crate) async fn commit_rewrite_groups(
         &self,
-        sources: &[u32],
-        mut destinations: Vec<DataFragment>,
-        mapping: RewriteMapping<'_>,
-    ) -> Result<Dataset> {
+        groups: &[RewriteGroup<'_>],
+        forward: bool,
+    ) -> Result<crate::Committed> {
         let what = self.manifest_ref().object;
-        let prior = self.extendable_history(&what).await?;
+        let mut ledger = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
-
-        // sources: distinct fragments of this version, with their deletions
-        let mut seen = HashSet::new();
-        let mut src_digests = Vec::with_capacity(sources.len());
-        let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
-        for &id in sources {
-            if !seen.insert(id) {
-                return Err(invalid(format!("fragment {id} is a source twice")));
-            }
-            let f = fragments
-                .iter()
-                .find(|f| f.id == u64::from(id))
-                .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
-            let del = self.deletion_vector(f).await?.unwrap_or_default();
-            src_digests.push(Digest {
-                id,
-                physical_rows: f.physical_rows,
-                num_deleted_rows: del.len(),
-            });
-            deleted.push(del);
-        }
-        if src_digests.is_empty() {
-            return Err(invalid("a rewrite needs at least one source"));
-        }
-
-        // destinations: new ids after every id this table has used
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
-        let mut dst_digests = Vec::with_capacity(destinations.len());
-        for f in &mut destinations {
-            lancet_reuse::rules::check_destination(f)?;
-            f.id = next_id;
-            next_id = next_id.saturating_add(1);
-            let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
-            dst_digests.push(Digest {
-                id,
-                physical_rows: f.physical_rows,
-                num_deleted_rows: 0,
-            });
-        }
-
-        let mapping = match mapping {
-            RewriteMapping::OrderedCompaction => {
-                lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
+        let mut actions: Vec<(u64, lancet_tree::Action)> = Vec::new();
+        let mut moved: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+        let mut seen = HashSet::new();
+        for group in groups {
+            let sources = &group.sources;
+            let mut destinations = group.destinations.clone();
+            // sources: distinct fragments of this version, with their deletions
+            let mut src_digests = Vec::with_capacity(sources.len());
+            let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
+            for &id in sources {
+                if !seen.insert(id) {
+                    return Err(invalid(format!("fragment {id} is a source twice")));
+                }
+                let f = fragments
+                    .iter()
+                    .find(|f| f.id == u64::from(id))
+                    .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
+                let del = self.deletion_vector(f).await?.unwrap_or_default();
+                src_digests.push(Digest {
+                    id,
+                    physical_rows: f.physical_rows,
+                    num_deleted_rows: del.len(),
+                });
+                deleted.push(del);
             }
-            RewriteMapping::StablePartition { labels } => {
-                self.write_partition(&src_digests, &deleted, &dst_digests, labels)
-                    .await?
+            if src_digests.is_empty() {
+                return Err(invalid("a rewrite needs at least one source"));
             }
-        };
-        let t = Transition {
-            dataset_version: None,
-            sources: src_digests,
-            destinations: dst_digests,
-            mapping,
-        };
-        let ledger = lancet_reuse::rules::extend(prior, t, &what)?;
-
-        // The destinations go last, as Lance 14's compaction places them: fragment ids
-        // increase along the list (the manifest reader's rule), and theirs are the largest.
-        // Flat or tree, the change is a list of actions, so a rebase onto a newer version
-        // replays it there (a manifest edited in place would be replaced by the latest's).
-        let mut manifest = self.manifest().clone();
-        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        let actions: Vec<(u64, lancet_tree::Action)> = sources
-            .iter()
-            .map(|s| (u64::from(*s), lancet_tree::Action::Remove))
-            .chain(
+            // destinations: new ids after every id this table has used
+            let mut dst_digests = Vec::with_capacity(destinations.len());
+            for f in &mut destinations {
+                lancet_reuse::rules::check_destination(f)?;
+                f.id = next_id;
+                next_id = next_id.saturating_add(1);
+                let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
+                dst_digests.push(Digest {
+                    id,
+                    physical_rows: f.physical_rows,
+                    num_deleted_rows: 0,
+                });
+            }
+            let mapping = match group.mapping {
+                RewriteMapping::OrderedCompaction => {
+                    lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
+                }
+                RewriteMapping::StablePartition { labels } => {
+                    self.write_partition(&src_digests, &deleted, &dst_digests, labels)
+                        .await?
+                }
+            };
+            moved.push((sources.clone(), dst_digests.iter().map(|d| d.id).collect()));
+            let t = Transition {
+                dataset_version: None,
+                sources: src_digests,
+                destinations: dst_digests,
+                mapping,
+            };
+            ledger = Some(lancet_reuse::rules::extend(ledger, t, &what)?);
+            // The destinations go last, as Lance 14's compaction places them: fragment ids
+            // increase along the list (the manifest reader's rule), and theirs are the
+            // largest. Flat or tree, the change is a list of actions, so a rebase onto a
+            // newer version replays it there.
+            actions.extend(
+                sources
+                    .iter()
+                    .map(|s| (u64::from(*s), lancet_tree::Action::Remove)),
+            );
+            actions.extend(
                 destinations
                     .into_iter()
                     .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
-            )
-            .collect();
-        self.publish_history(manifest, ledger, &actions).await
+            );
+        }
+        let Some(ledger) = ledger else {
+            return Err(invalid("a rewrite needs at least one group"));
+        };
+        let mut manifest = self.manifest().clone();
+        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
+        let forwarded = match forward {
+            true => moved,
+            false => Vec::new(),
+        };
+        self.publish_history(manifest, ledger, &actions, &forwarded)
+            .await
     }
 
     /// The current history, if any, provided lancet may extend it.
@@ -248,13 +293,17 @@ impl Dataset {
         mut manifest: lancet_proto::table::Manifest,
         ledger: Ledger,
         actions: &[(u64, lancet_tree::Action)],
-    ) -> Result<Dataset> {
+        forwarded: &[(Vec<u32>, Vec<u32>)],
+    ) -> Result<crate::Committed> {
         let mut indices: Vec<IndexMetadata> = self
             .indices()
             .iter()
             .filter(|m| !is_fri_entry(m))
             .cloned()
             .collect();
+        for index in &mut indices {
+            lancet_reuse::rules::forward_bitmap(index, forwarded)?;
+        }
         if !ledger.transitions.is_empty() {
             let uuid = ObjectUuid::new_v4();
             let (entry, external) = lancet_reuse::publish::tagged_entry(
@@ -288,7 +337,6 @@ impl Dataset {
             kind,
         )
         .await
-        .map(|c| c.dataset)
     }
 
     /// Drops the FRI transitions no index still needs, republishing the rest; `None` when
@@ -323,7 +371,8 @@ impl Dataset {
             return Ok(None);
         };
         let manifest = self.manifest().clone();
-        self.publish_history(manifest, ledger, &[]).await.map(Some)
+        let committed = self.publish_history(manifest, ledger, &[], &[]).await?;
+        Ok(Some(committed.dataset))
     }
 
     /// Objects under the dataset root's `_fri/` that no version in `_versions/` references

@@ -300,6 +300,37 @@ impl Dataset {
             .map_err(|e| Error::Internal(format!("assembling scanned rows: {e}")))
     }
 
+    /// The live rows of `fragment` (`deleted` its deleted offsets) with every column, in
+    /// offset order, in batches of at most 64K rows.
+    pub(crate) fn live_rows(
+        &self,
+        fragment: DataFragment,
+        deleted: Option<RoaringBitmap>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let projection = Arc::new(self.projection(None)?);
+        let schema = output_schema(&projection, false, false);
+        let chunks = match deleted {
+            Some(d) => offsets_in_chunks(
+                (0..fragment.physical_rows)
+                    .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
+            ),
+            None => ranges_in_chunks(fragment.physical_rows),
+        };
+        let ds = self.clone();
+        let stream = futures::stream::iter(chunks).then(move |rows| {
+            let chunk = Chunk {
+                fragment: fragment.clone(),
+                rows,
+            };
+            let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
+            async move {
+                ds.read_chunk(&chunk, &projection, schema, false, false)
+                    .await
+            }
+        });
+        Ok(stream.boxed())
+    }
+
     /// The rows with stable row ids (row addresses on a table without stable row ids)
     /// `row_ids`, in the order asked; an id that is not live is an error naming it.
     pub async fn take(&self, row_ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {

@@ -169,11 +169,24 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
+        self.write_fragments_with(batches, FragmentOptions::default())
+            .await
+    }
+
+    /// [`Dataset::write_fragments`] with `options` (its file version is the table's).
+    pub(crate) async fn write_fragments_with<S>(
+        &self,
+        batches: S,
+        options: FragmentOptions,
+    ) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
         let schema = self.schema()?;
         let fields = &self.manifest().fields;
         let options = FragmentOptions {
             version: self.data_file_version()?,
-            ..Default::default()
+            ..options
         };
         write_data(
             self.file_store(),

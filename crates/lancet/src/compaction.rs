@@ -1,0 +1,393 @@
+//! Compaction, planned, executed anywhere, committed once: [`Dataset::plan_compaction`],
+//! [`Dataset::execute_compaction`], [`Dataset::commit_compaction`] and [`Dataset::compact`].
+//!
+//! Composition only. lancet-txn plans the tasks as Lance 14 does; a task (which serializes)
+//! reads its fragments' live rows at the version it was planned on and writes them as new
+//! fragments, on stable-row-id tables with the rows' ids and version sequences (lancet-rowid's
+//! `rechunk_fragments`). One commit takes every task's result as one Rewrite: either the
+//! moves are recorded in the Fragment Reuse Index (`defer_index_remap`; the indexes' entries
+//! then cover the new fragments, as pylance leaves them) or every BTree segment that covers a
+//! rewritten fragment is written again with the rows' new addresses (lancet-btree's `merge`
+//! through lancet-reuse's `CompactionRemap`). Other index types covering a rewritten
+//! fragment are refused unless the remap is deferred: lancet cannot rewrite them.
+//!
+//! Unlike Lance 14, which first commits a ReserveFragments version for the new ids, the
+//! Rewrite takes its ids when it is prepared; a concurrent writer that takes them makes the
+//! commit prepare again on the latest version.
+
+use base64::Engine;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use lancet_paths::ObjectUuid;
+use lancet_proto::prost::Message;
+use lancet_proto::table::{DataFragment, IndexMetadata};
+use lancet_reuse::{CompactionRemap, Digest, Transition};
+pub use lancet_txn::compaction::CompactionOptions;
+use lancet_txn::compaction::{plan_compaction, FragmentCounts};
+use roaring::RoaringBitmap;
+
+use crate::commit::{Committed, Kind};
+use crate::error::{Error, Result};
+use crate::rewrite::{RewriteGroup, RewriteMapping};
+use crate::Dataset;
+
+/// One group of fragments to rewrite together, as planned on `read_version`. Serializes
+/// (JSON), so any process or machine can execute it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CompactionTask {
+    pub read_version: u64,
+    pub fragments: Vec<u64>,
+    pub options: CompactionOptions,
+}
+
+/// What executing a task wrote: the new fragments (data files written, ids assigned at
+/// commit). Serializes (JSON; each fragment its `DataFragment` protobuf in base64).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CompactionResult {
+    pub task: CompactionTask,
+    #[serde(with = "fragments_b64")]
+    pub new_fragments: Vec<DataFragment>,
+}
+
+/// A compaction's outcome.
+#[derive(Debug, Clone)]
+pub struct Compacted {
+    /// The Rewrite's version; `None` when there was nothing to compact.
+    pub committed: Option<Committed>,
+    pub fragments_removed: usize,
+    pub fragments_added: usize,
+}
+
+impl Dataset {
+    /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
+    /// needs compacting).
+    pub async fn plan_compaction(
+        &self,
+        options: &CompactionOptions,
+    ) -> Result<Vec<CompactionTask>> {
+        let fragments = self.fragments().await?;
+        let mut counts = Vec::with_capacity(fragments.len());
+        for f in fragments.iter() {
+            let deleted = match &f.deletion_file {
+                None => 0,
+                Some(d) if d.num_deleted_rows > 0 => d.num_deleted_rows,
+                // a count Lance left unknown is read from the file
+                Some(_) => self.cached_deletion_vector(f).await?.map_or(0, |d| d.len()),
+            };
+            counts.push(FragmentCounts {
+                id: f.id,
+                physical_rows: f.physical_rows,
+                deleted_rows: deleted,
+                overlays: f.overlays.len(),
+            });
+        }
+        let groups = plan_compaction(&counts, self.indices(), options, self.has_stable_row_ids())?;
+        Ok(groups
+            .into_iter()
+            .map(|fragments| CompactionTask {
+                read_version: self.version(),
+                fragments,
+                options: *options,
+            })
+            .collect())
+    }
+
+    /// Executes `task` on this table (any handle; the task's version is read): its fragments'
+    /// live rows, in order, written as new fragments of up to 1,048,576 rows each.
+    pub async fn execute_compaction(&self, task: &CompactionTask) -> Result<CompactionResult> {
+        let at = match self.version() == task.read_version {
+            true => self.clone(),
+            false => self.checkout(task.read_version).await?,
+        };
+        let mut sources = Vec::with_capacity(task.fragments.len());
+        for id in &task.fragments {
+            let f = at
+                .fragment(*id)
+                .await?
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: format!("compaction task of version {}", task.read_version),
+                    reason: format!("fragment {id} is not in that version"),
+                })?;
+            let deleted = at.deletion_vector(&f).await?;
+            sources.push((f, deleted));
+        }
+        let rows: Vec<BoxStream<'static, Result<arrow_array::RecordBatch>>> = sources
+            .iter()
+            .map(|(f, d)| at.live_rows(f.clone(), d.clone()))
+            .collect::<Result<_>>()?;
+        let options = lancet_file::FragmentOptions {
+            max_rows_per_group: task.options.max_rows_per_group,
+            ..Default::default()
+        };
+        let mut new_fragments = at
+            .write_fragments_with(futures::stream::iter(rows).flatten(), options)
+            .await?;
+        if at.has_stable_row_ids() {
+            let borrowed: Vec<(&DataFragment, Option<&RoaringBitmap>)> =
+                sources.iter().map(|(f, d)| (f, d.as_ref())).collect();
+            lancet_rowid::assign::rechunk_fragments(
+                &borrowed,
+                &mut new_fragments,
+                &at.manifest_path(),
+            )?;
+        }
+        Ok(CompactionResult {
+            task: task.clone(),
+            new_fragments,
+        })
+    }
+
+    /// Commits the `results` of tasks planned on one version in one Rewrite (see the module
+    /// docs), judged against every version published since they were planned.
+    pub async fn commit_compaction(&self, results: &[CompactionResult]) -> Result<Compacted> {
+        let Some(first) = results.first() else {
+            return Ok(Compacted {
+                committed: None,
+                fragments_removed: 0,
+                fragments_added: 0,
+            });
+        };
+        let read_version = first.task.read_version;
+        if results.iter().any(|r| r.task.read_version != read_version) {
+            return Err(Error::InvalidArgument {
+                what: "compaction results".into(),
+                reason: "they were planned on different versions; commit each plan alone".into(),
+            });
+        }
+        let options = first.task.options;
+        let base = self.checkout(read_version).await?;
+        let groups: Vec<RewriteGroup<'_>> = results
+            .iter()
+            .map(|r| {
+                let sources = r
+                    .task
+                    .fragments
+                    .iter()
+                    .map(|id| u32::try_from(*id))
+                    .collect::<std::result::Result<Vec<u32>, _>>()
+                    .map_err(|_| Error::InvalidArgument {
+                        what: "compaction task".into(),
+                        reason: "a fragment id exceeds 32 bits".into(),
+                    })?;
+                Ok(RewriteGroup {
+                    sources,
+                    destinations: r.new_fragments.clone(),
+                    mapping: RewriteMapping::OrderedCompaction,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let all_sources: Vec<u32> = groups.iter().flat_map(|g| g.sources.clone()).collect();
+        let committed = match options.defer_index_remap {
+            true => {
+                lancet_txn::compaction::check_options(&options, base.has_stable_row_ids())?;
+                let groups = &groups;
+                base.rewrite_retrying(&all_sources, |b| async move {
+                    b.commit_rewrite_groups(groups, true).await
+                })
+                .await?
+            }
+            false => {
+                let groups = &groups;
+                base.rewrite_retrying(
+                    &all_sources,
+                    |b| async move { b.commit_remapped(groups).await },
+                )
+                .await?
+            }
+        };
+        Ok(Compacted {
+            committed: Some(committed),
+            fragments_removed: all_sources.len(),
+            fragments_added: groups.iter().map(|g| g.destinations.len()).sum(),
+        })
+    }
+
+    /// Plans, executes every task here, and commits: `compact_files` in one call.
+    pub async fn compact(&self, options: &CompactionOptions) -> Result<Compacted> {
+        let tasks = self.plan_compaction(options).await?;
+        let mut results = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            results.push(self.execute_compaction(task).await?);
+        }
+        self.commit_compaction(&results).await
+    }
+
+    /// The Rewrite of `groups` on this version with every index segment covering a source
+    /// written again with the rows' new addresses.
+    async fn commit_remapped(&self, groups: &[RewriteGroup<'_>]) -> Result<Committed> {
+        let fragments = self.fragments().await?;
+        let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
+        let mut transitions = Vec::with_capacity(groups.len());
+        let mut actions = Vec::new();
+        let mut sources_all = RoaringBitmap::new();
+        let mut destinations_all = RoaringBitmap::new();
+        for group in groups {
+            let mut src = Vec::with_capacity(group.sources.len());
+            let mut deleted = Vec::with_capacity(group.sources.len());
+            for &id in &group.sources {
+                let f = fragments
+                    .binary_search_by_key(&u64::from(id), |f| f.id)
+                    .ok()
+                    .and_then(|i| fragments.get(i))
+                    .ok_or_else(|| Error::InvalidArgument {
+                        what: "compaction".into(),
+                        reason: format!("fragment {id} is not in version {}", self.version()),
+                    })?;
+                let d = self.deletion_vector(f).await?.unwrap_or_default();
+                src.push(Digest {
+                    id,
+                    physical_rows: f.physical_rows,
+                    num_deleted_rows: d.len(),
+                });
+                deleted.push(d);
+                sources_all.insert(id);
+                actions.push((u64::from(id), lancet_tree::Action::Remove));
+            }
+            let mut dst = Vec::with_capacity(group.destinations.len());
+            for f in &group.destinations {
+                let mut f = f.clone();
+                f.id = next_id;
+                next_id += 1;
+                let id = u32::try_from(f.id)
+                    .map_err(|_| Error::Internal("fragment ids exhausted".into()))?;
+                dst.push(Digest {
+                    id,
+                    physical_rows: f.physical_rows,
+                    num_deleted_rows: 0,
+                });
+                destinations_all.insert(id);
+                actions.push((f.id, lancet_tree::Action::Upsert(Box::new(f))));
+            }
+            transitions.push(Transition {
+                dataset_version: None,
+                mapping: lancet_reuse::rules::ordered_compaction(&src, &deleted)?,
+                sources: src,
+                destinations: dst,
+            });
+        }
+        let remap = CompactionRemap::new(&transitions)?;
+        let mut indices = Vec::with_capacity(self.indices().len());
+        for index in self.indices() {
+            indices.push(
+                self.remapped(index, &remap, &sources_all, &destinations_all)
+                    .await?,
+            );
+        }
+        let mut manifest = self.manifest().clone();
+        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
+        self.commit_rebasing(
+            manifest,
+            &indices,
+            &actions,
+            &lancet_tree::TreeWriterConfig::default(),
+            Kind::Rewrite,
+        )
+        .await
+    }
+
+    /// `index` after the rewrite: untouched when it covers no source; a BTree segment written
+    /// again with the rows' new addresses (row-id segments keep their rows) covering the
+    /// destinations instead of the sources; any other index refused.
+    async fn remapped(
+        &self,
+        index: &IndexMetadata,
+        remap: &CompactionRemap,
+        sources: &RoaringBitmap,
+        destinations: &RoaringBitmap,
+    ) -> Result<IndexMetadata> {
+        let covered = self.index_fragments(index)?;
+        let touches = covered.as_ref().is_none_or(|c| !c.is_disjoint(sources));
+        if lancet_reuse::is_fri_entry(index) || !touches {
+            return Ok(index.clone());
+        }
+        let is_btree = index
+            .index_details
+            .as_ref()
+            .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
+        if !is_btree {
+            return Err(Error::Unsupported {
+                uri: self.uri().to_string(),
+                version: self.version(),
+                rule: format!(
+                    "index {:?} covers fragments the compaction rewrites, and lancet rewrites only BTree indexes: compact with defer_index_remap",
+                    index.name
+                ),
+            });
+        }
+        let mut bitmap = covered.unwrap_or_default();
+        bitmap -= sources;
+        bitmap |= destinations;
+        let mut out = index.clone();
+        out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&bitmap);
+        let holds_addresses = index.index_version.unwrap_or(0) >= 1 || !self.has_stable_row_ids();
+        if !holds_addresses {
+            return Ok(out);
+        }
+        let segment = self
+            .btree_segments(&index.name)
+            .await?
+            .iter()
+            .find(|s| s.metadata.uuid == index.uuid)
+            .cloned()
+            .ok_or_else(|| Error::Internal(format!("index {:?} segment not opened", index.name)))?;
+        let uuid = ObjectUuid::new_v4();
+        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let options = lancet_btree::TrainOptions {
+            page_rows: segment.index.lookup().page_rows(),
+            ..Default::default()
+        };
+        let trained = lancet_btree::merge(
+            self.file_store(),
+            &segment.index,
+            |a| remap.remap(a),
+            futures::stream::empty(),
+            &dir,
+            options,
+        )
+        .await?;
+        let fresh = trained.entry(lancet_btree::EntryFields {
+            uuid: uuid.to_proto(),
+            name: &index.name,
+            field_id: index.fields.first().copied().unwrap_or(-1),
+            dataset_version: index.dataset_version,
+            fragments: bitmap,
+            stable_row_ids: self.has_stable_row_ids(),
+            created_at: u64::try_from(self.clock().now_ms()).unwrap_or(0),
+        });
+        out.uuid = fresh.uuid;
+        out.files = fresh.files;
+        out.base_id = None;
+        Ok(out)
+    }
+}
+
+/// `DataFragment`s as base64 protobufs in JSON.
+mod fragments_b64 {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(
+        f: &[DataFragment],
+        s: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let encoded: Vec<String> = f
+            .iter()
+            .map(|f| base64::engine::general_purpose::STANDARD.encode(f.encode_to_vec()))
+            .collect();
+        serde::Serialize::serialize(&encoded, s)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> std::result::Result<Vec<DataFragment>, D::Error> {
+        let encoded: Vec<String> = serde::Deserialize::deserialize(d)?;
+        encoded
+            .iter()
+            .map(|e| {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(e)
+                    .map_err(serde::de::Error::custom)?;
+                DataFragment::decode(bytes.as_slice()).map_err(serde::de::Error::custom)
+            })
+            .collect()
+    }
+}
