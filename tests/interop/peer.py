@@ -30,6 +30,7 @@ Every subcommand prints one JSON object on stdout.
   maintenance-table URI TWIN STABLE  20 fragments x 500 rows (id, v), a BTree on id, id % 10 = 3
                                 deleted; TWIN a copy
   compact URI JSON              compact_files with JSON's options; prints the fragments' rows
+  append-iv URI START N         appends rows START..START+N of (id, v)
 """
 import json
 import sys
@@ -526,6 +527,13 @@ def maintenance_table(uri, twin, stable):
     return {"version": lance.dataset(uri).version}
 
 
+def append_iv(uri, start, n):
+    ids = range(int(start), int(start) + int(n))
+    t = pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())})
+    lance.write_dataset(t, uri, mode="append")
+    return {"version": lance.dataset(uri).version}
+
+
 def compact(uri, opts):
     ds = lance.dataset(uri)
     ds.optimize.compact_files(**json.loads(opts))
@@ -538,7 +546,7 @@ def compact(uri, opts):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

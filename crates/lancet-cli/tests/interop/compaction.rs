@@ -244,3 +244,61 @@ fn a_tree_table_compacts_and_flattens_like_pylance_reads_it() {
     );
     assert_eq!(sorted_rows(mine), sorted_rows(twin));
 }
+
+/// A compaction executed before pylance's append and delete of other rows is committed after
+/// them (rebased); one executed before pylance deletes rows it copied fails with a typed
+/// conflict and publishes nothing.
+#[test]
+fn a_compaction_racing_pylance_rebases_or_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine");
+    let twin = dir.path().join("twin");
+    let (mine, twin) = (mine.to_str().unwrap(), twin.to_str().unwrap());
+    peer(&["maintenance-table", mine, twin, "false"]);
+    let execute = |uri: &str, name: &str| -> String {
+        let plan: Vec<Value> = serde_json::from_str(&lancet(&[
+            "compact",
+            uri,
+            "--target-rows-per-fragment",
+            "5000",
+            "--plan",
+        ]))
+        .unwrap();
+        let task = dir.path().join(format!("{name}-task.json"));
+        std::fs::write(&task, plan[0].to_string()).unwrap();
+        let result = dir.path().join(format!("{name}-result.json"));
+        let out = lancet(&["compact", uri, "--execute", task.to_str().unwrap()]);
+        std::fs::write(&result, out).unwrap();
+        result.to_str().unwrap().to_string()
+    };
+    let result = execute(mine, "mine");
+    peer(&["append-iv", mine, "10000", "100"]);
+    peer(&["delete", mine, "id >= 10050"]);
+    lancet(&["compact", mine, "--commit", &result]);
+    assert_eq!(inspect(mine)["transaction"]["operation"], "Rewrite");
+    let ids: Vec<i64> = peer(&["scan", mine])["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_i64().unwrap())
+        .collect();
+    let want: Vec<i64> = (0..10050).filter(|i| i % 10 != 3 || *i >= 10000).collect();
+    assert_eq!(ids, want);
+    answers_exactly(mine, &inspect(mine)["version"].to_string(), &FILTERS);
+
+    let result = execute(twin, "twin");
+    let before = peer(&["delete", twin, "id = 4321"])["version"].clone();
+    let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["compact", twin, "--commit", &result])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("lancet: ") && err.contains("committed by another writer"),
+        "{err}"
+    );
+    assert_eq!(inspect(twin)["version"], before);
+    let rows = peer(&["scan", twin])["count"].clone();
+    assert_eq!(rows, json!(9000 - 1));
+}
