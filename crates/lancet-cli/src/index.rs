@@ -103,3 +103,25 @@ pub async fn build(uri: &str, column: &str, zone_size: u64) -> Result<(), CliErr
     );
     Ok(())
 }
+
+pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError> {
+    let ds = open(uri, None).await?;
+    let next = ds
+        .optimize_indices(&lancet::OptimizeOptions { merge })
+        .await?;
+    let segments: usize = next.btree_indices().iter().map(|(_, s)| s.len()).sum();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "version": next.version(), "btree_segments": segments })
+        );
+    } else if next.version() == ds.version() {
+        println!("every index covers every fragment (version {})", next.version());
+    } else {
+        println!(
+            "optimized indexes: {segments} BTree segments, version {}",
+            next.version()
+        );
+    }
+    Ok(())
+}

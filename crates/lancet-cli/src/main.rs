@@ -469,6 +469,17 @@ enum IndexCommand {
         no_deletions: bool,
     },
     /// Train a BTree on a column and commit it as a new version.
+    /// Extend every BTree over the fragments it does not cover (a new segment, or with
+    /// `--merge` one segment of everything); after deferred compactions, rewrite segments
+    /// with current addresses and trim the Fragment Reuse Index.
+    Optimize {
+        dataset: String,
+        #[arg(long)]
+        merge: bool,
+        /// Print `{"version", "btree_segments"}`.
+        #[arg(long)]
+        json: bool,
+    },
     Build {
         dataset: String,
         #[arg(long)]
@@ -756,6 +767,11 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 column,
                 zone_size,
             } => index::build(&dataset, &column, zone_size).await,
+            IndexCommand::Optimize {
+                dataset,
+                merge,
+                json,
+            } => index::optimize(&dataset, merge, json).await,
         },
         Command::Fri { command } => match command {
             FriCommand::Show {

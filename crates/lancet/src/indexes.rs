@@ -271,6 +271,29 @@ impl Dataset {
         Ok(batch.column(0).clone())
     }
 
+    /// The training pairs (`value`, row address) of column `field_id` in the fragments
+    /// `which` names, their deleted rows left out, one batch per fragment.
+    pub(crate) async fn training_pairs(
+        &self,
+        field_id: i32,
+        which: &RoaringBitmap,
+    ) -> Result<Vec<arrow_array::RecordBatch>> {
+        let mut batches = Vec::new();
+        for f in self.fragments().await?.iter() {
+            let Some(id) = u32::try_from(f.id).ok().filter(|id| which.contains(*id)) else {
+                continue;
+            };
+            let deleted = self.cached_deletion_vector(f).await?;
+            let values = self.read_column(f, field_id).await?;
+            batches.push(lancet_btree::fragment_pairs(
+                id,
+                &values,
+                deleted.as_deref(),
+            )?);
+        }
+        Ok(batches)
+    }
+
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
     /// the next version under the name `{column}_idx`, replacing an index of that name.
     pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
@@ -285,24 +308,20 @@ impl Dataset {
                 version: self.version(),
                 rule: format!("no top-level column {column:?}"),
             })?;
-        let deletions = self.deletion_vectors().await?;
-        let mut batches = Vec::new();
-        let mut covered = RoaringBitmap::new();
-        for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
-            let id = u32::try_from(f.id).map_err(|_| Error::Corrupt {
-                at: self.manifest_ref(),
-                rule: format!("fragment id {} exceeds 32 bits", f.id),
-            })?;
-            covered.insert(id);
-            let values = self.read_column(f, field.id).await?;
-            batches.push(Ok(lancet_btree::fragment_pairs(
-                id,
-                &values,
-                deleted.as_deref(),
-            )?));
-        }
+        let covered: RoaringBitmap = self
+            .fragments()
+            .await?
+            .iter()
+            .map(|f| {
+                u32::try_from(f.id).map_err(|_| Error::Corrupt {
+                    at: self.manifest_ref(),
+                    rule: format!("fragment id {} exceeds 32 bits", f.id),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let batches = self.training_pairs(field.id, &covered).await?;
         let value_type = match batches.first() {
-            Some(Ok(b)) => b.column(0).data_type().clone(),
+            Some(b) => b.column(0).data_type().clone(),
             _ => {
                 return Err(Error::Unsupported {
                     uri: self.uri().to_string(),
@@ -321,7 +340,7 @@ impl Dataset {
             self.file_store(),
             &dir,
             &value_type,
-            futures::stream::iter(batches),
+            futures::stream::iter(batches.into_iter().map(Ok)),
             options,
         )
         .await?;

@@ -1,0 +1,189 @@
+//! Index optimize: [`Dataset::optimize_indices`].
+//!
+//! Composition only. For each BTree index: the fragments its segments do not answer (appended
+//! since, or written by updates) are trained into a new segment, or merged with every segment
+//! into one (`merge`, lancet-btree's ordered merge of page streams, bounded by the external
+//! sorter's memory); after deferred compactions every segment is first written again with
+//! the rows' current addresses (translated through the Fragment Reuse Index), so the history
+//! can then be trimmed (`Dataset::trim_fri`, which this runs when a history is left). Each
+//! index is committed as a CreateIndex replacing its segments, which pylance queries through.
+
+use lancet_btree::{BTreeIndex, TrainOptions};
+use lancet_paths::ObjectUuid;
+use lancet_proto::table::transaction::{CreateIndex, Operation};
+use lancet_proto::table::IndexMetadata;
+use lancet_reuse::Translation;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::indexes::BTreeSegment;
+use crate::Dataset;
+
+/// How [`Dataset::optimize_indices`] extends indexes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OptimizeOptions {
+    /// Merge every segment and the new rows into one segment; otherwise the new rows become
+    /// a segment of their own.
+    pub merge: bool,
+}
+
+/// Rows of a segment translated at a time.
+const CHUNK_ROWS: u64 = 64 * 1024;
+
+impl Dataset {
+    /// Extends every BTree index over the fragments it does not cover, and rewrites segments
+    /// that hold addresses from before deferred compactions (see the module docs). Returns
+    /// the latest version (this one when nothing needed doing).
+    pub async fn optimize_indices(&self, options: &OptimizeOptions) -> Result<Dataset> {
+        let mut ds = self.clone();
+        for (name, _) in self.btree_indices() {
+            if let Some(next) = ds.optimize_index(&name, options).await? {
+                ds = next;
+            }
+        }
+        if ds.fri_entry().is_some() {
+            if let Some(trimmed) = ds.trim_fri().await? {
+                ds = trimmed;
+            }
+        }
+        Ok(ds)
+    }
+
+    /// One index, optimized; `None` when it covers every fragment and needs no translation.
+    async fn optimize_index(&self, name: &str, options: &OptimizeOptions) -> Result<Option<Dataset>> {
+        let segments = self.btree_segments(name).await?;
+        let Some(first) = segments.first() else {
+            return Ok(None);
+        };
+        let field_id = first.metadata.fields.first().copied().unwrap_or(-1);
+        let covered = self.answered_fragments(&segments).await?;
+        let live: RoaringBitmap = self
+            .fragments()
+            .await?
+            .iter()
+            .filter_map(|f| u32::try_from(f.id).ok())
+            .collect();
+        let uncovered = &live - &covered;
+        let translate = self.fri_history().await?.is_some();
+        if uncovered.is_empty() && !translate && !(options.merge && segments.len() > 1) {
+            return Ok(None);
+        }
+        let value_type = first.index.lookup().value_type().clone();
+        let train = TrainOptions {
+            page_rows: first.index.lookup().page_rows(),
+            ..Default::default()
+        };
+        let mut new_indices = Vec::new();
+        let mut removed_indices = Vec::new();
+        let mut pairs: Vec<arrow_array::RecordBatch> =
+            self.training_pairs(field_id, &uncovered).await?;
+        if options.merge || translate {
+            for s in segments.iter() {
+                if options.merge {
+                    pairs.extend(self.segment_pairs(s).await?);
+                } else {
+                    // written again alone, with current addresses
+                    let rows = self.segment_pairs(s).await?;
+                    let fragments = self.segment_coverage(s, &live).await?;
+                    new_indices.push(
+                        self.train_segment(name, field_id, &value_type, rows, fragments, train)
+                            .await?,
+                    );
+                }
+                removed_indices.push(s.metadata.clone());
+            }
+        }
+        let fragments = match options.merge {
+            true => live.clone(),
+            false => uncovered,
+        };
+        if !fragments.is_empty() || options.merge {
+            new_indices.push(
+                self.train_segment(name, field_id, &value_type, pairs, fragments, train)
+                    .await?,
+            );
+        }
+        let op = Operation::CreateIndex(CreateIndex {
+            new_indices,
+            removed_indices,
+        });
+        Ok(Some(self.commit(op).await?.dataset))
+    }
+
+    /// The live fragments `segment` answers for now (through the history when there is one).
+    async fn segment_coverage(&self, segment: &BTreeSegment, live: &RoaringBitmap) -> Result<RoaringBitmap> {
+        Ok(&self.answered_fragments(std::slice::from_ref(segment)).await? & live)
+    }
+
+    /// A segment's `(value, id)` rows with its ids as current row addresses: translated
+    /// through the history, rows it deleted left out; row-id segments keep their ids.
+    async fn segment_pairs(&self, segment: &BTreeSegment) -> Result<Vec<arrow_array::RecordBatch>> {
+        let index: &BTreeIndex = &segment.index;
+        let history = match segment.ids_are_addresses(self.has_stable_row_ids()) {
+            true => self.fri_history().await?,
+            false => None,
+        };
+        let rows = index.data_rows().await?;
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < rows {
+            let end = (start + CHUNK_ROWS).min(rows);
+            let (values, ids) = index.read_rows(start..end).await?;
+            let (values, ids) = match &history {
+                None => (values, ids),
+                Some(h) => {
+                    let translated = h.translate(ids.values()).await?;
+                    let keep = arrow_array::BooleanArray::from_iter(
+                        translated
+                            .iter()
+                            .map(|t| Some(matches!(t, Translation::Address(_)))),
+                    );
+                    let values = arrow_select::filter::filter(values.as_ref(), &keep)
+                        .map_err(|e| Error::Internal(format!("filtering index rows: {e}")))?;
+                    let ids = arrow_array::UInt64Array::from_iter_values(translated.into_iter().filter_map(
+                        |t| match t {
+                            Translation::Address(a) => Some(a),
+                            Translation::Deleted => None,
+                        },
+                    ));
+                    (values, ids)
+                }
+            };
+            out.push(
+                arrow_array::RecordBatch::try_from_iter([
+                    ("value", values),
+                    ("id", std::sync::Arc::new(ids) as arrow_array::ArrayRef),
+                ])
+                .map_err(|e| Error::Internal(format!("index rows: {e}")))?,
+            );
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Trains a segment of index `name` from `pairs`, covering `fragments`.
+    async fn train_segment(
+        &self,
+        name: &str,
+        field_id: i32,
+        value_type: &arrow_schema::DataType,
+        pairs: Vec<arrow_array::RecordBatch>,
+        fragments: RoaringBitmap,
+        options: TrainOptions,
+    ) -> Result<IndexMetadata> {
+        let uuid = ObjectUuid::new_v4();
+        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let pairs = futures::stream::iter(pairs.into_iter().map(Ok));
+        let trained =
+            lancet_btree::train(self.file_store(), &dir, value_type, pairs, options).await?;
+        Ok(trained.entry(lancet_btree::EntryFields {
+            uuid: uuid.to_proto(),
+            name,
+            field_id,
+            dataset_version: self.version(),
+            fragments,
+            stable_row_ids: self.has_stable_row_ids(),
+            created_at: u64::try_from(self.clock().now_ms()).unwrap_or(0),
+        }))
+    }
+}
