@@ -152,6 +152,27 @@ pub async fn update(uri: &str, filter: &str, set: &[String], json: bool) -> Resu
     Ok(())
 }
 
+pub async fn add_column(
+    uri: &str,
+    name: &str,
+    expr: &str,
+    fragments_per_commit: Option<usize>,
+    json: bool,
+) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let (_, value) = lancet::filter::parse_assignment(&format!("{name} = {expr}"))?;
+    let options = lancet::AddColumnOptions {
+        fragments_per_commit: fragments_per_commit.unwrap_or(usize::MAX),
+    };
+    let done = ds.add_column(name, &value, options).await?;
+    if json {
+        println!("{}", serde_json::json!({ "version": done.version() }));
+    } else {
+        println!("added column {name:?}; version {}", done.version());
+    }
+    Ok(())
+}
+
 fn report(json: bool, what: &str, rows: u64, version: u64) {
     if json {
         println!("{}", serde_json::json!({ what: rows, "version": version }));

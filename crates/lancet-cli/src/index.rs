@@ -116,7 +116,10 @@ pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError
             serde_json::json!({ "version": next.version(), "btree_segments": segments })
         );
     } else if next.version() == ds.version() {
-        println!("every index covers every fragment (version {})", next.version());
+        println!(
+            "every index covers every fragment (version {})",
+            next.version()
+        );
     } else {
         println!(
             "optimized indexes: {segments} BTree segments, version {}",

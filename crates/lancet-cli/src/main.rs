@@ -108,6 +108,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add a column computed from the others (`--expr 'id * 2 + v'`), backfilled some
+    /// fragments per commit (fragments not yet backfilled read NULL).
+    AddColumn {
+        dataset: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        expr: String,
+        #[arg(long)]
+        fragments_per_commit: Option<usize>,
+        /// Print `{"version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete the rows where a filter is TRUE.
     Delete {
         dataset: String,
@@ -673,6 +687,13 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             };
             compact::run(&dataset, step, options, json).await
         }
+        Command::AddColumn {
+            dataset,
+            name,
+            expr,
+            fragments_per_commit,
+            json,
+        } => data::add_column(&dataset, &name, &expr, fragments_per_commit, json).await,
         Command::Append {
             dataset,
             from,

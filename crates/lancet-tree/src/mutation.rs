@@ -284,6 +284,19 @@ impl Mutation {
     }
 }
 
+/// The data files `after` adds to `before` when that is its only change (files appended,
+/// every other field equal): what `add_data_file` actions express without writing the whole
+/// record again (a backfill's mutation). `None` for any other change.
+pub fn added_data_files(before: &DataFragment, after: &DataFragment) -> Option<Vec<DataFile>> {
+    let extra = after.files.strip_prefix(before.files.as_slice())?;
+    if extra.is_empty() {
+        return None;
+    }
+    let mut same = after.clone();
+    same.files.truncate(before.files.len());
+    (same == *before).then(|| extra.to_vec())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -441,5 +454,24 @@ mod tests {
         // encode is decode's inverse for current-dataset mutations
         let here = Mutation::decode(&add, None).unwrap();
         assert_eq!(here.encode(), add);
+    }
+
+    #[test]
+    fn only_appended_files_are_data_file_actions() {
+        let mut before = DataFragment {
+            id: 3,
+            physical_rows: 10,
+            files: vec![file("a")],
+            ..Default::default()
+        };
+        let mut after = before.clone();
+        after.files.push(file("b"));
+        assert_eq!(added_data_files(&before, &after), Some(vec![file("b")]));
+        assert_eq!(added_data_files(&before, &before), None);
+        after.physical_rows = 11;
+        assert_eq!(added_data_files(&before, &after), None);
+        before.files.push(file("c"));
+        after.physical_rows = 10;
+        assert_eq!(added_data_files(&before, &after), None);
     }
 }

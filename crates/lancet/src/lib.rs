@@ -13,6 +13,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+mod backfill;
 mod cache;
 mod cleanup;
 mod clone;
@@ -33,6 +34,7 @@ mod search;
 mod verify;
 mod write;
 
+pub use backfill::AddColumnOptions;
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
 };

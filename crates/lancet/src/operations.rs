@@ -219,12 +219,24 @@ impl Dataset {
             );
         }
         actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
-        // a record listed as it is (a merge lists every fragment) changes nothing
-        let changed = plan
-            .updated
-            .into_iter()
-            .filter(|f| before.get(&f.id) != Some(f));
-        for f in changed.chain(plan.created) {
+        // a record listed as it is (a merge lists every fragment) changes nothing; one that
+        // only gains data files (a backfill) is those files, not the whole record (what a
+        // tree buffers)
+        for f in plan.updated {
+            match before.get(&f.id) {
+                Some(b) if *b == f => {}
+                Some(b) => match lancet_tree::added_data_files(b, &f) {
+                    Some(files) => actions.extend(
+                        files
+                            .into_iter()
+                            .map(|file| (f.id, Action::AddDataFile(file))),
+                    ),
+                    None => actions.push((f.id, Action::Upsert(Box::new(f)))),
+                },
+                None => actions.push((f.id, Action::Upsert(Box::new(f)))),
+            }
+        }
+        for f in plan.created {
             actions.push((f.id, Action::Upsert(Box::new(f))));
         }
         Ok(Built {

@@ -50,7 +50,11 @@ impl Dataset {
     }
 
     /// One index, optimized; `None` when it covers every fragment and needs no translation.
-    async fn optimize_index(&self, name: &str, options: &OptimizeOptions) -> Result<Option<Dataset>> {
+    async fn optimize_index(
+        &self,
+        name: &str,
+        options: &OptimizeOptions,
+    ) -> Result<Option<Dataset>> {
         let segments = self.btree_segments(name).await?;
         let Some(first) = segments.first() else {
             return Ok(None);
@@ -111,8 +115,15 @@ impl Dataset {
     }
 
     /// The live fragments `segment` answers for now (through the history when there is one).
-    async fn segment_coverage(&self, segment: &BTreeSegment, live: &RoaringBitmap) -> Result<RoaringBitmap> {
-        Ok(&self.answered_fragments(std::slice::from_ref(segment)).await? & live)
+    async fn segment_coverage(
+        &self,
+        segment: &BTreeSegment,
+        live: &RoaringBitmap,
+    ) -> Result<RoaringBitmap> {
+        Ok(&self
+            .answered_fragments(std::slice::from_ref(segment))
+            .await?
+            & live)
     }
 
     /// A segment's `(value, id)` rows with its ids as current row addresses: translated
@@ -140,12 +151,12 @@ impl Dataset {
                     );
                     let values = arrow_select::filter::filter(values.as_ref(), &keep)
                         .map_err(|e| Error::Internal(format!("filtering index rows: {e}")))?;
-                    let ids = arrow_array::UInt64Array::from_iter_values(translated.into_iter().filter_map(
-                        |t| match t {
+                    let ids = arrow_array::UInt64Array::from_iter_values(
+                        translated.into_iter().filter_map(|t| match t {
                             Translation::Address(a) => Some(a),
                             Translation::Deleted => None,
-                        },
-                    ));
+                        }),
+                    );
                     (values, ids)
                 }
             };

@@ -210,7 +210,7 @@ impl Dataset {
     }
 
     /// The file version the table writes data files in (its manifest's data storage format).
-    fn data_file_version(&self) -> Result<FileVersion> {
+    pub(crate) fn data_file_version(&self) -> Result<FileVersion> {
         let version = self
             .manifest()
             .data_format

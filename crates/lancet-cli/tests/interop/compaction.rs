@@ -302,3 +302,101 @@ fn a_compaction_racing_pylance_rebases_or_conflicts() {
     let rows = peer(&["scan", twin])["count"].clone();
     assert_eq!(rows, json!(9000 - 1));
 }
+
+/// `lancet index optimize` after a deferred compaction rewrites the index with current
+/// addresses and `fri trim` drops the history: answers exact, nothing scanned; after a
+/// pylance append, optimize covers the new fragment.
+#[test]
+fn index_optimize_catches_up_with_compactions_and_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine");
+    let twin = dir.path().join("twin");
+    let (mine, twin) = (mine.to_str().unwrap(), twin.to_str().unwrap());
+    peer(&["maintenance-table", mine, twin, "false"]);
+    lancet(&[
+        "compact",
+        mine,
+        "--target-rows-per-fragment",
+        "5000",
+        "--defer-index-remap",
+    ]);
+    lancet(&["index", "optimize", mine]);
+    lancet(&["fri", "trim", mine]);
+    let version = inspect(mine)["version"].to_string();
+    answers_exactly(mine, &version, &FILTERS);
+    for f in FILTERS {
+        let got = lancet_search(mine, &version, f);
+        assert_eq!(got["scanned_fragments"], 0, "{f}: {got}");
+    }
+    assert_eq!(peer(&["scan", mine])["indices"], json!(["id_idx"]));
+    peer(&["append-iv", mine, "10000", "100"]);
+    let appended = inspect(mine)["version"].to_string();
+    assert_eq!(
+        lancet_search(mine, &appended, "id = 10050")["scanned_fragments"],
+        1
+    );
+    let out: Value = serde_json::from_str(&lancet(&["index", "optimize", mine, "--json"])).unwrap();
+    assert_eq!(out["btree_segments"], 2);
+    let version = out["version"].to_string();
+    let filters = ["id = 10050", "id >= 9990 AND id < 10010", "id = 4321"];
+    answers_exactly(mine, &version, &filters);
+    for f in filters {
+        assert_eq!(
+            lancet_search(mine, &version, f)["scanned_fragments"],
+            0,
+            "{f}"
+        );
+    }
+    let merged: Value =
+        serde_json::from_str(&lancet(&["index", "optimize", mine, "--merge", "--json"])).unwrap();
+    assert_eq!(merged["btree_segments"], 1);
+    answers_exactly(mine, &merged["version"].to_string(), &filters);
+}
+
+/// `lancet add-column` backfills a computed column a few fragments per commit; pylance reads
+/// it for every row, on a flat table and on a tree table flattened.
+#[test]
+fn an_added_column_is_read_by_pylance() {
+    let dir = tempfile::tempdir().unwrap();
+    for tree in [false, true] {
+        let mine = dir.path().join(format!("mine-{tree}"));
+        let twin = dir.path().join(format!("twin-{tree}"));
+        let (mine, twin) = (mine.to_str().unwrap(), twin.to_str().unwrap());
+        peer(&["maintenance-table", mine, twin, "true"]);
+        if tree {
+            lancet(&["tree", "convert", mine]);
+        }
+        let before = inspect(mine)["version"].as_u64().unwrap();
+        lancet(&[
+            "add-column",
+            mine,
+            "--name",
+            "w",
+            "--expr",
+            "id * 2 + v",
+            "--fragments-per-commit",
+            "5",
+        ]);
+        // the schema, then four backfills of five fragments
+        assert_eq!(inspect(mine)["version"].as_u64().unwrap(), before + 5);
+        lancet(&["verify", mine, "--data"]);
+        if tree {
+            lancet(&["tree", "flatten", mine]);
+        }
+        let rows = peer(&[
+            "table",
+            mine,
+            &json!({"columns": ["id", "v", "w"]}).to_string(),
+        ]);
+        let rows = rows["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 9000);
+        for r in rows {
+            let (id, v, w) = (
+                r[0].as_i64().unwrap(),
+                r[1].as_i64().unwrap(),
+                r[2].as_i64(),
+            );
+            assert_eq!(w, Some(id * 2 + v), "{r}");
+        }
+    }
+}
