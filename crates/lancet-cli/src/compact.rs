@@ -19,6 +19,18 @@ pub enum Step {
     Commit(Vec<PathBuf>),
 }
 
+/// A bar of `tasks` on stderr when it is a terminal (hidden otherwise).
+fn progress(tasks: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    indicatif::ProgressBar::new(tasks).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} compaction tasks ({elapsed})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}
+
 fn read_json<T: serde::de::DeserializeOwned>(path: &PathBuf) -> Result<T, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
@@ -64,7 +76,18 @@ pub async fn run(
                 .collect::<Result<Vec<_>, _>>()?;
             ds.commit_compaction(&results).await?
         }
-        Step::All => ds.compact(&options).await?,
+        Step::All => {
+            // the library's compact, one task at a time, with progress on a terminal
+            let tasks = ds.plan_compaction(&options).await?;
+            let bar = progress(tasks.len() as u64);
+            let mut results = Vec::with_capacity(tasks.len());
+            for task in &tasks {
+                results.push(ds.execute_compaction(task).await?);
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            ds.commit_compaction(&results).await?
+        }
     };
     let version = compacted
         .committed
