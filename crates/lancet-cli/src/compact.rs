@@ -26,8 +26,10 @@ fn progress(tasks: u64) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     indicatif::ProgressBar::new(tasks).with_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} compaction tasks ({elapsed})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} compaction tasks ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     )
 }
 

@@ -1,9 +1,11 @@
-//! Encoding a history as a tagged (index_version 1) `__lance_frag_reuse` entry.
+//! Encoding a history as a `__lance_frag_reuse` entry: tagged (index_version 1, transitions)
+//! or legacy (index_version 0, `Version` records of ordered-compaction groups, as pylance
+//! 14.0.2 writes a table's first deferred compactions).
 
 use lancet_proto::roaring_wire::{encode_roaring32, encode_treemap};
 use lancet_proto::table::fragment_reuse_index_details::{
-    transition::Mapping as PbMapping, Content, FragmentDigest, InlineContent, OrderedCompaction,
-    StablePartition, Transition as PbTransition,
+    transition::Mapping as PbMapping, Content, FragmentDigest, Group, InlineContent,
+    OrderedCompaction, StablePartition, Transition as PbTransition, Version as PbVersion,
 };
 use lancet_proto::table::{ExternalFile, FragmentReuseIndexDetails, IndexMetadata};
 use prost::Message;
@@ -71,7 +73,71 @@ pub fn tagged_entry(
     ledger: &Ledger,
     created_at_ms: u64,
 ) -> (IndexMetadata, Option<Vec<u8>>) {
+    let mut fragments = RoaringBitmap::new();
+    for t in &ledger.transitions {
+        fragments.extend(t.sources.iter().map(|d| d.id));
+        fragments.extend(t.destinations.iter().map(|d| d.id));
+    }
     let inline = inline_content(ledger);
+    entry(uuid, dataset_version, inline, fragments, 1, created_at_ms)
+}
+
+/// A new legacy (index_version 0) entry holding `ledger`, as pylance 14.0.2 writes a history
+/// on a table whose history is not tagged: each transition an ordered-compaction `Group` of
+/// the `Version` record of its `dataset_version` (transitions without one take
+/// `dataset_version`, the version the entry is added at), the fragment bitmap the
+/// destinations, no feature flag needed. `None` when the ledger holds a transition only a
+/// tagged history can (a stable partition).
+pub fn legacy_entry(
+    uuid: lancet_proto::table::Uuid,
+    dataset_version: u64,
+    ledger: &Ledger,
+    created_at_ms: u64,
+) -> Option<(IndexMetadata, Option<Vec<u8>>)> {
+    let mut versions: Vec<PbVersion> = Vec::new();
+    let mut fragments = RoaringBitmap::new();
+    for t in &ledger.transitions {
+        let Mapping::OrderedCompaction { surviving } = &t.mapping else {
+            return None;
+        };
+        let at = t.dataset_version.unwrap_or(dataset_version);
+        let group = Group {
+            changed_row_addrs: encode_treemap(surviving),
+            old_fragments: t.sources.iter().map(digest).collect(),
+            new_fragments: t.destinations.iter().map(digest).collect(),
+        };
+        fragments.extend(t.destinations.iter().map(|d| d.id));
+        match versions.last_mut() {
+            Some(v) if v.dataset_version == at => v.groups.push(group),
+            _ => versions.push(PbVersion {
+                dataset_version: at,
+                groups: vec![group],
+            }),
+        }
+    }
+    let inline = InlineContent {
+        legacy_versions: versions,
+        transitions: Vec::new(),
+    };
+    Some(entry(
+        uuid,
+        dataset_version,
+        inline,
+        fragments,
+        0,
+        created_at_ms,
+    ))
+}
+
+/// The entry of `inline` content, external past the inline limit.
+fn entry(
+    uuid: lancet_proto::table::Uuid,
+    dataset_version: u64,
+    inline: InlineContent,
+    mut fragments: RoaringBitmap,
+    index_version: i32,
+    created_at_ms: u64,
+) -> (IndexMetadata, Option<Vec<u8>>) {
     let (details, external) = if inline.encoded_len() > INLINE_LIMIT {
         let content = inline.encode_to_vec();
         let file = ExternalFile {
@@ -93,11 +159,6 @@ pub fn tagged_entry(
             None,
         )
     };
-    let mut fragments = RoaringBitmap::new();
-    for t in &ledger.transitions {
-        fragments.extend(t.sources.iter().map(|d| d.id));
-        fragments.extend(t.destinations.iter().map(|d| d.id));
-    }
     fragments.optimize();
     let entry = IndexMetadata {
         uuid: Some(uuid),
@@ -109,7 +170,7 @@ pub fn tagged_entry(
             type_url: lancet_proto::FRI_DETAILS_TYPE_URL.to_string(),
             value: details.encode_to_vec(),
         }),
-        index_version: Some(1),
+        index_version: Some(index_version),
         created_at: Some(created_at_ms),
         ..Default::default()
     };
@@ -179,5 +240,62 @@ mod tests {
             (file.path.as_str(), file.size),
             (EXTERNAL_FILE, bytes.len() as u64)
         );
+    }
+
+    #[test]
+    fn a_legacy_entry_decodes_as_the_ordered_compactions_it_holds() {
+        let digest = |id: u32, deleted: u64| Digest {
+            id,
+            physical_rows: 4,
+            num_deleted_rows: deleted,
+        };
+        let compaction = |sources: [u32; 2], to: u32, at: Option<u64>| {
+            let deleted: Vec<RoaringBitmap> =
+                vec![[1u32].into_iter().collect(), RoaringBitmap::new()];
+            let src = [digest(sources[0], 1), digest(sources[1], 0)];
+            Transition {
+                dataset_version: at,
+                mapping: crate::rules::ordered_compaction(&src, &deleted).unwrap(),
+                sources: src.to_vec(),
+                destinations: vec![Digest {
+                    id: to,
+                    physical_rows: 7,
+                    num_deleted_rows: 0,
+                }],
+            }
+        };
+        let l = Ledger {
+            index_version: 0,
+            transitions: vec![
+                compaction([0, 1], 10, Some(3)),
+                compaction([2, 3], 11, None),
+            ],
+            has_unsupported: false,
+            unmodelled_row_maps: Vec::new(),
+        };
+        let (entry, external) = legacy_entry(Default::default(), 5, &l, 1).unwrap();
+        assert!(external.is_none());
+        assert_eq!(entry.index_version, Some(0));
+        let covered = lancet_proto::roaring_wire::decode_roaring32(&entry.fragment_bitmap).unwrap();
+        assert_eq!(covered.iter().collect::<Vec<_>>(), [10, 11]);
+        let Some(Content::Inline(inline)) = content(&entry) else {
+            panic!("not inline");
+        };
+        assert_eq!(inline.legacy_versions.len(), 2);
+        let back = crate::decode_inline(&inline.encode_to_vec(), 0, "test").unwrap();
+        let mut want = l.transitions.clone();
+        want[1].dataset_version = Some(5);
+        assert_eq!(back.transitions, want);
+        // a stable partition needs a tagged history
+        assert!(legacy_entry(Default::default(), 5, &ledger(1), 1).is_none());
+        // the rule: legacy while the table's history is, and flag 1024 is not set
+        assert!(crate::rules::keeps_legacy(None, 0));
+        assert!(crate::rules::keeps_legacy(Some(&entry), 0));
+        assert!(!crate::rules::keeps_legacy(
+            None,
+            lancet_paths::flags::FRAGMENT_REUSE_INDEX
+        ));
+        let (tagged, _) = tagged_entry(Default::default(), 5, &l, 1);
+        assert!(!crate::rules::keeps_legacy(Some(&tagged), 0));
     }
 }

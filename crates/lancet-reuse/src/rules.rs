@@ -13,8 +13,8 @@
 //!   appended to the prior history (a new tagged one when there is none), and the lineage rules
 //!   of [`History::new`] holding afterwards; a violation is the caller's `InvalidInput`.
 //! - **Trimming** ([`History::trimmed`]): only transitions some index still needs are kept.
-//! - **Index entries after a deferred compaction** ([`forward_bitmap`]): an entry covering
-//!   every source of a group covers its destinations instead, as pylance leaves it.
+//! - **Legacy or tagged** ([`keeps_legacy`]): a table whose history is not tagged keeps
+//!   legacy (v0) entries, as pylance writes them; tagged is sticky.
 
 use lancet_paths::flags;
 use lancet_proto::table::DataFragment;
@@ -108,38 +108,16 @@ pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Resu
     Ok(Mapping::OrderedCompaction { surviving })
 }
 
-/// An index entry after deferred compactions `moved` (each a group's sources and
-/// destinations), as pylance 14.0.2 leaves it: an entry whose fragment bitmap holds every
-/// source of a group holds its destinations instead (its rows there are read through the
-/// history); an entry holding only some of them, or none, or no bitmap, is left alone.
-pub fn forward_bitmap(
-    index: &mut lancet_proto::table::IndexMetadata,
-    moved: &[(Vec<u32>, Vec<u32>)],
-) -> Result<()> {
-    if moved.is_empty() || index.fragment_bitmap.is_empty() {
-        return Ok(());
-    }
-    let mut bitmap =
-        lancet_proto::roaring_wire::decode_roaring32(&index.fragment_bitmap).map_err(|e| {
-            corrupt(
-                format!("index {:?}", index.name),
-                format!("fragment_bitmap does not decode: {e}"),
-            )
-        })?;
-    let mut changed = false;
-    for (sources, destinations) in moved {
-        if !sources.is_empty() && sources.iter().all(|s| bitmap.contains(*s)) {
-            sources.iter().for_each(|s| {
-                bitmap.remove(*s);
-            });
-            bitmap.extend(destinations.iter().copied());
-            changed = true;
-        }
-    }
-    if changed {
-        index.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&bitmap);
-    }
-    Ok(())
+/// Whether a writer publishes a history as a legacy (index_version 0) entry, as pylance
+/// 14.0.2 does, rather than tagged: while the table's entry (`current`, if any) is legacy and
+/// the tagged flag 1024 is not set (it is sticky: once a version sets it, the history stays
+/// tagged). A history holding a stable partition is always tagged.
+pub fn keeps_legacy(
+    current: Option<&lancet_proto::table::IndexMetadata>,
+    reader_flags: u64,
+) -> bool {
+    reader_flags & flags::FRAGMENT_REUSE_INDEX == 0
+        && current.is_none_or(|c| c.index_version.unwrap_or(0) == 0)
 }
 
 /// `prior` (a new tagged history when `None`) with `t` appended, when `t` is well-formed and

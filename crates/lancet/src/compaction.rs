@@ -5,8 +5,9 @@
 //! reads its fragments' live rows at the version it was planned on and writes them as new
 //! fragments, on stable-row-id tables with the rows' ids and version sequences (lancet-rowid's
 //! `rechunk_fragments`). One commit takes every task's result as one Rewrite: either the
-//! moves are recorded in the Fragment Reuse Index (`defer_index_remap`; the indexes' entries
-//! then cover the new fragments, as pylance leaves them) or every BTree segment that covers a
+//! moves are recorded in the Fragment Reuse Index (`defer_index_remap`; as pylance writes it:
+//! a legacy history while the table's is not tagged, the indexes' entries left as they are)
+//! or every BTree segment that covers a
 //! rewritten fragment is written again with the rows' new addresses (lancet-btree's `merge`
 //! through lancet-reuse's `CompactionRemap`). Other index types covering a rewritten
 //! fragment are refused unless the remap is deferred: lancet cannot rewrite them.
@@ -93,7 +94,7 @@ impl Dataset {
     }
 
     /// Executes `task` on this table (any handle; the task's version is read): its fragments'
-    /// live rows, in order, written as new fragments of up to 1,048,576 rows each.
+    /// live rows, in order, written as one new fragment.
     pub async fn execute_compaction(&self, task: &CompactionTask) -> Result<CompactionResult> {
         let at = match self.version() == task.read_version {
             true => self.clone(),
@@ -115,8 +116,10 @@ impl Dataset {
             .iter()
             .map(|(f, d)| at.live_rows(f.clone(), d.clone()))
             .collect::<Result<_>>()?;
+        // one fragment per task, however many rows, as pylance 14.0.2's compaction writes
         let options = lancet_file::FragmentOptions {
             max_rows_per_group: task.options.max_rows_per_group,
+            max_rows_per_file: u64::MAX,
             ..Default::default()
         };
         let mut new_fragments = at
@@ -182,7 +185,8 @@ impl Dataset {
                 lancet_txn::compaction::check_options(&options, base.has_stable_row_ids())?;
                 let groups = &groups;
                 base.rewrite_retrying(&all_sources, |b| async move {
-                    b.commit_rewrite_groups(groups, true).await
+                    b.commit_rewrite_groups(groups, crate::rewrite::Format::AsTheTable)
+                        .await
                 })
                 .await?
             }

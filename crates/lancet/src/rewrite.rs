@@ -30,6 +30,17 @@ use roaring::RoaringBitmap;
 use crate::error::Result;
 use crate::Dataset;
 
+/// How a history is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// A tagged (index_version 1) entry with feature flag 1024.
+    Tagged,
+    /// As the table keeps it: legacy (index_version 0, no flag) while its history is not
+    /// tagged and holds ordered compactions only, as pylance 14.0.2 writes it; tagged
+    /// otherwise.
+    AsTheTable,
+}
+
 /// One rewrite of `sources` into `destinations` (fragments whose data files the caller has
 /// written; their ids are assigned at commit, in order).
 #[derive(Debug, Clone)]
@@ -80,7 +91,7 @@ impl Dataset {
         self.rewrite_retrying(sources, |base| {
             let group = group.clone();
             async move {
-                base.commit_rewrite_groups(std::slice::from_ref(&group), false)
+                base.commit_rewrite_groups(std::slice::from_ref(&group), Format::Tagged)
                     .await
                     .map(|c| c.dataset)
             }
@@ -131,20 +142,17 @@ impl Dataset {
     }
 
     /// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
-    /// version, each recorded as a transition of the history. `forward`: index entries that
-    /// cover every source of a group cover its destinations instead, as pylance's deferred
-    /// compaction leaves them (their rows are then read through the history).
+    /// version, each recorded as a transition of the history, published in `format`.
     pub(crate) async fn commit_rewrite_groups(
         &self,
         groups: &[RewriteGroup<'_>],
-        forward: bool,
+        format: Format,
     ) -> Result<crate::Committed> {
         let what = self.manifest_ref().object;
         let mut ledger = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut actions: Vec<(u64, lancet_tree::Action)> = Vec::new();
-        let mut moved: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
         let mut seen = HashSet::new();
         for group in groups {
             let sources = &group.sources;
@@ -193,7 +201,6 @@ impl Dataset {
                         .await?
                 }
             };
-            moved.push((sources.clone(), dst_digests.iter().map(|d| d.id).collect()));
             let t = Transition {
                 dataset_version: None,
                 sources: src_digests,
@@ -221,11 +228,7 @@ impl Dataset {
         };
         let mut manifest = self.manifest().clone();
         manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        let forwarded = match forward {
-            true => moved,
-            false => Vec::new(),
-        };
-        self.publish_history(manifest, ledger, &actions, &forwarded)
+        self.publish_history(manifest, ledger, &actions, format)
             .await
     }
 
@@ -293,7 +296,7 @@ impl Dataset {
         mut manifest: lancet_proto::table::Manifest,
         ledger: Ledger,
         actions: &[(u64, lancet_tree::Action)],
-        forwarded: &[(Vec<u32>, Vec<u32>)],
+        format: Format,
     ) -> Result<crate::Committed> {
         let mut indices: Vec<IndexMetadata> = self
             .indices()
@@ -301,17 +304,36 @@ impl Dataset {
             .filter(|m| !is_fri_entry(m))
             .cloned()
             .collect();
-        for index in &mut indices {
-            lancet_reuse::rules::forward_bitmap(index, forwarded)?;
-        }
+        let mut tagged = true;
         if !ledger.transitions.is_empty() {
             let uuid = ObjectUuid::new_v4();
-            let (entry, external) = lancet_reuse::publish::tagged_entry(
-                uuid.to_proto(),
-                self.version(),
-                &ledger,
-                u64::try_from(self.clock().now_ms()).unwrap_or(0),
-            );
+            let created = u64::try_from(self.clock().now_ms()).unwrap_or(0);
+            let legacy = match format {
+                Format::Tagged => None,
+                Format::AsTheTable => lancet_reuse::rules::keeps_legacy(
+                    self.fri_entry(),
+                    self.manifest().reader_feature_flags,
+                )
+                .then(|| {
+                    lancet_reuse::publish::legacy_entry(
+                        uuid.to_proto(),
+                        self.version(),
+                        &ledger,
+                        created,
+                    )
+                })
+                .flatten(),
+            };
+            tagged = legacy.is_none();
+            let (entry, external) = match legacy {
+                Some(e) => e,
+                None => lancet_reuse::publish::tagged_entry(
+                    uuid.to_proto(),
+                    self.version(),
+                    &ledger,
+                    created,
+                ),
+            };
             if let Some(bytes) = external {
                 let path = self.store().path(&format!(
                     "_indices/{uuid}/{}",
@@ -321,9 +343,11 @@ impl Dataset {
             }
             indices.push(entry);
         }
-        let tagged = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
-        manifest.reader_feature_flags |= tagged;
-        manifest.writer_feature_flags |= tagged;
+        if tagged {
+            let flag = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
+            manifest.reader_feature_flags |= flag;
+            manifest.writer_feature_flags |= flag;
+        }
         let kind = if actions.is_empty() {
             crate::commit::Kind::Derived
         } else {
@@ -371,7 +395,9 @@ impl Dataset {
             return Ok(None);
         };
         let manifest = self.manifest().clone();
-        let committed = self.publish_history(manifest, ledger, &[], &[]).await?;
+        let committed = self
+            .publish_history(manifest, ledger, &[], Format::AsTheTable)
+            .await?;
         Ok(Some(committed.dataset))
     }
 

@@ -141,6 +141,23 @@ fn a_deferred_remap_answers_through_the_reuse_index() {
     ]);
     assert_eq!(json!(fragment_rows(mine)), theirs["fragments"]);
     assert_eq!(peer(&["scan", mine])["indices"], theirs["indices"]);
+    // the history as pylance writes it on an untagged table: a legacy entry, no feature
+    // flag, the BTree's entry left as it was
+    let entries = |uri: &str| {
+        let i = inspect(uri);
+        let mut out: Vec<Value> = i["indices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| json!([e["name"], e["index_version"], e["fragment_ids"]]))
+            .collect();
+        out.sort_by_key(|v| v.to_string());
+        out
+    };
+    assert_eq!(entries(mine), entries(twin));
+    // (Lance recomputes the deletion flag at every commit; lancet keeps it once set)
+    let flags = inspect(mine)["reader_feature_flags"].to_string();
+    assert!(!flags.contains("fragment_reuse_index"), "{flags}");
     let version = out["version"].to_string();
     answers_exactly(mine, &version, &FILTERS);
     // lancet answers through the index pages and the history, scanning no fragment
