@@ -284,17 +284,28 @@ impl Mutation {
     }
 }
 
-/// The data files `after` adds to `before` when that is its only change (files appended,
-/// every other field equal): what `add_data_file` actions express without writing the whole
-/// record again (a backfill's mutation). `None` for any other change.
-pub fn added_data_files(before: &DataFragment, after: &DataFragment) -> Option<Vec<DataFile>> {
-    let extra = after.files.strip_prefix(before.files.as_slice())?;
-    if extra.is_empty() {
-        return None;
-    }
+/// The actions that turn the record `before` into `after` with the least written: the data
+/// files it appends (`add_data_file`, a backfill) and the deletion file it sets
+/// (`add_deletion_file`, a delete) when nothing else changed; the whole record
+/// (`upsert_fragment`) otherwise. What a tree buffers for a commit of `after`.
+pub fn actions_between(before: &DataFragment, after: &DataFragment) -> Vec<Action> {
+    let Some(extra) = after.files.strip_prefix(before.files.as_slice()) else {
+        return vec![Action::Upsert(Box::new(after.clone()))];
+    };
     let mut same = after.clone();
     same.files.truncate(before.files.len());
-    (same == *before).then(|| extra.to_vec())
+    let mut actions: Vec<Action> = extra.iter().cloned().map(Action::AddDataFile).collect();
+    if same.deletion_file != before.deletion_file {
+        match same.deletion_file {
+            Some(d) => actions.push(Action::AddDeletionFile(d)),
+            None => return vec![Action::Upsert(Box::new(after.clone()))],
+        }
+        same.deletion_file = before.deletion_file;
+    }
+    match same == *before {
+        true => actions,
+        false => vec![Action::Upsert(Box::new(after.clone()))],
+    }
 }
 
 #[cfg(test)]
@@ -457,8 +468,8 @@ mod tests {
     }
 
     #[test]
-    fn only_appended_files_are_data_file_actions() {
-        let mut before = DataFragment {
+    fn a_commit_writes_the_smallest_actions() {
+        let before = DataFragment {
             id: 3,
             physical_rows: 10,
             files: vec![file("a")],
@@ -466,12 +477,40 @@ mod tests {
         };
         let mut after = before.clone();
         after.files.push(file("b"));
-        assert_eq!(added_data_files(&before, &after), Some(vec![file("b")]));
-        assert_eq!(added_data_files(&before, &before), None);
-        after.physical_rows = 11;
-        assert_eq!(added_data_files(&before, &after), None);
-        before.files.push(file("c"));
-        after.physical_rows = 10;
-        assert_eq!(added_data_files(&before, &after), None);
+        assert_eq!(
+            actions_between(&before, &after),
+            [Action::AddDataFile(file("b"))]
+        );
+        assert!(actions_between(&before, &before).is_empty());
+        let deletion = DeletionFile {
+            file_type: 1,
+            read_version: 2,
+            id: 9,
+            num_deleted_rows: 3,
+            base_id: None,
+        };
+        let mut deleted = before.clone();
+        deleted.deletion_file = Some(deletion);
+        assert_eq!(
+            actions_between(&before, &deleted),
+            [Action::AddDeletionFile(deletion)]
+        );
+        // anything else is the whole record
+        let mut other = after.clone();
+        other.physical_rows = 11;
+        assert_eq!(
+            actions_between(&before, &other),
+            [Action::Upsert(Box::new(other.clone()))]
+        );
+        assert_eq!(
+            actions_between(&deleted, &before),
+            [Action::Upsert(Box::new(before.clone()))]
+        );
+        let mut reordered = before.clone();
+        reordered.files = vec![file("b"), file("a")];
+        assert_eq!(
+            actions_between(&before, &reordered),
+            [Action::Upsert(Box::new(reordered.clone()))]
+        );
     }
 }

@@ -53,6 +53,12 @@ impl Dataset {
         filter: &Filter,
         assignments: &[(String, Scalar)],
     ) -> Result<Changed> {
+        if assignments.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "update".into(),
+                reason: "no column is assigned".into(),
+            });
+        }
         let projection = self.projection(None)?;
         // the assigned columns and their descendants, as Lance records them
         let mut preserving = Vec::new();

@@ -220,19 +220,15 @@ impl Dataset {
         }
         actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
         // a record listed as it is (a merge lists every fragment) changes nothing; one that
-        // only gains data files (a backfill) is those files, not the whole record (what a
-        // tree buffers)
+        // only gains data files (a backfill) or a deletion file (a delete) is those, not the
+        // whole record (what a tree buffers)
         for f in plan.updated {
             match before.get(&f.id) {
-                Some(b) if *b == f => {}
-                Some(b) => match lancet_tree::added_data_files(b, &f) {
-                    Some(files) => actions.extend(
-                        files
-                            .into_iter()
-                            .map(|file| (f.id, Action::AddDataFile(file))),
-                    ),
-                    None => actions.push((f.id, Action::Upsert(Box::new(f)))),
-                },
+                Some(b) => actions.extend(
+                    lancet_tree::actions_between(b, &f)
+                        .into_iter()
+                        .map(|a| (f.id, a)),
+                ),
                 None => actions.push((f.id, Action::Upsert(Box::new(f)))),
             }
         }
