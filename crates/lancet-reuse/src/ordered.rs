@@ -273,48 +273,18 @@ mod tests {
     #[test]
     fn a_compaction_remap_moves_survivors_and_drops_deleted_rows() {
         use crate::ledger::Digest;
+        let digest = |id, physical_rows, num_deleted_rows| Digest {
+            id,
+            physical_rows,
+            num_deleted_rows,
+        };
+        let sources = vec![digest(1, 4, 1), digest(2, 3, 0)];
+        let deleted: [RoaringBitmap; 2] = [[2u32].into_iter().collect(), RoaringBitmap::new()];
         let t = Transition {
             dataset_version: None,
-            sources: vec![
-                Digest {
-                    id: 1,
-                    physical_rows: 4,
-                    num_deleted_rows: 1,
-                },
-                Digest {
-                    id: 2,
-                    physical_rows: 3,
-                    num_deleted_rows: 0,
-                },
-            ],
-            destinations: vec![
-                Digest {
-                    id: 9,
-                    physical_rows: 4,
-                    num_deleted_rows: 0,
-                },
-                Digest {
-                    id: 10,
-                    physical_rows: 2,
-                    num_deleted_rows: 0,
-                },
-            ],
-            mapping: crate::rules::ordered_compaction(
-                &[
-                    Digest {
-                        id: 1,
-                        physical_rows: 4,
-                        num_deleted_rows: 1,
-                    },
-                    Digest {
-                        id: 2,
-                        physical_rows: 3,
-                        num_deleted_rows: 0,
-                    },
-                ],
-                &[[2u32].into_iter().collect(), RoaringBitmap::new()],
-            )
-            .unwrap(),
+            mapping: crate::rules::ordered_compaction(&sources, &deleted).unwrap(),
+            sources,
+            destinations: vec![digest(9, 4, 0), digest(10, 2, 0)],
         };
         let remap = CompactionRemap::new(std::slice::from_ref(&t)).unwrap();
         let a = |f: u32, o: u32| RowAddress::new(f, o).as_u64();
