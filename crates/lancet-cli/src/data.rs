@@ -212,7 +212,7 @@ pub struct Scan {
 }
 
 pub async fn scan(uri: &str, scan: Scan, out: Output<'_>) -> Result<(), CliError> {
-    let ds = open_at(uri, scan.version).await?;
+    let ds = Dataset::open(uri).await?;
     let filter = scan.filter.as_deref().map(Filter::parse).transpose()?;
     let options = ScanOptions {
         columns: out.columns.clone(),
@@ -221,8 +221,12 @@ pub async fn scan(uri: &str, scan: Scan, out: Output<'_>) -> Result<(), CliError
         with_row_address: scan.with_row_address,
         limit: scan.limit,
         offset: scan.offset,
+        version: scan.version,
     };
-    let schema = ds.scan_schema(&options)?;
+    let schema = match scan.version {
+        Some(v) if v != ds.version() => ds.checkout(v).await?.scan_schema(&options)?,
+        _ => ds.scan_schema(&options)?,
+    };
     let mut rows = ds.scan(options).await?;
     let mut writer = RowWriter::new(out.format(), &schema, out.path)?;
     while let Some(batch) = rows.next().await {

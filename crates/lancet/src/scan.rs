@@ -42,6 +42,8 @@ pub struct ScanOptions {
     pub limit: Option<u64>,
     /// Skip this many rows first.
     pub offset: u64,
+    /// Read this version of the table (this handle's when `None`).
+    pub version: Option<u64>,
 }
 
 /// One batch a scan reads: the rows `rows` of `fragment`.
@@ -165,6 +167,14 @@ impl Dataset {
         &self,
         options: ScanOptions,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        if let Some(v) = options.version.filter(|v| *v != self.version()) {
+            let at = self.checkout(v).await?;
+            let options = ScanOptions {
+                version: None,
+                ..options
+            };
+            return Box::pin(at.scan(options)).await;
+        }
         let projection = self.projection(options.columns.as_deref())?;
         let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
         let matched = match &options.filter {
