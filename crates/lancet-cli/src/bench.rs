@@ -21,14 +21,15 @@ use std::time::Instant;
 
 use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
-use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
-use lancet::tree::{Action, RootInfo, TreeWriterConfig};
+use lancet::proto::table::Manifest;
+use lancet::tree::{RootInfo, TreeWriterConfig};
 use lancet::{Caches, Dataset};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::error::CliError;
+use crate::workload::{record, Generator, Workload};
 
 #[derive(Serialize)]
 struct Latency {
@@ -51,7 +52,9 @@ struct Attempts {
 
 #[derive(Serialize)]
 struct Report {
+    workload: Workload,
     bytes_written_per_commit: f64,
+    bytes_per_commit_p50: f64,
     commit_latency_ms: Latency,
     open_to_first_resolve: OpenToFirstResolve,
     setup_s: f64,
@@ -60,35 +63,6 @@ struct Report {
     attempts: Attempts,
     /// Commits per second over the measured phase, all writers together.
     commits_per_s: f64,
-}
-
-fn record(rng: &mut SmallRng, id: u64) -> DataFragment {
-    let rows = 1024 + rng.random_range(0..1u64 << 20);
-    DataFragment {
-        id,
-        files: vec![DataFile {
-            path: format!(
-                "{:016x}{:016x}.lance",
-                rng.random::<u64>(),
-                rng.random::<u64>()
-            ),
-            fields: vec![0, 1],
-            column_indices: vec![0, 1],
-            file_major_version: 2,
-            file_minor_version: 1,
-            file_size_bytes: rows * 12,
-            base_id: None,
-        }],
-        deletion_file: (rng.random_range(0..100) < 7).then(|| DeletionFile {
-            file_type: 1,
-            read_version: 1,
-            id: rng.random::<u64>(),
-            num_deleted_rows: rng.random_range(1..=rows),
-            base_id: None,
-        }),
-        physical_rows: rows,
-        ..Default::default()
-    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -114,6 +88,8 @@ pub struct Options {
     pub node_cache_bytes: Option<u64>,
     /// Each commit appends this many rows as a new fragment (a data file and an Append).
     pub rows: Option<u64>,
+    /// What each commit changes.
+    pub workload: Workload,
 }
 
 /// The schema of the bench table's data files (field ids 0 and 1, as the records list).
@@ -139,14 +115,14 @@ fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
     .map_err(|e| CliError::Usage(e.to_string()))
 }
 
-/// One writer's commits: `commits` commits of `changed` random fragments among those with
-/// `id % writers == w`, each timed and with its attempts.
+/// One writer's commits: `commits` commits of the workload, each timed, with its bytes and
+/// attempts. A `delete` writer changes only the fragments with `id % writers == w`.
 #[allow(clippy::too_many_arguments)]
 async fn writer(
     mut ds: Dataset,
     w: u64,
     writers: u64,
-    fragments: u64,
+    mut generator: Generator,
     commits: u64,
     changed: u64,
     config: TreeWriterConfig,
@@ -154,7 +130,6 @@ async fn writer(
     rows: Option<u64>,
 ) -> Result<Vec<(f64, u64, u32)>, CliError> {
     let mut rng = SmallRng::seed_from_u64(7 + w);
-    let own = fragments.div_ceil(writers).max(1);
     let mut out = Vec::with_capacity(commits as usize);
     for c in 0..commits {
         if let Some(n) = rows {
@@ -170,26 +145,11 @@ async fn writer(
             ds = committed.dataset;
             continue;
         }
-        let actions: Vec<(u64, Action)> = (0..changed)
-            .map(|_| {
-                let id = (rng.random_range(0..own) * writers + w).min(fragments - 1);
-                let rows = 1024; // every record has at least this many rows
-                (
-                    id,
-                    Action::AddDeletionFile(DeletionFile {
-                        file_type: 1,
-                        read_version: ds.version(),
-                        id: rng.random::<u64>(),
-                        num_deleted_rows: rng.random_range(1..=rows),
-                        base_id: None,
-                    }),
-                )
-            })
-            .collect();
+        let actions = generator.actions(&mut rng, changed, ds.version(), |id| id % writers == w);
+        let mut manifest = ds.manifest().clone();
+        manifest.next_row_id = manifest.next_row_id.max(generator.next_row_id);
         let start = Instant::now();
-        let committed = ds
-            .commit_measured(ds.manifest().clone(), &[], &actions, &config)
-            .await?;
+        let committed = ds.commit_measured(manifest, &[], &actions, &config).await?;
         out.push((
             start.elapsed().as_secs_f64() * 1000.0,
             committed.bytes_written,
@@ -227,6 +187,12 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
 
     let setup = Instant::now();
     eprintln!("bench: writing {} fragments", o.fragments);
+    let mut records: Vec<_> = (0..o.fragments).map(|id| record(&mut rng, id)).collect();
+    let generator = Generator::new(o.workload, &mut records);
+    let flags = match o.workload.stable_row_ids() {
+        true => lancet::paths::flags::STABLE_ROW_IDS,
+        false => lancet::paths::flags::DELETION_FILES,
+    };
     let fields = match o.rows {
         Some(_) => lancet::file::manifest_fields(&data_schema())?,
         None => Vec::new(),
@@ -240,10 +206,11 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
                 version: "2.1".into(),
             }),
         version: 1,
-        fragments: (0..o.fragments).map(|id| record(&mut rng, id)).collect(),
+        fragments: records,
         max_fragment_id: u32::try_from(o.fragments - 1).ok(),
-        reader_feature_flags: lancet::paths::flags::DELETION_FILES,
-        writer_feature_flags: lancet::paths::flags::DELETION_FILES,
+        next_row_id: generator.next_row_id,
+        reader_feature_flags: flags,
+        writer_feature_flags: flags,
         ..Default::default()
     };
     write_manifest(&store, &ManifestContent::new(&manifest)).await?;
@@ -257,6 +224,11 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     let setup_s = setup.elapsed().as_secs_f64();
 
     let writers = o.writers.max(1);
+    if writers > 1 && o.workload != Workload::Delete {
+        return Err(CliError::Usage(
+            "several writers run the delete workload only (each on its own fragments)".into(),
+        ));
+    }
     let measured = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..writers {
@@ -264,7 +236,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             ds.clone(),
             w,
             writers,
-            o.fragments,
+            generator.clone(),
             o.commits,
             o.changed,
             config.clone(),
@@ -304,7 +276,11 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     };
 
     latencies.sort_by(f64::total_cmp);
+    let mut sizes: Vec<f64> = results.iter().map(|r| r.1 as f64).collect();
+    sizes.sort_by(f64::total_cmp);
     let report = Report {
+        workload: o.workload,
+        bytes_per_commit_p50: percentile(&sizes, 0.50),
         bytes_written_per_commit: if total == 0 {
             0.0
         } else {
@@ -332,13 +308,15 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         );
     } else {
         println!(
-            "{} writers x {} commits of {} changed fragments on {} fragments ({}): {:.0} bytes written per commit, latency p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms, {:.2} attempts per commit (max {}); cold open + resolve {} objects in {:.2} ms; setup {:.1} s",
+            "{:?}: {} writers x {} commits of {} changed fragments on {} fragments ({}): {:.0} bytes written per commit (p50 {:.0}), latency p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms, {:.2} attempts per commit (max {}); cold open + resolve {} objects in {:.2} ms; setup {:.1} s",
+            o.workload,
             writers,
             o.commits,
             o.changed,
             o.fragments,
             if o.tree { "tree" } else { "flat" },
             report.bytes_written_per_commit,
+            report.bytes_per_commit_p50,
             report.commit_latency_ms.p50,
             report.commit_latency_ms.p95,
             report.commit_latency_ms.p99,

@@ -16,6 +16,7 @@ mod rowid;
 mod search_bench;
 mod tree;
 mod verify;
+mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -353,6 +354,11 @@ enum BenchCommand {
         /// and an Append committed) instead of giving fragments deletion files.
         #[arg(long)]
         rows: Option<u64>,
+        /// What each commit changes: delete (deletion files on random fragments), append (new
+        /// fragments), backfill (a data file on consecutive fragments), compact (adjacent
+        /// fragments replaced by a quarter as many), mixed (70/20/10 append/delete/compact).
+        #[arg(long, value_enum, default_value = "delete")]
+        workload: workload::Workload,
     },
     /// Time hot searches (`Dataset::search`: parsed filter, session caches, deletions
     /// applied) on an existing table: median, p95 and fastest of N after W warm-ups.
@@ -586,6 +592,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     writers,
                     node_cache_mb,
                     rows,
+                    workload,
                 },
         } => {
             let d = lancet::tree::TreeWriterConfig::default();
@@ -609,6 +616,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     writers,
                     node_cache_bytes: node_cache_mb.map(|mb| mb << 20),
                     rows,
+                    workload,
                 })
                 .await,
             )
