@@ -19,7 +19,7 @@
 //! Restore and Overwrite replace the table's content with an earlier or a new one: for them the
 //! freshness rules do not apply (a restored fragment keeps its id), every other rule does.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use lancet_paths::flags;
@@ -321,6 +321,29 @@ pub fn check_lineage(version: u64, previous: &Manifest, next: &Manifest) -> Resu
     Ok(())
 }
 
+/// A row id live in two of `fragments`, and the second fragment holding it. Each fragment's
+/// ids are compared only with the fragments whose id span overlaps its own (sorted by their
+/// lowest id), so tables of `Range` sequences cost a sort, not a comparison of every pair.
+fn live_twice(fragments: &[FragmentRowIds]) -> Option<(u64, u64)> {
+    let mut spans: Vec<(u64, u64, &FragmentRowIds)> = fragments
+        .iter()
+        .filter_map(|f| Some((f.live.min()?, f.live.max()?, f)))
+        .collect();
+    spans.sort_by_key(|(lo, hi, _)| (*lo, *hi));
+    // the fragments seen whose span may still overlap what comes
+    let mut open: Vec<(u64, &FragmentRowIds)> = Vec::new();
+    for (lo, hi, f) in spans {
+        open.retain(|(end, _)| *end >= lo);
+        for (_, other) in &open {
+            if let Some(twice) = (&other.live & &f.live).min() {
+                return Some((f.fragment, twice));
+            }
+        }
+        open.push((hi, f));
+    }
+    None
+}
+
 struct Checker<'a, 'b> {
     c: &'b Candidate<'a>,
 }
@@ -480,15 +503,12 @@ impl Checker<'_, '_> {
             return Ok(());
         };
         let next_row_id = self.next().next_row_id;
-        let physical = |id: u64| {
-            self.c
-                .changes
-                .iter()
-                .find(|c| c.id == id)
-                .and_then(|c| c.after.as_ref())
-                .map(|f| f.physical_rows)
-        };
-        let mut live_after = RoaringTreemap::new();
+        let physical: HashMap<u64, u64> = self
+            .c
+            .changes
+            .iter()
+            .filter_map(|c| c.after.as_ref().map(|f| (c.id, f.physical_rows)))
+            .collect();
         for f in &rows.after {
             let subject = || format!("fragment {}", f.fragment);
             if f.missing_deletion_file {
@@ -498,7 +518,7 @@ impl Checker<'_, '_> {
                     "its deletion file does not exist".into(),
                 ));
             }
-            if let Some(rows) = physical(f.fragment).filter(|r| *r != f.sequence_len) {
+            if let Some(rows) = physical.get(&f.fragment).filter(|r| **r != f.sequence_len) {
                 return Err(self.fail(
                     Invariant::RowIdSequenceLength,
                     subject(),
@@ -517,13 +537,6 @@ impl Checker<'_, '_> {
                     ),
                 ));
             }
-            if let Some(twice) = (&live_after & &f.live).min() {
-                return Err(self.fail(
-                    Invariant::RowIdLiveOnce,
-                    subject(),
-                    format!("row id {twice} is live in another fragment too"),
-                ));
-            }
             if let Some(high) = f.live.max().filter(|m| *m >= next_row_id) {
                 return Err(self.fail(
                     Invariant::RowIdBelowNext,
@@ -531,14 +544,41 @@ impl Checker<'_, '_> {
                     format!("row id {high} is not below next_row_id {next_row_id}"),
                 ));
             }
-            live_after |= &f.live;
+        }
+        if let Some((fragment, twice)) = live_twice(&rows.after) {
+            return Err(self.fail(
+                Invariant::RowIdLiveOnce,
+                format!("fragment {fragment}"),
+                format!("row id {twice} is live in another fragment too"),
+            ));
         }
         if self.replaces_content() {
             return Ok(());
         }
         let prev_next = self.c.previous.map_or(0, |p| p.manifest.next_row_id);
+        // a fragment whose live ids did not change (a conversion hands in every fragment)
+        // brings no new id: only the others are unioned
+        let before: HashMap<u64, &RoaringTreemap> =
+            rows.before.iter().map(|f| (f.fragment, &f.live)).collect();
+        let after: HashMap<u64, &RoaringTreemap> =
+            rows.after.iter().map(|f| (f.fragment, &f.live)).collect();
+        let unchanged = |id: &u64, live: &RoaringTreemap| {
+            before.get(id).is_some_and(|b| *b == live) && after.get(id).is_some_and(|a| *a == live)
+        };
+        let mut live_after = RoaringTreemap::new();
+        for f in rows
+            .after
+            .iter()
+            .filter(|f| !unchanged(&f.fragment, &f.live))
+        {
+            live_after |= &f.live;
+        }
         let mut live_before = RoaringTreemap::new();
-        for f in &rows.before {
+        for f in rows
+            .before
+            .iter()
+            .filter(|f| !unchanged(&f.fragment, &f.live))
+        {
             live_before |= &f.live;
         }
         let mut new_ids = live_after - live_before;
