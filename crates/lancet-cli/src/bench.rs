@@ -50,11 +50,70 @@ struct Attempts {
     max: u32,
 }
 
+/// What one kind of object cost, per commit on average.
+#[derive(Serialize, Default, Clone, Copy)]
+struct KindCost {
+    objects: f64,
+    bytes: f64,
+}
+
+/// Objects written per commit, by kind.
+#[derive(Serialize, Default)]
+struct Kinds {
+    manifest: KindCost,
+    transaction: KindCost,
+    root: KindCost,
+    node: KindCost,
+    leaf: KindCost,
+}
+
+/// One measured commit.
+struct Sample {
+    ms: f64,
+    bytes: u64,
+    attempts: u32,
+    /// Objects and bytes by kind: manifest, transaction, root, node, leaf.
+    kinds: [(u64, u64); 5],
+}
+
+impl Sample {
+    fn of(ms: f64, c: &lancet::Committed) -> Self {
+        let mut kinds = [(0u64, 0u64); 5];
+        let manifest = c.dataset.manifest_file().entry.size;
+        let mut tree = 0;
+        for (path, size) in &c.tree_objects {
+            let i = match path.split('/').nth(1) {
+                Some("root") => 2,
+                Some("node") => 3,
+                _ => 4,
+            };
+            if let Some(k) = kinds.get_mut(i) {
+                *k = (k.0 + 1, k.1 + size);
+            }
+            tree += size;
+        }
+        kinds[0] = (1, manifest);
+        kinds[1] = (1, c.bytes_written.saturating_sub(manifest + tree));
+        Sample {
+            ms,
+            bytes: c.bytes_written,
+            attempts: c.attempts,
+            kinds,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Report {
     workload: Workload,
+    layout: &'static str,
+    fragments: u64,
+    commits: u64,
+    changed: u64,
     bytes_written_per_commit: f64,
     bytes_per_commit_p50: f64,
+    /// Objects and bytes per commit by kind (means over the run).
+    per_kind: Kinds,
     commit_latency_ms: Latency,
     open_to_first_resolve: OpenToFirstResolve,
     setup_s: f64,
@@ -128,7 +187,7 @@ async fn writer(
     config: TreeWriterConfig,
     progress: bool,
     rows: Option<u64>,
-) -> Result<Vec<(f64, u64, u32)>, CliError> {
+) -> Result<Vec<Sample>, CliError> {
     let mut rng = SmallRng::seed_from_u64(7 + w);
     let mut out = Vec::with_capacity(commits as usize);
     for c in 0..commits {
@@ -137,10 +196,9 @@ async fn writer(
             let batch = data_rows(start_row, i64::try_from(n).unwrap_or(0))?;
             let start = Instant::now();
             let committed = ds.append(futures::stream::iter([Ok(batch)])).await?;
-            out.push((
+            out.push(Sample::of(
                 start.elapsed().as_secs_f64() * 1000.0,
-                committed.bytes_written,
-                committed.attempts,
+                &committed,
             ));
             ds = committed.dataset;
             continue;
@@ -150,10 +208,9 @@ async fn writer(
         manifest.next_row_id = manifest.next_row_id.max(generator.next_row_id);
         let start = Instant::now();
         let committed = ds.commit_measured(manifest, &[], &actions, &config).await?;
-        out.push((
+        out.push(Sample::of(
             start.elapsed().as_secs_f64() * 1000.0,
-            committed.bytes_written,
-            committed.attempts,
+            &committed,
         ));
         ds = committed.dataset;
         if progress && (c + 1) % 10 == 0 {
@@ -250,13 +307,32 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     }
     let elapsed = measured.elapsed().as_secs_f64();
     let ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
-    let mut latencies: Vec<f64> = results.iter().map(|r| r.0).collect();
-    let bytes: u64 = results.iter().map(|r| r.1).sum();
+    let mut latencies: Vec<f64> = results.iter().map(|r| r.ms).collect();
+    let bytes: u64 = results.iter().map(|r| r.bytes).sum();
     let attempts = Attempts {
-        mean: results.iter().map(|r| f64::from(r.2)).sum::<f64>() / results.len().max(1) as f64,
-        max: results.iter().map(|r| r.2).max().unwrap_or(0),
+        mean: results.iter().map(|r| f64::from(r.attempts)).sum::<f64>()
+            / results.len().max(1) as f64,
+        max: results.iter().map(|r| r.attempts).max().unwrap_or(0),
     };
     let total = results.len() as u64;
+    let per = |i: usize| {
+        let (objects, bytes) = results.iter().fold((0u64, 0u64), |acc, r| {
+            let k = r.kinds.get(i).copied().unwrap_or_default();
+            (acc.0 + k.0, acc.1 + k.1)
+        });
+        let n = total.max(1) as f64;
+        KindCost {
+            objects: objects as f64 / n,
+            bytes: bytes as f64 / n,
+        }
+    };
+    let per_kind = Kinds {
+        manifest: per(0),
+        transaction: per(1),
+        root: per(2),
+        node: per(3),
+        leaf: per(4),
+    };
 
     let cold = Caches::new(Default::default());
     let start = Instant::now();
@@ -276,10 +352,15 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     };
 
     latencies.sort_by(f64::total_cmp);
-    let mut sizes: Vec<f64> = results.iter().map(|r| r.1 as f64).collect();
+    let mut sizes: Vec<f64> = results.iter().map(|r| r.bytes as f64).collect();
     sizes.sort_by(f64::total_cmp);
     let report = Report {
         workload: o.workload,
+        layout: if o.tree { "tree" } else { "flat" },
+        fragments: o.fragments,
+        commits: o.commits,
+        changed: o.changed,
+        per_kind,
         bytes_per_commit_p50: percentile(&sizes, 0.50),
         bytes_written_per_commit: if total == 0 {
             0.0
@@ -325,6 +406,18 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             objects,
             ms,
             setup_s
+        );
+        let k = &report.per_kind;
+        println!(
+            "per commit: manifest {:.0} B, transaction {:.0} B, root {:.2} objects {:.0} B, node {:.2} objects {:.0} B, leaf {:.2} objects {:.0} B",
+            k.manifest.bytes,
+            k.transaction.bytes,
+            k.root.objects,
+            k.root.bytes,
+            k.node.objects,
+            k.node.bytes,
+            k.leaf.objects,
+            k.leaf.bytes
         );
     }
     Ok(())

@@ -336,12 +336,15 @@ enum BenchCommand {
         leaf_records: Option<usize>,
         #[arg(long)]
         fanout: Option<usize>,
+        /// Budgets in encoded bytes of buffered mutations (see `TreeWriterConfig`).
         #[arg(long)]
-        since_root_max: Option<usize>,
+        since_root_bytes: Option<usize>,
         #[arg(long)]
-        root_buffer_max: Option<usize>,
+        root_buffer_bytes: Option<usize>,
         #[arg(long)]
-        node_buffer_max: Option<usize>,
+        node_buffer_bytes: Option<usize>,
+        #[arg(long)]
+        inline_root_bytes: Option<usize>,
         /// Concurrent writers, each making K commits on its own fragments (ids ≡ w mod W):
         /// every commit races the others and rebases over what they published.
         #[arg(long, default_value_t = 1)]
@@ -586,9 +589,10 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     json,
                     leaf_records,
                     fanout,
-                    since_root_max,
-                    root_buffer_max,
-                    node_buffer_max,
+                    since_root_bytes,
+                    root_buffer_bytes,
+                    node_buffer_bytes,
+                    inline_root_bytes,
                     writers,
                     node_cache_mb,
                     rows,
@@ -599,9 +603,10 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             let config = lancet::tree::TreeWriterConfig {
                 leaf_max_records: leaf_records.unwrap_or(d.leaf_max_records),
                 fanout_max: fanout.unwrap_or(d.fanout_max),
-                since_root_max: since_root_max.unwrap_or(d.since_root_max),
-                root_buffer_max: root_buffer_max.unwrap_or(d.root_buffer_max),
-                node_buffer_max: node_buffer_max.unwrap_or(d.node_buffer_max),
+                since_root_max_bytes: since_root_bytes.unwrap_or(d.since_root_max_bytes),
+                root_buffer_max_bytes: root_buffer_bytes.unwrap_or(d.root_buffer_max_bytes),
+                node_buffer_max_bytes: node_buffer_bytes.unwrap_or(d.node_buffer_max_bytes),
+                inline_root_max_bytes: inline_root_bytes.unwrap_or(d.inline_root_max_bytes),
                 ..d
             };
             done(

@@ -22,6 +22,13 @@ pub const NON_REUSABLE_FIELD_IDS: u64 = 32768;
 pub const ZONE_WRITE_SEEDS: u64 = 65536;
 pub const OBJECT_METADATA: u64 = 131072;
 
+/// The writer flags lancet sets when a table becomes a fragment tree: the tree flag, and
+/// transactions inlined in the manifest only (flag 32). A tree commit is small, and the
+/// `_transactions/` file would be one more object (and ~1 ms of file creation on a local
+/// disk) per commit; readers, lancet's rebase included, take the inline section first.
+/// Flattening keeps flag 32: Lance honours it.
+pub const TREE_WRITER: u64 = FRAGMENT_TREE | DISABLE_TRANSACTION_FILE;
+
 /// Every flag Lance 14.0.2 defines, with the name lancet prints.
 pub const FLAG_NAMES: [(u64, &str); 18] = [
     (DELETION_FILES, "deletion_files"),

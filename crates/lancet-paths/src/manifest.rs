@@ -553,8 +553,9 @@ async fn read_by_name_in(
 ///
 /// With `transaction`, the version records what it did as Lance 14 does: the transaction
 /// is written to `_transactions/{read_version}-{uuid}.txn` first, named by
-/// `transaction_file`, and inlined in the manifest object. Without, `transaction_file` is
-/// cleared: a version never names another version's transaction.
+/// `transaction_file`, and inlined in the manifest object; with writer flag 32
+/// (`DISABLE_TRANSACTION_FILE`) it is inlined only. Without, `transaction_file` is cleared: a
+/// version never names another version's transaction.
 ///
 /// This is the raw storage action: it publishes what it is given, and tests use it to write
 /// corrupt versions. lancet's write paths publish through [`prepare_manifest`] (the object
@@ -641,9 +642,11 @@ fn encode_for(
     let path = store.path(&scheme.relative_path(manifest.version));
     let mut manifest = manifest.clone();
     let encoded = transaction.map(|t| t.encode_to_vec());
+    // Lance's writer flag 32: the transaction is inlined only, no `_transactions/` file.
+    let inline_only = manifest.writer_feature_flags & crate::flags::DISABLE_TRANSACTION_FILE != 0;
     manifest.transaction_file = match transaction {
-        Some(t) => crate::transaction::transaction_file_name(t),
-        None => String::new(),
+        Some(t) if !inline_only => crate::transaction::transaction_file_name(t),
+        _ => String::new(),
     };
     let bytes = Bytes::from(encode_manifest(
         &manifest,
@@ -657,7 +660,9 @@ fn encode_for(
         path,
         size: bytes.len() as u64,
     };
-    let transaction = encoded.map(|e| (manifest.transaction_file.clone(), Bytes::from(e)));
+    let transaction = encoded
+        .filter(|_| !inline_only)
+        .map(|e| (manifest.transaction_file.clone(), Bytes::from(e)));
     Ok((
         entry,
         EncodedObjects {

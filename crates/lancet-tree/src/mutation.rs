@@ -148,6 +148,14 @@ impl Mutation {
         })
     }
 
+    /// Bytes this mutation takes in a buffer: its encoding with its field key and length
+    /// (what the writer's budgets count).
+    pub fn encoded_len(&self) -> usize {
+        use prost::Message;
+        let len = self.encode().encoded_len();
+        1 + prost::length_delimiter_len(len) + len
+    }
+
     /// The protobuf form of this mutation.
     pub fn encode(&self) -> FragmentTreeMutation {
         let frag_id = self.target;

@@ -10,10 +10,10 @@
 //!    with no matching slot, …) fails the commit before anything is written. Two replacements
 //!    that chain through a renamed path stay two mutations.
 //! 2. **Placement.** With an external root the mutations join `mutations_since_root` while it
-//!    holds at most [`TreeWriterConfig::since_root_max`]; the commit then writes only the
+//!    holds at most [`TreeWriterConfig::since_root_max_bytes`]; the commit then writes only the
 //!    manifest. Otherwise they go into the root buffer and a new root is written (inline while
 //!    its encoding is at most [`TreeWriterConfig::inline_root_max_bytes`]).
-//! 3. **Flush.** A buffer over its budget (`root_buffer_max`, `node_buffer_max`) sends its
+//! 3. **Flush.** A buffer over its budget (`root_buffer_max_bytes`, `node_buffer_max_bytes`) sends its
 //!    largest child partitions down until it is at half its budget: into the child's buffer for
 //!    an interior, or into a **materialized** leaf (records rewritten with its mutations
 //!    applied, watermark = the highest sequence applied). Mutations only ever move down, whole
@@ -57,20 +57,24 @@ use crate::reader::TreeReader;
 use crate::records::{record_counts, Deltas, Totals, WideTotals};
 use crate::routing::{route, ChildRef, KeyRange, KEY_END};
 
-/// The writer's policy. Defaults were chosen with `lancet bench commit` (docs/performance.md).
+/// The writer's policy. Budgets are in encoded bytes, not mutation counts: an upsert carries a
+/// whole record (~100 bytes), a deletion file ~40, a removal ~10, and what a commit pays is
+/// bytes. Defaults were chosen with `lancet bench commit --workload …` (docs/performance.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeWriterConfig {
     /// Records per leaf before it splits.
     pub leaf_max_records: usize,
     /// Children per interior (and the root) before it splits (grows a level).
     pub fanout_max: usize,
-    /// Mutations an external root's manifest carries before a new root takes them in.
-    pub since_root_max: usize,
-    /// Mutations the root buffers before flushing.
-    pub root_buffer_max: usize,
-    /// Mutations an interior buffers before flushing.
-    pub node_buffer_max: usize,
-    /// Largest encoded root kept inline in the manifest.
+    /// Bytes of mutations an external root's manifest carries (`mutations_since_root`) before
+    /// a new root takes them in. Every commit rewrites them.
+    pub since_root_max_bytes: usize,
+    /// Bytes of mutations the root buffers before flushing.
+    pub root_buffer_max_bytes: usize,
+    /// Bytes of mutations an interior buffers before flushing.
+    pub node_buffer_max_bytes: usize,
+    /// Largest encoded root kept inline in the manifest. An inline root is rewritten by every
+    /// commit, buffer included, so it costs what `mutations_since_root` costs.
     pub inline_root_max_bytes: usize,
     /// Lance file version of new leaves.
     pub leaf_version: FileVersion,
@@ -81,10 +85,10 @@ impl Default for TreeWriterConfig {
         Self {
             leaf_max_records: 4096,
             fanout_max: 64,
-            since_root_max: 256,
-            root_buffer_max: 1024,
-            node_buffer_max: 2048,
-            inline_root_max_bytes: 16 << 10,
+            since_root_max_bytes: 2 << 10,
+            root_buffer_max_bytes: 16 << 10,
+            node_buffer_max_bytes: 64 << 10,
+            inline_root_max_bytes: 2 << 10,
             leaf_version: FileVersion::V2_1,
         }
     }
@@ -96,13 +100,18 @@ impl TreeWriterConfig {
         Self {
             leaf_max_records: 3,
             fanout_max: 3,
-            since_root_max: 2,
-            root_buffer_max: 3,
-            node_buffer_max: 3,
+            since_root_max_bytes: 100,
+            root_buffer_max_bytes: 150,
+            node_buffer_max_bytes: 150,
             inline_root_max_bytes: 300,
             leaf_version: FileVersion::V2_1,
         }
     }
+}
+
+/// Bytes `buffer` takes encoded (what the budgets count).
+fn buffer_bytes(buffer: &[Mutation]) -> usize {
+    buffer.iter().map(Mutation::encoded_len).sum()
 }
 
 /// What a commit produced: the manifest's new tree and id high-water mark, and the objects
@@ -239,7 +248,7 @@ impl TreeWriter {
         let (root_buffer, mut since) = reader.root_buffers();
         let external = matches!(reader.root_info(), crate::reader::RootInfo::External { .. });
         since.extend(mutations.iter().cloned());
-        let tree = if external && since.len() <= self.config.since_root_max {
+        let tree = if external && buffer_bytes(&since) <= self.config.since_root_max_bytes {
             // Only the manifest changes: the root is reused.
             let FragmentTreeMetadata {
                 layout: Some(Layout::Tree(mut tree)),
@@ -684,8 +693,8 @@ impl Commit<'_> {
             }
             let (children, mut buffer) = self.node_parts(&child).await?;
             buffer.extend(mutations);
-            let budget = self.writer.config.node_buffer_max;
-            let (children, buffer) = if buffer.len() > budget {
+            let budget = self.writer.config.node_buffer_max_bytes;
+            let (children, buffer) = if buffer_bytes(&buffer) > budget {
                 self.flush(children, buffer, budget, child.range).await?
             } else {
                 (children, buffer)
@@ -695,8 +704,8 @@ impl Commit<'_> {
         })
     }
 
-    /// Sends the largest partitions of `buffer` down until at most `budget / 2` remain (all of
-    /// it when the node would keep fewer than two children).
+    /// Sends the largest partitions of `buffer` (in bytes) down until at most `budget / 2`
+    /// bytes remain.
     async fn flush(
         &mut self,
         children: Children,
@@ -708,9 +717,10 @@ impl Commit<'_> {
             return Ok((children, buffer));
         }
         let mut parts = partition(&children, buffer);
-        let mut order: Vec<(usize, usize)> = parts.iter().map(|(i, p)| (p.len(), *i)).collect();
+        let mut order: Vec<(usize, usize)> =
+            parts.iter().map(|(i, p)| (buffer_bytes(p), *i)).collect();
         order.sort_unstable_by(|a, b| b.cmp(a));
-        let mut remaining: usize = parts.values().map(Vec::len).sum();
+        let mut remaining: usize = order.iter().map(|(bytes, _)| bytes).sum();
         let mut chosen = Vec::new();
         for (len, i) in order {
             if remaining <= budget / 2 && !chosen.is_empty() {
@@ -923,7 +933,7 @@ impl Commit<'_> {
     ) -> Result<(Children, Vec<Mutation>)> {
         let cfg = self.writer.config.clone();
         let (mut children, mut buffer) = if children.is_empty() {
-            if buffer.len() > cfg.root_buffer_max {
+            if buffer_bytes(&buffer) > cfg.root_buffer_max_bytes {
                 let leaves = self
                     .materialize(KeyRange::ALL, Vec::new(), buffer, 0)
                     .await?;
@@ -931,8 +941,8 @@ impl Commit<'_> {
             } else {
                 (children, buffer)
             }
-        } else if buffer.len() > cfg.root_buffer_max {
-            self.flush(children, buffer, cfg.root_buffer_max, KeyRange::ALL)
+        } else if buffer_bytes(&buffer) > cfg.root_buffer_max_bytes {
+            self.flush(children, buffer, cfg.root_buffer_max_bytes, KeyRange::ALL)
                 .await?
         } else {
             (children, buffer)
@@ -958,7 +968,10 @@ impl Commit<'_> {
                 .shape(KeyRange::ALL, height, children, Vec::new())
                 .await?;
         }
-        if children.is_empty() && !buffer.is_empty() && buffer.len() > cfg.root_buffer_max {
+        if children.is_empty()
+            && !buffer.is_empty()
+            && buffer_bytes(&buffer) > cfg.root_buffer_max_bytes
+        {
             // every leaf emptied: what is left materializes from nothing
             let leaves = self
                 .materialize(KeyRange::ALL, Vec::new(), buffer, 0)

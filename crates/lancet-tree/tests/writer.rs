@@ -114,9 +114,9 @@ async fn small_budgets_random_commits_match_the_model() {
     let config = TreeWriterConfig {
         leaf_max_records: 8,
         fanout_max: 4,
-        since_root_max: 5,
-        root_buffer_max: 12,
-        node_buffer_max: 10,
+        since_root_max_bytes: 250,
+        root_buffer_max_bytes: 600,
+        node_buffer_max_bytes: 500,
         inline_root_max_bytes: 1024,
         ..Default::default()
     };
@@ -127,10 +127,15 @@ async fn small_budgets_random_commits_match_the_model() {
 }
 
 #[tokio::test]
-async fn default_budgets_keep_small_tables_inline() {
-    let (height, bytes) = run(TreeWriterConfig::default(), 60, 9).await;
+async fn default_budgets_keep_small_tables_in_the_root() {
+    // a few commits fit the inline budget: the manifest is all that is written
+    let (height, bytes) = run(TreeWriterConfig::default(), 5, 9).await;
     assert_eq!(height, 0, "everything stays in the inline root buffer");
     assert_eq!(bytes, 0, "no object written");
+    // more go to an external root, still with no leaf under it
+    let (height, bytes) = run(TreeWriterConfig::default(), 60, 9).await;
+    assert_eq!(height, 0, "everything stays in the root buffer");
+    assert!(bytes > 0, "the root went external");
 }
 
 #[test]

@@ -39,6 +39,9 @@ pub struct Committed {
     pub objects_written: u64,
     /// Their bytes.
     pub bytes_written: u64,
+    /// The tree objects among them (relative path, bytes); the rest are the manifest and the
+    /// transaction file.
+    pub tree_objects: Vec<(String, u64)>,
     /// Attempts the commit made: 1, plus one per race lost and rebased over.
     pub attempts: u32,
 }
@@ -146,13 +149,20 @@ impl Dataset {
             let changes = (base.tree().is_some() || matches!(kind, Kind::Conversion(_)))
                 .then_some(prepared.changes.as_slice());
             let (objects, bytes) = (prepared.objects, prepared.bytes);
-            let done = |dataset: Dataset| Committed {
-                objects_written: objects + 2,
-                bytes_written: bytes
-                    + dataset.manifest_file().entry.size
-                    + txn.encoded_len() as u64,
-                attempts: attempt,
-                dataset,
+            let tree_objects = prepared.tree_objects.clone();
+            let done = |dataset: Dataset| {
+                // the transaction file, unless the table inlines transactions only (flag 32)
+                let file =
+                    dataset.manifest().writer_feature_flags & flags::DISABLE_TRANSACTION_FILE == 0;
+                Committed {
+                    tree_objects: tree_objects.clone(),
+                    objects_written: objects + 1 + u64::from(file),
+                    bytes_written: bytes
+                        + dataset.manifest_file().entry.size
+                        + if file { txn.encoded_len() as u64 } else { 0 },
+                    attempts: attempt,
+                    dataset,
+                }
             };
             let lost = match base
                 .publish_sized(
@@ -299,6 +309,7 @@ impl Dataset {
         kind: &Kind,
     ) -> Result<Prepared> {
         let (mut objects, mut bytes) = (0, 0);
+        let mut tree_objects = Vec::new();
         // an operation is planned on this version each attempt
         let built = match kind {
             Kind::Operation(op) => Some(Box::pin(self.build(op)).await?),
@@ -333,6 +344,7 @@ impl Dataset {
                     let commit = writer.commit(reader, actions).await?;
                     objects += commit.written.len() as u64;
                     bytes += commit.object_bytes();
+                    tree_objects = commit.written;
                     manifest.fragment_tree = Some(commit.metadata);
                     manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
                     changes = commit.changes;
@@ -368,6 +380,7 @@ impl Dataset {
             data_files,
             objects,
             bytes,
+            tree_objects,
         })
     }
 
@@ -517,7 +530,7 @@ impl Dataset {
         manifest.fragment_tree = Some(commit.metadata);
         manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
         manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
-        manifest.writer_feature_flags |= flags::FRAGMENT_TREE;
+        manifest.writer_feature_flags |= flags::TREE_WRITER;
         let indices = self.indices().to_vec();
         self.publish_conversion(manifest, &indices, &fragments, &records)
             .await
@@ -640,6 +653,7 @@ struct Prepared {
     data_files: Option<Vec<lancet_txn::DataFileFacts>>,
     objects: u64,
     bytes: u64,
+    tree_objects: Vec<(String, u64)>,
 }
 
 fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) {

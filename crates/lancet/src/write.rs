@@ -130,7 +130,7 @@ impl Dataset {
                 let commit = writer.bulk_load(&fragments).await?;
                 manifest.fragment_tree = Some(commit.metadata);
                 manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
-                manifest.writer_feature_flags |= flags::FRAGMENT_TREE;
+                manifest.writer_feature_flags |= flags::TREE_WRITER;
             }
         }
         let txn = new_transaction(0, operation);

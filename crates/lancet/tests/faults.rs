@@ -201,9 +201,10 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
 async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs() {
     let template = tempfile::tempdir().unwrap();
     let base = tree_table(template.path()).await;
-    // a history of three more commits, whose superseded objects a cleanup removes
+    // a history of five more commits, whose superseded objects a cleanup removes (a tree
+    // table's versions have no transaction file: each is a manifest and tree objects)
     let mut ds = base;
-    for round in 0..3u64 {
+    for round in 0..5u64 {
         let actions = vec![(60 + round, Action::Upsert(Box::new(fragment(60 + round))))];
         ds = ds
             .commit_with_actions(
