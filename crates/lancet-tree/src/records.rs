@@ -59,6 +59,23 @@ pub(crate) struct WideTotals {
 }
 
 impl WideTotals {
+    pub(crate) fn add_deltas_wide(&mut self, other: WideTotals) {
+        self.fragments += other.fragments;
+        self.total_rows += other.total_rows;
+        self.visible_rows += other.visible_rows;
+    }
+
+    /// Adds one resolved record (counts already checked when it was produced).
+    pub(crate) fn add_record(&mut self, f: &DataFragment) {
+        if let Ok((total, visible)) = crate::records::record_counts(f) {
+            self.add_totals(Totals {
+                fragments: 1,
+                total_rows: total,
+                visible_rows: visible,
+            });
+        }
+    }
+
     pub fn add_totals(&mut self, t: Totals) {
         self.fragments += i128::from(t.fragments);
         self.total_rows += i128::from(t.total_rows);
