@@ -93,7 +93,11 @@ impl Sample {
             tree += size;
         }
         kinds[0] = (1, manifest);
-        kinds[1] = (1, c.bytes_written.saturating_sub(manifest + tree));
+        let tree_count = c.tree_objects.len() as u64;
+        kinds[1] = (
+            c.objects_written.saturating_sub(tree_count + 1),
+            c.bytes_written.saturating_sub(manifest + tree),
+        );
         Sample {
             ms,
             bytes: c.bytes_written,

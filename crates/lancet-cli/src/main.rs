@@ -407,9 +407,9 @@ enum TreeCommand {
     /// refuses that version; N stays readable).
     Convert {
         dataset: String,
-        /// Records per leaf.
-        #[arg(long, default_value_t = 4096)]
-        leaf_records: usize,
+        /// Records per leaf (default: the tree writer's, 2048).
+        #[arg(long)]
+        leaf_records: Option<usize>,
         /// Keep the root in the manifest, however large.
         #[arg(long)]
         inline_root: bool,
@@ -533,7 +533,11 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                 dataset,
                 leaf_records,
                 inline_root,
-            } => tree::convert(&dataset, leaf_records, inline_root).await,
+            } => {
+                let leaf_records = leaf_records
+                    .unwrap_or(lancet::tree::TreeWriterConfig::default().leaf_max_records);
+                tree::convert(&dataset, leaf_records, inline_root).await
+            }
             TreeCommand::Flatten { dataset } => tree::flatten(&dataset).await,
         }),
         Command::Bench {

@@ -83,11 +83,11 @@ pub struct TreeWriterConfig {
 impl Default for TreeWriterConfig {
     fn default() -> Self {
         Self {
-            leaf_max_records: 4096,
+            leaf_max_records: 2048,
             fanout_max: 64,
             since_root_max_bytes: 2 << 10,
-            root_buffer_max_bytes: 16 << 10,
-            node_buffer_max_bytes: 64 << 10,
+            root_buffer_max_bytes: 32 << 10,
+            node_buffer_max_bytes: 128 << 10,
             inline_root_max_bytes: 2 << 10,
             leaf_version: FileVersion::V2_1,
         }
