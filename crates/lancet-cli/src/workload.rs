@@ -123,10 +123,15 @@ impl Generator {
         match kind {
             Workload::Append | Workload::Mixed => (0..changed).map(|_| self.append(rng)).collect(),
             Workload::Delete => {
-                let mine: Vec<u64> = self.live.iter().copied().filter(|id| owned(*id)).collect();
+                let live = &self.live;
                 (0..changed)
                     .filter_map(|_| {
-                        let id = *mine.get(rng.random_range(0..mine.len().max(1)))?;
+                        // a writer owns about 1/W of the ids: draw until one is its own
+                        // (collecting them would cost a pass over the table per commit)
+                        let id = (0..1024)
+                            .filter_map(|_| live.get(rng.random_range(0..live.len().max(1))))
+                            .copied()
+                            .find(|id| owned(*id))?;
                         Some((
                             id,
                             Action::AddDeletionFile(DeletionFile {

@@ -86,7 +86,7 @@ impl Default for TreeWriterConfig {
             leaf_max_records: 2048,
             fanout_max: 64,
             since_root_max_bytes: 2 << 10,
-            root_buffer_max_bytes: 32 << 10,
+            root_buffer_max_bytes: 24 << 10,
             node_buffer_max_bytes: 128 << 10,
             inline_root_max_bytes: 2 << 10,
             leaf_version: FileVersion::V2_1,

@@ -94,9 +94,24 @@ impl SequenceSpan {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CheckContext {
     pub reference: crate::routing::ChildRef,
-    pub bases: u64,
+    /// The version's `base_paths`, encoded.
+    pub bases: Arc<[u8]>,
     pub root_next: u64,
     pub max_fragment_id: Option<u32>,
+}
+
+impl CheckContext {
+    /// Whether a node that passed its checks in `self` passes them in `other`: the same
+    /// reference and base paths, and bounds at least as wide. The bounds only ever widen
+    /// the checks' acceptance (every sequence below `root_next`, every target at most
+    /// `max_fragment_id`), so a node checked for an older version of the lineage needs no
+    /// second check for a newer one.
+    pub(crate) fn covers(&self, other: &CheckContext) -> bool {
+        self.reference == other.reference
+            && self.bases == other.bases
+            && self.root_next <= other.root_next
+            && self.max_fragment_id <= other.max_fragment_id
+    }
 }
 
 /// A decoded leaf: its checked records in id order and what they add up to.
@@ -139,5 +154,48 @@ impl TreeObject {
             Self::Node(n) => n.size,
             Self::Leaf(l) => l.size,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::routing::{ChildRef, KeyRange};
+    use lancet_paths::{ResolvedBase, TreeObjectKind};
+
+    fn context(path: &str, bases: &[u8], root_next: u64, max: Option<u32>) -> CheckContext {
+        CheckContext {
+            reference: ChildRef {
+                location: ObjectLocation {
+                    base: ResolvedBase::current_dataset("memory:///t"),
+                    path: path.to_string(),
+                },
+                kind: TreeObjectKind::Node,
+                range: KeyRange::ALL,
+                height: 1,
+                num_children: 2,
+                object_size: 10,
+                watermark: 0,
+                summary: Totals::default(),
+            },
+            bases: Arc::from(bases),
+            root_next,
+            max_fragment_id: max,
+        }
+    }
+
+    #[test]
+    fn a_check_covers_wider_bounds_only() {
+        let checked = context("_bt/node/a.node", b"", 10, Some(5));
+        assert!(checked.covers(&context("_bt/node/a.node", b"", 10, Some(5))));
+        assert!(checked.covers(&context("_bt/node/a.node", b"", 12, Some(9))));
+        // an older version's narrower bounds must be checked again
+        assert!(!checked.covers(&context("_bt/node/a.node", b"", 9, Some(5))));
+        assert!(!checked.covers(&context("_bt/node/a.node", b"", 10, Some(4))));
+        assert!(!checked.covers(&context("_bt/node/a.node", b"", 10, None)));
+        // another reference or other base paths
+        assert!(!checked.covers(&context("_bt/node/b.node", b"", 10, Some(5))));
+        assert!(!checked.covers(&context("_bt/node/a.node", b"x", 10, Some(5))));
     }
 }

@@ -36,15 +36,15 @@ impl TreeReader {
         let inner = &self.inner;
         let context = CheckContext {
             reference: child.clone(),
-            bases: inner.bases_fingerprint,
+            bases: inner.base_paths.clone(),
             root_next: inner.root_next,
             max_fragment_id: inner.max_fragment_id,
         };
-        let memo = node
-            .checked
-            .lock()
-            .ok()
-            .and_then(|m| m.as_ref().filter(|b| b.0 == context).map(|b| b.1.clone()));
+        let memo = node.checked.lock().ok().and_then(|m| {
+            m.as_ref()
+                .filter(|b| b.0.covers(&context))
+                .map(|b| b.1.clone())
+        });
         let children = match memo {
             Some(children) => children,
             None => {
@@ -246,6 +246,7 @@ pub(super) fn check_buffer(
     also_seen: &HashSet,
 ) -> Result<()> {
     let corrupt = |rule, detail: String| TreeError::corrupt(object, rule, detail);
+    seen.reserve(buffer.len());
     for m in buffer {
         if !range.contains(m.target) {
             return Err(corrupt(

@@ -91,8 +91,8 @@ struct Inner {
     top_sequences: HashSet,
     /// Span of the root buffer's and `mutations_since_root`'s sequences.
     top_span: Option<SequenceSpan>,
-    /// A hash of `base_paths`, part of a node's check context.
-    bases_fingerprint: u64,
+    /// `base_paths`, encoded: part of a node's check context.
+    base_paths: Arc<[u8]>,
     root_buffer_len: usize,
     totals: Totals,
 }

@@ -125,14 +125,11 @@ impl TreeReader {
                 top,
                 top_span,
                 top_sequences: seen,
-                bases_fingerprint: {
-                    use std::hash::{BuildHasher, Hasher};
-                    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-                    for b in &manifest.base_paths {
-                        h.write(&b.encode_to_vec());
-                    }
-                    h.finish()
-                },
+                base_paths: manifest
+                    .base_paths
+                    .iter()
+                    .flat_map(|b| b.encode_to_vec())
+                    .collect(),
                 root_buffer_len,
                 totals,
             }),
