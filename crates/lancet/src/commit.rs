@@ -10,6 +10,8 @@
 //! either way: on a tree version by lancet-tree's writer (mutations, flushes,
 //! materializations), on a flat version to the manifest's fragment list directly.
 
+use std::sync::Arc;
+
 use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
 use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
@@ -147,7 +149,7 @@ impl Dataset {
             }
             let txn = new_transaction(self.version(), prepared.operation.clone());
             let changes = (base.tree().is_some() || matches!(kind, Kind::Conversion(_)))
-                .then_some(prepared.changes.as_slice());
+                .then_some(&prepared.changes[..]);
             let (objects, bytes) = (prepared.objects, prepared.bytes);
             let tree_objects = prepared.tree_objects.clone();
             let done = |dataset: Dataset| {
@@ -333,12 +335,12 @@ impl Dataset {
             manifest.reader_feature_flags |= flags::DELETION_FILES;
             manifest.writer_feature_flags |= flags::DELETION_FILES;
         }
-        let changes = match (kind, self.tree()) {
+        let changes: Arc<[FragmentChange]> = match (kind, self.tree()) {
             // a conversion or a restore brings its own fragment list or tree
             (Kind::Conversion(changes), _) => changes.clone(),
-            (Kind::Restore(_), _) => Vec::new(),
+            (Kind::Restore(_), _) => Arc::from(Vec::new()),
             (_, Some(reader)) => {
-                let mut changes = Vec::new();
+                let mut changes = Arc::from(Vec::new());
                 if !actions.is_empty() {
                     let writer = TreeWriter::new(self.store().clone(), config.clone());
                     let commit = writer.commit(reader, actions).await?;
@@ -347,7 +349,7 @@ impl Dataset {
                     tree_objects = commit.written;
                     manifest.fragment_tree = Some(commit.metadata);
                     manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-                    changes = commit.changes;
+                    changes = commit.changes.into();
                 }
                 manifest.fragments.clear();
                 changes
@@ -360,7 +362,7 @@ impl Dataset {
                         .last()
                         .and_then(|f| u32::try_from(f.id).ok());
                 }
-                lancet_tree::apply_flat(&mut manifest, actions)?
+                lancet_tree::apply_flat(&mut manifest, actions)?.into()
             }
         };
         let operation = match kind {
@@ -392,15 +394,16 @@ impl Dataset {
         manifest: Manifest,
         indices: &[IndexMetadata],
         before: &[DataFragment],
-        records: &[DataFragment],
+        records: Vec<DataFragment>,
     ) -> Result<Self> {
+        // `records` move into the changes: at 10M fragments each copy of the list is GBs
         let changes = before
             .iter()
             .zip(records)
             .map(|(b, a)| FragmentChange {
                 id: a.id,
                 before: Some(b.clone()),
-                after: Some(a.clone()),
+                after: Some(a),
             })
             .collect();
         self.commit_rebasing(
@@ -532,7 +535,7 @@ impl Dataset {
         manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
         manifest.writer_feature_flags |= flags::TREE_WRITER;
         let indices = self.indices().to_vec();
-        self.publish_conversion(manifest, &indices, &fragments, &records)
+        self.publish_conversion(manifest, &indices, &fragments, records)
             .await
     }
 
@@ -549,7 +552,7 @@ impl Dataset {
         manifest.reader_feature_flags &= !flags::FRAGMENT_TREE;
         manifest.writer_feature_flags &= !flags::FRAGMENT_TREE;
         let indices = self.indices().to_vec();
-        self.publish_conversion(manifest, &indices, &fragments, &fragments)
+        self.publish_conversion(manifest, &indices, &fragments, fragments.to_vec())
             .await
     }
 
@@ -634,7 +637,7 @@ pub(crate) enum Kind {
     /// A flat ↔ tree conversion, never rebased: each fragment as it was and as the new
     /// layout records it (counts resolved), so that the invariants judge every fragment (a
     /// corrupt version is not carried into the other layout).
-    Conversion(Vec<FragmentChange>),
+    Conversion(Arc<[FragmentChange]>),
     /// A restore of the version's content; never rebased.
     Restore(u64),
     /// A Lance operation, planned again on the version each attempt prepares on, and
@@ -647,7 +650,8 @@ struct Prepared {
     manifest: Manifest,
     indices: Vec<IndexMetadata>,
     operation: Operation,
-    changes: Vec<FragmentChange>,
+    /// Shared: a conversion's list (one per fragment of the table) is not copied per attempt.
+    changes: Arc<[FragmentChange]>,
     /// The data files an operation adds, as stored (storage actions are not made to read
     /// theirs).
     data_files: Option<Vec<lancet_txn::DataFileFacts>>,
