@@ -82,9 +82,10 @@ impl Sample {
         let manifest = c.dataset.manifest_file().entry.size;
         let mut tree = 0;
         for (path, size) in &c.tree_objects {
-            let i = match path.split('/').nth(1) {
-                Some("root") => 2,
-                Some("node") => 3,
+            use lancet::paths::TreeObjectKind;
+            let i = match lancet::paths::validate_tree_path(path) {
+                Ok(TreeObjectKind::Root) => 2,
+                Ok(TreeObjectKind::Node) => 3,
                 _ => 4,
             };
             if let Some(k) = kinds.get_mut(i) {
