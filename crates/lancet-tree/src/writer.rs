@@ -13,12 +13,12 @@
 //!    holds at most [`TreeWriterConfig::since_root_max_bytes`]; the commit then writes only the
 //!    manifest. Otherwise they go into the root buffer and a new root is written (inline while
 //!    its encoding is at most [`TreeWriterConfig::inline_root_max_bytes`]).
-//! 3. **Flush.** A buffer over its budget (`root_buffer_max_bytes`, `node_buffer_max_bytes`) sends its
-//!    largest child partitions down until it is at half its budget: into the child's buffer for
-//!    an interior, or into a **materialized** leaf (records rewritten with its mutations
-//!    applied, watermark = the highest sequence applied). Mutations only ever move down, whole
-//!    partitions at a time, so every mutation buffered above a leaf is newer than its
-//!    watermark, as the spec requires.
+//! 3. **Flush.** A buffer over its budget in bytes (`root_buffer_max_bytes`,
+//!    `node_buffer_max_bytes`) sends its largest child partitions down until it is at half its
+//!    budget: into the child's buffer for an interior, or into a **materialized** leaf
+//!    (records rewritten with its mutations applied, watermark = the highest sequence
+//!    applied). Mutations only ever move down, whole partitions at a time, so every mutation
+//!    buffered above a leaf is newer than its watermark, as the spec requires.
 //! 4. **Shape.** A leaf over `leaf_max_records` splits; an empty leaf is dropped (never
 //!    written); an interior over `fanout_max` splits, one left with a single child merges
 //!    with a sibling; the root grows a level when it has more than `fanout_max` children and
