@@ -517,7 +517,8 @@ impl Dataset {
                 "the version already keeps its fragments in a tree",
             ));
         }
-        let fragments = self.fragments().await?;
+        // the manifest's own list: a shared copy of millions of fragments is not made
+        let fragments = self.manifest().fragments.as_slice();
         let mut records = Vec::with_capacity(fragments.len());
         for (i, f) in fragments.iter().enumerate() {
             records.push(self.known_counts(f).await?);
@@ -535,7 +536,7 @@ impl Dataset {
         manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
         manifest.writer_feature_flags |= flags::TREE_WRITER;
         let indices = self.indices().to_vec();
-        self.publish_conversion(manifest, &indices, &fragments, records)
+        self.publish_conversion(manifest, &indices, fragments, records)
             .await
     }
 

@@ -33,7 +33,9 @@ pub struct Dataset {
 /// same table flat.
 #[derive(Debug, Clone)]
 enum FragmentSource {
-    Flat(Arc<[DataFragment]>),
+    /// The manifest's own list; the shared copy `fragments()` hands out is made on first use
+    /// (a flat manifest of millions of fragments is not held twice until something asks).
+    Flat(Arc<std::sync::OnceLock<Arc<[DataFragment]>>>),
     Tree(TreeReader),
 }
 
@@ -148,7 +150,7 @@ impl Dataset {
                 .await?,
             )
         } else {
-            FragmentSource::Flat(manifest.decoded.manifest.fragments.clone().into())
+            FragmentSource::Flat(Arc::default())
         };
         Ok(Self {
             store,
@@ -262,7 +264,9 @@ impl Dataset {
     /// and checked; the result is kept in the index cache for this version).
     pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
         match &self.source {
-            FragmentSource::Flat(all) => Ok(all.clone()),
+            FragmentSource::Flat(all) => Ok(all
+                .get_or_init(|| self.manifest().fragments.as_slice().into())
+                .clone()),
             FragmentSource::Tree(reader) => {
                 let key = crate::cache::StructureKey::TreeFragments {
                     uri: self.uri().to_string(),
@@ -284,11 +288,14 @@ impl Dataset {
     /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
     pub async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
         match &self.source {
-            FragmentSource::Flat(fragments) => Ok(fragments
-                .binary_search_by_key(&id, |f| f.id)
-                .ok()
-                .and_then(|i| fragments.get(i))
-                .cloned()),
+            FragmentSource::Flat(_) => {
+                let fragments = &self.manifest().fragments;
+                Ok(fragments
+                    .binary_search_by_key(&id, |f| f.id)
+                    .ok()
+                    .and_then(|i| fragments.get(i))
+                    .cloned())
+            }
             FragmentSource::Tree(reader) => Ok(reader.fragment(id).await?),
         }
     }
@@ -350,7 +357,9 @@ impl Dataset {
     /// tree, whose counts are derived from the root without reading further).
     pub fn num_rows(&self) -> Option<u64> {
         match &self.source {
-            FragmentSource::Flat(fragments) => fragments
+            FragmentSource::Flat(_) => self
+                .manifest()
+                .fragments
                 .iter()
                 .map(|f| FragmentSummary::of(f).visible_rows())
                 .sum(),
