@@ -141,13 +141,6 @@ mod tests {
     use super::*;
     use lancet_proto::table::{fragment_action, FragmentAction, FragmentTreeMutation};
 
-    fn rule_of(e: TreeError) -> Rule {
-        match e {
-            TreeError::Corrupt { rule, .. } => rule,
-            other => panic!("expected a corrupt error, got {other:?}"),
-        }
-    }
-
     fn removal(sequence: u64, target: u64) -> FragmentTreeMutation {
         FragmentTreeMutation {
             action_sequence: sequence,
@@ -174,7 +167,7 @@ mod tests {
     #[test]
     fn bytes_that_are_not_a_node_are_corrupt() {
         let e = decode_node("n", &[0xff, 0xff, 0xff], None).unwrap_err();
-        assert_eq!(rule_of(e), Rule::ObjectDecode);
+        assert_eq!(e.rule(), Some(Rule::ObjectDecode));
     }
 
     #[test]
@@ -184,7 +177,7 @@ mod tests {
             buffer: vec![removal(0, 1)],
         };
         let e = decode_node("n", &node.encode_to_vec(), None).unwrap_err();
-        assert_eq!(rule_of(e), Rule::SequenceZero);
+        assert_eq!(e.rule(), Some(Rule::SequenceZero));
     }
 
     #[test]
@@ -202,6 +195,6 @@ mod tests {
         bytes.extend(mutation);
         assert!(decode_node("n", &node.encode_to_vec(), None).is_ok());
         let e = decode_node("n", &bytes, None).unwrap_err();
-        assert_eq!(rule_of(e), Rule::MutationField);
+        assert_eq!(e.rule(), Some(Rule::MutationField));
     }
 }

@@ -292,13 +292,6 @@ mod tests {
         }
     }
 
-    fn rule_of(r: Result<()>) -> Rule {
-        match r {
-            Err(TreeError::Corrupt { rule, .. }) => rule,
-            other => panic!("expected a corrupt error, got {other:?}"),
-        }
-    }
-
     fn check(buffer: &[Mutation], range: KeyRange, max: Option<u32>) -> Result<()> {
         check_buffer(
             "node",
@@ -322,28 +315,30 @@ mod tests {
     fn each_buffer_rule_names_itself() {
         let range = KeyRange { lo: 5, hi: 10 };
         assert_eq!(
-            rule_of(check(&[remove(1, 4)], range, Some(9))),
-            Rule::BufferRange
+            check(&[remove(1, 4)], range, Some(9)).unwrap_err().rule(),
+            Some(Rule::BufferRange)
         );
         assert_eq!(
-            rule_of(check(&[remove(1, 9)], range, Some(8))),
-            Rule::MaxFragmentId
+            check(&[remove(1, 9)], range, Some(8)).unwrap_err().rule(),
+            Some(Rule::MaxFragmentId)
         );
         assert_eq!(
-            rule_of(check(&[remove(1, 9)], range, None)),
-            Rule::MaxFragmentId
+            check(&[remove(1, 9)], range, None).unwrap_err().rule(),
+            Some(Rule::MaxFragmentId)
         );
         assert_eq!(
-            rule_of(check(&[remove(10, 6)], range, Some(9))),
-            Rule::SequenceAboveRoot
+            check(&[remove(10, 6)], range, Some(9)).unwrap_err().rule(),
+            Some(Rule::SequenceAboveRoot)
         );
         assert_eq!(
-            rule_of(check(&[remove(0, 6)], range, Some(9))),
-            Rule::SequenceAboveRoot
+            check(&[remove(0, 6)], range, Some(9)).unwrap_err().rule(),
+            Some(Rule::SequenceAboveRoot)
         );
         assert_eq!(
-            rule_of(check(&[remove(3, 6), remove(3, 7)], range, Some(9))),
-            Rule::SequenceDuplicate
+            check(&[remove(3, 6), remove(3, 7)], range, Some(9))
+                .unwrap_err()
+                .rule(),
+            Some(Rule::SequenceDuplicate)
         );
     }
 
@@ -360,7 +355,7 @@ mod tests {
             &mut HashSet::default(),
             &also,
         );
-        assert_eq!(rule_of(r), Rule::SequenceDuplicate);
+        assert_eq!(r.unwrap_err().rule(), Some(Rule::SequenceDuplicate));
     }
 
     #[test]
