@@ -238,6 +238,22 @@ pub(crate) fn inherit_base(f: &mut DataFragment, base: Option<u32>) {
     }
 }
 
+/// Every stored or targeted fragment id is at most `max_fragment_id`; none is when it is
+/// absent ([`Rule::MaxFragmentId`]).
+pub(crate) fn check_max_id(max: Option<u32>, id: u64) -> std::result::Result<(), Violation> {
+    match max {
+        Some(max) if id <= u64::from(max) => Ok(()),
+        Some(max) => Err(Violation::new(
+            Rule::MaxFragmentId,
+            format!("fragment id {id} exceeds max_fragment_id {max}"),
+        )),
+        None => Err(Violation::new(
+            Rule::MaxFragmentId,
+            format!("fragment id {id} is stored or targeted but max_fragment_id is absent"),
+        )),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {

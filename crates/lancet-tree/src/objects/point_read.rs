@@ -135,7 +135,7 @@ async fn find_row(
             ),
         ));
     }
-    check_leaf_max_id(bounds.max_fragment_id, last).map_err(|v| v.at(object))?;
+    crate::records::check_max_id(bounds.max_fragment_id, last).map_err(|v| v.at(object))?;
     Ok(ids.binary_search(&id).ok().map(|row| row as u64))
 }
 
@@ -166,14 +166,4 @@ async fn read_record(
     record_counts(&f).map_err(|v| v.at(object))?;
     crate::records::inherit_base(&mut f, base);
     Ok(Some(f))
-}
-
-fn check_leaf_max_id(max: Option<u32>, id: u64) -> std::result::Result<(), Violation> {
-    match max {
-        Some(max) if id <= u64::from(max) => Ok(()),
-        _ => Err(Violation::new(
-            Rule::MaxFragmentId,
-            format!("fragment id {id} exceeds max_fragment_id {max:?}"),
-        )),
-    }
 }

@@ -217,20 +217,6 @@ impl Uniqueness {
     }
 }
 
-pub(super) fn check_max_id(max: Option<u32>, id: u64) -> std::result::Result<(), Violation> {
-    match max {
-        Some(max) if id <= u64::from(max) => Ok(()),
-        Some(max) => Err(Violation::new(
-            Rule::MaxFragmentId,
-            format!("fragment id {id} exceeds max_fragment_id {max}"),
-        )),
-        None => Err(Violation::new(
-            Rule::MaxFragmentId,
-            format!("fragment id {id} is stored or targeted but max_fragment_id is absent"),
-        )),
-    }
-}
-
 /// Checks one buffer in its node's context: targets inside `range` and at most
 /// `max_fragment_id`, sequences in `seq_range` (half open; outside is `seq_rule`), unique
 /// within this operation (`seen`, `also_seen`).

@@ -142,6 +142,7 @@ mod open;
 mod resolve;
 mod walk;
 
+use crate::records::check_max_id;
 use checks::check_buffer;
 pub(crate) use checks::Uniqueness;
 pub use walk::Walk;
