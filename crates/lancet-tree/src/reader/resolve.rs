@@ -11,6 +11,21 @@ impl TreeReader {
 
     /// The fragments with `ids` (in the order given; `None` for an absent id).
     pub async fn fragments_by_id(&self, ids: &[u64]) -> Result<Vec<Option<DataFragment>>> {
+        self.resolve_many(ids, false).await
+    }
+
+    /// The prior records a commit's actions need: [`TreeReader::fragments_by_id`], except
+    /// that, when the tree's leaves do not fit the node cache, a leaf not already in the
+    /// cache is read for the one record
+    /// ([`crate::objects::point_read_leaf`]: the routing path checked as always, the leaf's ids
+    /// and that record checked, the leaf not cached) instead of decoded whole. At millions of
+    /// fragments most of a commit's leaves are cold, and a whole decode costs ten times more.
+    pub(crate) async fn priors(&self, ids: &[u64]) -> Result<Vec<Option<DataFragment>>> {
+        self.resolve_many(ids, true).await
+    }
+
+    /// Resolves `ids` in order, [`WALK_PREFETCH`] at a time; `point` as in [`TreeReader::priors`].
+    async fn resolve_many(&self, ids: &[u64], point: bool) -> Result<Vec<Option<DataFragment>>> {
         // A plain loop over a window of futures rather than `stream::iter(..).map(..)
         // .buffered(..)`: the closure form makes callers' futures fail to be `Send` (rustc's
         // higher-ranked lifetime limitation), and a commit must be spawnable.
@@ -22,30 +37,7 @@ impl TreeReader {
                     out.push(r?);
                 }
             }
-            pending.push_back(self.resolve(id));
-        }
-        while let Some(r) = pending.next().await {
-            out.push(r?);
-        }
-        Ok(out)
-    }
-
-    /// The prior records a commit's actions need: [`TreeReader::fragments_by_id`], except
-    /// that, when the tree's leaves do not fit the node cache, a leaf not already in the
-    /// cache is read for the one record
-    /// ([`crate::objects::point_read_leaf`]: the routing path checked as always, the leaf's ids
-    /// and that record checked, the leaf not cached) instead of decoded whole. At millions of
-    /// fragments most of a commit's leaves are cold, and a whole decode costs ten times more.
-    pub(crate) async fn priors(&self, ids: &[u64]) -> Result<Vec<Option<DataFragment>>> {
-        let mut out = Vec::with_capacity(ids.len());
-        let mut pending = futures::stream::FuturesOrdered::new();
-        for &id in ids {
-            if pending.len() >= WALK_PREFETCH {
-                if let Some(r) = pending.next().await {
-                    out.push(r?);
-                }
-            }
-            pending.push_back(self.resolve_mode(id, true));
+            pending.push_back(self.resolve_mode(id, point));
         }
         while let Some(r) = pending.next().await {
             out.push(r?);
