@@ -494,6 +494,49 @@ fn partition(children: &[ChildRef], buffer: Vec<Mutation>) -> BTreeMap<usize, Ve
     parts
 }
 
+/// Drops the children that hold no fragment once their share of `buffer` applies (their
+/// summary plus the share's deltas counts zero fragments), together with that share. Counts are
+/// exact, so zero means every record and every pending upsert of the range is removed.
+///
+/// Nothing else would reclaim such a range: keys only grow, so no later mutation routes into a
+/// range whose fragments were all removed (compacted away, say), and its leaves and the
+/// removals buffered above them would stay for every reader to walk, forever. The caller
+/// restores the bounds ([`Commit::fix_bounds`]).
+fn drop_empty(children: Children, buffer: Vec<Mutation>) -> (Children, Vec<Mutation>) {
+    if children.is_empty() {
+        return (children, buffer);
+    }
+    let mut net: Vec<i128> = children
+        .iter()
+        .map(|c| i128::from(c.summary.fragments))
+        .collect();
+    let routes: Vec<usize> = buffer
+        .iter()
+        .map(|m| route(&children, m.target).unwrap_or(0))
+        .collect();
+    for (m, &i) in buffer.iter().zip(&routes) {
+        if let Some(n) = net.get_mut(i) {
+            *n += i128::from(m.deltas.fragments);
+        }
+    }
+    if !net.contains(&0) {
+        return (children, buffer);
+    }
+    let buffer = buffer
+        .into_iter()
+        .zip(routes)
+        .filter(|(_, i)| net.get(*i) != Some(&0))
+        .map(|(m, _)| m)
+        .collect();
+    let children = children
+        .into_iter()
+        .zip(net)
+        .filter(|(_, n)| *n != 0)
+        .map(|(c, _)| c)
+        .collect();
+    (children, buffer)
+}
+
 impl Commit<'_> {
     /// Queues `bytes` for upload as `path` (relative to the dataset root).
     async fn put(&mut self, path: &str, bytes: bytes::Bytes) -> Result<()> {
@@ -693,6 +736,8 @@ impl Commit<'_> {
             }
             let (children, mut buffer) = self.node_parts(&child).await?;
             buffer.extend(mutations);
+            let (children, buffer) = drop_empty(children, buffer);
+            let children = self.fix_bounds(children, child.range).await?;
             let budget = self.writer.config.node_buffer_max_bytes;
             let (children, buffer) = if buffer_bytes(&buffer) > budget {
                 self.flush(children, buffer, budget, child.range).await?
@@ -932,6 +977,8 @@ impl Commit<'_> {
         buffer: Vec<Mutation>,
     ) -> Result<(Children, Vec<Mutation>)> {
         let cfg = self.writer.config.clone();
+        let (children, buffer) = drop_empty(children, buffer);
+        let children = self.fix_bounds(children, KeyRange::ALL).await?;
         let (mut children, mut buffer) = if children.is_empty() {
             if buffer_bytes(&buffer) > cfg.root_buffer_max_bytes {
                 let leaves = self
