@@ -287,6 +287,42 @@ pub fn compatibility(
                 _ => Rebase,
             }
         }
+        // Lance 14 rebases a replacement over appends, deletes, updates and merges, and
+        // refuses it over any rewrite or other replacement. lancet's rebase applies the
+        // replacement to the latest record again, so it refuses only what a replay cannot
+        // judge: a fragment removed, rewritten or given other files since, or a field an
+        // index now covers. A delete's new deletion files leave the data files alone.
+        Operation::DataReplacement(d) => {
+            let mine_ids = touched(mine);
+            let gone = |ids: BTreeSet<u64>| overlap(&mine_ids, &ids);
+            match other {
+                Operation::CreateIndex(ci) => covered_field(
+                    ci,
+                    d.replacements.iter().filter_map(|g| g.new_file.as_ref()),
+                    "this replacement writes",
+                ),
+                Operation::Merge(_) => Retryable(format!(
+                    "{name} rewrote the fragments this replacement changes"
+                )),
+                Operation::Project(_) if !preserves => Retryable(format!(
+                    "{name} may have dropped a field this replacement writes"
+                )),
+                Operation::Delete(x) => {
+                    match gone(x.deleted_fragment_ids.iter().copied().collect()) {
+                        Some(id) => Retryable(format!("{name} removed fragment {id}")),
+                        None => Rebase,
+                    }
+                }
+                Operation::Update(_)
+                | Operation::Rewrite(_)
+                | Operation::DataReplacement(_)
+                | Operation::DataOverlay(_) => match gone(touched(other)) {
+                    Some(id) => Retryable(format!("{name} also changed fragment {id}")),
+                    None => Rebase,
+                },
+                _ => Rebase,
+            }
+        }
         other_mine => Retryable(format!(
             "lancet does not rebase {} commits",
             operation_name(other_mine)
@@ -473,6 +509,16 @@ mod tests {
         );
         // "create other" covers fragments 0 and 1: it straddles this rewrite's sources
         assert_eq!(row(rewrite(&[1, 2])), "RCRCCCCCXXRRCR");
+        // a backfill of field 0 on fragment 1: a delete's new deletion files leave its data
+        // files alone; what rewrote fragment 1 or may have dropped field 0 conflicts
+        assert_eq!(row(replacement(1, 0)), "RRRCCCRRXXRRCC");
+        let removed = Operation::Delete(Delete {
+            deleted_fragment_ids: vec![1],
+            ..Default::default()
+        });
+        assert_eq!(judge(&replacement(1, 0), removed), 'C');
+        let covers = create_index(vec![index("a_idx", 1, &[0], &[1])], vec![]);
+        assert_eq!(judge(&replacement(1, 0), covers), 'C');
         // an index covering every source, or none, is translated through the FRI
         let whole = create_index(vec![index("c_idx", 4, &[0], &[1, 2])], vec![]);
         assert_eq!(judge(&rewrite(&[1, 2]), whole), 'R');
@@ -532,6 +578,7 @@ mod tests {
         let other_field = index("b_idx", 2, &[3], &[1, 2]);
         assert_eq!(row(create_index(vec![other_field], vec![])), "RRXRR");
         assert_eq!(row(rewrite(&[1, 2])), "RRXCR");
+        assert_eq!(row(replacement(1, 0)), "RRXCR");
     }
 
     #[test]
@@ -657,6 +704,34 @@ mod tests {
             data_operation(&[c(1, Some(frag(1)), Some(moved)), c(4, None, Some(frag(4)))]),
             Operation::Update(u) if u.updated_fragments.len() == 1 && u.new_fragments.len() == 1
         ));
+        // a file for a field no file held (a backfill), and one in place of the file holding
+        // the same fields: a replacement listing the new files alone
+        let file = |path: &str, fields: &[i32]| DataFile {
+            path: path.into(),
+            fields: fields.to_vec(),
+            ..Default::default()
+        };
+        let mut before = frag(1);
+        before.files = vec![file("a", &[0]), file("b", &[1])];
+        let mut after = before.clone();
+        after.files.push(file("c", &[2]));
+        after.files[1] = file("b2", &[1]);
+        assert!(matches!(
+            data_operation(&[c(1, Some(before.clone()), Some(after))]),
+            Operation::DataReplacement(d) if d.replacements.len() == 2
+                && d.replacements.iter().all(|g| g.fragment_id == 1)
+        ));
+        // a file holding some fields of another is no replacement, nor is a dropped file
+        let mut partial = before.clone();
+        partial.files.push(file("d", &[1, 2]));
+        let mut dropped = before.clone();
+        dropped.files.pop();
+        for after in [partial, dropped] {
+            assert!(matches!(
+                data_operation(&[c(1, Some(before.clone()), Some(after))]),
+                Operation::Update(_)
+            ));
+        }
         let a = index("a_idx", 1, &[0], &[0]);
         let b = index("a_idx", 2, &[0], &[0, 1]);
         assert!(index_operation(std::slice::from_ref(&a), std::slice::from_ref(&a)).is_none());

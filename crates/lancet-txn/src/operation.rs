@@ -2,7 +2,9 @@
 //!
 //! Operations lancet writes:
 //! - storage actions: `Append` (only new fragments), `Delete` (deletion files added or
-//!   fragments removed, data files untouched) or `Update` (anything else);
+//!   fragments removed, data files untouched), `DataReplacement` (data files put in place of
+//!   files holding the same fields, or added for fields no file holds: a column backfill) or
+//!   `Update` (anything else);
 //! - index changes alone (index build, FRI upgrade or trim): `CreateIndex` with the entries
 //!   added and the entries they replace;
 //! - rewrites: `Rewrite` with one group (the sources and their destinations);
@@ -13,10 +15,12 @@ use lancet_paths::flags;
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::transaction::rewrite::RewriteGroup;
 use lancet_proto::table::transaction::{
-    Append, CreateIndex, Delete, Operation, Restore, Rewrite, Update, UpdateMode,
+    Append, CreateIndex, DataReplacement, DataReplacementGroup, Delete, Operation, Restore,
+    Rewrite, Update, UpdateMode,
 };
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 
+use crate::build::replace_data_file;
 use crate::change::FragmentChange;
 
 /// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
@@ -53,6 +57,9 @@ pub fn data_operation(changes: &[FragmentChange]) -> Operation {
             predicate: String::new(),
         });
     }
+    if let Some(replacement) = replacement_operation(changes) {
+        return replacement;
+    }
     let mut update = Update {
         update_mode: UpdateMode::RewriteRows as i32,
         ..Default::default()
@@ -66,6 +73,33 @@ pub fn data_operation(changes: &[FragmentChange]) -> Operation {
         }
     }
     Operation::Update(update)
+}
+
+/// A `DataReplacement` when every change only puts data files in place (Lance's rule,
+/// [`replace_data_file`]): checked by replaying it, so each fragment's files before with the
+/// new ones replaced or added give exactly its record after; `None` otherwise. It lists the
+/// new files alone, where an `Update` would list every whole fragment again: a backfill's
+/// inline transaction is half the size.
+fn replacement_operation(changes: &[FragmentChange]) -> Option<Operation> {
+    let mut replacements = Vec::new();
+    for c in changes {
+        let (Some(before), Some(after)) = (&c.before, &c.after) else {
+            return None;
+        };
+        let mut replayed = before.clone();
+        for file in after.files.iter().filter(|f| !before.files.contains(f)) {
+            replayed = replace_data_file(&replayed, file).ok()?;
+            replacements.push(DataReplacementGroup {
+                fragment_id: c.id,
+                new_file: Some(file.clone()),
+            });
+        }
+        if replayed != *after {
+            return None;
+        }
+    }
+    (!replacements.is_empty())
+        .then_some(Operation::DataReplacement(DataReplacement { replacements }))
 }
 
 /// `CreateIndex` for a change of the index list from `before` to `after` (entries compared

@@ -240,3 +240,67 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
     );
     rebased.dataset.verify().await.unwrap();
 }
+
+/// A backfill of storage actions (a data file for a field no file holds) is recorded as a
+/// DataReplacement and rebases over a delete of the same fragment; two backfills of one
+/// fragment prepared on one version conflict, and the loser publishes nothing.
+#[tokio::test]
+async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = flat_table(dir.path(), 3)
+        .await
+        .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
+        .await
+        .unwrap();
+    let config = TreeWriterConfig::default();
+    let deleted = base
+        .commit_with_actions(
+            base.manifest().clone(),
+            &[],
+            &[(
+                1,
+                Action::AddDeletionFile(DeletionFile {
+                    num_deleted_rows: 2,
+                    id: 7,
+                    ..Default::default()
+                }),
+            )],
+            &config,
+        )
+        .await
+        .unwrap();
+    let backfill = |path: &str| {
+        let mut file = fragment(1).files[0].clone();
+        file.path = path.into();
+        file.fields = vec![1];
+        file.column_indices = vec![0];
+        vec![(1, Action::AddDataFile(file))]
+    };
+    // prepared on the version before the delete
+    let filled = base
+        .commit_with_actions(base.manifest().clone(), &[], &backfill("w1.lance"), &config)
+        .await
+        .unwrap();
+    assert_eq!(filled.version(), deleted.version() + 1);
+    let txn = filled.transaction().await.unwrap().unwrap();
+    assert_eq!(txn.operation_name(), "DataReplacement");
+    let f = &filled.fragments().await.unwrap()[1];
+    assert_eq!(f.files.len(), 2);
+    assert_eq!(f.deletion_file.as_ref().unwrap().num_deleted_rows, 2);
+    filled.verify().await.unwrap();
+    // a second backfill of fragment 1 prepared on the same version as the first
+    let lost = base
+        .commit_with_actions(base.manifest().clone(), &[], &backfill("w2.lance"), &config)
+        .await;
+    match lost {
+        Err(Error::CommitConflict {
+            reason, retryable, ..
+        }) => {
+            assert!(retryable);
+            assert!(reason.contains("fragment 1"), "{reason}");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let latest = Dataset::open(filled.uri()).await.unwrap();
+    assert_eq!(latest.version(), filled.version());
+}
