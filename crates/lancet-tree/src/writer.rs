@@ -85,7 +85,7 @@ impl Default for TreeWriterConfig {
         Self {
             leaf_max_records: 2048,
             fanout_max: 64,
-            since_root_max_bytes: 2 << 10,
+            since_root_max_bytes: 3 << 10,
             root_buffer_max_bytes: 24 << 10,
             node_buffer_max_bytes: 128 << 10,
             inline_root_max_bytes: 2 << 10,
