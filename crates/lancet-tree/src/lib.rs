@@ -32,6 +32,7 @@
 mod clone;
 mod error;
 mod flat;
+mod invariants;
 pub mod leaf;
 mod mutation;
 mod objects;

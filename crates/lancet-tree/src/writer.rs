@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use lancet_file::{FileVersion, WriteOptions};
 use lancet_paths::tree_paths::{tree_object_path, TreeObjectKind};
-use lancet_paths::{DatasetStore, ObjectLocation, ObjectUuid, ResolvedBase};
+use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ObjectUuid, ResolvedBase};
 use lancet_proto::table::fragment_tree::Root;
 use lancet_proto::table::fragment_tree_metadata::Layout;
 use lancet_proto::table::{
@@ -51,6 +51,7 @@ use lancet_proto::table::{
 use prost::Message;
 
 use crate::error::{Result, Rule, TreeError};
+use crate::invariants::{self, Bounds};
 use crate::leaf::{encode_records, leaf_schema};
 use crate::mutation::{Action, Mutation};
 use crate::reader::TreeReader;
@@ -193,6 +194,11 @@ struct Commit<'a> {
     /// Interiors written by this commit, by path: read back from here, not through the
     /// reader (whose checks hold the old version's sequence bounds).
     fresh_nodes: HashMap<String, (Children, Vec<Mutation>)>,
+    /// The version this commit produces, which every object it writes is checked against
+    /// ([`crate::invariants`]) before it joins the commit.
+    bases: BaseTable,
+    root_next: u64,
+    max_fragment_id: Option<u32>,
 }
 
 impl TreeWriter {
@@ -244,6 +250,9 @@ impl TreeWriter {
             pending: Vec::new(),
             current: ResolvedBase::current_dataset(self.store.uri()),
             fresh_nodes: HashMap::new(),
+            bases: reader.bases().clone(),
+            root_next: next,
+            max_fragment_id: max_id,
         };
         let (root_buffer, mut since) = reader.root_buffers();
         let external = matches!(reader.root_info(), crate::reader::RootInfo::External { .. });
@@ -270,6 +279,7 @@ impl TreeWriter {
                 buffer: buffer.iter().map(Mutation::encode).collect(),
                 next_action_sequence: next,
             };
+            commit.check_root(&root.children, &buffer)?;
             let bytes = root.encode_to_vec();
             let root = if bytes.len() <= self.config.inline_root_max_bytes {
                 Root::InlineRoot(root)
@@ -325,6 +335,9 @@ impl TreeWriter {
             pending: Vec::new(),
             current: ResolvedBase::current_dataset(self.store.uri()),
             fresh_nodes: HashMap::new(),
+            bases: BaseTable::default(),
+            root_next: 1,
+            max_fragment_id: records.last().and_then(|f| u32::try_from(f.id).ok()),
         };
         let mut level = if records.is_empty() {
             Vec::new()
@@ -344,6 +357,7 @@ impl TreeWriter {
             buffer: Vec::new(),
             next_action_sequence: 1,
         };
+        commit.check_root(&root.children, &[])?;
         let bytes = root.encode_to_vec();
         let root = if bytes.len() <= self.config.inline_root_max_bytes {
             Root::InlineRoot(root)
@@ -622,20 +636,49 @@ impl Commit<'_> {
         };
         let bytes = node.encode_to_vec();
         let path = tree_object_path(TreeObjectKind::Node, &ObjectUuid::new_v4());
-        let size = bytes.len() as u64;
-        self.put(&path, bytes.into()).await?;
-        self.fresh_nodes
-            .insert(path.clone(), (children.to_vec(), buffer.to_vec()));
-        Ok(ChildRef {
-            location: self.location(path),
+        let reference = ChildRef {
+            location: self.location(path.clone()),
             kind: TreeObjectKind::Node,
             range,
             height,
             num_children: children.len() as u32,
-            object_size: size,
+            object_size: bytes.len() as u64,
             watermark: 0,
             summary: summary_of(children, buffer)?,
-        })
+        };
+        invariants::check_node(
+            &being_written(&path),
+            &reference,
+            &node.children,
+            buffer,
+            sum_deltas(buffer),
+            &self.bounds(),
+        )?;
+        self.put(&path, bytes.into()).await?;
+        self.fresh_nodes
+            .insert(path, (children.to_vec(), buffer.to_vec()));
+        Ok(reference)
+    }
+
+    fn bounds(&self) -> Bounds<'_> {
+        Bounds {
+            bases: &self.bases,
+            root_next: self.root_next,
+            max_fragment_id: self.max_fragment_id,
+        }
+    }
+
+    /// The new root's children and buffer through the reader's root checks.
+    fn check_root(&self, children: &[FragmentTreeChild], buffer: &[Mutation]) -> Result<()> {
+        invariants::check_root(
+            &being_written("the root"),
+            children,
+            buffer,
+            &self.current,
+            &self.bounds(),
+            &mut crate::sequences::SequenceSet::default(),
+        )
+        .map(|_| ())
     }
 
     /// Writes leaves holding `records` (sorted, non-empty chunks of at most `leaf_max`) for
@@ -647,16 +690,59 @@ impl Commit<'_> {
         watermark: u64,
     ) -> Result<Children> {
         let per = self.writer.config.leaf_max_records.max(1);
-        let chunks: Vec<&[DataFragment]> = records.chunks(per).collect();
-        let mut out: Children = Vec::with_capacity(chunks.len());
-        for (i, chunk) in chunks.iter().enumerate() {
+        // Every leaf is checked before any is encoded or queued: a refused write queues
+        // nothing. A leaf's range ends where the next begins (set as the next is added).
+        let mut out: Children = Vec::with_capacity(records.len().div_ceil(per));
+        for (i, chunk) in records.chunks(per).enumerate() {
             let lo = if i == 0 {
                 range.lo
             } else {
                 chunk.first().map_or(range.lo, |f| f.id)
             };
-            let batch = encode_records(chunk).map_err(|v| TreeError::InvalidInput(v.detail))?;
+            let mut totals = Totals::default();
+            for f in chunk {
+                let (t, v) = record_counts(f).map_err(|v| TreeError::InvalidInput(v.detail))?;
+                totals.fragments += 1;
+                totals.total_rows += t;
+                totals.visible_rows += v;
+            }
             let path = tree_object_path(TreeObjectKind::Leaf, &ObjectUuid::new_v4());
+            let reference = ChildRef {
+                location: self.location(path.clone()),
+                kind: TreeObjectKind::Leaf,
+                range: KeyRange { lo, hi: range.hi },
+                height: 0,
+                num_children: 0,
+                object_size: 0,
+                watermark,
+                summary: totals,
+            };
+            let ids = chunk.first().zip(chunk.last()).map(|(a, b)| (a.id, b.id));
+            invariants::check_leaf(
+                &being_written(&path),
+                &reference,
+                totals,
+                ids,
+                self.max_fragment_id,
+            )?;
+            if watermark >= self.root_next {
+                return Err(TreeError::corrupt(
+                    being_written(&path),
+                    Rule::SequenceAboveRoot,
+                    format!(
+                        "watermark {watermark} is not below the root's next {}",
+                        self.root_next
+                    ),
+                ));
+            }
+            if let Some(prev) = out.last_mut() {
+                prev.range.hi = lo;
+            }
+            out.push(reference);
+        }
+        for (leaf, chunk) in out.iter_mut().zip(records.chunks(per)) {
+            let path = leaf.location.path.clone();
+            let batch = encode_records(chunk).map_err(|v| TreeError::InvalidInput(v.detail))?;
             let (bytes, written) = lancet_file::encode_file(
                 &self.writer.store.path(&path),
                 &leaf_schema(),
@@ -668,27 +754,8 @@ impl Commit<'_> {
             )
             .await
             .map_err(|e| TreeError::InvalidInput(format!("writing leaf {path}: {e}")))?;
+            leaf.object_size = written.size_bytes;
             self.put(&path, bytes).await?;
-            let mut totals = Totals::default();
-            for f in *chunk {
-                let (t, v) = record_counts(f).map_err(|v| TreeError::InvalidInput(v.detail))?;
-                totals.fragments += 1;
-                totals.total_rows += t;
-                totals.visible_rows += v;
-            }
-            if let Some(prev) = out.last_mut() {
-                prev.range.hi = lo;
-            }
-            out.push(ChildRef {
-                location: self.location(path),
-                kind: TreeObjectKind::Leaf,
-                range: KeyRange { lo, hi: range.hi },
-                height: 0,
-                num_children: 0,
-                object_size: written.size_bytes,
-                watermark,
-                summary: totals,
-            });
         }
         Ok(out)
     }
@@ -1030,9 +1097,113 @@ impl Commit<'_> {
     }
 }
 
+/// How an object this commit produces is named in a check's error.
+fn being_written(path: &str) -> String {
+    format!("{path} (being written)")
+}
+
 fn io(path: &str, e: lancet_paths::PathsError) -> TreeError {
     TreeError::Io {
         object: path.to_string(),
         source: Arc::new(e),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::DataFile;
+
+    fn record(id: u64) -> DataFragment {
+        DataFragment {
+            id,
+            physical_rows: 10,
+            files: vec![DataFile {
+                path: format!("{id}.lance"),
+                fields: vec![0],
+                column_indices: vec![0],
+                file_major_version: 2,
+                file_minor_version: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn remove(sequence: u64, target: u64) -> Mutation {
+        Mutation {
+            sequence,
+            target,
+            action: Action::Remove,
+            deltas: crate::records::Deltas {
+                fragments: -1,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A commit of a bulk load's shape (no reader) whose version has root next 10 and ids up
+    /// to 100, writing into `dir`.
+    fn commit<'a>(writer: &'a TreeWriter) -> Commit<'a> {
+        Commit {
+            reader: None,
+            writer,
+            written: Vec::new(),
+            pending: Vec::new(),
+            current: ResolvedBase::current_dataset(writer.store.uri()),
+            fresh_nodes: HashMap::new(),
+            bases: BaseTable::default(),
+            root_next: 10,
+            max_fragment_id: Some(100),
+        }
+    }
+
+    /// Each object the writer produces passes the reader's checks before it joins the commit:
+    /// one that breaks a rule is a typed `Corrupt` error naming it, and nothing is queued.
+    #[tokio::test]
+    async fn the_writer_checks_its_objects_before_they_join_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
+        let writer = TreeWriter::new(store, TreeWriterConfig::tiny());
+        let records: Vec<DataFragment> = (0..6).map(record).collect();
+        let mut c = commit(&writer);
+        let leaves = c.write_leaves(KeyRange::ALL, &records, 0).await.unwrap();
+        assert_eq!(leaves.len(), 2);
+        let queued = c.written.len();
+        let rule = |r: Result<ChildRef>| match r {
+            Err(e) => {
+                assert!(e.to_string().contains("being written"), "{e}");
+                e.rule()
+            }
+            Ok(_) => panic!("the writer accepted a bad object"),
+        };
+        // a buffered mutation outside the node's range
+        let range = KeyRange { lo: 0, hi: 6 };
+        let bad = c.write_node(range, 1, &leaves, &[remove(3, 7)]).await;
+        assert_eq!(rule(bad), Some(Rule::BufferRange));
+        // a sequence at or above the version's root next
+        let bad = c.write_node(range, 1, &leaves, &[remove(10, 2)]).await;
+        assert_eq!(rule(bad), Some(Rule::SequenceAboveRoot));
+        // an id above max_fragment_id
+        c.max_fragment_id = Some(4);
+        let bad = c.write_node(KeyRange::ALL, 1, &leaves, &[]).await;
+        assert!(bad.is_ok(), "references alone name no id");
+        let bad = c.write_leaves(KeyRange::ALL, &records, 0).await;
+        assert_eq!(bad.unwrap_err().rule(), Some(Rule::MaxFragmentId));
+        c.max_fragment_id = Some(100);
+        // children that do not start at the node's range
+        let bad = c
+            .write_node(KeyRange { lo: 1, hi: 6 }, 1, &leaves, &[])
+            .await;
+        assert_eq!(rule(bad), Some(Rule::MinKeyRange));
+        // a child of the wrong height
+        let bad = c.write_node(KeyRange::ALL, 2, &leaves, &[]).await;
+        assert_eq!(rule(bad), Some(Rule::ChildHeight));
+        // a leaf watermark at the root's next
+        let bad = c.write_leaves(KeyRange::ALL, &records, 10).await;
+        assert_eq!(bad.unwrap_err().rule(), Some(Rule::SequenceAboveRoot));
+        // only the good node was queued
+        assert_eq!(c.written.len(), queued + 1);
     }
 }

@@ -175,14 +175,13 @@ async fn removed_ranges_leave_the_tree() {
     manifest.fragment_tree = Some(built.metadata);
     let mut live = 400u64;
     // compaction-like churn: the oldest fragments go, a few new ones arrive at the right edge
-    let mut next = 400;
     for batch in 0..40u64 {
+        let next = 400 + batch;
         let reader = open(&store, &manifest).await.unwrap();
         let mut actions: Vec<(u64, Action)> = (batch * 10..batch * 10 + 10)
             .map(|id| (id, Action::Remove))
             .collect();
         actions.push((next, Action::Upsert(Box::new(record(&mut rng, next)))));
-        next += 1;
         live -= 9;
         let commit = writer.commit(&reader, &actions).await.unwrap();
         manifest.version += 1;

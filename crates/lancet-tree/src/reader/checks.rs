@@ -1,7 +1,9 @@
-//! The named checks an object passes against its reference and the version before anything
-//! in it is used (each failure is a `Corrupt` error naming the object and the `Rule`).
+//! Each decoded object through the named checks of [`crate::invariants`] before anything in
+//! it is used (each failure is a `Corrupt` error naming the object and the `Rule`): the
+//! context-dependent node checks memoized per lineage, sequence uniqueness per operation.
 
 use super::*;
+use crate::invariants::{self, Bounds};
 
 impl TreeReader {
     /// Decision 11: overlays need flag 64; flag 2 needs a row-id sequence.
@@ -112,54 +114,25 @@ impl TreeReader {
         name: &Arc<str>,
         node: &DecodedNode,
     ) -> Result<Arc<[ChildRef]>> {
-        let inner = &self.inner;
-        let corrupt = |rule, detail: String| TreeError::corrupt(&**name, rule, detail);
-        if node.children.len() != child.num_children as usize {
-            return Err(corrupt(
-                Rule::ChildCount,
-                format!(
-                    "num_children is {}, the node has {} children",
-                    child.num_children,
-                    node.children.len()
-                ),
-            ));
-        }
-        let children = check_children(
-            &node.children,
-            child.range,
-            child.height.checked_sub(1),
-            &inner.bases,
-            &child.location.base,
-            inner.root_next,
-        )
-        .map_err(|v| v.at(name))?;
-        check_buffer(
+        let bounds = self.bounds();
+        invariants::check_node(
             name,
+            child,
+            &node.children,
             &node.buffer,
-            child.range,
-            (1, inner.root_next),
-            Rule::SequenceAboveRoot,
-            inner.max_fragment_id,
-            &mut HashSet::default(),
-            &HashSet::default(),
-        )?;
-        let mut sum = WideTotals::default();
-        for c in children.iter() {
-            sum.add_totals(c.summary);
+            node.buffer_deltas,
+            &bounds,
+        )
+        .map(Arc::from)
+    }
+
+    /// The bounds of this version an object is checked against.
+    pub(crate) fn bounds(&self) -> Bounds<'_> {
+        Bounds {
+            bases: &self.inner.bases,
+            root_next: self.inner.root_next,
+            max_fragment_id: self.inner.max_fragment_id,
         }
-        sum.add_deltas_wide(node.buffer_deltas);
-        let mut expected = WideTotals::default();
-        expected.add_totals(child.summary);
-        if sum != expected {
-            return Err(corrupt(
-                Rule::NodeSummary,
-                format!(
-                    "the reference says {:?}, children plus buffer deltas give {sum:?}",
-                    child.summary
-                ),
-            ));
-        }
-        Ok(children.into())
     }
 
     /// Checks a decoded leaf against its reference.
@@ -169,32 +142,10 @@ impl TreeReader {
         name: &str,
         leaf: &DecodedLeaf,
     ) -> Result<()> {
-        let corrupt = |rule, detail: String| TreeError::corrupt(name, rule, detail);
-        if leaf.totals != child.summary {
-            return Err(corrupt(
-                Rule::LeafSummary,
-                format!(
-                    "the reference says {:?}, the records give {:?}",
-                    child.summary, leaf.totals
-                ),
-            ));
-        }
-        let (Some(first), Some(last)) = (leaf.first_id(), leaf.last_id()) else {
-            return Err(corrupt(Rule::LeafEmpty, "a leaf holds no records".into()));
-        };
-        if !child.range.contains(first) || !child.range.contains(last) {
-            return Err(corrupt(
-                Rule::LeafIdRange,
-                format!(
-                    "ids {first}..={last} leave the inherited range {}..{}",
-                    child.range.lo, child.range.hi
-                ),
-            ));
-        }
-        check_max_id(self.inner.max_fragment_id, last).map_err(|v| v.at(name))
+        let ids = leaf.first_id().zip(leaf.last_id());
+        invariants::check_leaf(name, child, leaf.totals, ids, self.inner.max_fragment_id)
     }
 }
-
 /// How one operation checks that sequences are unique across the buffers it decodes.
 pub(crate) enum Uniqueness {
     /// One routing path: buffers whose sequence spans do not meet (deeper buffers are older,
@@ -214,143 +165,5 @@ impl Uniqueness {
             spans: Vec::new(),
             seen: HashSet::default(),
         }
-    }
-}
-
-/// Checks one buffer in its node's context: targets inside `range` and at most
-/// `max_fragment_id`, sequences in `seq_range` (half open; outside is `seq_rule`), unique
-/// within this operation (`seen`, `also_seen`).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_buffer(
-    object: &str,
-    buffer: &[Mutation],
-    range: KeyRange,
-    seq_range: (u64, u64),
-    seq_rule: Rule,
-    max_fragment_id: Option<u32>,
-    seen: &mut HashSet,
-    also_seen: &HashSet,
-) -> Result<()> {
-    let corrupt = |rule, detail: String| TreeError::corrupt(object, rule, detail);
-    seen.reserve(buffer.len());
-    for m in buffer {
-        if !range.contains(m.target) {
-            return Err(corrupt(
-                Rule::BufferRange,
-                format!(
-                    "mutation {} targets fragment {}, outside the node range {}..{}",
-                    m.sequence, m.target, range.lo, range.hi
-                ),
-            ));
-        }
-        check_max_id(max_fragment_id, m.target).map_err(|v| v.at(object))?;
-        if m.sequence < seq_range.0 || m.sequence >= seq_range.1 {
-            return Err(corrupt(
-                seq_rule,
-                format!(
-                    "mutation sequence {} lies outside {}..{}",
-                    m.sequence, seq_range.0, seq_range.1
-                ),
-            ));
-        }
-        if also_seen.contains(&m.sequence) || !seen.insert(m.sequence) {
-            return Err(corrupt(
-                Rule::SequenceDuplicate,
-                format!("mutation sequence {} appears twice", m.sequence),
-            ));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::mutation::Action;
-
-    fn remove(sequence: u64, target: u64) -> Mutation {
-        Mutation {
-            sequence,
-            target,
-            action: Action::Remove,
-            deltas: Default::default(),
-        }
-    }
-
-    fn check(buffer: &[Mutation], range: KeyRange, max: Option<u32>) -> Result<()> {
-        check_buffer(
-            "node",
-            buffer,
-            range,
-            (1, 10),
-            Rule::SequenceAboveRoot,
-            max,
-            &mut HashSet::default(),
-            &HashSet::default(),
-        )
-    }
-
-    #[test]
-    fn a_buffer_in_its_range_and_bounds_passes() {
-        let range = KeyRange { lo: 5, hi: 10 };
-        check(&[remove(1, 5), remove(9, 9)], range, Some(9)).unwrap();
-    }
-
-    #[test]
-    fn each_buffer_rule_names_itself() {
-        let range = KeyRange { lo: 5, hi: 10 };
-        assert_eq!(
-            check(&[remove(1, 4)], range, Some(9)).unwrap_err().rule(),
-            Some(Rule::BufferRange)
-        );
-        assert_eq!(
-            check(&[remove(1, 9)], range, Some(8)).unwrap_err().rule(),
-            Some(Rule::MaxFragmentId)
-        );
-        assert_eq!(
-            check(&[remove(1, 9)], range, None).unwrap_err().rule(),
-            Some(Rule::MaxFragmentId)
-        );
-        assert_eq!(
-            check(&[remove(10, 6)], range, Some(9)).unwrap_err().rule(),
-            Some(Rule::SequenceAboveRoot)
-        );
-        assert_eq!(
-            check(&[remove(0, 6)], range, Some(9)).unwrap_err().rule(),
-            Some(Rule::SequenceAboveRoot)
-        );
-        assert_eq!(
-            check(&[remove(3, 6), remove(3, 7)], range, Some(9))
-                .unwrap_err()
-                .rule(),
-            Some(Rule::SequenceDuplicate)
-        );
-    }
-
-    #[test]
-    fn a_sequence_seen_in_another_buffer_is_a_duplicate() {
-        let also: HashSet = [4].into_iter().collect();
-        let r = check_buffer(
-            "node",
-            &[remove(4, 1)],
-            KeyRange::ALL,
-            (1, 10),
-            Rule::SequenceAboveRoot,
-            Some(9),
-            &mut HashSet::default(),
-            &also,
-        );
-        assert_eq!(r.unwrap_err().rule(), Some(Rule::SequenceDuplicate));
-    }
-
-    #[test]
-    fn max_id_bounds_every_id() {
-        assert!(check_max_id(Some(7), 7).is_ok());
-        assert_eq!(
-            check_max_id(Some(7), 8).unwrap_err().rule,
-            Rule::MaxFragmentId
-        );
-        assert_eq!(check_max_id(None, 0).unwrap_err().rule, Rule::MaxFragmentId);
     }
 }

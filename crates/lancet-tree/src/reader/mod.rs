@@ -22,7 +22,8 @@
 //!
 //! Modules: `open` (the manifest side and the root), `resolve` (one id down its routing
 //! path), `walk` (every object, every record), `load` (objects through the cache), `checks`
-//! (the named checks each object passes against its reference before it is used).
+//! (each decoded object through the named checks of `crate::invariants`, which the writer
+//! also runs, memoized per lineage, and sequence uniqueness across one operation).
 
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
@@ -43,7 +44,7 @@ use crate::objects::{
     TreeObject,
 };
 use crate::records::{Totals, Violation, WideTotals};
-use crate::routing::{check_children, route, ChildRef, KeyRange};
+use crate::routing::{route, ChildRef, KeyRange};
 use crate::sequences::SequenceSet as HashSet;
 use crate::snapshot::{check_manifest, check_next_sequences, RootSource};
 
@@ -142,8 +143,7 @@ mod open;
 mod resolve;
 mod walk;
 
-use crate::records::check_max_id;
-use checks::check_buffer;
+use crate::invariants::check_buffer;
 pub(crate) use checks::Uniqueness;
 pub use walk::Walk;
 
@@ -163,6 +163,11 @@ impl TreeReader {
     /// `(root.next_action_sequence, FragmentTree.next_action_sequence)`.
     pub(crate) fn next_sequences(&self) -> (u64, u64) {
         (self.inner.root_next, self.inner.tree_next)
+    }
+
+    /// The datasets this version's `base_id`s resolve to (for the writer's checks).
+    pub(crate) fn bases(&self) -> &BaseTable {
+        &self.inner.bases
     }
 
     pub(crate) fn max_fragment_id(&self) -> Option<u32> {

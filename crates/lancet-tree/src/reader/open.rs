@@ -2,6 +2,7 @@
 //! buffers, `mutations_since_root`, the derived totals.
 
 use super::*;
+use crate::invariants::{self, Bounds};
 
 impl TreeReader {
     /// Opens the tree of `manifest`: manifest rules, the external root (if any), the root's
@@ -52,35 +53,27 @@ impl TreeReader {
         let tree_next = tree.next_action_sequence;
         let max_fragment_id = manifest.max_fragment_id;
 
-        let children = check_children(
-            &root.children,
-            KeyRange::ALL,
-            None,
-            &bases,
-            &ctx.current,
-            root_next,
-        )
-        .map_err(|v| v.at(&root_object))?;
-
+        let (root_buffer, deltas) =
+            decode_buffer(&root.buffer, None).map_err(|v| v.at(&root_object))?;
         let mut seen = HashSet::default();
+        let children = invariants::check_root(
+            &root_object,
+            &root.children,
+            &root_buffer,
+            &ctx.current,
+            &Bounds {
+                bases: &bases,
+                root_next,
+                max_fragment_id,
+            },
+            &mut seen,
+        )?;
         let mut top = Vec::new();
         let mut sum = WideTotals::default();
         for c in &children {
             sum.add_totals(c.summary);
         }
-        let (root_buffer, deltas) =
-            decode_buffer(&root.buffer, None).map_err(|v| v.at(&root_object))?;
         sum.add_deltas_wide(deltas);
-        check_buffer(
-            &root_object,
-            &root_buffer,
-            KeyRange::ALL,
-            (1, root_next),
-            Rule::SequenceAboveRoot,
-            max_fragment_id,
-            &mut seen,
-            &HashSet::default(),
-        )?;
         let root_buffer_len = root_buffer.len();
         top.extend(root_buffer.into_iter().map(|mutation| Sourced {
             object: root_object.clone(),
