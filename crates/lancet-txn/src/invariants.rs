@@ -251,6 +251,11 @@ pub struct StoredDataFile {
 pub struct RowIdChanges {
     pub before: Vec<FragmentRowIds>,
     pub after: Vec<FragmentRowIds>,
+    /// Fragments whose row ids are the same before and after (a conversion hands in every
+    /// fragment unchanged): judged like `after` by the per-fragment rules and
+    /// [`Invariant::RowIdLiveOnce`], but bringing no new id. Held once, not in both lists: at
+    /// 10M fragments each copy is gigabytes.
+    pub unchanged: Vec<FragmentRowIds>,
 }
 
 /// A version about to be published, with what it is judged by.
@@ -324,9 +329,8 @@ pub fn check_lineage(version: u64, previous: &Manifest, next: &Manifest) -> Resu
 /// A row id live in two of `fragments`, and the second fragment holding it. Each fragment's
 /// ids are compared only with the fragments whose id span overlaps its own (sorted by their
 /// lowest id), so tables of `Range` sequences cost a sort, not a comparison of every pair.
-fn live_twice(fragments: &[FragmentRowIds]) -> Option<(u64, u64)> {
+fn live_twice<'f>(fragments: impl Iterator<Item = &'f FragmentRowIds>) -> Option<(u64, u64)> {
     let mut spans: Vec<(u64, u64, &FragmentRowIds)> = fragments
-        .iter()
         .filter_map(|f| Some((f.live.min()?, f.live.max()?, f)))
         .collect();
     spans.sort_by_key(|(lo, hi, _)| (*lo, *hi));
@@ -509,7 +513,7 @@ impl Checker<'_, '_> {
             .iter()
             .filter_map(|c| c.after.as_ref().map(|f| (c.id, f.physical_rows)))
             .collect();
-        for f in &rows.after {
+        for f in rows.after.iter().chain(&rows.unchanged) {
             let subject = || format!("fragment {}", f.fragment);
             if f.missing_deletion_file {
                 return Err(self.fail(
@@ -545,7 +549,7 @@ impl Checker<'_, '_> {
                 ));
             }
         }
-        if let Some((fragment, twice)) = live_twice(&rows.after) {
+        if let Some((fragment, twice)) = live_twice(rows.after.iter().chain(&rows.unchanged)) {
             return Err(self.fail(
                 Invariant::RowIdLiveOnce,
                 format!("fragment {fragment}"),
@@ -1056,6 +1060,7 @@ mod tests {
                 missing_deletion_file: false,
                 live,
             }],
+            unchanged: vec![],
         };
         judge(&prev, &next, &[], Some(&append(ids(20..30), 10)), None).unwrap();
         assert_eq!(
@@ -1104,15 +1109,38 @@ mod tests {
         let moved = RowIdChanges {
             before: vec![rows(0, ids(0..10))],
             after: vec![rows(0, kept.clone()), rows(2, ids(3..4) | ids(20..29))],
+            unchanged: vec![],
         };
         judge(&prev, &update, &[], Some(&moved), None).unwrap();
         // the same, with the old copy not deleted: live twice
         let twice = RowIdChanges {
             before: vec![rows(0, ids(0..10))],
             after: vec![rows(0, ids(0..10)), rows(2, ids(3..4) | ids(20..29))],
+            unchanged: vec![],
         };
         assert_eq!(
             broken(judge(&prev, &update, &[], Some(&twice), None)),
+            Invariant::RowIdLiveOnce
+        );
+        // an unchanged fragment is judged with the changed ones: its ids live in the new
+        // fragment too, and its own rules hold
+        let shared = RowIdChanges {
+            before: vec![],
+            after: vec![rows(2, ids(5..6) | ids(20..29))],
+            unchanged: vec![rows(0, ids(0..10))],
+        };
+        assert_eq!(
+            broken(judge(&prev, &next, &[], Some(&shared), None)),
+            Invariant::RowIdLiveOnce
+        );
+        let mut short = rows(0, ids(0..10));
+        short.sequence_len = 9;
+        let lying = RowIdChanges {
+            unchanged: vec![short],
+            ..RowIdChanges::default()
+        };
+        assert_eq!(
+            broken(judge(&prev, &prev, &[], Some(&lying), None)),
             Invariant::RowIdLiveOnce
         );
         // the deletion file does not exist

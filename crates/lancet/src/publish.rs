@@ -181,10 +181,7 @@ async fn row_id_changes(
         if let (Some(b), Some(a)) = (&c.before, &c.after) {
             if a == b {
                 match fragment_row_ids(prev, a).await? {
-                    Some(ids) => {
-                        out.before.push(ids.clone());
-                        out.after.push(ids);
-                    }
+                    Some(ids) => out.unchanged.push(ids),
                     None if a.row_id_sequence.is_none() => {}
                     None => return Ok(None),
                 }
@@ -235,6 +232,9 @@ pub(crate) async fn fragment_row_ids(
             deleted_rows += 1;
         }
     }
+    // run containers: a range of ids is a few bytes instead of two per id (a conversion
+    // holds every fragment's ids twice, before and after)
+    live.optimize();
     Ok(Some(FragmentRowIds {
         fragment: f.id,
         sequence_len: sequence.len(),
