@@ -21,8 +21,8 @@ use lancet_paths::{DatasetStore, ObjectUuid};
 use lancet_proto::table::fragment_tree::Root;
 use lancet_proto::table::fragment_tree_metadata::Layout;
 use lancet_proto::table::{
-    DataFragment, FragmentTree, FragmentTreeChild, FragmentTreeMetadata, FragmentTreeMutation,
-    FragmentTreeNode, FragmentTreeRoot,
+    DataFile, DataFragment, DeletionFile, FragmentTree, FragmentTreeChild, FragmentTreeMetadata,
+    FragmentTreeMutation, FragmentTreeNode, FragmentTreeRoot,
 };
 use prost::Message;
 
@@ -431,4 +431,38 @@ pub fn file_uri(store: &DatasetStore) -> String {
 /// Encodes a mutation list (for corrupting tests).
 pub fn encode_mutations(m: &[Mutation]) -> Vec<FragmentTreeMutation> {
     m.iter().map(Mutation::encode).collect()
+}
+
+/// A data file of 1–3 fields at `path`, random versions and size.
+pub fn data_file(rng: &mut Rng, path: &str) -> DataFile {
+    let n = 1 + rng.below(3) as i32;
+    DataFile {
+        path: path.to_string(),
+        fields: (0..n).collect(),
+        column_indices: (0..n).collect(),
+        file_major_version: 2,
+        file_minor_version: rng.below(3) as u32,
+        file_size_bytes: rng.below(5000),
+        base_id: None,
+    }
+}
+
+/// A valid record for `id`: one or two data files, up to 1,000 rows, a deletion file one
+/// time in four.
+pub fn record(rng: &mut Rng, id: u64) -> DataFragment {
+    let rows = 1 + rng.below(1000);
+    DataFragment {
+        id,
+        files: (0..1 + rng.below(2))
+            .map(|i| data_file(rng, &format!("{id}-{i}.lance")))
+            .collect(),
+        deletion_file: (rng.below(4) == 0).then(|| DeletionFile {
+            num_deleted_rows: 1 + rng.below(rows),
+            id: rng.next_u64(),
+            read_version: 1,
+            ..Default::default()
+        }),
+        physical_rows: rows,
+        ..Default::default()
+    }
 }

@@ -1113,23 +1113,7 @@ fn io(path: &str, e: lancet_paths::PathsError) -> TreeError {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use lancet_proto::table::DataFile;
-
-    fn record(id: u64) -> DataFragment {
-        DataFragment {
-            id,
-            physical_rows: 10,
-            files: vec![DataFile {
-                path: format!("{id}.lance"),
-                fields: vec![0],
-                column_indices: vec![0],
-                file_major_version: 2,
-                file_minor_version: 1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-    }
+    use crate::testing::{record, Rng};
 
     fn remove(sequence: u64, target: u64) -> Mutation {
         Mutation {
@@ -1166,7 +1150,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = DatasetStore::create(dir.path().to_str().unwrap()).unwrap();
         let writer = TreeWriter::new(store, TreeWriterConfig::tiny());
-        let records: Vec<DataFragment> = (0..6).map(record).collect();
+        let mut rng = Rng::new(3);
+        let records: Vec<DataFragment> = (0..6).map(|id| record(&mut rng, id)).collect();
         let mut c = commit(&writer);
         let leaves = c.write_leaves(KeyRange::ALL, &records, 0).await.unwrap();
         assert_eq!(leaves.len(), 2);

@@ -109,9 +109,9 @@ async fn tiny_budgets_random_commits_match_the_model() {
     );
 }
 
-#[tokio::test]
-async fn small_budgets_random_commits_match_the_model() {
-    let config = TreeWriterConfig {
+/// Budgets a few mutations wide: leaves of 8, fanout 4.
+fn small() -> TreeWriterConfig {
+    TreeWriterConfig {
         leaf_max_records: 8,
         fanout_max: 4,
         since_root_max_bytes: 250,
@@ -119,7 +119,12 @@ async fn small_budgets_random_commits_match_the_model() {
         node_buffer_max_bytes: 500,
         inline_root_max_bytes: 1024,
         ..Default::default()
-    };
+    }
+}
+
+#[tokio::test]
+async fn small_budgets_random_commits_match_the_model() {
+    let config = small();
     for seed in 2..4 {
         let (height, _) = run(config.clone(), commits(250), seed).await;
         assert!(height >= 2, "height {height}");
@@ -157,15 +162,7 @@ fn id_allocation() {
 async fn removed_ranges_leave_the_tree() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
-    let config = TreeWriterConfig {
-        leaf_max_records: 8,
-        fanout_max: 4,
-        since_root_max_bytes: 250,
-        root_buffer_max_bytes: 600,
-        node_buffer_max_bytes: 500,
-        inline_root_max_bytes: 1024,
-        ..Default::default()
-    };
+    let config = small();
     let writer = TreeWriter::new(store.clone(), config);
     let mut rng = Rng::new(11);
     let records: Vec<DataFragment> = (0..400).map(|id| record(&mut rng, id)).collect();

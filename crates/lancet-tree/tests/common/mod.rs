@@ -13,42 +13,13 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use lancet_paths::flags::FRAGMENT_TREE;
 use lancet_paths::{DatasetStore, ResolvedBase};
-use lancet_proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
+use lancet_proto::table::{DataFragment, DeletionFile, Manifest};
 use lancet_tree::testing::{BuiltTree, Rng};
 use lancet_tree::{
     Action, NoCache, NodeCache, ObjectKey, OpenContext, StoreFetcher, TreeObject, TreeReader,
 };
 
-pub fn data_file(rng: &mut Rng, path: &str) -> DataFile {
-    let n = 1 + rng.below(3) as i32;
-    DataFile {
-        path: path.to_string(),
-        fields: (0..n).collect(),
-        column_indices: (0..n).collect(),
-        file_major_version: 2,
-        file_minor_version: rng.below(3) as u32,
-        file_size_bytes: rng.below(5000),
-        base_id: None,
-    }
-}
-
-pub fn record(rng: &mut Rng, id: u64) -> DataFragment {
-    let rows = 1 + rng.below(1000);
-    DataFragment {
-        id,
-        files: (0..1 + rng.below(2))
-            .map(|i| data_file(rng, &format!("{id}-{i}.lance")))
-            .collect(),
-        deletion_file: (rng.below(4) == 0).then(|| DeletionFile {
-            num_deleted_rows: 1 + rng.below(rows),
-            id: rng.next_u64(),
-            read_version: 1,
-            ..Default::default()
-        }),
-        physical_rows: rows,
-        ..Default::default()
-    }
-}
+pub use lancet_tree::testing::{data_file, record};
 
 /// The flat model: the spec's semantics written out plainly.
 pub fn model_apply(model: &mut BTreeMap<u64, DataFragment>, id: u64, action: &Action) {
