@@ -196,3 +196,49 @@ async fn removed_ranges_leave_the_tree() {
         stats.leaves
     );
 }
+
+/// A new fragment's id lies above `max_fragment_id`, so it has no prior record and the writer
+/// reads no leaf for it: with every leaf gone from storage, an append still commits, while a
+/// change to an existing fragment needs its leaf and fails.
+#[tokio::test]
+async fn an_append_reads_no_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let config = TreeWriterConfig {
+        leaf_max_records: 8,
+        ..Default::default()
+    };
+    let writer = TreeWriter::new(store.clone(), config);
+    let mut rng = Rng::new(5);
+    let records: Vec<DataFragment> = (0..400).map(|id| record(&mut rng, id)).collect();
+    let built = writer.bulk_load(&records).await.unwrap();
+    let mut manifest = empty_manifest();
+    manifest.max_fragment_id = built.max_fragment_id;
+    manifest.fragment_tree = Some(built.metadata);
+    let mut removed = 0;
+    for entry in walkdir(dir.path()) {
+        if entry.extension().is_some_and(|e| e == "lance") {
+            std::fs::remove_file(&entry).unwrap();
+            removed += 1;
+        }
+    }
+    assert_eq!(removed, 50);
+    let reader = open(&store, &manifest).await.unwrap();
+    let append = [(400, Action::Upsert(Box::new(record(&mut rng, 400))))];
+    writer.commit(&reader, &append).await.unwrap();
+    let change = [(5, Action::Remove)];
+    assert!(writer.commit(&reader, &change).await.is_err());
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

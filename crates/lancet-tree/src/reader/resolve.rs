@@ -20,8 +20,25 @@ impl TreeReader {
     /// ([`crate::objects::point_read_leaf`]: the routing path checked as always, the leaf's ids
     /// and that record checked, the leaf not cached) instead of decoded whole. At millions of
     /// fragments most of a commit's leaves are cold, and a whole decode costs ten times more.
+    ///
+    /// An id above `max_fragment_id` has no prior (no record or mutation may name it, rule
+    /// `MaxFragmentId`), so a new fragment's id is answered without reading the right-edge
+    /// leaf: an append reads no leaf at all.
     pub(crate) async fn priors(&self, ids: &[u64]) -> Result<Vec<Option<DataFragment>>> {
-        self.resolve_many(ids, true).await
+        let max = self.inner.max_fragment_id.map(u64::from);
+        let allocated: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| max.is_some_and(|m| *id <= m))
+            .collect();
+        let mut resolved = self.resolve_many(&allocated, true).await?.into_iter();
+        Ok(ids
+            .iter()
+            .map(|id| match max {
+                Some(m) if *id <= m => resolved.next().flatten(),
+                _ => None,
+            })
+            .collect())
     }
 
     /// Resolves `ids` in order, [`WALK_PREFETCH`] at a time; `point` as in [`TreeReader::priors`].
