@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
-use lancet::proto::table::Manifest;
-use lancet::tree::{RootInfo, TreeWriterConfig};
+use lancet::proto::table::{DataFragment, Manifest};
+use lancet::tree::{Action, RootInfo, TreeWriterConfig};
 use lancet::{Caches, Dataset};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -150,6 +150,8 @@ pub struct Options {
     pub writers: u64,
     /// The node cache's capacity (default: the facade's).
     pub node_cache_bytes: Option<u64>,
+    /// Build a tree table from its first B fragments, the rest appended B per commit.
+    pub build_batch: Option<u64>,
     /// Each commit appends this many rows as a new fragment (a data file and an Append).
     pub rows: Option<u64>,
     /// What each commit changes.
@@ -251,6 +253,22 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     eprintln!("bench: writing {} fragments", o.fragments);
     let mut records: Vec<_> = (0..o.fragments).map(|id| record(&mut rng, id)).collect();
     let generator = Generator::new(o.workload, &mut records);
+    // with --build-batch, the first B are converted and the rest appended B per commit
+    let batch = match o.build_batch {
+        Some(b) if o.tree && b > 0 && b < o.fragments => b,
+        Some(_) if !o.tree => {
+            return Err(CliError::Usage("--build-batch builds a tree table".into()))
+        }
+        _ => o.fragments,
+    };
+    let rest = records.split_off(usize::try_from(batch).unwrap_or(usize::MAX));
+    let row_ids_end = |fragments: &[DataFragment]| -> u64 {
+        match o.workload.stable_row_ids() {
+            true => fragments.iter().map(|f| f.physical_rows).sum(),
+            false => 0,
+        }
+    };
+    let mut next_row_id = row_ids_end(&records);
     let flags = match o.workload.stable_row_ids() {
         true => lancet::paths::flags::STABLE_ROW_IDS,
         false => lancet::paths::flags::DELETION_FILES,
@@ -269,8 +287,8 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             }),
         version: 1,
         fragments: records,
-        max_fragment_id: u32::try_from(o.fragments - 1).ok(),
-        next_row_id: generator.next_row_id,
+        max_fragment_id: u32::try_from(batch - 1).ok(),
+        next_row_id,
         reader_feature_flags: flags,
         writer_feature_flags: flags,
         ..Default::default()
@@ -282,6 +300,27 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     if o.tree {
         eprintln!("bench: converting to a tree");
         ds = ds.convert_to_tree(&config, |_, _| {}).await?;
+        let mut rest = rest.into_iter().peekable();
+        while rest.peek().is_some() {
+            let chunk: Vec<_> = rest
+                .by_ref()
+                .take(usize::try_from(batch).unwrap_or(1))
+                .collect();
+            eprintln!(
+                "bench: appending fragments from {}",
+                chunk.first().map_or(0, |f| f.id)
+            );
+            next_row_id += row_ids_end(&chunk);
+            let actions: Vec<(u64, Action)> = chunk
+                .into_iter()
+                .map(|f| (f.id, Action::Upsert(Box::new(f))))
+                .collect();
+            let mut manifest = ds.manifest().clone();
+            manifest.next_row_id = manifest.next_row_id.max(next_row_id);
+            ds = ds
+                .commit_with_actions(manifest, &[], &actions, &config)
+                .await?;
+        }
     }
     let setup_s = setup.elapsed().as_secs_f64();
 

@@ -353,6 +353,10 @@ enum BenchCommand {
         /// tree whose leaves do not fit it is committed with point reads of cold leaves.
         #[arg(long)]
         node_cache_mb: Option<u64>,
+        /// Builds a tree table from its first B fragments (converted) and appends the rest in
+        /// commits of B (tree layout only): a table too large to convert in memory at once.
+        #[arg(long)]
+        build_batch: Option<u64>,
         /// Each commit appends this many rows through `Dataset::append` (a data file written
         /// and an Append committed) instead of giving fragments deletion files.
         #[arg(long)]
@@ -599,6 +603,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     inline_root_bytes,
                     writers,
                     node_cache_mb,
+                    build_batch,
                     rows,
                     workload,
                 },
@@ -624,6 +629,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                     config,
                     writers,
                     node_cache_bytes: node_cache_mb.map(|mb| mb << 20),
+                    build_batch,
                     rows,
                     workload,
                 })
