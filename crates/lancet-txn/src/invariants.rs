@@ -585,9 +585,11 @@ impl Checker<'_, '_> {
         {
             live_before |= &f.live;
         }
-        let mut new_ids = live_after - live_before;
-        new_ids.remove_range(prev_next..);
-        if let Some(id) = new_ids.min() {
+        // the lowest new id, when it lies below the previous next_row_id (not a remove_range
+        // of the ids above: roaring drops those containers one Vec::remove at a time, which
+        // took minutes for an append of 2M fragments)
+        let new_ids = live_after - live_before;
+        if let Some(id) = new_ids.min().filter(|id| *id < prev_next) {
             let holder = rows
                 .after
                 .iter()
