@@ -203,17 +203,9 @@ pub(crate) fn check_buffer(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::mutation::Action;
     use crate::routing::KeyRange;
 
-    fn remove(sequence: u64, target: u64) -> Mutation {
-        Mutation {
-            sequence,
-            target,
-            action: Action::Remove,
-            deltas: Default::default(),
-        }
-    }
+    use crate::testing::removal as remove;
 
     fn check(buffer: &[Mutation], range: KeyRange, max: Option<u32>) -> Result<()> {
         check_buffer(

@@ -466,3 +466,14 @@ pub fn record(rng: &mut Rng, id: u64) -> DataFragment {
         ..Default::default()
     }
 }
+
+/// A removal of `target` at `sequence` with zero deltas, for checks that read only targets
+/// and sequences.
+pub fn removal(sequence: u64, target: u64) -> Mutation {
+    Mutation {
+        sequence,
+        target,
+        action: Action::Remove,
+        deltas: Default::default(),
+    }
+}

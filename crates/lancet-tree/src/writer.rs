@@ -1115,17 +1115,7 @@ mod tests {
     use super::*;
     use crate::testing::{record, Rng};
 
-    fn remove(sequence: u64, target: u64) -> Mutation {
-        Mutation {
-            sequence,
-            target,
-            action: Action::Remove,
-            deltas: crate::records::Deltas {
-                fragments: -1,
-                ..Default::default()
-            },
-        }
-    }
+    use crate::testing::removal as remove;
 
     /// A commit of a bulk load's shape (no reader) whose version has root next 10 and ids up
     /// to 100, writing into `dir`.
