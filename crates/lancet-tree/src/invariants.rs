@@ -138,15 +138,27 @@ pub(crate) fn check_leaf(
             ),
         ));
     }
+    check_leaf_ids(name, reference.range, ids, max_fragment_id)
+}
+
+/// A leaf's first and last ids (`None`: it holds no record) inside its inherited `range` and
+/// at most `max_fragment_id`; the whole-leaf check and the point read share it.
+pub(crate) fn check_leaf_ids(
+    name: &str,
+    range: KeyRange,
+    ids: Option<(u64, u64)>,
+    max_fragment_id: Option<u32>,
+) -> Result<()> {
+    let corrupt = |rule, detail: String| TreeError::corrupt(name, rule, detail);
     let Some((first, last)) = ids else {
         return Err(corrupt(Rule::LeafEmpty, "a leaf holds no records".into()));
     };
-    if !reference.range.contains(first) || !reference.range.contains(last) {
+    if !range.contains(first) || !range.contains(last) {
         return Err(corrupt(
             Rule::LeafIdRange,
             format!(
                 "ids {first}..={last} leave the inherited range {}..{}",
-                reference.range.lo, reference.range.hi
+                range.lo, range.hi
             ),
         ));
     }

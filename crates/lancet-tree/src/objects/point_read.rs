@@ -117,25 +117,14 @@ async fn find_row(
         return Err(corrupt(Rule::LeafValues, "id holds a null".into()));
     }
     let ids = ids.values();
-    let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
-        return Err(corrupt(Rule::LeafEmpty, "a leaf holds no records".into()));
-    };
     if let Some(row) = ids.windows(2).position(|w| matches!(w, [a, b] if a >= b)) {
         return Err(corrupt(
             Rule::LeafIdOrder,
             format!("row {}: id does not exceed the previous id", row + 1),
         ));
     }
-    if !bounds.range.contains(first) || !bounds.range.contains(last) {
-        return Err(corrupt(
-            Rule::LeafIdRange,
-            format!(
-                "ids {first}..={last} leave the inherited range {}..{}",
-                bounds.range.lo, bounds.range.hi
-            ),
-        ));
-    }
-    crate::records::check_max_id(bounds.max_fragment_id, last).map_err(|v| v.at(object))?;
+    let first_last = ids.first().zip(ids.last()).map(|(a, b)| (*a, *b));
+    crate::invariants::check_leaf_ids(object, bounds.range, first_last, bounds.max_fragment_id)?;
     Ok(ids.binary_search(&id).ok().map(|row| row as u64))
 }
 
