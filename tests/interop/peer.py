@@ -544,9 +544,44 @@ def compact(uri, opts):
     }
 
 
+def twin_table(uri, twin, spec_json):
+    """A table pylance writes from a spec, copied to `twin`: `files` fragments of `rows` rows
+    (id and v = id), a BTree on `index` (when named) over those, `append` more fragments after
+    the index, then `delete` (a predicate) applied."""
+    import shutil
+    spec = json.loads(spec_json)
+    rows, files = spec["rows"], spec["files"]
+    stable = spec.get("stable", False)
+
+    def part(start, n):
+        ids = range(start, start + n)
+        return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())})
+
+    ds = lance.write_dataset(part(0, rows * files), uri, max_rows_per_file=rows,
+                             enable_stable_row_ids=stable)
+    if spec.get("index"):
+        ds.create_scalar_index(spec["index"], "BTREE")
+    for i in range(spec.get("append", 0)):
+        lance.write_dataset(part(rows * (files + i), rows), uri, mode="append",
+                            max_rows_per_file=rows)
+    if spec.get("delete"):
+        lance.dataset(uri).delete(spec["delete"])
+    shutil.copytree(uri, twin)
+    return {"version": lance.dataset(uri).version}
+
+
+def coverage(uri):
+    """Each index entry's name and covered fragment ids, sorted."""
+    ds = lance.dataset(uri)
+    out = []
+    for i in ds.list_indices():
+        out.append([i["name"], sorted(int(f) for f in i["fragment_ids"])])
+    return {"indices": sorted(out), "fragments": [f.physical_rows for f in ds.get_fragments()]}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -2437,3 +2437,5 @@ async fn operation_appends_and_pylance_appends_rebase_over_each_other_with_stabl
     let verified: Value = serde_json::from_str(&lancet(&["verify", &uri, "--json"])).unwrap();
     assert_eq!(verified["valid"], true, "{verified}");
 }
+#[path = "interop/trust.rs"]
+mod trust;

@@ -183,7 +183,7 @@ async fn read_file_columns(
 }
 
 /// How new fragments are written.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct FragmentOptions {
     /// The table's data file version.
     pub version: FileVersion,
@@ -191,6 +191,10 @@ pub struct FragmentOptions {
     pub max_rows_per_file: u64,
     /// Rows handed to the file writer at once (Lance's default: 1,024).
     pub max_rows_per_group: u64,
+    /// Planned file sizes: file `i` closes after `planned_rows[i]` rows (each at least 1);
+    /// files past the plan close after `max_rows_per_file`. Lance's compaction plans its
+    /// outputs this way (balanced sizes rather than full files and a remainder).
+    pub planned_rows: Vec<u64>,
 }
 
 impl Default for FragmentOptions {
@@ -199,6 +203,7 @@ impl Default for FragmentOptions {
             version: FileVersion::V2_2,
             max_rows_per_file: 1024 * 1024,
             max_rows_per_group: 1024,
+            planned_rows: Vec::new(),
         }
     }
 }
@@ -221,10 +226,14 @@ where
     S: Stream<Item = std::result::Result<RecordBatch, E>>,
     E: From<FileError>,
 {
-    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+    if options.max_rows_per_file == 0
+        || options.max_rows_per_group == 0
+        || options.planned_rows.contains(&0)
+    {
         return Err(FileError::InvalidInput {
             path: data_dir.clone(),
-            rule: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+            rule: "max_rows_per_file, max_rows_per_group and planned file sizes must be at least 1"
+                .into(),
         }
         .into());
     }
@@ -253,13 +262,18 @@ where
             let Some((_, writer)) = current.as_mut() else {
                 continue;
             };
-            let room = options.max_rows_per_file.saturating_sub(writer.rows());
+            let limit = options
+                .planned_rows
+                .get(out.len())
+                .copied()
+                .unwrap_or(options.max_rows_per_file);
+            let room = limit.saturating_sub(writer.rows());
             let take = (batch.num_rows() as u64)
                 .min(room)
                 .min(options.max_rows_per_group) as usize;
             writer.write(&batch.slice(0, take)).await?;
             batch = batch.slice(take, batch.num_rows() - take);
-            if writer.rows() >= options.max_rows_per_file {
+            if writer.rows() >= limit {
                 if let Some((name, writer)) = current.take() {
                     out.push(finish(name, writer, options.version).await?);
                 }

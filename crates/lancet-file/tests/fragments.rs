@@ -61,6 +61,32 @@ fn at(fs: &FileStore, dir: &Path, f: &lancet_proto::table::DataFile) -> DataFile
 }
 
 #[tokio::test]
+async fn planned_file_sizes_close_files_where_planned() {
+    let fs = memory();
+    let dir = Path::from("t/data");
+    let options = FragmentOptions {
+        max_rows_per_file: 250,
+        max_rows_per_group: 64,
+        planned_rows: vec![301, 300],
+        ..Default::default()
+    };
+    let batches = stream::iter([Ok::<_, FileError>(rows(0, 300)), Ok(rows(300, 400))]);
+    let written = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options.clone())
+        .await
+        .unwrap();
+    let counts: Vec<u64> = written.iter().map(|f| f.physical_rows).collect();
+    // past the plan, files close every max_rows_per_file rows
+    assert_eq!(counts, [301, 300, 99]);
+    let zero = FragmentOptions {
+        planned_rows: vec![10, 0],
+        ..options
+    };
+    let batches = stream::iter([Ok::<_, FileError>(rows(0, 30))]);
+    let refused = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, zero).await;
+    assert!(matches!(refused, Err(FileError::InvalidInput { .. })));
+}
+
+#[tokio::test]
 async fn rows_are_split_into_fragments_and_read_back() {
     let fs = memory();
     let dir = Path::from("t/data");
@@ -68,6 +94,7 @@ async fn rows_are_split_into_fragments_and_read_back() {
         version: FileVersion::V2_2,
         max_rows_per_file: 250,
         max_rows_per_group: 100,
+        ..Default::default()
     };
     let batches = stream::iter([Ok::<_, FileError>(rows(0, 300)), Ok(rows(300, 400))]);
     let written = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options)

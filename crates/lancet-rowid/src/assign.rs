@@ -124,6 +124,16 @@ pub fn stamp_versions(
     Ok(())
 }
 
+/// A fragment whose data files a commit of `version` rewrote in place (a DataReplacement, or
+/// a Merge that changed its files: Lance 14.0.2's "full fragment rewrite of columns") has every
+/// row last updated at `version`; its created-at sequence is kept.
+pub fn restamp_updated(fragment: &mut DataFragment, version: u64) {
+    fragment.last_updated_at_version_sequence =
+        Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(
+            VersionSequence::from_run_lengths(&[(fragment.physical_rows, version)]).encode(),
+        ));
+}
+
 /// Compaction (Lance 14's rule): `destinations`, written from the surviving rows of
 /// `sources` (each with its deleted offsets) in order, get those rows' ids and version
 /// sequences, cut by their physical rows. A source without a created-at sequence counts as

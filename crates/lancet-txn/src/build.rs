@@ -8,16 +8,18 @@
 //! - **Append** adds its fragments; **Delete** replaces the fragments it updated (their new
 //!   deletion files) and removes those it deleted whole; **Update** does both and adds its new
 //!   fragments; **Overwrite** removes every fragment and index of the base and adds its own,
-//!   with its schema, schema metadata and config upserts (ids and row ids continue, as in
-//!   Lance: an overwrite never hands an id out twice).
+//!   with its schema, schema metadata and config upserts; its fragments are renumbered after
+//!   `max_fragment_id` whatever ids they carry, and one with a deletion file is refused (ids
+//!   and row ids continue, as in Lance: an overwrite never hands an id out twice).
 //! - **CreateIndex** removes the entries it names (by uuid) and adds its new ones;
 //!   **ReserveFragments** advances `max_fragment_id`; **UpdateBases** adds base paths whose
 //!   ids are new (and sets flag 16, base paths, in both words); **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
 //! - Row ids and version sequences are the row-id crate's (lancet-rowid `assign`); the
 //!   caller gives the created fragments their ids in [`Plan::created`]'s order.
-//! - **Merge** lists every fragment of the next version with the files it adds (ids kept;
-//!   fragments it does not list are removed) and the new schema (`max_allocated_field_id`
-//!   raised to it); **DataReplacement** puts a new data file in place of the one holding
+//! - **Merge** lists every fragment of the table with the files it adds (ids kept; a fragment
+//!   left out, a changed `physical_rows` or an existing fragment after a new one is refused,
+//!   [`Plan::apply_merge`]), then new fragments (id 0 numbered as new, even where the table has
+//!   a fragment 0), and the new schema (`max_allocated_field_id` raised to it); **DataReplacement** puts a new data file in place of the one holding
 //!   exactly its fields, or adds it when no file holds any of them ([`replace_data_file`]).
 //! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
 //!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
@@ -48,12 +50,12 @@ pub struct Plan {
     pub removed: Vec<u64>,
     /// Every fragment of the base is removed (Overwrite).
     pub remove_all: bool,
-    /// Every fragment of the base that [`Plan::updated`] does not list is removed (Merge: its
-    /// list is the whole new fragment list).
-    pub remove_absent: bool,
     /// Data files replacing (or joining) a fragment's files (DataReplacement): apply each
     /// with [`replace_data_file`] to the fragment's current record.
     pub replacements: Vec<(u64, DataFile)>,
+    /// A Merge's fragment list, to be judged against every fragment of the base with
+    /// [`Plan::apply_merge`].
+    pub merge_listing: Option<Vec<DataFragment>>,
 }
 
 /// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
@@ -66,8 +68,8 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
         updated: Vec::new(),
         removed: Vec::new(),
         remove_all: false,
-        remove_absent: false,
         replacements: Vec::new(),
+        merge_listing: None,
     };
     match op {
         Operation::Append(a) => plan.create(&a.fragments, name)?,
@@ -76,6 +78,16 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
             plan.removed = d.deleted_fragment_ids.clone();
         }
         Operation::Update(u) => {
+            let modified: Vec<i32> = u
+                .fields_modified
+                .iter()
+                .filter_map(|f| i32::try_from(*f).ok())
+                .collect();
+            if !modified.is_empty() {
+                for f in &u.updated_fragments {
+                    prune_rewritten(&mut plan.indices, f.id, &modified)?;
+                }
+            }
             plan.updated = u.updated_fragments.clone();
             plan.removed = u.removed_fragment_ids.clone();
             plan.create(&u.new_fragments, name)?;
@@ -96,7 +108,22 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
             for (k, v) in &o.config_upsert_values {
                 plan.manifest.config.insert(k.clone(), v.clone());
             }
-            plan.create(&o.fragments, name)?;
+            // every fragment is newly written: numbered after max_fragment_id whatever id it
+            // comes with, and without deletions (Lance 14.0.2's `overwrite_fragments_valid`)
+            let mut fresh = o.fragments.clone();
+            for f in &mut fresh {
+                if let Some(d) = &f.deletion_file {
+                    return Err(TxnError::operation(
+                        name,
+                        format!(
+                            "fragments must be newly written, but fragment {} carries deletion file {} (commit deletions with Delete)",
+                            f.id, d.id
+                        ),
+                    ));
+                }
+                f.id = 0;
+            }
+            plan.create(&fresh, name)?;
         }
         Operation::CreateIndex(c) => {
             plan.indices
@@ -127,9 +154,8 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
             }
         }
         Operation::Merge(m) => {
-            // the fragments keep their ids: a merge adds files to fragments the table has
-            plan.updated = m.fragments.clone();
-            plan.remove_absent = true;
+            // the listing is judged against the base's fragments by `Plan::apply_merge`
+            plan.merge_listing = Some(m.fragments.clone());
             if !m.schema.is_empty() {
                 let max_field = m.schema.iter().map(|f| f.id).max();
                 plan.manifest.fields = m.schema.clone();
@@ -149,6 +175,8 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                         format!("the replacement for fragment {} has no file", g.fragment_id),
                     )
                 })?;
+                let fields: Vec<i32> = file.fields.clone();
+                prune_rewritten(&mut plan.indices, g.fragment_id, &fields)?;
                 plan.replacements.push((g.fragment_id, file));
             }
         }
@@ -217,6 +245,48 @@ pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result
             Ok(f)
         }
     }
+}
+
+/// Withdraws `fragment` from every index on one of `fields` (a column whose data the commit
+/// rewrites in place: DataReplacement, an Update's `fields_modified`, a Merge replacing a
+/// file), as Lance 14.0.2's `prune_updated_fields_from_indices` does: the entry stays, its
+/// bitmap loses the fragment. An entry with no bitmap (covering every fragment) is left
+/// alone, as in Lance. The Fragment Reuse Index is no column's index.
+fn prune_rewritten(indices: &mut [IndexMetadata], fragment: u64, fields: &[i32]) -> Result<()> {
+    let id = u32::try_from(fragment).unwrap_or(u32::MAX);
+    for index in indices.iter_mut() {
+        if index.fragment_bitmap.is_empty() || !index.fields.iter().any(|f| fields.contains(f)) {
+            continue;
+        }
+        let mut bitmap = decode_roaring32(&index.fragment_bitmap).map_err(|e| {
+            TxnError::operation(
+                "commit",
+                format!(
+                    "index {:?}: fragment_bitmap does not decode: {e}",
+                    index.name
+                ),
+            )
+        })?;
+        if bitmap.remove(id) {
+            index.fragment_bitmap = encode_roaring32(&bitmap);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `next` rewrote `prev`'s data files (Lance 14.0.2's
+/// `merge_fragment_physically_rewritten`): another count of files, or a file at another path,
+/// of other fields, column indices, file version or base. A new deletion file alone is not.
+pub fn files_rewritten(prev: &DataFragment, next: &DataFragment) -> bool {
+    prev.files.len() != next.files.len()
+        || prev.files.iter().zip(&next.files).any(|(a, b)| {
+            a.path != b.path
+                || a.fields != b.fields
+                || a.column_indices != b.column_indices
+                || a.file_major_version != b.file_major_version
+                || a.file_minor_version != b.file_minor_version
+                || a.base_id != b.base_id
+        })
 }
 
 /// What a new table is before its first version: Lance 14's create writes an Overwrite of
@@ -302,6 +372,102 @@ pub fn cover_moved_rows(
 }
 
 impl Plan {
+    /// Judges a Merge's listing against `base` (every fragment of the base version, in id
+    /// order) as Lance 14.0.2 validates it, and splits it: a listed fragment the base has (its
+    /// first listing) is updated, any other is created, numbered after `max_fragment_id` when
+    /// its id is 0 (how staged `write_fragments` output comes). Refused, with nothing applied:
+    /// a base fragment left out (a Merge never removes one), a changed `physical_rows`, an
+    /// existing fragment listed after a new one, a new id listed twice, a new fragment
+    /// carrying row ids, an existing one that lost its row ids.
+    pub fn apply_merge(&mut self, base: &[DataFragment]) -> Result<()> {
+        let Some(listing) = self.merge_listing.take() else {
+            return Ok(());
+        };
+        let name = "Merge";
+        let mut seen_existing = std::collections::HashSet::new();
+        let mut new_ids = std::collections::HashSet::new();
+        let mut created = Vec::new();
+        for f in listing {
+            let prev = base
+                .binary_search_by_key(&f.id, |b| b.id)
+                .ok()
+                .and_then(|i| base.get(i));
+            match prev {
+                Some(prev) if seen_existing.insert(f.id) => {
+                    if !created.is_empty() {
+                        return Err(TxnError::operation(
+                            name,
+                            format!("it lists existing fragment {} after a new fragment; new fragments must be listed after every existing fragment", f.id),
+                        ));
+                    }
+                    if prev.physical_rows != f.physical_rows {
+                        return Err(TxnError::operation(
+                            name,
+                            format!(
+                                "it changes the row count of fragment {} from {} to {}",
+                                f.id, prev.physical_rows, f.physical_rows
+                            ),
+                        ));
+                    }
+                    // columns whose data file the merge replaced leave their indexes
+                    let rewritten: Vec<i32> = prev
+                        .files
+                        .iter()
+                        .filter(|d| {
+                            !f.files
+                                .iter()
+                                .any(|x| x.path == d.path && x.fields == d.fields)
+                        })
+                        .flat_map(|d| d.fields.iter().copied())
+                        .filter(|id| *id >= 0)
+                        .collect();
+                    if !rewritten.is_empty() {
+                        prune_rewritten(&mut self.indices, f.id, &rewritten)?;
+                    }
+                    if prev.row_id_sequence.is_some() && f.row_id_sequence.is_none() {
+                        return Err(TxnError::operation(
+                            name,
+                            format!("it drops the row id metadata of fragment {}", f.id),
+                        ));
+                    }
+                    self.updated.push(f);
+                }
+                _ => {
+                    if f.id != 0 && !new_ids.insert(f.id) {
+                        return Err(TxnError::operation(
+                            name,
+                            format!("it lists new fragment id {} twice; new fragments take id 0 or a unique reserved id", f.id),
+                        ));
+                    }
+                    if f.row_id_sequence.is_some() {
+                        return Err(TxnError::operation(
+                            name,
+                            format!("new fragment (id {}) carries row id metadata", f.id),
+                        ));
+                    }
+                    let mut f = f;
+                    if prev.is_some() {
+                        // a second listing of an existing id is a new fragment
+                        f.id = 0;
+                    }
+                    created.push(f);
+                }
+            }
+        }
+        let missing: Vec<u64> = base
+            .iter()
+            .map(|b| b.id)
+            .filter(|id| !seen_existing.contains(id))
+            .collect();
+        if !missing.is_empty() {
+            return Err(TxnError::operation(
+                name,
+                format!("it leaves out fragments {missing:?}; a Merge lists every fragment of the table"),
+            ));
+        }
+        self.create(&created, name)
+    }
+
     /// Adds `fragments` as created, numbering those at id 0 after `max_fragment_id`.
     fn create(&mut self, fragments: &[DataFragment], name: &'static str) -> Result<()> {
         let mut next = next_fragment_id(&self.manifest);
@@ -394,14 +560,27 @@ mod tests {
             name: "i".into(),
             ..Default::default()
         }];
+        // a fragment id the table used (3) is renumbered too
         let op = Operation::Overwrite(Overwrite {
-            fragments: vec![frag(0, 5)],
+            fragments: vec![frag(0, 5), frag(3, 1)],
             config_upsert_values: [("k".to_string(), "v".to_string())].into(),
             ..Default::default()
         });
         let p = plan(on(&m, &idx), &op).unwrap();
         assert!(p.remove_all && p.indices.is_empty());
         assert_eq!(p.created[0].id, 8);
+        assert_eq!(p.created[1].id, 9);
+        let mut deleted = frag(0, 5);
+        deleted.deletion_file = Some(Default::default());
+        let e = plan(
+            on(&m, &idx),
+            &Operation::Overwrite(Overwrite {
+                fragments: vec![deleted],
+                ..Default::default()
+            }),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("deletion file"), "{e}");
         assert_eq!(p.manifest.config.get("k").map(String::as_str), Some("v"));
         let bases = Operation::Overwrite(Overwrite {
             initial_bases: vec![BasePath::default()],
@@ -482,11 +661,40 @@ mod tests {
             schema: vec![field(0), field(4)],
             ..Default::default()
         });
-        let p = plan(on(&m, &[]), &op).unwrap();
-        assert!(p.remove_absent && p.created.is_empty());
+        let mut p = plan(on(&m, &[]), &op).unwrap();
+        p.apply_merge(&[frag(7, 2)]).unwrap();
+        assert!(p.created.is_empty());
         assert_eq!(p.updated, vec![frag(7, 2)]);
         assert_eq!(p.manifest.fields.len(), 2);
         assert_eq!(p.manifest.max_allocated_field_id, Some(4));
+    }
+
+    #[test]
+    fn a_merge_keeps_every_fragment_and_numbers_staged_ones_as_new() {
+        let m = manifest(7);
+        let merge = |fragments: Vec<DataFragment>| {
+            let op = Operation::Merge(lancet_proto::table::transaction::Merge {
+                fragments,
+                ..Default::default()
+            });
+            plan(on(&m, &[]), &op).unwrap()
+        };
+        let base = [frag(0, 3), frag(7, 2)];
+        // a staged fragment at id 0 (fragment 0 exists) is new, numbered after 7
+        let mut p = merge(vec![frag(0, 3), frag(7, 2), frag(0, 5)]);
+        p.apply_merge(&base).unwrap();
+        assert_eq!(p.updated, vec![frag(0, 3), frag(7, 2)]);
+        assert_eq!(p.created, vec![frag(8, 5)]);
+        // a fragment left out, a changed row count, an existing one after a new one
+        let refused = |listing: Vec<DataFragment>| {
+            let e = merge(listing).apply_merge(&base).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidInput);
+            e.to_string()
+        };
+        assert!(refused(vec![frag(7, 2)]).contains("leaves out fragments [0]"));
+        assert!(refused(vec![frag(0, 4), frag(7, 2)]).contains("row count"));
+        assert!(refused(vec![frag(0, 3), frag(0, 5), frag(7, 2)]).contains("after a new"));
+        assert!(refused(vec![frag(0, 3), frag(7, 2), frag(9, 1), frag(9, 1)]).contains("twice"));
     }
 
     #[test]

@@ -171,6 +171,96 @@ fn split_for_size(bin: &[(FragmentCounts, Candidacy)], target: u64) -> Vec<Vec<u
     groups
 }
 
+/// The row counts of the fragments a task of `live_rows` rows writes, as Lance 14.0.2's
+/// compaction plans them (`optimize.rs`): `live_rows / target` outputs (rounded down, at least
+/// one), balanced: each holds `live_rows / n` rows and the first `live_rows % n` one more.
+/// 2,400 live rows at a target of 1,000 are two fragments of 1,200, not 1,000 + 1,000 + 400.
+/// Empty for a task with no live row.
+pub fn output_rows(live_rows: u64, target_rows_per_fragment: u64) -> Vec<u64> {
+    if live_rows == 0 {
+        return Vec::new();
+    }
+    let n = live_rows
+        .checked_div(target_rows_per_fragment)
+        .unwrap_or(1)
+        .max(1);
+    let (base, extra) = (live_rows / n, live_rows % n);
+    (0..n).map(|i| base + u64::from(i < extra)).collect()
+}
+
+/// One rewrite group's fragment ids: the sources it removes and the destinations it adds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupIds {
+    pub sources: Vec<u32>,
+    pub destinations: Vec<u32>,
+}
+
+/// An index's fragment bitmap after a Rewrite of `groups`, group by group as Lance 14.0.2
+/// recalculates it (`recalculate_fragment_bitmap`): a group whose sources the index covers
+/// entirely trades them for its destinations; a group it covers none of leaves it alone; a
+/// group it covers in part is refused (its destinations would hold rows the index never
+/// indexed; the planner never makes one, as a bin holds one covering).
+pub fn rewritten_bitmap(
+    index: &str,
+    bitmap: &roaring::RoaringBitmap,
+    groups: &[GroupIds],
+) -> Result<roaring::RoaringBitmap> {
+    let mut out = bitmap.clone();
+    for g in groups {
+        let covered = g.sources.iter().filter(|s| bitmap.contains(**s)).count();
+        if covered == 0 {
+            continue;
+        }
+        if covered < g.sources.len() {
+            return Err(TxnError::operation(
+                "Rewrite",
+                format!(
+                    "index {index:?} covers only some of the rewrite group {:?}: a rewrite group must be a split of indexed or of non-indexed data, never both",
+                    g.sources
+                ),
+            ));
+        }
+        for s in &g.sources {
+            out.remove(*s);
+        }
+        out.extend(g.destinations.iter().copied());
+    }
+    Ok(out)
+}
+
+/// Whether a deferred compaction of `groups` records its moves in a Fragment Reuse Index, as
+/// Lance 14.0.2 decides it: always on a stable-row-id table, otherwise when some group's
+/// source is covered by a (non-system) index or by the existing reuse index's destinations.
+/// A compaction nothing indexes is a plain Rewrite.
+pub fn defer_records_moves(
+    groups: &[GroupIds],
+    indices: &[IndexMetadata],
+    stable_row_ids: bool,
+) -> Result<bool> {
+    if stable_row_ids {
+        return Ok(true);
+    }
+    let mut covered = roaring::RoaringBitmap::new();
+    for m in indices {
+        if m.fragment_bitmap.is_empty() {
+            // an index that names no bitmap covers every fragment
+            if m.name != FRI_INDEX_NAME {
+                return Ok(true);
+            }
+            continue;
+        }
+        covered |= decode_roaring32(&m.fragment_bitmap).map_err(|e| {
+            TxnError::operation(
+                "Rewrite",
+                format!("index {:?}: fragment_bitmap does not decode: {e}", m.name),
+            )
+        })?;
+    }
+    Ok(groups
+        .iter()
+        .any(|g| g.sources.iter().any(|s| covered.contains(*s))))
+}
+
 /// Which index segments cover each fragment (system indexes, the Fragment Reuse Index among
 /// them, do not count).
 struct Covering {
@@ -289,6 +379,43 @@ mod tests {
         let indices = [index(1, &[0, 1, 2]), index(2, &[3, 4]), fri];
         let groups = plan_compaction(&counts(6, 10, 0), &indices, &options(1000), false).unwrap();
         assert_eq!(groups, [vec![0, 1, 2], vec![3, 4]]);
+    }
+
+    #[test]
+    fn a_task_writes_balanced_outputs_as_lance_plans_them() {
+        // pylance 14.0.2: 3,000 rows, 600 deleted, target 1,000 -> two fragments of 1,200
+        assert_eq!(output_rows(2400, 1000), [1200, 1200]);
+        assert_eq!(output_rows(4100, 1000), [1025; 4]);
+        assert_eq!(output_rows(2000, 500), [500; 4]);
+        assert_eq!(output_rows(7, 3), [4, 3]);
+        assert_eq!(output_rows(999, 1000), [999]);
+        assert!(output_rows(0, 1000).is_empty());
+    }
+
+    #[test]
+    fn an_index_bitmap_is_recalculated_group_by_group() {
+        let g = |s: &[u32], d: &[u32]| GroupIds {
+            sources: s.to_vec(),
+            destinations: d.to_vec(),
+        };
+        let bitmap: roaring::RoaringBitmap = [0, 1, 7].into_iter().collect();
+        // the index covers the first group whole and none of the second: only the first moves
+        let groups = [g(&[0, 1], &[4]), g(&[2, 3], &[5])];
+        let out = rewritten_bitmap("v_idx", &bitmap, &groups).unwrap();
+        assert_eq!(out.iter().collect::<Vec<_>>(), [4, 7]);
+        // a group covered in part is refused
+        let e = rewritten_bitmap("v_idx", &bitmap, &[g(&[1, 2], &[4])]).unwrap_err();
+        assert!(e.to_string().contains("only some"), "{e}");
+        // the reuse index decides only when deferred and an index covers a source
+        let covering = |b: &[u32]| IndexMetadata {
+            name: "v_idx".into(),
+            fragment_bitmap: encode_roaring32(&b.iter().copied().collect()),
+            ..Default::default()
+        };
+        assert!(defer_records_moves(&groups, &[covering(&[3])], false).unwrap());
+        assert!(!defer_records_moves(&groups, &[covering(&[9])], false).unwrap());
+        assert!(!defer_records_moves(&groups, &[], false).unwrap());
+        assert!(defer_records_moves(&groups, &[], true).unwrap());
     }
 
     #[test]

@@ -19,14 +19,15 @@
 //! Restore and Overwrite replace the table's content with an earlier or a new one: for them the
 //! freshness rules do not apply (a restored fragment keeps its id), every other rule does.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use lancet_paths::flags;
 use lancet_paths::manifest::UnmodelledFragment;
+use lancet_proto::roaring_wire::decode_roaring32;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
-use roaring::RoaringTreemap;
+use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::change::FragmentChange;
 use crate::error::{Result, TxnError};
@@ -131,6 +132,34 @@ pub enum Invariant {
     /// Tables with stable row ids do not hold a tagged FRI entry (FRI spec: "writers must not
     /// publish index_version >= 1 on them").
     TaggedFriWithoutStableRowIds,
+    /// An index's coverage grows only by fragments the commit indexed: any fragment for a
+    /// CreateIndex (an index build or optimize trains on what it adds); for a Rewrite, a
+    /// group's destinations when the index covered every source of the group (Lance 14.0.2's
+    /// `recalculate_fragment_bitmap`); for an Update on a stable-row-id table, the new
+    /// fragments when the index covered every fragment the rows came from. Otherwise the
+    /// index would answer for rows it never indexed: a filter misses them.
+    IndexCoverageIndexed,
+    /// A fragment whose data file holding an indexed column is rewritten in place
+    /// (DataReplacement, an Update's `fields_modified`, a Merge) leaves that column's
+    /// indexes (Lance 14.0.2's `prune_updated_fields_from_indices`): they hold the old
+    /// values.
+    IndexCoverageRewritten,
+    /// On a stable-row-id table the segments of one BTree index hold one kind of row
+    /// reference: all row ids (`index_version` 0) or all row addresses (Lance 14.0.2 refuses a
+    /// commit that mixes them, and its reader refuses to query one).
+    IndexRowIdDomain,
+    /// A Merge keeps every fragment of the table with its `physical_rows` (Lance 14.0.2's
+    /// `merge_fragments_valid`): it adds columns, never rows or fragments' removal.
+    MergeKeepsFragments,
+    /// An Overwrite's fragments are newly written: ids above the previous `max_fragment_id`,
+    /// no deletion file (Lance 14.0.2's `overwrite_fragments_valid`).
+    OverwriteFresh,
+    /// A field new to the schema takes an id above every id the table allocated: a reader
+    /// takes a column from the data file whose `fields` name its id, and old files name
+    /// old ids.
+    FieldIdFresh,
+    /// Every field id a new data file lists is a field of the schema (tombstones, -2, aside).
+    DataFileFieldsInSchema,
 }
 
 impl Invariant {
@@ -166,11 +195,24 @@ impl Invariant {
             FlagRequired => "a flag the content needs is set",
             FlagKept => "sticky feature flags stay set",
             TaggedFriWithoutStableRowIds => "a stable-row-id table holds no tagged FRI entry",
+            IndexCoverageIndexed => {
+                "an index's coverage grows only by fragments the commit indexed"
+            }
+            IndexCoverageRewritten => {
+                "a fragment whose indexed column is rewritten in place leaves that index"
+            }
+            IndexRowIdDomain => {
+                "the segments of one index hold row ids or row addresses, never both"
+            }
+            MergeKeepsFragments => "a Merge keeps every fragment and its physical_rows",
+            OverwriteFresh => "an Overwrite's fragments take fresh ids and carry no deletion file",
+            FieldIdFresh => "a field new to the schema takes an id never allocated before",
+            DataFileFieldsInSchema => "every field a new data file lists is in the schema",
         }
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 24] = [
+    pub const ALL: [Invariant; 31] = [
         Invariant::ManifestDecodes,
         Invariant::UnmodelledFieldsKept,
         Invariant::ManifestFlags,
@@ -195,6 +237,13 @@ impl Invariant {
         Invariant::FlagRequired,
         Invariant::FlagKept,
         Invariant::TaggedFriWithoutStableRowIds,
+        Invariant::IndexCoverageIndexed,
+        Invariant::IndexCoverageRewritten,
+        Invariant::IndexRowIdDomain,
+        Invariant::MergeKeepsFragments,
+        Invariant::OverwriteFresh,
+        Invariant::FieldIdFresh,
+        Invariant::DataFileFieldsInSchema,
     ];
 }
 
@@ -295,7 +344,9 @@ pub fn check(candidate: &Candidate<'_>) -> Result<()> {
     c.fragment_rules()?;
     c.row_id_rules()?;
     c.data_file_rules()?;
+    c.operation_rules()?;
     c.index_rules()?;
+    c.index_coverage_rules()?;
     c.flag_rules()
 }
 
@@ -650,6 +701,259 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
+    /// What an operation may change: Merge keeps every fragment, Overwrite writes fresh ones,
+    /// field ids are never reused, new data files hold fields of the schema.
+    fn operation_rules(&self) -> Result<()> {
+        if let Some(Operation::Merge(_)) = self.c.operation {
+            for c in self.c.changes {
+                let (Some(before), after) = (&c.before, &c.after) else {
+                    continue;
+                };
+                let detail = match after {
+                    None => "is removed".to_string(),
+                    Some(a) if a.physical_rows != before.physical_rows => format!(
+                        "changes physical_rows from {} to {}",
+                        before.physical_rows, a.physical_rows
+                    ),
+                    Some(_) => continue,
+                };
+                return Err(self.fail(
+                    Invariant::MergeKeepsFragments,
+                    format!("fragment {}", c.id),
+                    detail,
+                ));
+            }
+        }
+        if let (Some(Operation::Overwrite(_)), Some(prev)) = (self.c.operation, self.c.previous) {
+            let prev_max = prev.manifest.max_fragment_id.map(u64::from);
+            for f in self.c.changes.iter().filter_map(|c| c.after.as_ref()) {
+                let detail = if prev_max.is_some_and(|m| f.id <= m) {
+                    format!(
+                        "is not above the previous max_fragment_id {}",
+                        prev_max.unwrap_or_default()
+                    )
+                } else if f.deletion_file.is_some() {
+                    "carries a deletion file".to_string()
+                } else {
+                    continue;
+                };
+                return Err(self.fail(
+                    Invariant::OverwriteFresh,
+                    format!("fragment {}", f.id),
+                    detail,
+                ));
+            }
+        }
+        if let (Some(prev), false) = (self.c.previous, self.replaces_content()) {
+            let p = prev.manifest;
+            let old: BTreeSet<i32> = p.fields.iter().map(|f| f.id).collect();
+            let allocated = p
+                .fields
+                .iter()
+                .map(|f| f.id)
+                .chain(p.max_allocated_field_id)
+                .max();
+            if let Some(f) = self
+                .next()
+                .fields
+                .iter()
+                .find(|f| !old.contains(&f.id) && allocated.is_some_and(|a| f.id <= a))
+            {
+                return Err(self.fail(
+                    Invariant::FieldIdFresh,
+                    format!("field {:?}", f.name),
+                    format!(
+                        "is new with id {}, but ids up to {} were allocated",
+                        f.id,
+                        allocated.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        let schema: BTreeSet<i32> = self.next().fields.iter().map(|f| f.id).collect();
+        // (a manifest that records no schema, as hand-built test manifests do, names none)
+        for c in self.c.changes.iter().filter(|_| !schema.is_empty()) {
+            let Some(after) = &c.after else { continue };
+            let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
+            for file in after.files.iter().filter(|f| !old.contains(f)) {
+                if let Some(field) = file.fields.iter().find(|f| **f >= 0 && !schema.contains(f)) {
+                    return Err(self.fail(
+                        Invariant::DataFileFieldsInSchema,
+                        format!("fragment {} data file {}", c.id, file.path),
+                        format!("lists field {field}, which the schema does not hold"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Index coverage follows what was indexed, and one index keeps one row-id domain.
+    fn index_coverage_rules(&self) -> Result<()> {
+        let Some(prev) = self.c.previous else {
+            return Ok(());
+        };
+        if self.replaces_content() {
+            return Ok(());
+        }
+        let bitmap = |m: &IndexMetadata| -> Result<Option<RoaringBitmap>> {
+            if m.fragment_bitmap.is_empty() {
+                return Ok(None);
+            }
+            decode_roaring32(&m.fragment_bitmap).map(Some).map_err(|e| {
+                self.fail(
+                    Invariant::IndexEntriesDistinct,
+                    format!("index {:?}", m.name),
+                    format!("fragment_bitmap does not decode: {e}"),
+                )
+            })
+        };
+        // coverage by index name, before and after (an entry with no bitmap covers all)
+        let union = |indices: &[IndexMetadata]| -> Result<BTreeMap<String, Option<RoaringBitmap>>> {
+            let mut out: BTreeMap<String, Option<RoaringBitmap>> = BTreeMap::new();
+            for m in indices.iter().filter(|m| m.name != FRI_INDEX_NAME) {
+                let b = bitmap(m)?;
+                let slot = out
+                    .entry(m.name.clone())
+                    .or_insert(Some(RoaringBitmap::new()));
+                *slot = match (slot.take(), b) {
+                    (Some(a), Some(b)) => Some(a | b),
+                    _ => None,
+                };
+            }
+            Ok(out)
+        };
+        let before = union(prev.indices)?;
+        let after = union(self.c.next.indices)?;
+        let created: BTreeSet<u64> = self
+            .c
+            .changes
+            .iter()
+            .filter(|c| c.is_created())
+            .map(|c| c.id)
+            .collect();
+        for (name, covered) in &after {
+            let Some(covered) = covered else { continue };
+            let had = before.get(name).cloned().flatten();
+            let gained = match &had {
+                Some(h) => covered - h,
+                // new to the table, or it covered everything: it was built by this commit
+                None => continue,
+            };
+            for id in &gained {
+                if !self.indexed_by_commit(u64::from(id), had.as_ref(), &created) {
+                    return Err(self.fail(
+                        Invariant::IndexCoverageIndexed,
+                        format!("index {name:?}"),
+                        format!("covers fragment {id}, which the commit did not index"),
+                    ));
+                }
+            }
+        }
+        // a column rewritten in place leaves its indexes
+        for c in self.c.changes {
+            let (Some(b), Some(a)) = (&c.before, &c.after) else {
+                continue;
+            };
+            let rewritten: BTreeSet<i32> = b
+                .files
+                .iter()
+                .filter(|f| {
+                    !a.files
+                        .iter()
+                        .any(|x| x.path == f.path && x.fields == f.fields)
+                })
+                .flat_map(|f| f.fields.iter().copied())
+                .filter(|f| *f >= 0)
+                .collect();
+            if rewritten.is_empty() {
+                continue;
+            }
+            let id = u32::try_from(c.id).unwrap_or(u32::MAX);
+            for m in self
+                .c
+                .next
+                .indices
+                .iter()
+                .filter(|m| m.name != FRI_INDEX_NAME)
+            {
+                if !m.fields.iter().any(|f| rewritten.contains(f)) {
+                    continue;
+                }
+                if bitmap(m)?.is_some_and(|b| b.contains(id)) {
+                    return Err(self.fail(
+                        Invariant::IndexCoverageRewritten,
+                        format!("index {:?}", m.name),
+                        format!(
+                            "still covers fragment {}, whose data file for its column is rewritten",
+                            c.id
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.stable_row_ids() {
+            let old: BTreeSet<&[u8]> = prev
+                .indices
+                .iter()
+                .filter_map(|m| m.uuid.as_ref().map(|u| u.uuid.as_slice()))
+                .collect();
+            let mut domains: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+            let mut touched: BTreeSet<&str> = BTreeSet::new();
+            for m in self.c.next.indices.iter().filter(|m| {
+                m.index_details
+                    .as_ref()
+                    .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url))
+            }) {
+                let d = domains.entry(&m.name).or_default();
+                match m.index_version.unwrap_or(0) >= 1 {
+                    true => d.1 = true,
+                    false => d.0 = true,
+                }
+                if m.uuid
+                    .as_ref()
+                    .is_none_or(|u| !old.contains(u.uuid.as_slice()))
+                {
+                    touched.insert(&m.name);
+                }
+            }
+            if let Some(name) = touched
+                .iter()
+                .find(|n| domains.get(*n).is_some_and(|(ids, addrs)| *ids && *addrs))
+            {
+                return Err(self.fail(
+                    Invariant::IndexRowIdDomain,
+                    format!("index {name:?}"),
+                    "mixes row-id segments (index_version 0) and row-address segments; rebuild every segment in one commit".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the commit indexed fragment `id` for an index that covered `had` before.
+    fn indexed_by_commit(
+        &self,
+        id: u64,
+        had: Option<&RoaringBitmap>,
+        created: &BTreeSet<u64>,
+    ) -> bool {
+        let covers = |i: u64| had.is_none_or(|h| u32::try_from(i).is_ok_and(|i| h.contains(i)));
+        match self.c.operation {
+            Some(Operation::CreateIndex(_)) => true,
+            Some(Operation::Rewrite(r)) => r.groups.iter().any(|g| {
+                g.new_fragments.iter().any(|f| f.id == id)
+                    && g.old_fragments.iter().all(|f| covers(f.id))
+            }),
+            Some(Operation::Update(u)) => {
+                created.contains(&id)
+                    && u.removed_fragment_ids.iter().all(|i| covers(*i))
+                    && u.updated_fragments.iter().all(|f| covers(f.id))
+            }
+            _ => false,
+        }
+    }
+
     fn index_rules(&self) -> Result<()> {
         let indices = self.c.next.indices;
         let bases: BTreeSet<u32> = self.next().base_paths.iter().map(|b| b.id).collect();
@@ -988,6 +1292,12 @@ mod tests {
         let prev = manifest(&[0]);
         let mut next = manifest(&[0, 1]);
         next.fragments[1].files[0].fields = vec![0, -2, 3];
+        next.fields = [0, 3]
+            .map(|id| lancet_proto::file::Field {
+                id,
+                ..Default::default()
+            })
+            .to_vec();
         let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
         let judge_files = |stored: std::result::Result<StoredDataFile, String>| {
             let facts = [DataFileFacts {
@@ -1169,6 +1479,189 @@ mod tests {
             fields: fields.to_vec(),
             ..Default::default()
         }
+    }
+
+    /// Judges `next` (indices `after`) as the version after `prev` (indices `before`).
+    fn judge_indexed(
+        prev: &Manifest,
+        before: &[IndexMetadata],
+        next: &Manifest,
+        after: &[IndexMetadata],
+        operation: Option<&Operation>,
+    ) -> Result<()> {
+        let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+        check(&Candidate {
+            version: 2,
+            previous: Some(Version {
+                manifest: prev,
+                indices: before,
+            }),
+            next: Version {
+                manifest: next,
+                indices: after,
+            },
+            changes: &changes,
+            row_ids: None,
+            operation,
+            data_files: None,
+            unmodelled: &[],
+            missing_deletion_files: &[],
+        })
+    }
+
+    fn covering(name: &str, uuid: u8, fragments: &[u32]) -> IndexMetadata {
+        IndexMetadata {
+            fragment_bitmap: lancet_proto::roaring_wire::encode_roaring32(
+                &fragments.iter().copied().collect(),
+            ),
+            ..entry(name, uuid, &[0])
+        }
+    }
+
+    #[test]
+    fn index_coverage_grows_only_by_what_was_indexed() {
+        use lancet_proto::table::transaction::{rewrite::RewriteGroup, CreateIndex, Rewrite};
+        // fragments 0-1 indexed, 2-3 not; a compaction of {0,1} -> 4 and {2,3} -> 5
+        let prev = manifest(&[0, 1, 2, 3]);
+        let mut next = manifest(&[4, 5]);
+        next.max_fragment_id = Some(5);
+        let group = |old: &[u64], new: &[u64]| RewriteGroup {
+            old_fragments: old.iter().map(|&i| frag(i)).collect(),
+            new_fragments: new.iter().map(|&i| frag(i)).collect(),
+        };
+        let rewrite = Operation::Rewrite(Rewrite {
+            groups: vec![group(&[0, 1], &[4]), group(&[2, 3], &[5])],
+            ..Default::default()
+        });
+        let before = [covering("v_idx", 1, &[0, 1])];
+        // per group: the index follows {0,1} into 4
+        judge_indexed(
+            &prev,
+            &before,
+            &next,
+            &[covering("v_idx", 2, &[4])],
+            Some(&rewrite),
+        )
+        .unwrap();
+        // issue 30's compaction defect: the index also claims 5, whose rows it never indexed
+        let wrong = judge_indexed(
+            &prev,
+            &before,
+            &next,
+            &[covering("v_idx", 2, &[4, 5])],
+            Some(&rewrite),
+        );
+        assert_eq!(broken(wrong), Invariant::IndexCoverageIndexed);
+        // an append never extends an index; an index build may
+        let appended = manifest(&[0, 1, 2, 3, 4]);
+        let grown = [covering("v_idx", 1, &[0, 1, 4])];
+        assert_eq!(
+            broken(judge_indexed(&prev, &before, &appended, &grown, None)),
+            Invariant::IndexCoverageIndexed
+        );
+        let build = Operation::CreateIndex(CreateIndex::default());
+        judge_indexed(&prev, &before, &prev, &grown, Some(&build)).unwrap();
+    }
+
+    #[test]
+    fn a_column_rewritten_in_place_leaves_its_indexes() {
+        let mut prev = manifest(&[0, 1]);
+        prev.fragments[0].files[0].fields = vec![0];
+        prev.fields = vec![lancet_proto::file::Field {
+            id: 0,
+            ..Default::default()
+        }];
+        let mut next = prev.clone();
+        next.fragments[0].files[0].path = "new.lance".into();
+        let before = [covering("v_idx", 1, &[0, 1])];
+        assert_eq!(
+            broken(judge_indexed(&prev, &before, &next, &before, None)),
+            Invariant::IndexCoverageRewritten
+        );
+        judge_indexed(&prev, &before, &next, &[covering("v_idx", 1, &[1])], None).unwrap();
+    }
+
+    #[test]
+    fn one_index_holds_one_row_id_domain() {
+        let mut prev = manifest(&[0, 1]);
+        for f in &mut prev.fragments {
+            *f = stable(f.clone());
+        }
+        prev.reader_feature_flags = flags::STABLE_ROW_IDS;
+        prev.writer_feature_flags = flags::STABLE_ROW_IDS;
+        let btree = |uuid: u8, version: i32| IndexMetadata {
+            index_version: Some(version),
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: "/lance.index.pb.BTreeIndexDetails".into(),
+                value: Vec::new(),
+            }),
+            ..covering("v_idx", uuid, &[0])
+        };
+        let legacy = [btree(1, 0)];
+        let mixed = [btree(1, 0), btree(2, 1)];
+        assert_eq!(
+            broken(judge_indexed(&prev, &legacy, &prev, &mixed, None)),
+            Invariant::IndexRowIdDomain
+        );
+        judge_indexed(&prev, &legacy, &prev, &[btree(2, 1)], None).unwrap();
+    }
+
+    #[test]
+    fn merge_overwrite_and_schema_rules() {
+        use lancet_proto::table::transaction::{Merge, Overwrite};
+        let field = |id: i32| lancet_proto::file::Field {
+            id,
+            name: format!("c{id}"),
+            ..Default::default()
+        };
+        let mut prev = manifest(&[0, 1]);
+        prev.fields = vec![field(0)];
+        prev.max_allocated_field_id = Some(3);
+        prev.writer_feature_flags = flags::NON_REUSABLE_FIELD_IDS;
+        let merge = Operation::Merge(Merge::default());
+        // a merge that drops fragment 1, or changes fragment 0's rows
+        let mut dropped = prev.clone();
+        dropped.fragments.pop();
+        assert_eq!(
+            broken(judge(&prev, &dropped, &[], None, Some(&merge))),
+            Invariant::MergeKeepsFragments
+        );
+        let mut grown = prev.clone();
+        grown.fragments[0].physical_rows = 11;
+        assert_eq!(
+            broken(judge(&prev, &grown, &[], None, Some(&merge))),
+            Invariant::MergeKeepsFragments
+        );
+        // an overwrite reusing id 1, or carrying a deletion file
+        let overwrite = Operation::Overwrite(Overwrite::default());
+        let mut reused = manifest(&[1]);
+        reused.fragments[0].physical_rows = 5;
+        reused.max_fragment_id = Some(1);
+        reused.writer_feature_flags = prev.writer_feature_flags;
+        reused.max_allocated_field_id = prev.max_allocated_field_id;
+        assert_eq!(
+            broken(judge(&prev, &reused, &[], None, Some(&overwrite))),
+            Invariant::OverwriteFresh
+        );
+        // a new field taking an id allocated before (3), or a new file naming no field
+        let mut reuse = prev.clone();
+        reuse.fields.push(field(3));
+        assert_eq!(
+            broken(judge(&prev, &reuse, &[], None, None)),
+            Invariant::FieldIdFresh
+        );
+        reuse.fields[1].id = 4;
+        judge(&prev, &reuse, &[], None, None).unwrap();
+        let mut stray = prev.clone();
+        stray.fragments[1].files.push(DataFile {
+            path: "x.lance".into(),
+            fields: vec![7],
+            ..Default::default()
+        });
+        assert_eq!(
+            broken(judge(&prev, &stray, &[], None, None)),
+            Invariant::DataFileFieldsInSchema
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 
 use crate::build::replace_data_file;
 use crate::change::FragmentChange;
+use crate::compaction::GroupIds;
 
 /// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
 pub fn new_transaction(read_version: u64, operation: Operation) -> Transaction {
@@ -125,22 +126,50 @@ pub fn index_operation(before: &[IndexMetadata], after: &[IndexMetadata]) -> Opt
     }))
 }
 
-/// The one rewrite group of a rewrite's changes: removed sources, new destinations.
-pub fn rewrite_operation(changes: &[FragmentChange]) -> Operation {
-    let group = RewriteGroup {
-        old_fragments: changes
+/// A rewrite's operation: one group per rewrite group (`groups`: the sources each removes
+/// and the destinations it adds, as Lance records a compaction's tasks), each with the
+/// fragments' records from `changes`. With no groups given, one group of every removed
+/// source and every new destination.
+pub fn rewrite_operation(changes: &[FragmentChange], groups: &[GroupIds]) -> Operation {
+    let by_id: std::collections::HashMap<u64, &FragmentChange> =
+        changes.iter().map(|c| (c.id, c)).collect();
+    let record = |id: u64, before: bool| {
+        by_id.get(&id).and_then(|c| match before {
+            true => c.before.clone(),
+            false => c.after.clone(),
+        })
+    };
+    let groups = match groups.is_empty() {
+        true => vec![RewriteGroup {
+            old_fragments: changes
+                .iter()
+                .filter(|c| c.after.is_none())
+                .filter_map(|c| c.before.clone())
+                .collect(),
+            new_fragments: changes
+                .iter()
+                .filter(|c| c.before.is_none())
+                .filter_map(|c| c.after.clone())
+                .collect(),
+        }],
+        false => groups
             .iter()
-            .filter(|c| c.after.is_none())
-            .filter_map(|c| c.before.clone())
-            .collect(),
-        new_fragments: changes
-            .iter()
-            .filter(|c| c.before.is_none())
-            .filter_map(|c| c.after.clone())
+            .map(|g| RewriteGroup {
+                old_fragments: g
+                    .sources
+                    .iter()
+                    .filter_map(|id| record(u64::from(*id), true))
+                    .collect(),
+                new_fragments: g
+                    .destinations
+                    .iter()
+                    .filter_map(|id| record(u64::from(*id), false))
+                    .collect(),
+            })
             .collect(),
     };
     Operation::Rewrite(Rewrite {
-        groups: vec![group],
+        groups,
         ..Default::default()
     })
 }

@@ -1,12 +1,16 @@
 //! Column backfill: [`Dataset::add_column`].
 //!
 //! Composition only. The new column's type is the expression's (lancet-filter evaluates it
-//! on the table's empty schema); the first commit is Lance's Merge of the new schema with the
-//! fragments unchanged (every fragment reads NULL for the column until backfilled), then each
-//! batch of `fragments_per_commit` fragments gets one new data file each (the column
-//! computed from the fragment's stored rows, deleted rows included, as a data file covers
-//! physical rows), committed as a DataReplacement; on a tree each is an `add_data_file`
-//! mutation, never a whole record.
+//! on the table's empty schema). Every fragment's file is computed first (the column
+//! evaluated on the fragment's stored rows, deleted rows included, as a data file covers
+//! physical rows), so an expression that fails on any row publishes nothing and the files
+//! written for it are deleted, as pylance's `add_columns` leaves its table. Then, by default,
+//! one Lance Merge publishes the schema and every fragment's new file, as pylance commits it.
+//! With `fragments_per_commit` below the fragment count, the Merge publishes the schema alone
+//! (every fragment reads NULL for the column until backfilled) and each batch of fragments
+//! gets its files in a DataReplacement (on a tree, `add_data_file` mutations, never whole
+//! records). A run stopped between those commits is finished by running it again: a column
+//! that exists with the expression's type and fragments without a file for it is completed.
 
 use std::sync::Arc;
 
@@ -15,7 +19,7 @@ use arrow_schema::{Field, Schema};
 use lancet_file::{FragmentOptions, Rows};
 use lancet_filter::Scalar;
 use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Merge, Operation};
-use lancet_proto::table::DataFragment;
+use lancet_proto::table::{DataFile, DataFragment};
 
 use crate::error::{Error, Result};
 use crate::Dataset;
@@ -23,7 +27,8 @@ use crate::Dataset;
 /// How [`Dataset::add_column`] commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddColumnOptions {
-    /// Fragments backfilled per commit (at least 1).
+    /// Fragments backfilled per commit (at least 1); the default, every fragment, is one
+    /// Merge.
     pub fragments_per_commit: usize,
 }
 
@@ -37,10 +42,11 @@ impl Default for AddColumnOptions {
 
 impl Dataset {
     /// Adds the column `name` holding `value` (an expression over the table's columns, as
-    /// `UPDATE ... SET` takes) for every row, backfilled `fragments_per_commit` fragments at a
-    /// time; returns the last version. A column of that name already in the table, an
-    /// expression naming no column of it or of no type (a bare NULL) is refused before
-    /// anything is written.
+    /// `UPDATE ... SET` takes) for every row; returns the last version. An expression naming
+    /// no column of the table, of no type (a bare NULL), or failing on any row is refused
+    /// with nothing published. A column of that name is refused unless it has the
+    /// expression's type and fragments without a file for it (a batched run that stopped
+    /// part way): then those fragments are completed.
     pub async fn add_column(
         &self,
         name: &str,
@@ -55,9 +61,6 @@ impl Dataset {
             return Err(invalid("fragments_per_commit must be at least 1".into()));
         }
         let schema = self.schema()?;
-        if schema.field_with_name(name).is_ok() {
-            return Err(invalid("the table has a column of that name".into()));
-        }
         let empty = RecordBatch::new_empty(schema.clone());
         let data_type = value.evaluate(&empty).map_err(invalid)?.data_type().clone();
         if data_type == arrow_schema::DataType::Null {
@@ -66,44 +69,120 @@ impl Dataset {
             ));
         }
         let field = Field::new(name, data_type.clone(), true);
-        let added = self.new_fields(&field)?;
-        let mut fields = self.manifest().fields.clone();
-        fields.extend(added.iter().cloned());
-        // the schema first: every fragment reads NULL for the column until backfilled
         let fragments = self.fragments().await?;
-        let merged = self
-            .commit(Operation::Merge(Merge {
-                fragments: fragments.to_vec(),
-                schema: fields,
-                schema_metadata: self.manifest().schema_metadata.clone(),
-                ..Default::default()
-            }))
-            .await?
-            .dataset;
+        let (ids, added, pending): (Vec<i32>, _, Vec<&DataFragment>) =
+            match schema.field_with_name(name) {
+                Err(_) => {
+                    let added = self.new_fields(&field)?;
+                    let ids = added.iter().map(|f| f.id).collect();
+                    (ids, Some(added), fragments.iter().collect())
+                }
+                Ok(existing) => {
+                    let column = self
+                        .projection(Some(&[name.to_string()]))?
+                        .into_iter()
+                        .next()
+                        .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
+                    let pending: Vec<&DataFragment> = fragments
+                        .iter()
+                        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+                        .collect();
+                    if pending.is_empty() {
+                        return Err(invalid("the table has a column of that name".into()));
+                    }
+                    if existing.data_type() != &data_type {
+                        return Err(invalid(format!(
+                            "the column exists as {} and the expression is {data_type}; \
+                             completing it needs an expression of its type",
+                            existing.data_type()
+                        )));
+                    }
+                    (column.ids.clone(), None, pending)
+                }
+            };
         let mut columns = Vec::new();
         value.columns(&mut columns);
         let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
-        let projection = merged.projection(Some(&columns))?;
+        let projection = self.projection(Some(&columns))?;
         let file_schema = Arc::new(Schema::new(vec![field]));
-        let ids: Vec<i32> = added.iter().map(|f| f.id).collect();
-        let mut ds = merged;
-        for batch in fragments.chunks(options.fragments_per_commit) {
-            let mut replacements = Vec::with_capacity(batch.len());
-            for f in batch {
-                let file = ds
-                    .backfill_file(f, value, &projection, &file_schema, &ids)
-                    .await?;
-                replacements.push(DataReplacementGroup {
-                    fragment_id: f.id,
-                    new_file: Some(file),
-                });
+        // every file first: an expression failing on any row publishes nothing
+        let mut files: Vec<(u64, DataFile)> = Vec::with_capacity(pending.len());
+        for f in &pending {
+            match self
+                .backfill_file(f, value, &projection, &file_schema, &ids)
+                .await
+            {
+                Ok(file) => files.push((f.id, file)),
+                Err(e) => {
+                    self.delete_unpublished(files.iter().map(|(_, d)| d)).await;
+                    return Err(e);
+                }
             }
+        }
+        let one_commit = added.is_some() && options.fragments_per_commit >= fragments.len();
+        let published = match added {
+            Some(added) => {
+                let mut fields = self.manifest().fields.clone();
+                fields.extend(added);
+                // one Merge of everything, or the schema first (NULL until backfilled)
+                let listed = match one_commit {
+                    true => fragments
+                        .iter()
+                        .zip(&files)
+                        .map(|(f, (_, file))| {
+                            let mut f = f.clone();
+                            f.files.push(file.clone());
+                            f
+                        })
+                        .collect(),
+                    false => fragments.to_vec(),
+                };
+                self.commit(Operation::Merge(Merge {
+                    fragments: listed,
+                    schema: fields,
+                    schema_metadata: self.manifest().schema_metadata.clone(),
+                    ..Default::default()
+                }))
+                .await
+                .map(|c| c.dataset)
+            }
+            None => Ok(self.clone()),
+        };
+        let mut ds = match published {
+            Ok(ds) => ds,
+            Err(e) => {
+                self.delete_unpublished(files.iter().map(|(_, d)| d)).await;
+                return Err(e);
+            }
+        };
+        if one_commit {
+            return Ok(ds);
+        }
+        for batch in files.chunks(options.fragments_per_commit) {
+            let replacements = batch
+                .iter()
+                .map(|(id, file)| DataReplacementGroup {
+                    fragment_id: *id,
+                    new_file: Some(file.clone()),
+                })
+                .collect();
             ds = ds
                 .commit(Operation::DataReplacement(DataReplacement { replacements }))
                 .await?
                 .dataset;
         }
         Ok(ds)
+    }
+
+    /// Deletes data files this command wrote and did not publish (best effort: a file left
+    /// behind is one no version names, which cleanup removes after its grace period).
+    async fn delete_unpublished(&self, files: impl Iterator<Item = &DataFile>) {
+        for file in files {
+            let path = self.store().path(&format!("data/{}", file.path));
+            if let Err(e) = self.store().delete(&path).await {
+                tracing::debug!(path = %path, error = %e, "unpublished data file left for cleanup");
+            }
+        }
     }
 
     /// The new field (and its children) as the manifest records them, with ids after every

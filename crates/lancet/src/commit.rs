@@ -229,7 +229,7 @@ impl Dataset {
                 new_ids.as_deref().unwrap_or(&[]),
                 latest.manifest().max_fragment_id,
             );
-            if !remap.is_empty() && matches!(kind, Kind::Rewrite) {
+            if !remap.is_empty() && matches!(kind, Kind::Rewrite(_)) {
                 return Err(conflict(format!("{mine}: {REWRITE_IDS_TAKEN}"), true));
             }
             actions = actions
@@ -368,7 +368,7 @@ impl Dataset {
         let operation = match kind {
             Kind::Conversion(_) => conversion_operation(),
             Kind::Restore(version) => restore_operation(*version),
-            Kind::Rewrite => rewrite_operation(&changes),
+            Kind::Rewrite(groups) => rewrite_operation(&changes, groups),
             Kind::Derived if !changes.is_empty() => data_operation(&changes),
             Kind::Derived => index_operation(self.indices(), &indices)
                 .unwrap_or(Operation::UpdateConfig(Default::default())),
@@ -633,8 +633,9 @@ pub(crate) const REWRITE_IDS_TAKEN: &str =
 pub(crate) enum Kind {
     /// From what the actions changed, or the index list when no fragment changed.
     Derived,
-    /// A rewrite: one group of the removed sources and the new destinations.
-    Rewrite,
+    /// A rewrite: a group per rewrite group (sources removed, destinations added), recorded
+    /// as Lance records a compaction's tasks.
+    Rewrite(Arc<[lancet_txn::compaction::GroupIds]>),
     /// A flat ↔ tree conversion, never rebased: each fragment as it was and as the new
     /// layout records it (counts resolved), so that the invariants judge every fragment (a
     /// corrupt version is not carried into the other layout).

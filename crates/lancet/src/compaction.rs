@@ -24,7 +24,7 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::{CompactionRemap, Digest, Transition};
 pub use lancet_txn::compaction::CompactionOptions;
-use lancet_txn::compaction::{plan_compaction, FragmentCounts};
+use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds};
 use roaring::RoaringBitmap;
 
 use crate::commit::{Committed, Kind};
@@ -94,7 +94,8 @@ impl Dataset {
     }
 
     /// Executes `task` on this table (any handle; the task's version is read): its fragments'
-    /// live rows, in order, written as one new fragment.
+    /// live rows, in order, written as new fragments of balanced sizes near the target
+    /// (lancet-txn's `output_rows`).
     pub async fn execute_compaction(&self, task: &CompactionTask) -> Result<CompactionResult> {
         let at = match self.version() == task.read_version {
             true => self.clone(),
@@ -112,14 +113,25 @@ impl Dataset {
             let deleted = at.deletion_vector(&f).await?;
             sources.push((f, deleted));
         }
+        let live: u64 = sources
+            .iter()
+            .map(|(f, d)| {
+                f.physical_rows
+                    .saturating_sub(d.as_ref().map_or(0, |d| d.len()))
+            })
+            .sum();
         let rows: Vec<BoxStream<'static, Result<arrow_array::RecordBatch>>> = sources
             .iter()
             .map(|(f, d)| at.live_rows(f.clone(), d.clone()))
             .collect::<Result<_>>()?;
-        // one fragment per task, however many rows, as pylance 14.0.2's compaction writes
+        // balanced outputs of about the target each, as pylance 14.0.2's compaction plans them
         let options = lancet_file::FragmentOptions {
             max_rows_per_group: task.options.max_rows_per_group,
             max_rows_per_file: u64::MAX,
+            planned_rows: lancet_txn::compaction::output_rows(
+                live,
+                task.options.target_rows_per_fragment,
+            ),
             ..Default::default()
         };
         let mut new_fragments = at
@@ -180,7 +192,21 @@ impl Dataset {
             })
             .collect::<Result<_>>()?;
         let all_sources: Vec<u32> = groups.iter().flat_map(|g| g.sources.clone()).collect();
-        let committed = match options.defer_index_remap {
+        let ids: Vec<GroupIds> = groups
+            .iter()
+            .map(|g| GroupIds {
+                sources: g.sources.clone(),
+                destinations: Vec::new(),
+            })
+            .collect();
+        // a deferred compaction nothing indexes records no moves, as pylance writes it
+        let records_moves = options.defer_index_remap
+            && lancet_txn::compaction::defer_records_moves(
+                &ids,
+                base.indices(),
+                base.has_stable_row_ids(),
+            )?;
+        let committed = match records_moves {
             true => {
                 lancet_txn::compaction::check_options(&options, base.has_stable_row_ids())?;
                 let groups = &groups;
@@ -223,8 +249,7 @@ impl Dataset {
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut transitions = Vec::with_capacity(groups.len());
         let mut actions = Vec::new();
-        let mut sources_all = RoaringBitmap::new();
-        let mut destinations_all = RoaringBitmap::new();
+        let mut ids = Vec::with_capacity(groups.len());
         for group in groups {
             let mut src = Vec::with_capacity(group.sources.len());
             let mut deleted = Vec::with_capacity(group.sources.len());
@@ -244,7 +269,6 @@ impl Dataset {
                     num_deleted_rows: d.len(),
                 });
                 deleted.push(d);
-                sources_all.insert(id);
                 actions.push((u64::from(id), lancet_tree::Action::Remove));
             }
             let mut dst = Vec::with_capacity(group.destinations.len());
@@ -259,9 +283,12 @@ impl Dataset {
                     physical_rows: f.physical_rows,
                     num_deleted_rows: 0,
                 });
-                destinations_all.insert(id);
                 actions.push((f.id, lancet_tree::Action::Upsert(Box::new(f))));
             }
+            ids.push(GroupIds {
+                sources: group.sources.clone(),
+                destinations: dst.iter().map(|d| d.id).collect(),
+            });
             transitions.push(Transition {
                 dataset_version: None,
                 mapping: lancet_reuse::rules::ordered_compaction(&src, &deleted)?,
@@ -272,10 +299,7 @@ impl Dataset {
         let remap = CompactionRemap::new(&transitions)?;
         let mut indices = Vec::with_capacity(self.indices().len());
         for index in self.indices() {
-            indices.push(
-                self.remapped(index, &remap, &sources_all, &destinations_all)
-                    .await?,
-            );
+            indices.push(self.remapped(index, &remap, &ids).await?);
         }
         let mut manifest = self.manifest().clone();
         manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
@@ -284,30 +308,63 @@ impl Dataset {
             &indices,
             &actions,
             &lancet_tree::TreeWriterConfig::default(),
-            Kind::Rewrite,
+            Kind::Rewrite(ids.into()),
         )
         .await
     }
 
-    /// `index` after the rewrite: untouched when it covers no source; a BTree segment written
-    /// again with the rows' new addresses (row-id segments keep their rows) covering the
-    /// destinations instead of the sources; any other index refused.
+    /// `index` after the rewrite of `groups`: untouched when it covers no source; otherwise
+    /// its fragment bitmap recalculated group by group (lancet-txn's `rewritten_bitmap`), and a
+    /// BTree segment holding addresses written again with the rows' new addresses (row-id
+    /// segments keep their rows). On a stable-row-id table an address-domain index lancet
+    /// cannot rewrite (ZoneMap, BloomFilter) loses the rewritten fragments, as in Lance
+    /// 14.0.2; any other index lancet cannot rewrite is refused.
     async fn remapped(
         &self,
         index: &IndexMetadata,
         remap: &CompactionRemap,
-        sources: &RoaringBitmap,
-        destinations: &RoaringBitmap,
+        groups: &[GroupIds],
     ) -> Result<IndexMetadata> {
         let covered = self.index_fragments(index)?;
-        let touches = covered.as_ref().is_none_or(|c| !c.is_disjoint(sources));
+        let touches = covered.as_ref().is_none_or(|c| {
+            groups
+                .iter()
+                .any(|g| g.sources.iter().any(|s| c.contains(*s)))
+        });
         if lancet_reuse::is_fri_entry(index) || !touches {
             return Ok(index.clone());
         }
-        let is_btree = index
+        let kind = index
             .index_details
             .as_ref()
-            .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
+            .and_then(|d| lancet_proto::index_type_name(&d.type_url));
+        let is_btree = kind.as_deref() == Some("BTree");
+        let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
+        let mut out = index.clone();
+        // no bitmap: the index covers every fragment, and still does
+        let bitmap = match &covered {
+            Some(c) => {
+                let b = lancet_txn::compaction::rewritten_bitmap(&index.name, c, groups)?;
+                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&b);
+                b
+            }
+            None => RoaringBitmap::new(),
+        };
+        if self.has_stable_row_ids() && by_address_only {
+            if let Some(c) = &covered {
+                let mut kept = c.clone();
+                for s in groups.iter().flat_map(|g| &g.sources) {
+                    kept.remove(*s);
+                }
+                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
+            }
+            return Ok(out);
+        }
+        let row_id_domain = self.has_stable_row_ids() && index.index_version.unwrap_or(0) == 0;
+        if row_id_domain && !by_address_only {
+            // the rows keep their ids: the index follows its fragments
+            return Ok(out);
+        }
         if !is_btree {
             return Err(Error::Unsupported {
                 uri: self.uri().to_string(),
@@ -317,15 +374,6 @@ impl Dataset {
                     index.name
                 ),
             });
-        }
-        let mut bitmap = covered.unwrap_or_default();
-        bitmap -= sources;
-        bitmap |= destinations;
-        let mut out = index.clone();
-        out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&bitmap);
-        let holds_addresses = index.index_version.unwrap_or(0) >= 1 || !self.has_stable_row_ids();
-        if !holds_addresses {
-            return Ok(out);
         }
         let segment = self
             .btree_segments(&index.name)

@@ -115,6 +115,7 @@ impl Dataset {
             self.manifest().clone(),
             ledger,
             &[],
+            &[],
             crate::rewrite::Format::Tagged,
         )
         .await

@@ -137,6 +137,14 @@ impl Dataset {
                 }));
             }
         }
+        // a merge lists every fragment: read them once rather than one by one
+        let all = match plan.remove_all || plan.merge_listing.is_some() {
+            true => Some(self.fragments().await?),
+            false => None,
+        };
+        if let Some(all) = &all {
+            plan.apply_merge(all)?;
+        }
         for (id, file) in std::mem::take(&mut plan.replacements) {
             let current = match plan.updated.iter().position(|f| f.id == id) {
                 Some(i) => plan.updated.swap_remove(i),
@@ -145,11 +153,6 @@ impl Dataset {
             plan.updated
                 .push(lancet_txn::build::replace_data_file(&current, &file)?);
         }
-        // a merge lists every fragment: read them once rather than one by one
-        let all = match plan.remove_all || plan.remove_absent {
-            true => Some(self.fragments().await?),
-            false => None,
-        };
         let mut before = HashMap::new();
         let touched = plan
             .updated
@@ -196,6 +199,20 @@ impl Dataset {
                     created_at.get(&id).copied()
                 })?;
             }
+            // rows whose data files a merge or replacement rewrote are updated now
+            if matches!(
+                operation,
+                Operation::Merge(_) | Operation::DataReplacement(_)
+            ) {
+                for f in &mut plan.updated {
+                    if before
+                        .get(&f.id)
+                        .is_some_and(|b| lancet_txn::build::files_rewritten(b, f))
+                    {
+                        lancet_rowid::assign::restamp_updated(f, version);
+                    }
+                }
+            }
         }
         let mut added: Vec<DataFragment> = plan.created.clone();
         for f in &plan.updated {
@@ -209,14 +226,8 @@ impl Dataset {
         let span = tracing::debug_span!("data_file_facts", files = added.len());
         let data_files = self.data_file_facts(&added).instrument(span).await?;
         let mut actions: Vec<(u64, Action)> = Vec::new();
-        if let Some(all) = &all {
-            let listed: std::collections::HashSet<u64> =
-                plan.updated.iter().map(|f| f.id).collect();
-            actions.extend(
-                all.iter()
-                    .filter(|f| plan.remove_all || !listed.contains(&f.id))
-                    .map(|f| (f.id, Action::Remove)),
-            );
+        if let (Some(all), true) = (&all, plan.remove_all) {
+            actions.extend(all.iter().map(|f| (f.id, Action::Remove)));
         }
         actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
         // a record listed as it is (a merge lists every fragment) changes nothing; one that

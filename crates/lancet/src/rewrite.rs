@@ -23,6 +23,7 @@ use lancet_reuse::is_fri_entry;
 use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
+use lancet_txn::compaction::GroupIds;
 use lancet_txn::rebase::judge_since;
 use object_store::path::Path;
 use roaring::RoaringBitmap;
@@ -153,6 +154,7 @@ impl Dataset {
         let fragments = self.fragments().await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut actions: Vec<(u64, lancet_tree::Action)> = Vec::new();
+        let mut ids = Vec::with_capacity(groups.len());
         let mut seen = HashSet::new();
         for group in groups {
             let sources = &group.sources;
@@ -201,6 +203,10 @@ impl Dataset {
                         .await?
                 }
             };
+            ids.push(GroupIds {
+                sources: sources.clone(),
+                destinations: dst_digests.iter().map(|d| d.id).collect(),
+            });
             let t = Transition {
                 dataset_version: None,
                 sources: src_digests,
@@ -228,7 +234,7 @@ impl Dataset {
         };
         let mut manifest = self.manifest().clone();
         manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        self.publish_history(manifest, ledger, &actions, format)
+        self.publish_history(manifest, ledger, &actions, &ids, format)
             .await
     }
 
@@ -288,14 +294,15 @@ impl Dataset {
 
     /// Commits `manifest` with `ledger` as the tagged FRI entry replacing the current one
     /// (no entry when the ledger is empty); other index entries are kept as they are.
-    /// `actions` are a rewrite's removals and upserts, committed as a Rewrite; none is an
-    /// index-only change (a CreateIndex of the FRI). Fragment changes must come as actions:
+    /// `actions` are a rewrite's removals and upserts, committed as a Rewrite of `groups`; none
+    /// is an index-only change (a CreateIndex of the FRI). Fragment changes must come as actions:
     /// a rebase replays the actions on the latest manifest and drops any other edit.
     pub(crate) async fn publish_history(
         &self,
         mut manifest: lancet_proto::table::Manifest,
         ledger: Ledger,
         actions: &[(u64, lancet_tree::Action)],
+        groups: &[GroupIds],
         format: Format,
     ) -> Result<crate::Committed> {
         let mut indices: Vec<IndexMetadata> = self
@@ -351,7 +358,7 @@ impl Dataset {
         let kind = if actions.is_empty() {
             crate::commit::Kind::Derived
         } else {
-            crate::commit::Kind::Rewrite
+            crate::commit::Kind::Rewrite(groups.into())
         };
         self.commit_rebasing(
             manifest,
@@ -396,7 +403,7 @@ impl Dataset {
         };
         let manifest = self.manifest().clone();
         let committed = self
-            .publish_history(manifest, ledger, &[], Format::AsTheTable)
+            .publish_history(manifest, ledger, &[], &[], Format::AsTheTable)
             .await?;
         Ok(Some(committed.dataset))
     }

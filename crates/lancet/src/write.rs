@@ -99,6 +99,7 @@ impl Dataset {
                 version,
                 max_rows_per_file: options.max_rows_per_file,
                 max_rows_per_group: options.max_rows_per_group,
+                ..Default::default()
             },
         )
         .await?;

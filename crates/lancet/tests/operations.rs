@@ -448,9 +448,11 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
     two.verify_data().await.unwrap();
 }
 
-/// Merge lists the whole next fragment list: a fragment it leaves out is removed, one the
-/// version lacks is refused; a DataReplacement whose file holds only some of an existing
-/// file's fields is refused. Nothing is written by a refusal.
+/// Merge lists every fragment of the table (Lance 14.0.2's `merge_fragments_valid`): one it
+/// leaves out, or one whose `physical_rows` it changes, is refused; a staged new fragment at
+/// id 0 (as `write_fragments` returns them) is numbered as new and never replaces fragment 0;
+/// a DataReplacement whose file holds only some of an existing file's fields is refused.
+/// Nothing is written by a refusal.
 #[tokio::test]
 async fn merge_and_data_replacement_keep_lances_rules() {
     use lancet::proto::table::transaction::{DataReplacement, DataReplacementGroup};
@@ -466,37 +468,46 @@ async fn merge_and_data_replacement_keep_lances_rules() {
             .await
             .unwrap()
             .dataset;
+        let zero = ds.fragment(0).await.unwrap().unwrap();
         let keep = ds.fragment(1).await.unwrap().unwrap();
+        let op = Operation::Merge(Merge {
+            fragments: vec![keep.clone()],
+            ..Default::default()
+        });
+        refused(
+            d,
+            &ds,
+            op,
+            ErrorKind::InvalidInput,
+            "leaves out fragments [0]",
+        )
+        .await;
+        let mut grown = keep.clone();
+        grown.physical_rows = 6;
+        let op = Operation::Merge(Merge {
+            fragments: vec![zero.clone(), grown],
+            ..Default::default()
+        });
+        refused(d, &ds, op, ErrorKind::InvalidInput, "row count").await;
+        // a staged fragment at id 0 is a new fragment, after the others
+        let staged = written(d, "s.lance", 3).await;
+        assert_eq!(staged.id, 0);
         let merged = ds
             .commit(Operation::Merge(Merge {
-                fragments: vec![keep.clone()],
+                fragments: vec![zero.clone(), keep.clone(), staged],
                 ..Default::default()
             }))
             .await
             .unwrap()
             .dataset;
-        let ids: Vec<u64> = merged
+        let rows: Vec<(u64, u64)> = merged
             .fragments()
             .await
             .unwrap()
             .iter()
-            .map(|f| f.id)
+            .map(|f| (f.id, f.physical_rows))
             .collect();
-        assert_eq!(ids, vec![1], "tree={tree}");
-        let mut ghost = keep.clone();
-        ghost.id = 7;
-        let op = Operation::Merge(Merge {
-            fragments: vec![keep.clone(), ghost],
-            ..Default::default()
-        });
-        refused(
-            d,
-            &merged,
-            op,
-            ErrorKind::InvalidInput,
-            "fragment 7 is not in version",
-        )
-        .await;
+        assert_eq!(rows, vec![(0, 10), (1, 5), (2, 3)], "tree={tree}");
         let mut partial = written(d, "c.lance", 5).await.files.remove(0);
         partial.fields = vec![0, 3];
         let op = Operation::DataReplacement(DataReplacement {

@@ -127,9 +127,13 @@ async fn a_row_count_other_than_physical_rows_breaks_data_file_rows() {
 
 #[tokio::test]
 async fn other_field_ids_than_the_data_file_lists_break_data_file_fields() {
-    // a file of the wrong schema: the fragment says it holds field 2
-    let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0, 2]).await;
+    // a file of another schema: the fragment says it holds only field 0
+    let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0]).await;
     assert_eq!(broken_invariant(&ds).await.0, Invariant::DataFileFields);
+    // a field the schema does not hold is found without opening the file
+    let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0, 2]).await;
+    let err = ds.verify().await.unwrap_err();
+    assert!(err.to_string().contains("DataFileFieldsInSchema"), "{err}");
     // a tombstoned column (-2) is not a field the file must hold
     let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0, -2]).await;
     assert_eq!(broken_invariant(&ds).await.0, Invariant::DataFileFields);

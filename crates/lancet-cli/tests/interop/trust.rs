@@ -1,0 +1,133 @@
+//! Issue 30's write-path defects, each reproduced on pylance twins: lancet's result is
+//! pylance's, or a typed refusal that publishes nothing.
+
+use serde_json::{json, Value};
+
+use super::{lancet, lancet_search, peer};
+
+fn twins(dir: &std::path::Path, spec: Value) -> (String, String) {
+    let mine = dir.join("mine").to_str().unwrap().to_string();
+    let twin = dir.join("twin").to_str().unwrap().to_string();
+    peer(&["twin-table", &mine, &twin, &spec.to_string()]);
+    (mine, twin)
+}
+
+fn latest(uri: &str) -> String {
+    let i: Value = serde_json::from_str(&lancet(&["inspect", uri, "--json"])).unwrap();
+    i["version"].to_string()
+}
+
+/// Item 1: pylance indexes fragments 0-1 on `v` and appends 2-3; a compaction must not give
+/// the index the unindexed rows. Through the index, `v = 300` finds its row in both engines,
+/// and a delete by that filter deletes it. Item 12: a deferred compaction nothing indexes
+/// writes no Fragment Reuse Index entry.
+#[test]
+fn compaction_keeps_index_coverage_per_group_as_pylance() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = json!({"rows": 200, "files": 2, "index": "v", "append": 2, "stable": stable});
+        let (mine, twin) = twins(dir.path(), spec);
+        let opts = json!({"target_rows_per_fragment": 2000});
+        let theirs = peer(&["compact", &twin, &opts.to_string()]);
+        lancet(&["compact", &mine, "--target-rows-per-fragment", "2000"]);
+        let (m, t) = (peer(&["coverage", &mine]), peer(&["coverage", &twin]));
+        assert_eq!(m, t, "stable={stable}: {theirs}");
+        let v = latest(&mine);
+        for f in ["v = 300", "v = 100", "v >= 150 AND v < 450"] {
+            let scanned = peer(&["filters", &mine, &v, &json!([f]).to_string()]);
+            let indexed = peer(&["filters", &mine, &v, &json!([f]).to_string(), "true"]);
+            assert_eq!(indexed, scanned, "pylance through the index: {f}");
+            assert_eq!(
+                lancet_search(&mine, &v, f)["row_ids"],
+                scanned[0]["row_ids"],
+                "lancet: {f}"
+            );
+        }
+        let out: Value =
+            serde_json::from_str(&lancet(&["delete", &mine, "--filter", "v = 300", "--json"]))
+                .unwrap();
+        assert_eq!(out["deleted_rows"], 1, "stable={stable}");
+        lancet(&["verify", &mine, "--data"]);
+    }
+    // deferred, nothing indexed: a plain Rewrite, as pylance writes it
+    let dir = tempfile::tempdir().unwrap();
+    let (mine, twin) = twins(dir.path(), json!({"rows": 100, "files": 4}));
+    let opts = json!({"target_rows_per_fragment": 2000, "defer_index_remap": true});
+    peer(&["compact", &twin, &opts.to_string()]);
+    lancet(&[
+        "compact",
+        &mine,
+        "--target-rows-per-fragment",
+        "2000",
+        "--defer-index-remap",
+    ]);
+    assert_eq!(peer(&["coverage", &mine]), peer(&["coverage", &twin]));
+    assert_eq!(peer(&["coverage", &mine])["indices"], json!([]));
+}
+
+/// Item 7: 3,000 rows with 20% deleted and a target of 1,000 compact into two fragments of
+/// 1,200, as pylance writes them.
+#[test]
+fn compaction_outputs_are_target_sized_as_pylance() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = json!({"rows": 1000, "files": 3, "delete": "id % 5 = 0"});
+    let (mine, twin) = twins(dir.path(), spec);
+    let opts = json!({"target_rows_per_fragment": 1000});
+    let theirs = peer(&["compact", &twin, &opts.to_string()]);
+    lancet(&["compact", &mine, "--target-rows-per-fragment", "1000"]);
+    assert_eq!(theirs["fragments"], json!([1200, 1200]));
+    assert_eq!(peer(&["coverage", &mine]), peer(&["coverage", &twin]));
+    assert_eq!(
+        peer(&["scan", &mine])["rows"],
+        peer(&["scan", &twin])["rows"]
+    );
+}
+
+/// Items 3 and 6: add-column is one Merge; an expression failing on some row publishes
+/// nothing (pylance leaves version 1 too), and re-running with a good expression works.
+/// On a stable-row-id table every backfilled row is last updated at the new version, as
+/// pylance stamps its own twin.
+#[test]
+fn add_column_is_atomic_and_stamps_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = json!({"rows": 100, "files": 3, "stable": true});
+    let (mine, _twin) = twins(dir.path(), spec);
+    let before = latest(&mine);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args([
+            "add-column",
+            &mine,
+            "--name",
+            "w",
+            "--expr",
+            "v / (id - 150)",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("lancet: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        latest(&mine),
+        before,
+        "a failed add-column publishes nothing"
+    );
+    lancet(&["add-column", &mine, "--name", "w", "--expr", "v * 2"]);
+    let after = latest(&mine);
+    assert_eq!(
+        after.parse::<u64>().unwrap(),
+        before.parse::<u64>().unwrap() + 1,
+        "one commit"
+    );
+    let t = peer(&[
+        "table",
+        &mine,
+        &json!({"columns": ["id", "w", "_row_last_updated_at_version"]}).to_string(),
+    ]);
+    for r in t["rows"].as_array().unwrap() {
+        assert_eq!(r[1].as_i64().unwrap(), r[0].as_i64().unwrap() * 2);
+        assert_eq!(r[2].to_string(), after, "{r}");
+    }
+    lancet(&["verify", &mine, "--data"]);
+}
