@@ -5,8 +5,11 @@
 //! into one (`merge`, lancet-btree's ordered merge of page streams, bounded by the external
 //! sorter's memory); after deferred compactions every segment is first written again with
 //! the rows' current addresses (translated through the Fragment Reuse Index), so the history
-//! can then be trimmed (`Dataset::trim_fri`, which this runs when a history is left). Each
-//! index is committed as a CreateIndex replacing its segments, which pylance queries through.
+//! can then be trimmed (`Dataset::trim_fri`, which this runs when a history is left). On a
+//! stable-row-id table an index with a legacy row-id segment (`index_version` 0) is rebuilt
+//! from its column into one address segment, as Lance 14.0.2's `optimize_indices` does: an
+//! index never mixes the two (lancet-txn's `IndexRowIdDomain`). Each index is committed as a
+//! CreateIndex replacing its segments, which pylance queries through.
 
 use lancet_btree::{BTreeIndex, TrainOptions};
 use lancet_paths::ObjectUuid;
@@ -67,6 +70,12 @@ impl Dataset {
             .iter()
             .filter_map(|f| u32::try_from(f.id).ok())
             .collect();
+        // Lance 14.0.2 never extends a legacy row-id segment (index_version 0) of a
+        // stable-row-id table with an address segment, nor merges it: the index is rebuilt
+        // from the column into one address segment replacing them all
+        if self.has_stable_row_ids() && segments.iter().any(|s| !s.ids_are_addresses(true)) {
+            return self.rebuild_index(name, &segments, &live).await.map(Some);
+        }
         let uncovered = &live - &covered;
         let translate = self.fri_history().await?.is_some();
         if uncovered.is_empty() && !translate && !(options.merge && segments.len() > 1) {
@@ -112,6 +121,34 @@ impl Dataset {
             removed_indices,
         });
         Ok(Some(self.commit(op).await?.dataset))
+    }
+
+    /// Index `name` trained again from its column over every live fragment, in one segment
+    /// replacing `segments`, committed as a CreateIndex.
+    async fn rebuild_index(
+        &self,
+        name: &str,
+        segments: &[BTreeSegment],
+        live: &RoaringBitmap,
+    ) -> Result<Dataset> {
+        let Some(first) = segments.first() else {
+            return Err(Error::Internal(format!("index {name:?} has no segment")));
+        };
+        let field_id = first.metadata.fields.first().copied().unwrap_or(-1);
+        let value_type = first.index.lookup().value_type().clone();
+        let train = TrainOptions {
+            page_rows: first.index.lookup().page_rows(),
+            ..Default::default()
+        };
+        let pairs = self.training_pairs(field_id, live).await?;
+        let segment = self
+            .train_segment(name, field_id, &value_type, pairs, live.clone(), train)
+            .await?;
+        let op = Operation::CreateIndex(CreateIndex {
+            new_indices: vec![segment],
+            removed_indices: segments.iter().map(|s| s.metadata.clone()).collect(),
+        });
+        Ok(self.commit(op).await?.dataset)
     }
 
     /// The live fragments `segment` answers for now (through the history when there is one).

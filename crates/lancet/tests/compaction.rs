@@ -144,3 +144,108 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
     let compacted = again.committed.unwrap().dataset;
     assert_eq!(ids(&compacted).await, (10..800).collect::<Vec<i64>>());
 }
+
+/// Issue 30, item 2: on a stable-row-id table a BTree with a legacy row-id segment
+/// (`index_version` 0, as older Lance wrote them) is never extended with an address segment
+/// beside it (refused as `IndexRowIdDomain`, nothing published); `optimize_indices` rebuilds
+/// it into one address segment over every fragment, which answers exactly.
+#[tokio::test]
+async fn a_legacy_row_id_segment_is_rebuilt_never_mixed() {
+    use lancet::proto::table::transaction::{CreateIndex, Operation};
+    let dir = tempfile::tempdir().unwrap();
+    let ds = table(dir.path(), true).await;
+    // relabel the segment as a legacy (row-id) one
+    let old = ds.indices()[0].clone();
+    let mut legacy = old.clone();
+    legacy.index_version = Some(0);
+    legacy.uuid = Some(lancet::proto::table::Uuid { uuid: vec![7; 16] });
+    // (same files: the relabelled entry names the trained segment's directory by uuid, so
+    // copy them under the new one)
+    let hyphenated = |b: &[u8]| {
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
+    };
+    let from = dir
+        .path()
+        .join("_indices")
+        .join(hyphenated(&old.uuid.as_ref().unwrap().uuid));
+    let to = dir.path().join("_indices").join(hyphenated(&[7; 16]));
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(&from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    let ds = ds
+        .commit(Operation::CreateIndex(CreateIndex {
+            new_indices: vec![legacy.clone()],
+            removed_indices: vec![old.clone()],
+        }))
+        .await
+        .unwrap()
+        .dataset;
+    let ds = ds
+        .append(batches(vec![rows(800, 100)]))
+        .await
+        .unwrap()
+        .dataset;
+    // an address segment beside the legacy one is refused, nothing published
+    let mut address = old.clone();
+    address.uuid = Some(lancet::proto::table::Uuid { uuid: vec![9; 16] });
+    let err = ds
+        .commit(Operation::CreateIndex(CreateIndex {
+            new_indices: vec![address],
+            removed_indices: vec![],
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.invariant(),
+        Some(lancet::Invariant::IndexRowIdDomain),
+        "{err}"
+    );
+    let reopened = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
+    assert_eq!(reopened.version(), ds.version());
+    // optimize rebuilds one address segment over all nine fragments
+    let optimized = ds.optimize_indices(&Default::default()).await.unwrap();
+    let segments: Vec<_> = optimized.indices().to_vec();
+    assert_eq!(segments.len(), 1);
+    assert_eq!(segments[0].index_version, Some(1));
+    let covered = optimized.index_fragments(&segments[0]).unwrap().unwrap();
+    assert_eq!(covered.len(), 9);
+    for f in ["id = 850", "id < 10", "id >= 795 AND id < 805"] {
+        let filter = Filter::parse(f).unwrap();
+        let answer = optimized.search(&filter).await.unwrap();
+        assert_eq!(answer.scanned_fragments, 0, "{f}");
+        let scanned: Vec<RecordBatch> = optimized
+            .scan(ScanOptions {
+                filter: Some(filter.clone()),
+                with_row_id: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let want: Vec<u64> = scanned
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("_rowid")
+                    .unwrap()
+                    .as_primitive::<arrow_array::types::UInt64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        let mut want = want;
+        want.sort_unstable();
+        assert_eq!(answer.row_ids.iter().collect::<Vec<_>>(), want, "{f}");
+    }
+}
