@@ -3,7 +3,12 @@
 //! - `fuzz <target>|--all [--seconds N] [--seed S] [--replay FILE]`: runs structure-aware mutation against one
 //!   of lancet's decoders and fails on any panic, hang or oversized allocation. See
 //!   `src/fuzz/mod.rs`.
+//! - `difftest [--seed S] [--steps N] [--runs R] [--minutes M] [--stable true|false|random]
+//!   [--replay FILE]`: random operation sequences in which lancet and pylance 14.0.2 take turns
+//!   on one table, checked after every step (`tests/interop/difftest.py`); a failure prints its
+//!   seed and a shrunk reproducer. See `src/difftest.rs`.
 
+mod difftest;
 mod fuzz;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +42,30 @@ enum Task {
         #[arg(long)]
         replay: Option<std::path::PathBuf>,
     },
+    /// Differential test against pylance 14.0.2: random operation sequences on one table.
+    Difftest {
+        /// First seed (each further run takes the next); random when omitted.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Steps per sequence (after the table's creation).
+        #[arg(long, default_value_t = 20)]
+        steps: u32,
+        /// Sequences to run (ignored with --minutes).
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Run sequences until this many minutes have passed.
+        #[arg(long)]
+        minutes: Option<f64>,
+        /// Stable row ids: true, false, or random per sequence.
+        #[arg(long, default_value = "random")]
+        stable: String,
+        /// Run one saved reproducer instead.
+        #[arg(long)]
+        replay: Option<std::path::PathBuf>,
+        /// Build and use the release binary.
+        #[arg(long)]
+        release: bool,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -57,5 +86,22 @@ fn main() -> std::process::ExitCode {
             seed,
             replay.as_deref(),
         ),
+        Task::Difftest {
+            seed,
+            steps,
+            runs,
+            minutes,
+            stable,
+            replay,
+            release,
+        } => difftest::main(difftest::Args {
+            seed,
+            steps,
+            runs,
+            minutes,
+            stable,
+            replay,
+            release,
+        }),
     }
 }

@@ -274,6 +274,37 @@ fn prune_rewritten(indices: &mut [IndexMetadata], fragment: u64, fields: &[i32])
     Ok(())
 }
 
+/// The record a Delete or Update commits for a fragment whose record on the version it is
+/// planned on is `current`, when the caller staged `staged` (prepared on an older version,
+/// perhaps): as Lance 14.0.2 rebases them, a Delete takes only the staged deletion file onto
+/// the current record; an Update keeps its staged record, with the current overlays, less
+/// any data file none of whose fields the schema (`schema_fields`) still holds (a column
+/// dropped meanwhile stays dropped).
+pub fn rebased_record(
+    operation: &Operation,
+    current: &DataFragment,
+    staged: &DataFragment,
+    schema_fields: &[i32],
+) -> DataFragment {
+    match operation {
+        Operation::Delete(_) => {
+            let mut f = current.clone();
+            f.deletion_file = staged.deletion_file.clone();
+            f
+        }
+        Operation::Update(_) => {
+            let mut f = staged.clone();
+            f.overlays = current.overlays.clone();
+            if !schema_fields.is_empty() {
+                f.files
+                    .retain(|d| d.fields.iter().any(|x| schema_fields.contains(x)));
+            }
+            f
+        }
+        _ => staged.clone(),
+    }
+}
+
 /// Whether `next` rewrote `prev`'s data files (Lance 14.0.2's
 /// `merge_fragment_physically_rewritten`): another count of files, or a file at another path,
 /// of other fields, column indices, file version or base. A new deletion file alone is not.
@@ -667,6 +698,32 @@ mod tests {
         assert_eq!(p.updated, vec![frag(7, 2)]);
         assert_eq!(p.manifest.fields.len(), 2);
         assert_eq!(p.manifest.max_allocated_field_id, Some(4));
+    }
+
+    #[test]
+    fn a_rebased_delete_takes_only_its_deletion_file() {
+        let file = |path: &str, fields: Vec<i32>| DataFile {
+            path: path.into(),
+            fields,
+            ..Default::default()
+        };
+        // staged on a version whose fragment held columns 0 and 1; column 1 dropped since
+        let mut staged = frag(3, 10);
+        staged.files = vec![file("a", vec![0]), file("b", vec![1])];
+        staged.deletion_file = Some(lancet_proto::table::DeletionFile {
+            id: 9,
+            ..Default::default()
+        });
+        let mut current = frag(3, 10);
+        current.files = vec![file("a", vec![0])];
+        let delete = Operation::Delete(Default::default());
+        let d = rebased_record(&delete, &current, &staged, &[0]);
+        assert_eq!(d.files, current.files);
+        assert_eq!(d.deletion_file, staged.deletion_file);
+        // an update keeps its record, less the file of the dropped column
+        let update = Operation::Update(Default::default());
+        let u = rebased_record(&update, &current, &staged, &[0]);
+        assert_eq!(u.files, vec![file("a", vec![0])]);
     }
 
     #[test]

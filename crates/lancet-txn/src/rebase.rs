@@ -3,8 +3,9 @@
 //!
 //! The conflict table ([`crate::compatibility`]) says whether a rebase is allowed; this module
 //! says what the rebased commit holds:
-//! - the latest manifest, with the caller's feature flags added and its `next_row_id` when
-//!   higher ([`rebase_manifest`]);
+//! - the latest manifest, with the caller's feature flags added, its `next_row_id` when
+//!   higher, and its edits to the schema, config, table metadata and base paths replayed
+//!   ([`rebase_manifest`]);
 //! - the latest index list with the caller's index changes applied ([`IndexIntent`]);
 //! - the same storage actions, with the ids of fragments the commit creates moved past the
 //!   latest `max_fragment_id` when another writer took them ([`remap_new_ids`]).
@@ -133,14 +134,68 @@ pub fn remap_new_ids(new_ids: &[u64], latest_max_fragment_id: Option<u32>) -> Ve
         .collect()
 }
 
-/// The caller's manifest intent on the latest version: `latest`'s manifest with `caller`'s
-/// feature flags added and its `next_row_id` when higher.
-pub fn rebase_manifest(latest: &Manifest, caller: &Manifest) -> Manifest {
+/// The caller's manifest intent on the latest version: `caller` is the manifest the commit
+/// prepared on `base`; the result is `latest`'s with the caller's feature flags added, its
+/// `next_row_id` and `max_allocated_field_id` when higher, and every other edit the caller
+/// made to `base` replayed: the schema and schema metadata (refused when `latest` changed them
+/// too, otherwise), config and table metadata key by key (set or removed), base paths added.
+/// A storage-action commit changes the manifest this way (a new column beside its
+/// `add_data_file` actions), so a rebase that kept only the flags would publish its files
+/// without their column. The error is the reason the edits cannot be replayed.
+pub fn rebase_manifest(
+    base: &Manifest,
+    latest: &Manifest,
+    caller: &Manifest,
+) -> Result<Manifest, String> {
     let mut m = latest.clone();
     m.reader_feature_flags |= caller.reader_feature_flags;
     m.writer_feature_flags |= caller.writer_feature_flags;
     m.next_row_id = m.next_row_id.max(caller.next_row_id);
-    m
+    m.max_allocated_field_id = m.max_allocated_field_id.max(caller.max_allocated_field_id);
+    if caller.fields != base.fields || caller.schema_metadata != base.schema_metadata {
+        if latest.fields != base.fields || latest.schema_metadata != base.schema_metadata {
+            return Err(
+                "the schema changed since the commit was prepared, and the commit changes it too"
+                    .into(),
+            );
+        }
+        m.fields = caller.fields.clone();
+        m.schema_metadata = caller.schema_metadata.clone();
+    }
+    replay_map(&base.config, &caller.config, &mut m.config);
+    replay_map(
+        &base.table_metadata,
+        &caller.table_metadata,
+        &mut m.table_metadata,
+    );
+    for b in caller
+        .base_paths
+        .iter()
+        .filter(|b| !base.base_paths.contains(b))
+    {
+        match m.base_paths.iter().find(|x| x.id == b.id) {
+            Some(x) if x == b => {}
+            Some(_) => return Err(format!("base id {} was taken since", b.id)),
+            None => m.base_paths.push(b.clone()),
+        }
+    }
+    Ok(m)
+}
+
+/// The keys `caller` set or removed relative to `base`, applied to `out`.
+fn replay_map<V: Clone + PartialEq>(
+    base: &std::collections::BTreeMap<String, V>,
+    caller: &std::collections::BTreeMap<String, V>,
+    out: &mut std::collections::BTreeMap<String, V>,
+) {
+    for (k, v) in caller {
+        if base.get(k) != Some(v) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    for k in base.keys().filter(|k| !caller.contains_key(*k)) {
+        out.remove(k);
+    }
 }
 
 /// A commit's change to the index list: the entries it adds and the ones it removes, judged
@@ -299,7 +354,32 @@ mod tests {
             writer_feature_flags: 1,
             ..Default::default()
         };
-        let m = rebase_manifest(&latest, &caller);
+        let m = rebase_manifest(&Manifest::default(), &latest, &caller).unwrap();
         assert_eq!((m.reader_feature_flags, m.next_row_id), (3, 20));
+        // a new column and a config key, replayed over a latest version that changed neither
+        let field = |id: i32| lancet_proto::file::Field {
+            id,
+            ..Default::default()
+        };
+        let base = Manifest {
+            fields: vec![field(0)],
+            config: [("a".to_string(), "1".to_string())].into(),
+            ..Default::default()
+        };
+        let mut caller = base.clone();
+        caller.fields.push(field(1));
+        caller.config.insert("b".into(), "2".into());
+        caller.config.remove("a");
+        let mut latest = base.clone();
+        latest.config.insert("c".into(), "3".into());
+        let m = rebase_manifest(&base, &latest, &caller).unwrap();
+        assert_eq!(m.fields, caller.fields);
+        let mut keys: Vec<&String> = m.config.keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["b", "c"]);
+        // both changed the schema: refused
+        let mut other = base.clone();
+        other.fields.push(field(2));
+        assert!(rebase_manifest(&base, &other, &caller).is_err());
     }
 }

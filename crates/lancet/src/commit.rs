@@ -243,7 +243,8 @@ impl Dataset {
                     }
                 }
             }
-            manifest = rebase_manifest(latest.manifest(), &caller);
+            manifest = rebase_manifest(self.manifest(), latest.manifest(), &caller)
+                .map_err(|reason| conflict(format!("{mine}: {reason}"), true))?;
             indices = intent.apply(latest.indices());
             tracing::info!(
                 uri = %self.uri(),

@@ -170,6 +170,15 @@ impl Dataset {
             let record = record.ok_or_else(|| not_in(self, id, name))?;
             before.insert(id, record);
         }
+        // a Delete or Update prepared on an older version is applied to the current records
+        if matches!(operation, Operation::Delete(_) | Operation::Update(_)) {
+            let schema: Vec<i32> = plan.manifest.fields.iter().map(|f| f.id).collect();
+            for f in &mut plan.updated {
+                if let Some(current) = before.get(&f.id) {
+                    *f = lancet_txn::build::rebased_record(operation, current, f, &schema);
+                }
+            }
+        }
         if self.has_stable_row_ids() {
             if let Operation::Update(u) = operation {
                 // fragments of moved rows only (each row keeps its id) join the indexes

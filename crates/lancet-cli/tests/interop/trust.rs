@@ -131,3 +131,31 @@ fn add_column_is_atomic_and_stamps_versions() {
     }
     lancet(&["verify", &mine, "--data"]);
 }
+
+/// A short fixed run of the differential tester (`cargo xtask difftest` runs long ones):
+/// lancet and pylance take turns on one table, flat, with and without stable row ids.
+#[test]
+fn differential_tester_short_fixed_run() {
+    for (seed, stable) in [(11, "false"), (12, "true"), (13, "false"), (14, "true")] {
+        let out = std::process::Command::new(super::python())
+            .arg(super::interop_dir().join("difftest.py"))
+            .args(["--lancet", env!("CARGO_BIN_EXE_lancet")])
+            .args([
+                "--seed",
+                &seed.to_string(),
+                "--steps",
+                "15",
+                "--stable",
+                stable,
+            ])
+            .args(["--out", std::env::temp_dir().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "difftest seed {seed} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
