@@ -289,7 +289,7 @@ pub fn rebased_record(
     match operation {
         Operation::Delete(_) => {
             let mut f = current.clone();
-            f.deletion_file = staged.deletion_file.clone();
+            f.deletion_file = staged.deletion_file;
             f
         }
         Operation::Update(_) => {

@@ -366,6 +366,27 @@ impl Dataset {
                 lancet_tree::apply_flat(&mut manifest, actions)?.into()
             }
         };
+        // The data files a rewrite adds (a compaction's outputs), as stored, as an operation's
+        // were read when it was planned. A conversion or restore adds none: their records name
+        // files earlier commits were judged with. Raw storage actions name files their caller
+        // vouches for (see `commit_with_actions`).
+        let data_files = match (data_files, kind) {
+            (Some(d), _) => Some(d),
+            (None, Kind::Rewrite(_)) => {
+                let added: Vec<DataFragment> = changes
+                    .iter()
+                    .filter_map(|c| {
+                        let after = c.after.as_ref()?;
+                        let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
+                        let mut f = after.clone();
+                        f.files.retain(|d| !old.contains(d));
+                        (!f.files.is_empty()).then_some(f)
+                    })
+                    .collect();
+                Some(self.data_file_facts(&added).await?)
+            }
+            (None, _) => None,
+        };
         let operation = match kind {
             Kind::Conversion(_) => conversion_operation(),
             Kind::Restore(version) => restore_operation(*version),

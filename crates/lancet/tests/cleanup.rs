@@ -448,7 +448,8 @@ async fn cleaning_the_source_keeps_a_tagged_cloned_version() {
 #[tokio::test]
 async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     let (src_dir, clone_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let rows = |id: u64, n: u64| lancet::proto::table::DataFragment {
+    use lancet::proto::table::DataFragment;
+    let rows = |id: u64, n: u64| DataFragment {
         physical_rows: n,
         ..fragment(id)
     };
@@ -465,10 +466,28 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
         .unwrap();
     // a stable partition writes a row map under the source's `_fri/`, named with no base_id
     let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
+    let destinations = vec![
+        common::written(
+            &ds,
+            DataFragment {
+                physical_rows: 8,
+                ..fragment_in(0, "d8.lance")
+            },
+        )
+        .await,
+        common::written(
+            &ds,
+            DataFragment {
+                physical_rows: 7,
+                ..fragment_in(0, "d7.lance")
+            },
+        )
+        .await,
+    ];
     let src = ds
         .commit_rewrite(
             &[0],
-            vec![rows(0, 8), rows(0, 7)],
+            destinations,
             lancet::RewriteMapping::StablePartition { labels: &labels },
         )
         .await

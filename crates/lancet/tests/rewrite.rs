@@ -2,6 +2,8 @@
 //! committed when it does). Manifests are built in memory; a rewrite reads only deletion
 //! vectors and writes only the row map and the new manifest.
 
+mod common;
+
 use lancet::paths::flags;
 use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
@@ -60,10 +62,11 @@ fn invalid(r: Result<Dataset, Error>, needle: &str) {
 #[tokio::test]
 async fn a_chain_of_rewrites_is_committed_and_translates() {
     let ds = table(two_fragments(), &[]).await;
+    let destination = common::written(&ds, fragment(99, 15)).await;
     let ds = ds
         .commit_rewrite(
             &[0, 1],
-            vec![fragment(99, 15)],
+            vec![destination],
             RewriteMapping::OrderedCompaction,
         )
         .await
@@ -80,10 +83,16 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
     assert_eq!(ds.fri_entry().unwrap().index_version, Some(1));
     // stable partition of fragment 2: even rows to destination 0, odd to destination 1
     let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
+    let mut halves = vec![fragment(0, 8), fragment(0, 7)];
+    halves[1].files[0].path = "0b.lance".into();
+    let mut destinations = Vec::new();
+    for f in halves {
+        destinations.push(common::written(&ds, f).await);
+    }
     let ds = ds
         .commit_rewrite(
             &[2],
-            vec![fragment(0, 8), fragment(0, 7)],
+            destinations,
             RewriteMapping::StablePartition { labels: &labels },
         )
         .await
@@ -239,10 +248,11 @@ async fn a_flat_rewrite_is_rebased_over_other_writers() {
             )
             .await
             .unwrap();
+        let destination = common::written(&ds, fragment(99, 15)).await;
         let rewritten = ds
             .commit_rewrite(
                 &[0, 1],
-                vec![fragment(99, 15)],
+                vec![destination],
                 RewriteMapping::OrderedCompaction,
             )
             .await
@@ -389,4 +399,28 @@ async fn stable_row_ids_with_an_fri_need_flag_512_and_v0() {
             other => panic!("expected Corrupt({needle}), got {other:?}"),
         }
     }
+}
+
+/// A rewrite whose destination names a data file that does not exist is refused as
+/// `DataFileOpens`, nothing published (the version stays, and so does the hint).
+#[tokio::test]
+async fn a_rewrite_into_a_missing_file_is_refused() {
+    let ds = table(two_fragments(), &[]).await;
+    let err = ds
+        .commit_rewrite(
+            &[0, 1],
+            vec![fragment(99, 15)],
+            RewriteMapping::OrderedCompaction,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.invariant(),
+        Some(lancet::Invariant::DataFileOpens),
+        "{err}"
+    );
+    let latest = lancet::paths::manifest::list_versions(ds.store())
+        .await
+        .unwrap();
+    assert_eq!(latest.iter().map(|v| v.version).max(), Some(1));
 }

@@ -165,3 +165,34 @@ pub fn candidate(path: &str) -> bool {
     .any(|p| path.starts_with(p))
         && !path.ends_with("latest_version_hint.json")
 }
+
+/// `fragment` with each data file written for real under `ds`'s `data/`: a Lance file of
+/// `physical_rows` rows of one int64 column (field id 0), as the rewrite's caller would have
+/// written it (a commit reads the footers of the files it adds).
+pub async fn written(ds: &Dataset, mut fragment: DataFragment) -> DataFragment {
+    use std::sync::Arc;
+    let rows = fragment.physical_rows as i64;
+    let schema = arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "a",
+        arrow_schema::DataType::Int64,
+        false,
+    )]);
+    let column: arrow_array::ArrayRef =
+        Arc::new(arrow_array::Int64Array::from_iter_values(0..rows));
+    let batch = arrow_array::RecordBatch::try_from_iter([("a", column)]).unwrap();
+    for file in &mut fragment.files {
+        let path = ds.store().path(&format!("data/{}", file.path));
+        let written = lancet::file::write_file(
+            ds.file_store(),
+            &path,
+            &schema,
+            std::slice::from_ref(&batch),
+            &lancet::file::WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        file.fields = vec![0];
+        file.file_size_bytes = written.size_bytes;
+    }
+    fragment
+}
