@@ -13,7 +13,10 @@
 //!   and row ids continue, as in Lance: an overwrite never hands an id out twice).
 //! - **CreateIndex** removes the entries it names (by uuid) and adds its new ones;
 //!   **ReserveFragments** advances `max_fragment_id`; **UpdateBases** adds base paths whose
-//!   ids are new (and sets flag 16, base paths, in both words); **UpdateConfig** (no payload in Lance 14's protobuf) changes nothing.
+//!   ids are new (and sets flag 16, base paths, in both words); **UpdateConfig** applies its
+//!   config, table-metadata, schema-metadata and field-metadata updates as Lance 14.0.2's
+//!   `apply_update_map` does (a value upserts, none deletes, `replace` starts from empty; the
+//!   deprecated fields read as the new ones, never mixed with them; an unknown field refused).
 //! - Row ids and version sequences are the row-id crate's (lancet-rowid `assign`); the
 //!   caller gives the created fragments their ids in [`Plan::created`]'s order.
 //! - **Merge** lists every fragment of the table with the files it adds (ids kept; a fragment
@@ -180,7 +183,7 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                 plan.replacements.push((g.fragment_id, file));
             }
         }
-        Operation::UpdateConfig(_) => {}
+        Operation::UpdateConfig(u) => apply_update_config(&mut plan.manifest, u)?,
         Operation::Restore(_) => {
             return Err(TxnError::unsupported(name, "commit it with Dataset::restore"))
         }
@@ -303,6 +306,119 @@ pub fn rebased_record(
         }
         _ => staged.clone(),
     }
+}
+
+/// `u` applied to `manifest` (see the module docs).
+fn apply_update_config(
+    manifest: &mut Manifest,
+    u: &lancet_proto::table::transaction::UpdateConfig,
+) -> Result<()> {
+    use lancet_proto::table::transaction::{UpdateMap, UpdateMapEntry};
+    let name = "UpdateConfig";
+    let new_style = u.config_updates.is_some()
+        || u.table_metadata_updates.is_some()
+        || u.schema_metadata_updates.is_some()
+        || !u.field_metadata_updates.is_empty();
+    let old_style = !u.upsert_values.is_empty()
+        || !u.delete_keys.is_empty()
+        || !u.schema_metadata.is_empty()
+        || !u.field_metadata.is_empty();
+    if new_style && old_style {
+        return Err(TxnError::operation(
+            name,
+            "Cannot mix old and new style UpdateConfig fields",
+        ));
+    }
+    let entries = |m: &std::collections::BTreeMap<String, String>| -> Vec<UpdateMapEntry> {
+        m.iter()
+            .map(|(k, v)| UpdateMapEntry {
+                key: k.clone(),
+                value: Some(v.clone()),
+            })
+            .collect()
+    };
+    let (config, table, schema, fields) = match old_style {
+        false => (
+            u.config_updates.clone(),
+            u.table_metadata_updates.clone(),
+            u.schema_metadata_updates.clone(),
+            u.field_metadata_updates.clone(),
+        ),
+        true => {
+            let mut config = entries(&u.upsert_values);
+            config.extend(u.delete_keys.iter().map(|k| UpdateMapEntry {
+                key: k.clone(),
+                value: None,
+            }));
+            let replace = |m: &std::collections::BTreeMap<String, String>| UpdateMap {
+                update_entries: entries(m),
+                replace: true,
+            };
+            let mut fields = std::collections::BTreeMap::new();
+            for (id, f) in &u.field_metadata {
+                let id = i32::try_from(*id).map_err(|_| {
+                    TxnError::operation(name, format!("Field with id {id} does not exist"))
+                })?;
+                fields.insert(id, replace(&f.metadata));
+            }
+            (
+                Some(UpdateMap {
+                    update_entries: config,
+                    replace: false,
+                }),
+                None,
+                (!u.schema_metadata.is_empty()).then(|| replace(&u.schema_metadata)),
+                fields,
+            )
+        }
+    };
+    let apply = |map: &mut std::collections::BTreeMap<String, Vec<u8>>, update: &UpdateMap| {
+        if update.replace {
+            map.clear();
+        }
+        for e in &update.update_entries {
+            match &e.value {
+                Some(v) => {
+                    map.insert(e.key.clone(), v.clone().into_bytes());
+                }
+                None => {
+                    map.remove(&e.key);
+                }
+            }
+        }
+    };
+    let apply_strings = |map: &mut std::collections::BTreeMap<String, String>,
+                         update: &UpdateMap| {
+        let mut bytes = map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+            .collect();
+        apply(&mut bytes, update);
+        *map = bytes
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+            .collect();
+    };
+    if let Some(c) = &config {
+        apply_strings(&mut manifest.config, c);
+    }
+    if let Some(t) = &table {
+        apply_strings(&mut manifest.table_metadata, t);
+    }
+    if let Some(s) = &schema {
+        apply(&mut manifest.schema_metadata, s);
+    }
+    for (id, update) in &fields {
+        let field = manifest
+            .fields
+            .iter_mut()
+            .find(|f| f.id == *id)
+            .ok_or_else(|| {
+                TxnError::operation(name, format!("Field with id {id} does not exist"))
+            })?;
+        apply(&mut field.metadata, update);
+    }
+    Ok(())
 }
 
 /// Whether `next` rewrote `prev`'s data files (Lance 14.0.2's
@@ -698,6 +814,76 @@ mod tests {
         assert_eq!(p.updated, vec![frag(7, 2)]);
         assert_eq!(p.manifest.fields.len(), 2);
         assert_eq!(p.manifest.max_allocated_field_id, Some(4));
+    }
+
+    #[test]
+    fn update_config_applies_its_maps_as_lance_does() {
+        use lancet_proto::table::transaction::{UpdateConfig, UpdateMap, UpdateMapEntry};
+        let mut m = manifest(3);
+        m.config.insert("keep".into(), "1".into());
+        m.config.insert("gone".into(), "2".into());
+        m.fields = vec![lancet_proto::file::Field {
+            id: 0,
+            ..Default::default()
+        }];
+        let entry = |k: &str, v: Option<&str>| UpdateMapEntry {
+            key: k.into(),
+            value: v.map(str::to_string),
+        };
+        let op = Operation::UpdateConfig(UpdateConfig {
+            config_updates: Some(UpdateMap {
+                update_entries: vec![entry("new", Some("3")), entry("gone", None)],
+                replace: false,
+            }),
+            table_metadata_updates: Some(UpdateMap {
+                update_entries: vec![entry("owner", Some("me"))],
+                replace: true,
+            }),
+            field_metadata_updates: [(
+                0,
+                UpdateMap {
+                    update_entries: vec![entry("unit", Some("m"))],
+                    replace: false,
+                },
+            )]
+            .into(),
+            ..Default::default()
+        });
+        let p = plan(on(&m, &[]), &op).unwrap();
+        let keys: Vec<&String> = p.manifest.config.keys().collect();
+        assert_eq!(keys, ["keep", "new"]);
+        assert_eq!(
+            p.manifest.table_metadata.get("owner").map(String::as_str),
+            Some("me")
+        );
+        assert_eq!(
+            p.manifest.fields[0].metadata.get("unit"),
+            Some(&b"m".to_vec())
+        );
+        // an unknown field, and the two styles mixed, are refused
+        let unknown = Operation::UpdateConfig(UpdateConfig {
+            field_metadata_updates: [(5, UpdateMap::default())].into(),
+            ..Default::default()
+        });
+        assert!(plan(on(&m, &[]), &unknown).is_err());
+        let mixed = Operation::UpdateConfig(UpdateConfig {
+            config_updates: Some(UpdateMap::default()),
+            delete_keys: vec!["keep".into()],
+            ..Default::default()
+        });
+        assert!(plan(on(&m, &[]), &mixed)
+            .unwrap_err()
+            .to_string()
+            .contains("mix"));
+        // the deprecated form: upserts and deletes
+        let old = Operation::UpdateConfig(UpdateConfig {
+            upsert_values: [("x".to_string(), "9".to_string())].into(),
+            delete_keys: vec!["keep".into()],
+            ..Default::default()
+        });
+        let p = plan(on(&m, &[]), &old).unwrap();
+        let keys: Vec<&String> = p.manifest.config.keys().collect();
+        assert_eq!(keys, ["gone", "x"]);
     }
 
     #[test]

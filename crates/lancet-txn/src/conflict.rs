@@ -489,7 +489,7 @@ mod tests {
                     "reserve",
                     Operation::ReserveFragments(ReserveFragments { num_fragments: 2 }),
                 ),
-                ("config", Operation::UpdateConfig(UpdateConfig {})),
+                ("config", Operation::UpdateConfig(UpdateConfig::default())),
                 ("replace 1", replacement(1, 0)),
                 ("project", Operation::Project(Project::default())),
             ]

@@ -575,3 +575,49 @@ async fn a_merge_that_lost_to_an_append_is_a_conflict_not_a_loss() {
     assert_eq!(latest.version(), appended.version());
     assert_eq!(latest.fragments().await.unwrap().len(), 2);
 }
+
+/// Issue 30, item 11: UpdateConfig carries Lance 14.0.2's payload, and its commit changes
+/// what it says (flat and tree alike); a field it does not know is refused, nothing written.
+#[tokio::test]
+async fn update_config_changes_config_and_metadata() {
+    use lancet::proto::table::transaction::{UpdateConfig, UpdateMap, UpdateMapEntry};
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let set = |k: &str, v: &str| UpdateMap {
+            update_entries: vec![UpdateMapEntry {
+                key: k.into(),
+                value: Some(v.into()),
+            }],
+            replace: false,
+        };
+        let next = ds
+            .commit(Operation::UpdateConfig(UpdateConfig {
+                config_updates: Some(set("lance.auto_cleanup.interval", "20")),
+                table_metadata_updates: Some(set("owner", "storage")),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let reopened = Dataset::open(d.to_str().unwrap()).await.unwrap();
+        assert_eq!(reopened.version(), next.version());
+        let m = reopened.manifest();
+        assert_eq!(
+            m.config
+                .get("lance.auto_cleanup.interval")
+                .map(String::as_str),
+            Some("20")
+        );
+        assert_eq!(
+            m.table_metadata.get("owner").map(String::as_str),
+            Some("storage")
+        );
+        let op = Operation::UpdateConfig(UpdateConfig {
+            field_metadata_updates: [(77, set("unit", "m"))].into(),
+            ..Default::default()
+        });
+        refused(d, &next, op, ErrorKind::InvalidInput, "does not exist").await;
+    }
+}
