@@ -52,6 +52,10 @@ pub enum Rule {
     ChildPath,
     /// A set `base_id` names a `BasePath` with `is_dataset_root = true`.
     ChildBaseId,
+    /// A set `base_id` of a record's data, deletion or overlay file names a `BasePath` of
+    /// the manifest (spec "Leaf records": "A set base_id matches BasePath.id in this Version
+    /// Manifest's base_paths"; readers must reject an unknown id).
+    RecordBaseId,
     /// Resolved child locations within one child list are unique.
     DuplicateChild,
     /// `object_size` is nonzero and equals the fetched object's length.
@@ -150,6 +154,7 @@ impl Rule {
             MaxFragmentId => "max-fragment-id",
             ChildPath => "child-path",
             ChildBaseId => "child-base-id",
+            RecordBaseId => "record-base-id",
             DuplicateChild => "duplicate-child",
             ObjectSize => "object-size",
             ObjectMissing => "object-missing",

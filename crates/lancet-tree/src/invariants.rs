@@ -141,6 +141,36 @@ pub(crate) fn check_leaf(
     check_leaf_ids(name, reference.range, ids, max_fragment_id)
 }
 
+/// Every `base_id` a record's data, deletion or overlay file sets names a base path of the
+/// manifest (`bases`).
+pub(crate) fn check_record_bases(
+    name: &str,
+    records: &[lancet_proto::table::DataFragment],
+    bases: &BaseTable,
+) -> Result<()> {
+    for f in records {
+        let named = f
+            .files
+            .iter()
+            .chain(f.overlays.iter().filter_map(|o| o.data_file.as_ref()))
+            .filter_map(|d| d.base_id)
+            .chain(f.deletion_file.as_ref().and_then(|d| d.base_id));
+        for id in named {
+            if bases.get(id).is_none() {
+                return Err(TreeError::corrupt(
+                    name,
+                    Rule::RecordBaseId,
+                    format!(
+                        "fragment {} names base_id {id}, which the manifest's base_paths do not hold",
+                        f.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A leaf's first and last ids (`None`: it holds no record) inside its inherited `range` and
 /// at most `max_fragment_id`; the whole-leaf check and the point read share it.
 pub(crate) fn check_leaf_ids(

@@ -891,6 +891,28 @@ async fn leaf_rows() {
 }
 
 #[tokio::test]
+async fn a_record_naming_an_unknown_base_is_rejected() {
+    // issue 30, item 14: every reader rejects it (inspect included), as verify does
+    let mut fx = Fx::new().await;
+    let mut stray = plain(1);
+    stray.files[0].base_id = Some(9);
+    fx.leaf_records(&[plain(0), stray.clone(), plain(2), plain(3)])
+        .await;
+    fx.expect(Rule::RecordBaseId).await;
+    let mut fx = Fx::new().await;
+    let mut deletion = plain(1);
+    deletion.deletion_file = Some(lancet_proto::table::DeletionFile {
+        file_type: 1,
+        num_deleted_rows: 1,
+        base_id: Some(4),
+        ..Default::default()
+    });
+    fx.leaf_records(&[plain(0), deletion, plain(2), plain(3)])
+        .await;
+    fx.expect(Rule::RecordBaseId).await;
+}
+
+#[tokio::test]
 async fn a_point_read_of_a_dense_leaf_reads_the_guessed_row_and_falls_back_when_it_is_wrong() {
     // Four rows in the range 0..4: the point read takes row `id` without the id column.
     let mut fx = Fx::new().await;

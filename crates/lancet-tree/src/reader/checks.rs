@@ -143,7 +143,8 @@ impl TreeReader {
         leaf: &DecodedLeaf,
     ) -> Result<()> {
         let ids = leaf.first_id().zip(leaf.last_id());
-        invariants::check_leaf(name, child, leaf.totals, ids, self.inner.max_fragment_id)
+        invariants::check_leaf(name, child, leaf.totals, ids, self.inner.max_fragment_id)?;
+        invariants::check_record_bases(name, &leaf.records, &self.inner.bases)
     }
 }
 /// How one operation checks that sequences are unique across the buffers it decodes.
