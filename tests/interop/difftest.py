@@ -1,8 +1,11 @@
 """Differential tester: lancet and pylance 14.0.2 take turns on one table.
 
-Random operation sequences (append, delete, update, compact with or without a deferred remap,
-BTree build, index optimize with or without merge, add-column, restore), each step done by
-pylance or by lancet (the CLI), on one table. After every step:
+Random operation sequences (append, write_fragments + one commit, delete, update, compact with
+or without a deferred remap, BTree build, index optimize with or without merge, add-column,
+restore, cleanup, shallow clone, tree convert and flatten, two lancet writers racing), each
+step done by pylance or by lancet (the CLI), on one table. On a tree table (created as one,
+or converted) lancet takes every turn, and each step is also checked through `tree flatten`
+into a copy that pylance reads. After every step:
 - pylance's full scan and lancet's full scan equal a model of the live rows;
 - filters answered through pylance's scalar indexes, and through lancet's `index search`,
   equal the model;
@@ -37,38 +40,58 @@ class Failure(Exception):
     pass
 
 
-def gen_ops(rng, steps, stable):
+KINDS = {
+    "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
+    "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
+    "convert": 2, "flatten": 2,
+}
+
+
+def gen_ops(rng, steps, stable, tree=False):
     """A sequence of steps; each names its engine and its arguments, drawn from `rng`."""
     ops = [{"op": "create", "rows": rng.choice([50, 120, 300]), "files": rng.randint(1, 4),
-            "stable": stable}]
+            "stable": stable, "tree": tree}]
     next_id = ops[0]["rows"] * ops[0]["files"]
+    kinds, weights = list(KINDS), list(KINDS.values())
     for _ in range(steps):
         by = rng.choice(["lance", "lancet"])
-        kind = rng.choices(
-            ["append", "delete", "update", "compact", "index", "optimize", "add_column",
-             "restore"],
-            weights=[20, 18, 12, 14, 10, 10, 4, 3])[0]
+        kind = rng.choices(kinds, weights=weights)[0]
         op = {"op": kind, "by": by}
-        if kind == "append":
+        if kind in ("append", "write_fragments"):
             op["start"], op["n"] = next_id, rng.choice([1, 40, 150])
             next_id += op["n"]
+        elif kind == "race":
+            op["by"] = "lancet"
+            op["start"], op["n"] = next_id, rng.choice([1, 40])
+            next_id += 2 * op["n"]
         elif kind in ("delete", "update"):
             m = rng.choice([3, 5, 7, 11])
             op["filter"] = f"id % {m} = {rng.randrange(m)}"
             if rng.random() < 0.3:
-                op["filter"] = f"v >= {rng.randrange(max(next_id, 1))} AND v < {rng.randrange(max(next_id, 1)) + 20}"
+                lo = rng.randrange(max(next_id, 1))
+                op["filter"] = f"v >= {lo} AND v < {lo + rng.randrange(20, 200)}"
         elif kind == "compact":
             op["target"] = rng.choice([100, 400, 2000])
             op["defer"] = (not stable) and rng.random() < 0.3
         elif kind == "optimize":
             op["merge"] = rng.random() < 0.5
-        elif kind == "add_column":
+        elif kind in ("add_column", "clone", "convert", "flatten"):
             op["by"] = "lancet"
             op["name"] = f"c{rng.randrange(1000)}"
         elif kind == "restore":
             op["back"] = rng.randint(1, 3)
         ops.append(op)
     return ops
+
+
+def model_matches(f, i, v):
+    """The delete/update filters `gen_ops` draws, over one row."""
+    import re
+    if m := re.fullmatch(r"id % (\d+) = (\d+)", f):
+        return i % int(m[1]) == int(m[2])
+    if m := re.fullmatch(r"v >= (\d+) AND v < (\d+)", f):
+        return int(m[1]) <= v < int(m[2])
+    raise ValueError(f)
 
 
 class Run:
@@ -80,8 +103,10 @@ class Run:
         self.extra = []  # added column names (computed from id: id * 3)
         self.rowids = {}  # id -> first _rowid seen (stable tables)
         self.stable = False
+        self.tree = False
         self.history = []  # model after each version, by version number
         self.log = log
+        self.copies = 0
 
     # -- engines -------------------------------------------------------------------
     def lancet(self, *args, ok=True):
@@ -99,28 +124,61 @@ class Run:
             cols[c] = pa.array([i * 3 for i in range(start, start + n)], pa.int64())
         return pa.table(cols)
 
-    def version(self):
-        return lance.dataset(self.uri).version
-
     # -- steps ---------------------------------------------------------------------
     def step(self, op):
-        kind, by = op["op"], op.get("by")
+        kind = op["op"]
+        # a tree table is lancet's alone: pylance's turns go to lancet
+        by = "lancet" if self.tree else op.get("by")
         self.log(json.dumps(op))
         if kind == "create":
-            self.stable = op["stable"]
-            t = self.table(0, op["rows"] * op["files"])
-            lance.write_dataset(t, self.uri, max_rows_per_file=op["rows"],
-                                enable_stable_row_ids=op["stable"])
-            self.model = {i: i for i in range(op["rows"] * op["files"])}
+            self.stable, self.tree = op["stable"], op.get("tree", False)
+            n = op["rows"] * op["files"]
+            t = self.table(0, n)
+            if self.tree:
+                path = self.parquet(t)
+                args = ["create", self.uri, "--from", path, "--layout", "tree",
+                        "--max-rows-per-file", str(op["rows"])]
+                self.lancet(*args, *(["--stable-row-ids"] if op["stable"] else []))
+            else:
+                lance.write_dataset(t, self.uri, max_rows_per_file=op["rows"],
+                                    enable_stable_row_ids=op["stable"])
+            self.model = {i: i for i in range(n)}
         elif kind == "append":
             t = self.table(op["start"], op["n"])
             if by == "lance":
                 lance.write_dataset(t, self.uri, mode="append")
             else:
-                path = os.path.join(self.root, "append.parquet")
-                pq.write_table(t, path)
-                self.lancet("append", self.uri, "--from", path)
+                self.lancet("append", self.uri, "--from", self.parquet(t))
             self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+        elif kind == "write_fragments":
+            t = self.table(op["start"], op["n"])
+            if by == "lance":
+                frags = lance.fragment.write_fragments(t, self.uri, max_rows_per_file=60)
+                ds = lance.dataset(self.uri)
+                lance.LanceDataset.commit(self.uri, lance.LanceOperation.Append(frags),
+                                          read_version=ds.version)
+            else:
+                staged = self.lancet("write-fragments", self.uri, "--from", self.parquet(t)).stdout
+                path = os.path.join(self.root, "staged.json")
+                with open(path, "w") as f:
+                    f.write(staged)
+                self.lancet("append", self.uri, "--fragments", path)
+            self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+        elif kind == "race":
+            # two lancet appends at once: both land (one rebases over the other)
+            procs = []
+            for k in range(2):
+                start = op["start"] + k * op["n"]
+                path = self.parquet(self.table(start, op["n"]), f"race{k}.parquet")
+                procs.append(subprocess.Popen([self.bin, "append", self.uri, "--from", path],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              text=True))
+            for p in procs:
+                _, err = p.communicate()
+                if p.returncode != 0:
+                    raise Failure(f"a racing append failed: {err.strip()}")
+            n2 = 2 * op["n"]
+            self.model.update({i: i for i in range(op["start"], op["start"] + n2)})
         elif kind == "delete":
             hit = self.matching(op["filter"])
             if by == "lance":
@@ -156,8 +214,7 @@ class Run:
             if by == "lance":
                 lance.dataset(self.uri).create_scalar_index("v", "BTREE", replace=True)
             else:
-                ds = lance.dataset(self.uri)
-                if any(i["name"] == "v_idx" for i in ds.list_indices()):
+                if self.has_index():
                     return  # lancet builds a new index only
                 self.lancet("index", "build", self.uri, "--column", "v")
         elif kind == "optimize":
@@ -177,15 +234,58 @@ class Run:
             self.extra.append(op["name"])
         elif kind == "restore":
             target = self.version() - op["back"]
-            # a restore to a version of another schema would change the columns: skip
+            # a restore to a version of another schema would change the columns, and a
+            # cleaned version is gone: skip those
             if target < 1 or self.history_schema(target) != self.extra:
+                return
+            if not self.version_exists(target):
                 return
             if by == "lance":
                 lance.dataset(self.uri, version=target).restore()
             else:
                 self.lancet("restore", self.uri, "--version", str(target))
             self.model = dict(self.history[target][0])
+        elif kind == "cleanup":
+            if by == "lance":
+                import datetime
+                lance.dataset(self.uri).cleanup_old_versions(
+                    older_than=datetime.timedelta(0), delete_unverified=True)
+            else:
+                self.lancet("cleanup", self.uri, "--older-than", "0s", "--delete-unverified")
+        elif kind == "clone":
+            self.copies += 1
+            target = os.path.join(self.root, f"clone{self.copies}")
+            self.lancet("clone", self.uri, target)
+            self.check_rows(self.readable(target), "the clone")
+            return
+        elif kind == "convert":
+            if self.tree:
+                return
+            self.lancet("tree", "convert", self.uri)
+            self.tree = True
+        elif kind == "flatten":
+            if not self.tree:
+                return
+            self.lancet("tree", "flatten", self.uri)
+            self.tree = False
         self.history_record()
+
+    def parquet(self, t, name="rows.parquet"):
+        path = os.path.join(self.root, name)
+        pq.write_table(t, path)
+        return path
+
+    def version(self):
+        out = json.loads(self.lancet("inspect", self.uri, "--json").stdout)
+        return out["version"]
+
+    def version_exists(self, v):
+        return self.lancet("inspect", self.uri, "--version", str(v), "--json", ok=False).returncode == 0
+
+    def has_index(self):
+        out = json.loads(self.lancet("index", "list", self.uri, "--json").stdout)
+        items = out if isinstance(out, list) else out.get("indices", [])
+        return any(i.get("name") == "v_idx" for i in items)
 
     def history_record(self):
         v = self.version()
@@ -202,15 +302,34 @@ class Run:
         return h[1] if h else ["?"]
 
     def matching(self, f):
-        t = lance.dataset(self.uri).to_table(columns=["id"], filter=f)
-        return set(t.column("id").to_pylist())
+        return {i for i, v in self.model.items() if model_matches(f, i, v)}
 
     # -- checks --------------------------------------------------------------------
+    def readable(self, uri=None):
+        """The URI pylance reads: `uri` (the table by default), or on a tree a flattened copy
+        of it."""
+        uri = uri or self.uri
+        if not self.tree:
+            return uri
+        copy = os.path.join(self.root, "flat")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(uri, copy)
+        self.lancet("tree", "flatten", copy)
+        return copy
+
+    def check_rows(self, uri, what):
+        """pylance's full scan of `uri` equals the model."""
+        want = sorted(self.model.items())
+        t = lance.dataset(uri).to_table(columns=["id", "v"])
+        got = sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
+        if got != want:
+            raise Failure(f"pylance's scan of {what} differs from the model: {diff(got, want)}")
+
     def check(self):
         want = sorted(self.model.items())
-        ds = lance.dataset(self.uri)
-        cols = ["id", "v"]
-        t = ds.to_table(columns=cols, with_row_id=True)
+        uri = self.readable()
+        ds = lance.dataset(uri)
+        t = ds.to_table(columns=["id", "v"], with_row_id=True)
         got = sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
         if got != want:
             raise Failure(f"pylance's scan differs from the model: {diff(got, want)}")
@@ -232,7 +351,7 @@ class Run:
         top = max(self.model.values(), default=0)
         probes = [f"v = {top // 2}", f"v < {top // 3}", f"v >= {top // 4} AND v < {top // 4 + 50}",
                   f"v IN ({top}, {top // 5}, 7)"]
-        version = str(ds.version)
+        version = str(self.version())
         for f in probes:
             want_ids = sorted(i for i, v in self.model.items() if matches(f, v))
             t = ds.to_table(columns=["id"], filter=f, use_scalar_index=True)
@@ -311,6 +430,7 @@ def main():
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--minutes", type=float)
     p.add_argument("--stable", default="random")
+    p.add_argument("--tree", default="random", help="create a tree table: true, false, random")
     p.add_argument("--replay")
     p.add_argument("--out", default=tempfile.gettempdir())
     p.add_argument("--no-shrink", action="store_true")
@@ -326,7 +446,8 @@ def main():
     while True:
         rng = random.Random(seed)
         stable = {"true": True, "false": False}.get(a.stable, rng.random() < 0.5)
-        ops = gen_ops(rng, a.steps, stable)
+        tree = {"true": True, "false": False}.get(a.tree, rng.random() < 0.25)
+        ops = gen_ops(rng, a.steps, stable, tree)
         f = run_ops(a.lancet, ops)
         runs += 1
         if f is not None:

@@ -304,3 +304,85 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     let latest = Dataset::open(filled.uri()).await.unwrap();
     assert_eq!(latest.version(), filled.version());
 }
+
+/// Issue 30, item 10: a storage-action commit that adds a column (a schema change with
+/// `add_data_file` actions) and loses the race to a compatible commit lands with its column:
+/// the rebase replays the caller's schema edit on the latest manifest. Two such commits that
+/// both change the schema conflict, nothing published.
+#[tokio::test]
+async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
+    use lancet::proto::file::Field;
+    for tree in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut base = flat_table(dir.path(), 3).await;
+        if tree {
+            base = base
+                .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
+                .await
+                .unwrap();
+        }
+        let config = TreeWriterConfig::default();
+        let field = |id: i32, name: &str| Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            logical_type: "int64".into(),
+            nullable: true,
+            ..Default::default()
+        };
+        let mut with_a = base.manifest().clone();
+        with_a.fields = vec![field(0, "a")];
+        let base = base.commit_manifest(with_a, &[]).await.unwrap();
+        // another writer deletes rows of fragment 2 first
+        let deleted = base
+            .commit_with_actions(
+                base.manifest().clone(),
+                &[],
+                &[(
+                    2,
+                    Action::AddDeletionFile(DeletionFile {
+                        num_deleted_rows: 1,
+                        id: 9,
+                        ..Default::default()
+                    }),
+                )],
+                &config,
+            )
+            .await
+            .unwrap();
+        // prepared on `base`: column w (field 1) and its file on fragment 1
+        let mut with_w = base.manifest().clone();
+        with_w.fields.push(field(1, "w"));
+        let mut file = fragment(1).files[0].clone();
+        file.path = "w1.lance".into();
+        file.fields = vec![1];
+        let filled = base
+            .commit_with_actions(
+                with_w.clone(),
+                &[],
+                &[(1, Action::AddDataFile(file))],
+                &config,
+            )
+            .await
+            .unwrap();
+        assert_eq!(filled.version(), deleted.version() + 1, "tree={tree}");
+        let names: Vec<&str> = filled
+            .manifest()
+            .fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "w"], "tree={tree}");
+        assert!(filled.fragments().await.unwrap()[2].deletion_file.is_some());
+        // a second schema change prepared on `base` conflicts: the schema changed since
+        let mut with_x = base.manifest().clone();
+        with_x.fields.push(field(1, "x"));
+        let lost = base.commit_with_actions(with_x, &[], &[], &config).await;
+        assert!(
+            matches!(lost, Err(Error::CommitConflict { .. })),
+            "tree={tree}: {lost:?}"
+        );
+        let latest = Dataset::open(filled.uri()).await.unwrap();
+        assert_eq!(latest.version(), filled.version());
+    }
+}

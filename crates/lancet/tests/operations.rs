@@ -621,3 +621,62 @@ async fn update_config_changes_config_and_metadata() {
         refused(d, &next, op, ErrorKind::InvalidInput, "does not exist").await;
     }
 }
+
+/// Issue 30, item 4: a DataReplacement rewriting an indexed column in place withdraws the
+/// fragment from that column's index (Lance's `prune_updated_fields_from_indices`), so a
+/// filter answers from the new values: the old ones are not found, the new ones are.
+#[tokio::test]
+async fn a_column_rewritten_in_place_leaves_its_index() {
+    use futures::stream;
+    use lancet::proto::table::transaction::{DataReplacement, DataReplacementGroup};
+    use lancet::{CreateOptions, Filter};
+    for layout in [lancet::Layout::Flat, lancet::Layout::Tree] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let column: ArrayRef = Arc::new(Int64Array::from_iter_values(1000..1020));
+        let batch = RecordBatch::try_from_iter([("a", column)]).unwrap();
+        let ds = Dataset::create(
+            d.to_str().unwrap(),
+            Arc::new(schema()),
+            stream::iter([Ok(batch)]),
+            CreateOptions {
+                max_rows_per_file: 10,
+                layout,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let ds = ds.build_btree("a", 64).await.unwrap();
+        // fragment 0's column rewritten: values 0..10 where 1000..1010 were
+        let new_file = written(d, "r.lance", 10).await.files.remove(0);
+        let ds = ds
+            .commit(Operation::DataReplacement(DataReplacement {
+                replacements: vec![DataReplacementGroup {
+                    fragment_id: 0,
+                    new_file: Some(new_file),
+                }],
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        let covered = ds.index_fragments(&ds.indices()[0]).unwrap().unwrap();
+        assert_eq!(covered.iter().collect::<Vec<_>>(), [1], "{layout:?}");
+        let found = |f: &str| {
+            let ds = ds.clone();
+            let f = Filter::parse(f).unwrap();
+            async move {
+                ds.search(&f)
+                    .await
+                    .unwrap()
+                    .row_ids
+                    .iter()
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(found("a = 5").await, [5], "{layout:?}");
+        assert!(found("a = 1005").await.is_empty(), "{layout:?}");
+        assert_eq!(found("a = 1015").await, [(1 << 32) | 5], "{layout:?}");
+        ds.verify_data().await.unwrap();
+    }
+}
