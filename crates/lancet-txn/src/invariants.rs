@@ -72,8 +72,9 @@ pub enum Invariant {
     /// next id from `max_fragment_id + 1`: a fragment above it is taken again by the next
     /// append).
     FragmentIdWithinMax,
-    /// A fragment new to the table takes an id above the previous `max_fragment_id`: removed
-    /// ids stay dead. Index fragment bitmaps and FRI lineage name fragments by id, so a reused
+    /// A fragment new to the table takes an id above the previous `max_fragment_id`, or one the
+    /// caller established as reserved and unused ([`Candidate::reserved`]): removed ids stay
+    /// dead. Index fragment bitmaps and FRI lineage name fragments by id, so a reused
     /// id would attach them to another fragment.
     FragmentIdFresh,
     /// `max_fragment_id` never decreases (Lance's Restore keeps the higher one).
@@ -334,6 +335,11 @@ pub struct Candidate<'a> {
     /// stable-row-id table [`FragmentRowIds::missing_deletion_file`] says it too). Like
     /// `data_files`, given by writers that read what they add.
     pub missing_deletion_files: &'a [u64],
+    /// Fragment ids at or below the previous `max_fragment_id` that the caller established as
+    /// reserved (a ReserveFragments raised `max_fragment_id` over them, no version since
+    /// held them, no index names them): a new fragment may take one
+    /// ([`Invariant::FragmentIdFresh`]), as Lance's reserve-then-commit writes do.
+    pub reserved: &'a [u64],
 }
 
 /// Checks every invariant on `candidate`, returning the first broken one (in
@@ -531,7 +537,7 @@ impl Checker<'_, '_> {
                 .map(u64::from)
                 .or_else(|| p.fragments.iter().map(|f| f.id).max());
             for c in self.c.changes.iter().filter(|c| c.is_created()) {
-                if prev_max.is_some_and(|max| c.id <= max) {
+                if prev_max.is_some_and(|max| c.id <= max) && !self.c.reserved.contains(&c.id) {
                     return Err(self.fail(
                         Invariant::FragmentIdFresh,
                         format!("fragment {}", c.id),
@@ -1170,6 +1176,7 @@ mod tests {
             data_files: None,
             unmodelled: &[],
             missing_deletion_files: &[],
+            reserved: &[],
         })
     }
 
@@ -1321,6 +1328,7 @@ mod tests {
                 data_files: Some(&facts),
                 unmodelled: &[],
                 missing_deletion_files: &[],
+                reserved: &[],
             })
         };
         let file = |num_rows, field_ids: &[i32]| {
@@ -1506,6 +1514,7 @@ mod tests {
             data_files: None,
             unmodelled: &[],
             missing_deletion_files: &[],
+            reserved: &[],
         })
     }
 
@@ -1780,6 +1789,7 @@ mod tests {
                 data_files: None,
                 unmodelled: &unmodelled,
                 missing_deletion_files: &[],
+                reserved: &[],
             })
         };
         // listed again (re-encoded): refused, as lancet's limit
@@ -1826,6 +1836,7 @@ mod tests {
                 data_files: None,
                 unmodelled: &[],
                 missing_deletion_files: missing,
+                reserved: &[],
             })
         };
         judge_missing(&[]).unwrap();

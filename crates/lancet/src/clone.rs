@@ -105,6 +105,7 @@ impl Dataset {
                 previous: None,
                 changes: None,
                 data_files: None,
+                reserved: &[],
             },
         )
         .await?;

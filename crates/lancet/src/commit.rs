@@ -173,6 +173,7 @@ impl Dataset {
                     Some(&txn),
                     changes,
                     prepared.data_files.as_deref(),
+                    &prepared.reserved,
                 )
                 .instrument(tracing::debug_span!("publish", attempt))
                 .await
@@ -318,12 +319,12 @@ impl Dataset {
             Kind::Operation(op) => Some(Box::pin(self.build(op)).await?),
             _ => None,
         };
-        let (indices, actions, data_files) = match built {
+        let (indices, actions, data_files, reserved) = match built {
             Some(b) => {
                 manifest = b.manifest;
-                (b.indices, b.actions, Some(b.data_files))
+                (b.indices, b.actions, Some(b.data_files), b.reserved)
             }
-            None => (indices.to_vec(), actions.to_vec(), None),
+            None => (indices.to_vec(), actions.to_vec(), None, Vec::new()),
         };
         let actions = actions.as_slice();
         if actions
@@ -402,6 +403,7 @@ impl Dataset {
             operation,
             changes,
             data_files,
+            reserved,
             objects,
             bytes,
             tree_objects,
@@ -451,6 +453,7 @@ impl Dataset {
         transaction: Option<&Transaction>,
         changes: Option<&[FragmentChange]>,
         data_files: Option<&[lancet_txn::DataFileFacts]>,
+        reserved: &[u64],
     ) -> Result<(Self, u64)> {
         manifest.version = self.version() + 1;
         // The commit time: Lance's cleanup judges a version's age by it.
@@ -467,6 +470,7 @@ impl Dataset {
                 previous: Some(self),
                 changes,
                 data_files,
+                reserved,
             },
         )
         .await;
@@ -679,6 +683,8 @@ struct Prepared {
     /// The data files an operation adds, as stored (storage actions are not made to read
     /// theirs).
     data_files: Option<Vec<lancet_txn::DataFileFacts>>,
+    /// Reserved fragment ids an operation's new fragments take.
+    reserved: Vec<u64>,
     objects: u64,
     bytes: u64,
     tree_objects: Vec<(String, u64)>,

@@ -28,6 +28,8 @@ pub(crate) struct Built {
     pub actions: Vec<(u64, Action)>,
     /// The data files the operation adds, as stored.
     pub data_files: Vec<DataFileFacts>,
+    /// Reserved ids its new fragments take (see [`Dataset::reserved_ids`]).
+    pub reserved: Vec<u64>,
 }
 
 impl Dataset {
@@ -123,20 +125,29 @@ impl Dataset {
         };
         let mut plan = lancet_txn::build::plan(base, operation)?;
         let name = lancet_paths::transaction::operation_name(operation);
-        // a new fragment given an id the version has would replace it
+        // a new fragment given an id the version has would replace it; one at or below
+        // max_fragment_id may take an id a ReserveFragments reserved
         let max = self.manifest().max_fragment_id.map(u64::from);
+        let mut explicit = Vec::new();
         for f in &plan.created {
-            if max.is_some_and(|m| f.id <= m) && self.fragment(f.id).await?.is_some() {
-                return Err(Error::Txn(TxnError::Operation {
-                    operation: name,
-                    reason: format!(
-                        "new fragment {} is in version {} already; give it id 0 to have it numbered",
-                        f.id,
-                        self.version()
-                    ),
-                }));
+            if max.is_some_and(|m| f.id <= m) {
+                if self.fragment(f.id).await?.is_some() {
+                    return Err(Error::Txn(TxnError::Operation {
+                        operation: name,
+                        reason: format!(
+                            "new fragment {} is in version {} already; give it id 0 to have it numbered",
+                            f.id,
+                            self.version()
+                        ),
+                    }));
+                }
+                explicit.push(f.id);
             }
         }
+        let reserved = match explicit.is_empty() {
+            true => Vec::new(),
+            false => self.reserved_ids(&explicit).await?,
+        };
         // a merge lists every fragment: read them once rather than one by one
         let all = match plan.remove_all || plan.merge_listing.is_some() {
             true => Some(self.fragments().await?),
@@ -260,7 +271,60 @@ impl Dataset {
             indices: plan.indices,
             actions,
             data_files,
+            reserved,
         })
+    }
+
+    /// Those of `ids` (each at or below `max_fragment_id`, none in this version) that a
+    /// ReserveFragments reserved and nothing used since: the version that raised
+    /// `max_fragment_id` over the id recorded a ReserveFragments, no version since held the
+    /// id, and no index entry of this version names it. Looked for at most
+    /// [`RESERVATION_LOOKBACK`] versions back; an id not found so is left out (and the
+    /// invariants refuse a fragment that takes it).
+    pub(crate) async fn reserved_ids(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        let mut named = RoaringBitmap::new();
+        for m in self.indices() {
+            named |= self.index_fragments(m)?.unwrap_or_default();
+        }
+        let mut out = Vec::new();
+        'ids: for &id in ids {
+            if u32::try_from(id).is_ok_and(|i| named.contains(i)) {
+                continue;
+            }
+            let mut newer = self.clone();
+            for _ in 0..RESERVATION_LOOKBACK {
+                let v = newer.version();
+                if v <= 1 {
+                    continue 'ids;
+                }
+                let older = match self.checkout(v - 1).await {
+                    Ok(d) => d,
+                    // a cleaned-up version: the reservation cannot be established
+                    Err(_) => continue 'ids,
+                };
+                let below = older
+                    .manifest()
+                    .max_fragment_id
+                    .is_none_or(|m| u64::from(m) < id);
+                if below {
+                    let reserved = newer.transaction().await?.is_some_and(|t| {
+                        matches!(
+                            t.transaction.operation,
+                            Some(Operation::ReserveFragments(_))
+                        )
+                    });
+                    if reserved {
+                        out.push(id);
+                    }
+                    continue 'ids;
+                }
+                if older.fragment(id).await?.is_some() {
+                    continue 'ids;
+                }
+                newer = older;
+            }
+        }
+        Ok(out)
     }
 
     /// The version each row of `fragments` was created at, by row id (rows an update moves
@@ -287,6 +351,10 @@ impl Dataset {
         Ok(out)
     }
 }
+
+/// How many versions back [`Dataset::reserved_ids`] looks for the ReserveFragments that
+/// reserved an id.
+const RESERVATION_LOOKBACK: usize = 256;
 
 /// The operation's error for a fragment `ds` does not have.
 fn not_in(ds: &Dataset, id: u64, operation: &'static str) -> Error {

@@ -43,6 +43,9 @@ pub(crate) struct Publication<'a> {
     pub changes: Option<&'a [FragmentChange]>,
     /// The data files the candidate adds, as stored; `None` when the writer did not read them.
     pub data_files: Option<&'a [lancet_txn::DataFileFacts]>,
+    /// Reserved fragment ids the candidate's new fragments may take (see
+    /// `lancet_txn::Candidate::reserved`).
+    pub reserved: &'a [u64],
 }
 
 /// Judges `p` and publishes it in `store`, returning the new version and its manifest's size.
@@ -109,6 +112,7 @@ pub(crate) async fn publish(
             _ => &[],
         },
         missing_deletion_files: &missing_deletion_files,
+        reserved: p.reserved,
     })?;
     let prepared = manifest::prepare_manifest(
         store,

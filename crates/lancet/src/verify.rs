@@ -103,6 +103,7 @@ impl Dataset {
             data_files,
             unmodelled: &[],
             missing_deletion_files: &[],
+            reserved: &[],
         };
         lancet_txn::check(&candidate).map_err(|e| self.invariant_broken(e))
     }

@@ -147,6 +147,7 @@ impl Dataset {
                 previous: None,
                 changes: Some(&changes),
                 data_files: None,
+                reserved: &[],
             },
         )
         .await

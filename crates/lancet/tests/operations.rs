@@ -316,7 +316,7 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         )
         .await;
 
-        // ids: reserved ids are skipped; an id this table handed out before is dead
+        // ids: reserved ids are skipped by numbering; an id live in the version is refused
         let reserved = ds
             .commit(Operation::ReserveFragments(ReserveFragments {
                 num_fragments: 4,
@@ -352,17 +352,12 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         dead.id = 0; // numbered: 6
         let six = five.commit(append(vec![dead])).await.unwrap().dataset;
         assert!(six.fragment(6).await.unwrap().is_some());
-        let mut zero_again = written(d, "i.lance", 2).await;
-        zero_again.id = 3;
-        refused(
-            d,
-            &six,
-            append(vec![zero_again]),
-            ErrorKind::InvalidInput,
-            "FragmentIdFresh",
-        )
-        .await;
-        let five = six;
+        // an id the reservation left unused may still be taken (Lance's reserve-then-commit;
+        // `reserved_fragment_ids_can_be_used_once` refuses the used ones)
+        let mut reserved_id = written(d, "i.lance", 2).await;
+        reserved_id.id = 3;
+        let five = six.commit(append(vec![reserved_id])).await.unwrap().dataset;
+        assert!(five.fragment(3).await.unwrap().is_some());
 
         // operations committed elsewhere, or not yet
         refused(
@@ -678,5 +673,74 @@ async fn a_column_rewritten_in_place_leaves_its_index() {
         assert!(found("a = 1005").await.is_empty(), "{layout:?}");
         assert_eq!(found("a = 1015").await, [(1 << 32) | 5], "{layout:?}");
         ds.verify_data().await.unwrap();
+    }
+}
+
+/// Issue 30, item 9: Lance's reserve-then-commit write. After a ReserveFragments, an Append
+/// whose fragments carry reserved ids lands with those ids; an id used since (here by the
+/// append, then removed) or one a fragment held before the reservation is refused as
+/// `FragmentIdFresh`, nothing written.
+#[tokio::test]
+async fn reserved_fragment_ids_can_be_used_once() {
+    use lancet::proto::table::transaction::{Delete, ReserveFragments};
+    for tree in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let ds = empty_table(d, tree).await;
+        let ds = ds
+            .commit(append(vec![
+                written(d, "a.lance", 10).await,
+                written(d, "b.lance", 5).await,
+            ]))
+            .await
+            .unwrap()
+            .dataset;
+        let ds = ds
+            .commit(Operation::ReserveFragments(ReserveFragments {
+                num_fragments: 3,
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(ds.manifest().max_fragment_id, Some(4));
+        let mut staged = written(d, "c.lance", 4).await;
+        staged.id = 3;
+        let ds = ds
+            .commit(append(vec![staged.clone()]))
+            .await
+            .unwrap()
+            .dataset;
+        let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
+        assert_eq!(ids, [0, 1, 3], "tree={tree}");
+        assert_eq!(ds.manifest().max_fragment_id, Some(4));
+        ds.verify_data().await.unwrap();
+        // fragments 1 and 3 removed: neither id may be taken again
+        let ds = ds
+            .commit(Operation::Delete(Delete {
+                deleted_fragment_ids: vec![1, 3],
+                predicate: "true".into(),
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        for id in [1, 3] {
+            let mut again = written(d, &format!("again{id}.lance"), 4).await;
+            again.id = id;
+            refused(
+                d,
+                &ds,
+                append(vec![again]),
+                ErrorKind::InvalidInput,
+                "FragmentIdFresh",
+            )
+            .await;
+        }
+        // the reserved id 4, never used, still may be
+        let mut last = written(d, "e.lance", 2).await;
+        last.id = 4;
+        let ds = ds.commit(append(vec![last])).await.unwrap().dataset;
+        let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
+        assert_eq!(ids, [0, 4], "tree={tree}");
     }
 }
