@@ -7,13 +7,15 @@
 //! What lancet reads as Lance does (each checked against pylance in the interop tests):
 //! - identifiers are bare or in backticks; `"x"` and `'x'` are both strings; a string has no
 //!   backslash escapes (`''` is a quote);
-//! - literals are typed by the column they meet, not coerced: an integer fits an integer or
-//!   float column, a decimal number only a float column, a string only a string column
-//!   (`i = 2.0`, `d = '2024-01-01'` are errors, as in Lance); `DATE '…'`, `TIMESTAMP '…'`
-//!   and `CAST(literal AS type)` convert first (`CAST('NaN' AS DOUBLE)`,
+//! - literals are typed by the column they meet, not coerced: an integer fits an integer,
+//!   float or decimal column (`l_quantity < 2` on `decimal(15, 2)`, exactly), a decimal
+//!   number only a float column, a string only a string column (`i = 2.0`, `s = 1` are
+//!   errors, as in Lance; but see the differences below); `DATE '…'`, `TIMESTAMP '…'` and
+//!   `CAST(literal AS type)` convert first (`CAST('NaN' AS DOUBLE)`,
 //!   `CAST('-Infinity' AS DOUBLE)`);
 //! - constant arithmetic (`+ - * / %`, unary minus, parentheses) is folded in the column's
-//!   type, so `i = 7 / 2` is `i = 3` and `f = 3 / 2` is `f = 1.5`;
+//!   type, so `i = 7 / 2` is `i = 3` and `f = 3 / 2` is `f = 1.5` (on a decimal column,
+//!   exactly: `d = 7 / 2` is `d = 3.5`);
 //! - `LIKE`/`ILIKE` patterns escape with a backslash only (another `ESCAPE` character is an
 //!   error, as in Lance); `starts_with(col, 'p')`; `IS [NOT] TRUE|FALSE`, `IS [NOT] DISTINCT
 //!   FROM`, a bare boolean column, and the constants `TRUE`, `FALSE`, `NULL`.
@@ -26,6 +28,23 @@
 //! Not accepted (a typed [`FilterError::InvalidFilter`]): functions other than `starts_with`
 //! in a predicate and `upper`, `lower`, `concat` in a value; `IN`, `BETWEEN`, `IS NULL` and
 //! `LIKE` on a computed value; `IS UNKNOWN` (Lance refuses it too).
+//!
+//! Deliberate differences from pylance 14.0.2, which refuses these (its literal coercion has
+//! no conversion from a float literal to a decimal, nor from a string to a date, so the
+//! filter fails to plan) where the answer is not in doubt:
+//! - a decimal number against a decimal column (`l_discount BETWEEN 0.05 AND 0.07`,
+//!   `l_tax = 0.08`) is answered exactly, the literal taken from its text
+//!   ([`Lit::Decimal`]), never through a float: in the column's type when it fits,
+//!   otherwise in a decimal wide enough for both, so `l_tax = 0.085` on scale 2 holds for
+//!   no row and `l_tax < 0.085` holds for 0.08 (no rounding); the same exactness under NOT
+//!   and in column arithmetic (`l_tax + 0.01 = 0.09`), where DataFusion would compare in
+//!   Float64 (see [`typed`], [`scalar`]);
+//! - a string against a date column (`l_shipdate >= '1994-01-01'`) is cast to the date
+//!   type, as `DATE '1994-01-01'` is; a string that is no date is an error.
+//!
+//! Otherwise what Lance answers lancet answers alike; the one place a result may differ is
+//! a decimal column against a decimal number under NOT (Lance compares in Float64 there),
+//! and lancet's is then the exact one, as SQL's exact numerics give.
 //!
 //! [`answer`] evaluates a filter over row sets ([`NullableIdSet`]) in Kleene logic, with its
 //! predicates answered by the caller (an index, or columns read).
@@ -54,7 +73,8 @@ pub use error::{ErrorKind, FilterError, Result};
 pub use scalar::{Func, Scalar};
 pub use truths::NullableIdSet;
 pub use typing::{
-    cast_to, common_type, is_string, literal_value, natural, resolve, strict, typed, Conv,
+    cast_to, common_type, is_decimal, is_string, literal_value, natural, resolve, strict, typed,
+    Conv,
 };
 
 /// A parsed filter: the expression, and the text it came from (for error messages).
@@ -162,8 +182,12 @@ pub enum Lit {
     Int(i64),
     /// An integer above `i64::MAX` (only an unsigned column takes it).
     UInt(u64),
-    /// A number with a decimal point or exponent.
+    /// A floating-point number built in code (the parser keeps a number with a decimal point
+    /// or exponent as written, [`Lit::Decimal`]).
     Float(f64),
+    /// A number with a decimal point or exponent, as written (`0.05`, `1e3`): a float column
+    /// takes the nearest float, a decimal column its exact value.
+    Decimal(String),
     Str(String),
     Bool(bool),
     Null,
@@ -334,10 +358,10 @@ pub(crate) fn literal(e: &Sql) -> Conv<Lit> {
                     Ok(Lit::Int(i))
                 } else if let Ok(u) = n.parse::<u64>() {
                     Ok(Lit::UInt(u))
+                } else if n.parse::<f64>().is_ok() {
+                    Ok(Lit::Decimal(n.clone()))
                 } else {
-                    n.parse::<f64>()
-                        .map(Lit::Float)
-                        .map_err(|_| format!("number {n} is not supported"))
+                    Err(format!("number {n} is not supported"))
                 }
             }
             Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(Lit::Str(s.clone())),
@@ -830,7 +854,7 @@ mod tests {
             parse("x != -1.5").unwrap(),
             not(l(
                 "x",
-                Leaf::Cmp(Op::Eq, Lit::Neg(Box::new(Lit::Float(1.5))))
+                Leaf::Cmp(Op::Eq, Lit::Neg(Box::new(Lit::Decimal("1.5".into()))))
             ))
         );
         assert_eq!(

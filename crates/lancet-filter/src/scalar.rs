@@ -7,6 +7,17 @@
 //! wider number, a float when either is), `+ - *` wrap on overflow, and `/` and `%` by zero
 //! are errors. A value assigned to a column is cast to the column's type, refusing values
 //! that do not fit.
+//!
+//! Decimals compute as DataFusion computes them, exactly: an integer operand as the decimal
+//! holding its type's every value (`Int64` as `Decimal128(20, 0)`), `+ -` in the larger
+//! scale with one more integer digit (`decimal(15, 2) + 1` is `Decimal128(23, 2)`), `*`
+//! adding precisions (plus one) and scales, both capped at 38 digits, a result beyond its
+//! precision an error; `/` as Arrow divides decimals (four more fractional digits,
+//! truncated); a float operand makes it Float64. One deliberate difference: a constant
+//! written with a decimal point beside a decimal value (`l_tax + 0.01`, `l_tax * 2 > 0.15`)
+//! is that decimal exactly, where DataFusion would type it Float64 and compute in floats.
+//! Assigned to a decimal column, a value is cast as Arrow casts (a scale reduced by rounding
+//! half away from zero, a value beyond the precision an error).
 
 use std::sync::Arc;
 
@@ -17,7 +28,10 @@ use arrow_schema::DataType;
 use sqlparser::ast::{BinaryOperator, CastKind, Expr as Sql, FunctionArg, FunctionArgExpr};
 use sqlparser::ast::{FunctionArguments, UnaryOperator};
 
-use crate::typing::{cast_to, common_type, natural};
+use crate::typing::{
+    arith_kernel, cast_to, common_type, decimal_operands, exact_decimal, is_decimal, natural,
+    written_decimal,
+};
 use crate::{Arith, Lit, Op};
 
 /// A value computed per row.
@@ -109,13 +123,40 @@ impl Scalar {
     }
 
     /// The value for every row of `batch`, cast to `t` (a column it is assigned to); a value
-    /// that does not fit is an error, never a silent NULL.
+    /// that does not fit is an error, never a silent NULL. A constant written with a decimal
+    /// point assigned to a decimal column is its exact value, cast (never through a float).
     pub fn evaluate_as(&self, batch: &RecordBatch, t: &DataType) -> Result<ArrayRef, String> {
-        let v = self.evaluate(batch)?;
+        let v = match self.exact_beside(t)? {
+            Some(d) => Value::Const(d).into_array(batch.num_rows())?,
+            None => self.evaluate(batch)?,
+        };
         if v.data_type() == t {
             return Ok(v);
         }
         cast_to(v, t)
+    }
+
+    /// The constant this value is, as a literal (`None`: it reads a column or calls a function).
+    fn as_lit(&self) -> Option<Lit> {
+        match self {
+            Scalar::Lit(l) => Some(l.clone()),
+            Scalar::Neg(a) => Some(Lit::Neg(Box::new(a.as_lit()?))),
+            Scalar::Arith(op, a, b) => Some(Lit::Arith(
+                *op,
+                Box::new(a.as_lit()?),
+                Box::new(b.as_lit()?),
+            )),
+            Scalar::Column(_) | Scalar::Cast(..) | Scalar::Func(..) => None,
+        }
+    }
+
+    /// A constant written with a decimal point, at its exact value, when it meets a decimal
+    /// of type `other`.
+    fn exact_beside(&self, other: &DataType) -> Result<Option<ArrayRef>, String> {
+        match self.as_lit() {
+            Some(l) if is_decimal(other) && written_decimal(&l) => exact_decimal(&l),
+            _ => Ok(None),
+        }
     }
 
     fn value(&self, batch: &RecordBatch) -> Result<Value, String> {
@@ -130,7 +171,10 @@ impl Scalar {
                 .value(batch)?
                 .map(|a| arrow_arith::numeric::neg_wrapping(&a).map_err(|e| e.to_string())),
             Scalar::Cast(a, t) => a.value(batch)?.map(|a| cast_to(a, t)),
-            Scalar::Arith(op, a, b) => arith(*op, a.value(batch)?, b.value(batch)?),
+            Scalar::Arith(op, a, b) => {
+                let (a, b) = operands(a, b, batch)?;
+                arith(*op, a, b)
+            }
             Scalar::Func(f, args) => {
                 let args = args
                     .iter()
@@ -162,20 +206,44 @@ fn coerced(
     ))
 }
 
-/// `a op b` in their common type.
-fn arith(op: Arith, a: Value, b: Value) -> Result<Value, String> {
-    let numeric = |t: &DataType| t.is_integer() || t.is_floating() || *t == DataType::Null;
-    let (a, b, both_const) = coerced(a, b, numeric, &format!("apply {op:?} to"))?;
-    let (x, y) = (a.datum(), b.datum());
-    use arrow_arith::numeric as n;
-    let r = match op {
-        Arith::Add => n::add_wrapping(x.as_ref(), y.as_ref()),
-        Arith::Sub => n::sub_wrapping(x.as_ref(), y.as_ref()),
-        Arith::Mul => n::mul_wrapping(x.as_ref(), y.as_ref()),
-        Arith::Div => n::div(x.as_ref(), y.as_ref()),
-        Arith::Rem => n::rem(x.as_ref(), y.as_ref()),
+/// `a` and `b` evaluated, a constant written with a decimal point beside a decimal value
+/// taken at its exact value (see the module docs).
+fn operands(a: &Scalar, b: &Scalar, batch: &RecordBatch) -> Result<(Value, Value), String> {
+    let (mut va, mut vb) = (a.value(batch)?, b.value(batch)?);
+    let (ta, tb) = (
+        va.array().data_type().clone(),
+        vb.array().data_type().clone(),
+    );
+    if let Some(d) = b.exact_beside(&ta)? {
+        vb = Value::Const(d);
     }
-    .map_err(|e| e.to_string())?;
+    if let Some(d) = a.exact_beside(&tb)? {
+        va = Value::Const(d);
+    }
+    Ok((va, vb))
+}
+
+/// `a op b` in their common type; with a decimal, in the types [`decimal_operands`] gives.
+fn arith(op: Arith, a: Value, b: Value) -> Result<Value, String> {
+    let what = format!("apply {op:?} to");
+    let (ta, tb) = (a.array().data_type().clone(), b.array().data_type().clone());
+    let (a, b, both_const) = match decimal_operands(&ta, &tb) {
+        Some(types) => {
+            let (ta, tb) = types.map_err(|_| format!("cannot {what} {ta} and {tb}"))?;
+            let both_const = matches!((&a, &b), (Value::Const(_), Value::Const(_)));
+            (
+                a.map(|x| cast_to(x, &ta))?,
+                b.map(|x| cast_to(x, &tb))?,
+                both_const,
+            )
+        }
+        None => {
+            let numeric = |t: &DataType| t.is_integer() || t.is_floating() || *t == DataType::Null;
+            coerced(a, b, numeric, &what)?
+        }
+    };
+    let (x, y) = (a.datum(), b.datum());
+    let r = arith_kernel(op, x.as_ref(), y.as_ref())?;
     Ok(if both_const {
         Value::Const(r)
     } else {
@@ -225,7 +293,8 @@ pub fn compare(
     right: &Scalar,
     batch: &RecordBatch,
 ) -> Result<BooleanArray, String> {
-    let (a, b, both_const) = coerced(left.value(batch)?, right.value(batch)?, |_| true, "compare")?;
+    let (a, b) = operands(left, right, batch)?;
+    let (a, b, both_const) = coerced(a, b, |_| true, "compare")?;
     let (x, y) = (a.datum(), b.datum());
     use arrow_ord::cmp;
     let r = match op {
@@ -429,5 +498,139 @@ mod tests {
         assert!(v.evaluate_as(&batch(), &DataType::Int64).is_err());
         assert!(parse_assignment("x + 1 = 2").is_err());
         assert!(parse_assignment("x").is_err());
+    }
+
+    /// `decimal(15, 2)` columns q (quantity), p (price), d (discount), and a float x.
+    fn decimals() -> RecordBatch {
+        let dec = |v: Vec<Option<i128>>| -> ArrayRef {
+            Arc::new(
+                arrow_array::Decimal128Array::from(v)
+                    .with_precision_and_scale(15, 2)
+                    .unwrap(),
+            )
+        };
+        let d = DataType::Decimal128(15, 2);
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("q", d.clone(), true),
+                Field::new("p", d.clone(), true),
+                Field::new("d", d, true),
+                Field::new("x", DataType::Float64, true),
+            ])),
+            vec![
+                dec(vec![Some(100), Some(1750), None, Some(-225)]),
+                dec(vec![
+                    Some(100_000),
+                    Some(2599),
+                    Some(300),
+                    Some(999_999_999_999_999),
+                ]),
+                dec(vec![Some(5), Some(10), Some(7), None]),
+                Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, 3.5])),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// The value of `expr` on [`decimals`], as its type and its rows as text.
+    fn decimal_value(expr: &str) -> Result<(DataType, Vec<String>), String> {
+        let (_, v) = parse_assignment(&format!("q = {expr}")).unwrap();
+        let out = v.evaluate(&decimals())?;
+        Ok((out.data_type().clone(), shown(&out)))
+    }
+
+    fn shown(a: &ArrayRef) -> Vec<String> {
+        (0..a.len())
+            .map(|i| match a.is_valid(i) {
+                true => arrow_cast::display::array_value_to_string(a, i).unwrap(),
+                false => "NULL".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decimal_arithmetic_is_exact_and_typed_as_datafusion_types_it() {
+        let v = |e: &str| decimal_value(e).unwrap();
+        let d = DataType::Decimal128;
+        assert_eq!(v("q + 1").0, d(23, 2));
+        assert_eq!(v("q + 1").1, ["2.00", "18.50", "NULL", "-1.25"]);
+        assert_eq!(v("q * 2").0, d(36, 2));
+        assert_eq!(v("q * 2").1, ["2.00", "35.00", "NULL", "-4.50"]);
+        assert_eq!(v("-q").1, ["-1.00", "-17.50", "NULL", "2.25"]);
+        assert_eq!(v("p - d").0, d(16, 2));
+        assert_eq!(v("p - d").1, ["999.95", "25.89", "2.93", "NULL"]);
+        assert_eq!(v("q * d").0, d(31, 4));
+        // a constant with a point beside a decimal is that decimal exactly
+        assert_eq!(v("q + 0.5").0, d(16, 2));
+        assert_eq!(v("q + 0.5").1, ["1.50", "18.00", "NULL", "-1.75"]);
+        assert_eq!(v("d * 1.1").1, ["0.055", "0.110", "0.077", "NULL"]);
+        assert_eq!(v("0.01 + d").1, ["0.06", "0.11", "0.08", "NULL"]);
+        // with a float, in floats (as DataFusion)
+        assert_eq!(v("q + x").0, DataType::Float64);
+        // a result beyond its precision is an error, never wrapped
+        assert!(decimal_value("p * 100000000000000000000000000").is_err());
+        assert!(decimal_value("q / 0")
+            .unwrap_err()
+            .contains("ivide by zero"));
+    }
+
+    #[test]
+    fn decimal_assignments_are_cast_to_their_column() {
+        let t = DataType::Decimal128(15, 2);
+        let set = |text: &str| -> Result<Vec<String>, String> {
+            let (_, v) = parse_assignment(text).unwrap();
+            v.evaluate_as(&decimals(), &t).map(|a| {
+                assert_eq!(a.data_type(), &t);
+                shown(&a)
+            })
+        };
+        assert_eq!(
+            set("q = q + 1").unwrap(),
+            ["2.00", "18.50", "NULL", "-1.25"]
+        );
+        assert_eq!(
+            set("q = q * 2 - d").unwrap(),
+            ["1.95", "34.90", "NULL", "NULL"]
+        );
+        assert_eq!(set("q = 0.08").unwrap(), ["0.08"; 4]);
+        assert_eq!(set("q = -3").unwrap(), ["-3.00"; 4]);
+        // more digits than the column holds: rounded half away from zero, as Arrow casts
+        assert_eq!(
+            set("d = d * 1.1").unwrap(),
+            ["0.06", "0.11", "0.08", "NULL"]
+        );
+        assert_eq!(set("d = 0.085").unwrap(), ["0.09"; 4]);
+        // beyond the precision: an error, never NULL
+        assert!(set("p = p + 1").is_err());
+        assert!(set("q = 10000000000000").is_err());
+        assert!(set("q = 1e20").is_err());
+    }
+
+    #[test]
+    fn decimal_comparisons_of_computed_values_are_exact() {
+        let t = |f: &str| -> Vec<Option<bool>> {
+            match Filter::parse(f).unwrap().expr() {
+                Expr::Compare { left, op, right } => {
+                    truths(&compare(left, *op, right, &decimals()).unwrap())
+                }
+                other => panic!("{f}: {other:?}"),
+            }
+        };
+        assert_eq!(t("q + 1 > 2"), [Some(false), Some(true), None, Some(false)]);
+        // in floats 0.05 + 0.01 is not 0.06
+        assert_eq!(
+            t("d + 0.01 = 0.06"),
+            [Some(true), Some(false), Some(false), None]
+        );
+        assert_eq!(
+            t("d * 2 >= 0.14"),
+            [Some(false), Some(true), Some(true), None]
+        );
+        assert_eq!(t("q > d"), [Some(true), Some(true), None, None]);
+        assert_eq!(
+            t("q * 1 = -2.25"),
+            [Some(false), Some(false), None, Some(true)]
+        );
+        assert_eq!(t("q - 1 < x"), [Some(true), Some(false), None, Some(true)]);
     }
 }
