@@ -41,6 +41,10 @@ import pyarrow as pa
 
 
 def json_value(v):
+    import decimal
+    # decimals as the exact string of their value
+    if isinstance(v, decimal.Decimal):
+        return str(v)
     # JSON has no NaN or infinity: spell them as strings so both sides compare them
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
         return repr(v)
@@ -109,17 +113,18 @@ def filters(uri, version, filters_json, use_index="false"):
 
 def filter_table(uri):
     """A table with a column of every type filters compare (int64, int32, float64, float32,
-    string, date, timestamp, bool; NULLs, float specials, strings with quotes, wildcards and
-    backslashes), BTrees on i, f, s, d, ts and a Bitmap on i32; then an append no index
-    covers, a delete and a compaction. Prints the versions to compare at."""
+    string, date, timestamp, bool, decimal(15,2); NULLs, float specials, strings with quotes,
+    wildcards and backslashes), BTrees on i, f, s, d, ts, b and dc and a Bitmap on i32; then an
+    append no index covers, a delete and a compaction. Prints the versions to compare at."""
     import datetime
+    import decimal
     n = 3000
     specials = [float("nan"), -0.0, 0.0, float("inf"), float("-inf"), None]
     words = ["", "a", "ab", "a%b", "a_b", "it's", "back\\slash", "%", "_x", "abc", "B", "é", "日本", "z"]
     epoch = datetime.datetime(2024, 1, 1)
 
     def rows(lo, hi):
-        cols = {k: [] for k in ["i", "i32", "f", "f32", "s", "d", "ts", "b"]}
+        cols = {k: [] for k in ["i", "i32", "f", "f32", "s", "d", "ts", "b", "dc"]}
         for k in range(lo, hi):
             cols["i"].append(None if k % 53 == 0 else [-(2**63) + 1, 2**63 - 1][k % 2] if k % 401 == 3 else (k * 37) % 81 - 40)
             cols["i32"].append(None if k % 61 == 0 else (k * 11) % 41 - 20)
@@ -129,6 +134,7 @@ def filter_table(uri):
             cols["d"].append(None if k % 43 == 0 else (epoch + datetime.timedelta(days=(k * 17) % 90 - 30)).date())
             cols["ts"].append(None if k % 41 == 0 else epoch + datetime.timedelta(hours=(k * 29) % 200 - 100, seconds=k % 2))
             cols["b"].append(None if k % 7 == 0 else k % 3 == 0)
+            cols["dc"].append(None if k % 31 == 0 else decimal.Decimal((k * 37) % 8101 - 4000) / 100)
         return pa.table(
             {
                 "i": pa.array(cols["i"], pa.int64()),
@@ -139,12 +145,13 @@ def filter_table(uri):
                 "d": pa.array(cols["d"], pa.date32()),
                 "ts": pa.array(cols["ts"], pa.timestamp("us")),
                 "b": pa.array(cols["b"], pa.bool_()),
+                "dc": pa.array(cols["dc"], pa.decimal128(15, 2)),
             }
         )
 
     ds = lance.write_dataset(rows(0, n), uri, max_rows_per_file=700)
     out = {"unindexed": ds.version}
-    for col in ["i", "f", "s", "d", "ts", "b"]:
+    for col in ["i", "f", "s", "d", "ts", "b", "dc"]:
         ds.create_scalar_index(col, lance.indices.IndexConfig("btree", {"zone_size": 64}))
     # indexes lancet does not answer through: the column is scanned instead
     ds.create_scalar_index("i32", "BITMAP")

@@ -13,8 +13,8 @@ pub const RANGE_PARTITIONED_KEY: &str = "range_partitioned";
 /// Lance's default page size (`zone_size`).
 pub const DEFAULT_PAGE_ROWS: u64 = 4096;
 
-/// Whether lancet indexes columns of `t`: integers, floats, strings, binary, booleans, dates
-/// and timestamps.
+/// Whether lancet indexes columns of `t`: integers, floats, decimals, strings, binary,
+/// booleans, dates and timestamps.
 pub fn is_supported(t: &DataType) -> bool {
     use DataType::*;
     matches!(
@@ -36,6 +36,8 @@ pub fn is_supported(t: &DataType) -> bool {
             | Date32
             | Date64
             | Timestamp(_, _)
+            | Decimal128(_, _)
+            | Decimal256(_, _)
     )
 }
 

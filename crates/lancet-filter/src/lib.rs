@@ -346,6 +346,27 @@ pub(crate) fn arrow_type(t: &SqlType) -> Conv<DataType> {
         SqlType::Timestamp(_, sqlparser::ast::TimezoneInfo::None) | SqlType::Datetime(_) => {
             DataType::Timestamp(TimeUnit::Nanosecond, None)
         }
+        // DataFusion's DECIMAL: precision 38 and scale 10 when unsaid, a precision up to 38
+        // (76 as Decimal256), a scale not above the precision
+        SqlType::Decimal(info) | SqlType::Numeric(info) => {
+            use sqlparser::ast::ExactNumberInfo;
+            let (p, s) = match info {
+                ExactNumberInfo::None => (38, 10),
+                ExactNumberInfo::Precision(p) => (*p, 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
+            };
+            let bad = || format!("type {t}: precision 1 to 76, scale at most the precision");
+            let p = u8::try_from(p).map_err(|_| bad())?;
+            let s = i8::try_from(s).map_err(|_| bad())?;
+            if p == 0 || s < 0 || s as u8 > p {
+                return Err(bad());
+            }
+            match p {
+                1..=38 => DataType::Decimal128(p, s),
+                39..=76 => DataType::Decimal256(p, s),
+                _ => return Err(bad()),
+            }
+        }
         other => return Err(format!("type {other} is not supported")),
     })
 }

@@ -1,8 +1,8 @@
 //! Generated filters in Lance's filter language, answered by `Dataset::search` and by
 //! pylance's full scan, on every column type (int64, int32, float64 with NaN/±Inf/−0.0,
-//! float32, strings with quotes, wildcards and backslashes, date, timestamp, bool): on a
-//! version no index covers, then with BTrees (on int64, float64, string, date, timestamp and
-//! bool; a Bitmap on the int32 and a ZoneMap on the float32 column, which lancet does not
+//! float32, strings with quotes, wildcards and backslashes, date, timestamp, bool,
+//! decimal(15,2)): on a version no index covers, then with BTrees (on int64, float64, string,
+//! date, timestamp, bool and decimal; a Bitmap on the int32 and a ZoneMap on the float32 column, which lancet does not
 //! read and answers by scanning) plus an appended fragment no index covers, after a delete,
 //! and after a compaction. The rows
 //! where the filter is TRUE and where its negation is TRUE must be pylance's (the rest are
@@ -39,6 +39,12 @@ fn literal(rng: &mut SmallRng, column: &str) -> String {
             _ => rng.random_range(-45..45).to_string(),
         },
         "i32" => rng.random_range(-22..22).to_string(),
+        // integers, which pylance compares with a decimal column (decimal literals it
+        // refuses: `decimal_and_date_literals_lancet_answers_exactly` covers those)
+        "dc" => match rng.random_range(0..8) {
+            0 => pick(rng, &["7 / 2", "-(3)", "2 * 3 - 1", "0", "-40", "40"]),
+            _ => rng.random_range(-45..45).to_string(),
+        },
         "f" => match rng.random_range(0..8) {
             0 => pick(
                 rng,
@@ -102,7 +108,7 @@ fn literal(rng: &mut SmallRng, column: &str) -> String {
     }
 }
 
-const COLUMNS: [&str; 8] = ["i", "i32", "f", "f32", "s", "d", "ts", "b"];
+const COLUMNS: [&str; 9] = ["i", "i32", "f", "f32", "s", "d", "ts", "b", "dc"];
 
 /// One predicate on one column.
 fn predicate(rng: &mut SmallRng) -> String {
@@ -285,4 +291,61 @@ async fn generated_filters_equal_pylance_full_scans() {
     }
     // the generator writes mostly valid filters; a few literal types Lance refuses
     assert!(refused < filters.len() * 2, "{refused} refusals");
+}
+
+/// Filters pylance 14.0.2 refuses and lancet answers (a deliberate difference): decimal
+/// literals against a decimal column and date strings against a date column. Each is
+/// answered as pylance answers an equivalent it accepts (the decimal scaled to an integer,
+/// the string as a `DATE` literal), scanned and through the BTree, at every stage.
+#[tokio::test]
+async fn decimal_and_date_literals_lancet_answers_exactly() {
+    let pairs = [
+        ("dc = 0.08", "dc * 100 = 8"),
+        ("dc < 0.085", "dc * 1000 < 85"),
+        ("dc >= -12.5", "dc * 10 >= -125"),
+        (
+            "dc BETWEEN 0.05 AND 0.07",
+            "dc * 100 >= 5 AND dc * 100 <= 7",
+        ),
+        (
+            "dc IN (1.5, -39.99, 0.001)",
+            "dc * 1000 IN (1500, -39990, 1)",
+        ),
+        ("dc > 100000.50", "dc * 100 > 10000050"),
+        ("dc <> 3.14", "dc * 100 <> 314"),
+        ("NOT (dc <= 2.25)", "NOT (dc * 100 <= 225)"),
+        ("d >= '2024-01-15'", "d >= DATE '2024-01-15'"),
+        (
+            "d = '2023-12-20' OR dc < -39",
+            "d = DATE '2023-12-20' OR dc < -39",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("filters");
+    let uri = uri.to_str().unwrap();
+    let versions = peer(&["filter-table", uri]);
+    let theirs: Vec<&str> = pairs.iter().map(|(_, t)| *t).collect();
+    let text = serde_json::to_string(&theirs).unwrap();
+    for stage in ["unindexed", "appended", "deleted", "compacted"] {
+        let v = versions[stage].as_u64().unwrap();
+        let want = peer(&["filters", uri, &v.to_string(), &text]);
+        let ds = lancet::Dataset::open(uri)
+            .await
+            .unwrap()
+            .checkout(v)
+            .await
+            .unwrap();
+        for ((mine, theirs), w) in pairs.iter().zip(want.as_array().unwrap()) {
+            assert!(w.get("error").is_none(), "pylance refused {theirs}: {w}");
+            let got = search(&ds, mine).await.unwrap();
+            let context = format!("{stage} v{v}: {mine} (pylance: {theirs})");
+            same_rows(&got.row_ids, &w["row_ids"], &context);
+            let negated = search(&ds, &format!("NOT ({mine})")).await.unwrap();
+            same_rows(
+                &negated.row_ids,
+                &w["not_row_ids"],
+                &format!("{context}, negated"),
+            );
+        }
+    }
 }

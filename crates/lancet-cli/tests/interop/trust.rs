@@ -159,3 +159,89 @@ fn differential_tester_short_fixed_run() {
         );
     }
 }
+
+/// Item 15: on pylance's decimal(15,2) table, `lancet delete` and `lancet update` take the
+/// filters pylance answers (a decimal column against an integer) and compute decimals
+/// exactly (`q = q + 1`, `p = p * 2`); pylance reads the result.
+#[test]
+fn decimal_columns_are_updated_and_deleted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mine, _) = twins(dir.path(), json!({"rows": 100, "files": 2}));
+    // q = id / 100 and p = id / 4, as decimal(15,2)
+    lancet(&[
+        "add-column",
+        &mine,
+        "--name",
+        "q",
+        "--expr",
+        "CAST(id AS DECIMAL(15,2)) / 100",
+    ]);
+    lancet(&[
+        "add-column",
+        &mine,
+        "--name",
+        "p",
+        "--expr",
+        "CAST(id AS DECIMAL(15,2)) / 4",
+    ]);
+    let out: Value = serde_json::from_str(&lancet(&[
+        "update",
+        &mine,
+        "--filter",
+        "q < 1",
+        "--set",
+        "q = q + 1",
+        "--set",
+        "p = p * 2",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(out["updated_rows"], 100);
+    let out: Value = serde_json::from_str(&lancet(&[
+        "delete",
+        &mine,
+        "--filter",
+        "p > 98 AND q >= 1.5",
+        "--json",
+    ]))
+    .unwrap();
+    let t = peer(&[
+        "table",
+        &mine,
+        &json!({"columns": ["id", "q", "p"]}).to_string(),
+    ]);
+    let mut deleted = 0;
+    let mut seen = 0;
+    for id in 0..200i64 {
+        let (q, p) = match id < 100 {
+            true => (id + 100, id * 25 * 2),
+            false => (id, id * 25),
+        };
+        let gone = p > 9800 && q >= 150;
+        deleted += i64::from(gone);
+        let row = t["rows"].as_array().unwrap().iter().find(|r| r[0] == id);
+        match (gone, row) {
+            (true, None) => {}
+            (false, Some(r)) => {
+                seen += 1;
+                // pylance prints decimals as strings of their exact value
+                let cents = |v: &Value| -> i64 {
+                    let s = v
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string());
+                    let (whole, frac) = s.split_once('.').unwrap_or((&s, "00"));
+                    let frac = format!("{frac:0<2}");
+                    let sign = if whole.starts_with('-') { -1 } else { 1 };
+                    whole.parse::<i64>().unwrap() * 100 + sign * frac[..2].parse::<i64>().unwrap()
+                };
+                assert_eq!(cents(&r[1]), q, "q of {id}: {r}");
+                assert_eq!(cents(&r[2]), p, "p of {id}: {r}");
+            }
+            other => panic!("row {id}: {other:?}"),
+        }
+    }
+    assert_eq!(out["deleted_rows"], deleted);
+    assert_eq!(seen, 200 - deleted);
+    lancet(&["verify", &mine, "--data"]);
+}
