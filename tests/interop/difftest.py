@@ -245,6 +245,9 @@ class Run:
             else:
                 self.lancet("restore", self.uri, "--version", str(target))
             self.model = dict(self.history[target][0])
+            # a restore brings back the version's layout too
+            flags = json.loads(self.lancet("inspect", self.uri, "--json").stdout)
+            self.tree = "fragment_tree" in flags["reader_feature_flags"]
         elif kind == "cleanup":
             if by == "lance":
                 import datetime

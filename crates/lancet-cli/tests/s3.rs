@@ -674,6 +674,150 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             "an unmodelled field was dropped"
         );
     }
+    // 3g. issue 30's index, schema and operation rules on S3: a table with column `a` (field
+    //     0, ids allocated up to 2) and an index on it over fragments 0 and 1
+    {
+        use lancet::proto::file::Field;
+        use lancet::proto::roaring_wire::encode_roaring32;
+        use lancet::proto::table::transaction::{Merge, Overwrite};
+        use lancet::proto::table::{IndexMetadata, Uuid};
+        use lancet::Invariant;
+        let upsert = |f: DataFragment| vec![(f.id, Action::Upsert(Box::new(f)))];
+        let uri_i = "s3://lancet/indexed";
+        let store_i = DatasetStore::open(uri_i).unwrap();
+        let field = |id: i32, name: &str| Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            logical_type: "int64".into(),
+            nullable: true,
+            ..Default::default()
+        };
+        let covering = |uuid: u8, fragments: &[u32]| IndexMetadata {
+            uuid: Some(Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            name: "a_idx".into(),
+            fields: vec![0],
+            fragment_bitmap: encode_roaring32(&fragments.iter().copied().collect()),
+            ..Default::default()
+        };
+        let m = Manifest {
+            version: 1,
+            fields: vec![field(0, "a")],
+            fragments: (0..3).map(fragment).collect(),
+            max_fragment_id: Some(2),
+            max_allocated_field_id: Some(2),
+            writer_feature_flags: lancet::paths::flags::NON_REUSABLE_FIELD_IDS,
+            timestamp: Some(lancet::paths::manifest::now_timestamp()),
+            ..Default::default()
+        };
+        write_manifest(
+            &store_i,
+            &ManifestContent {
+                indices: &[covering(1, &[0, 1])],
+                ..ManifestContent::new(&m)
+            },
+        )
+        .await
+        .unwrap();
+        let ds = Dataset::open(uri_i).await.unwrap();
+        let before = versions(store_i.clone()).await;
+        let mut rewritten = fragment(1);
+        rewritten.files[0].path = "1b.lance".into();
+        let mut stray = fragment(2);
+        stray.files[0].path = "2b.lance".into();
+        stray.files[0].fields = vec![7];
+        let mut new_field = ds.manifest().clone();
+        new_field.fields.push(field(2, "w"));
+        let index = vec![covering(1, &[0, 1])];
+        let cases: Vec<Misuse> = vec![
+            (
+                ds.manifest().clone(),
+                vec![covering(1, &[0, 1, 3])],
+                upsert(fragment(3)),
+                Invariant::IndexCoverageIndexed,
+            ),
+            (
+                ds.manifest().clone(),
+                index.clone(),
+                upsert(rewritten),
+                Invariant::IndexCoverageRewritten,
+            ),
+            (new_field, index.clone(), vec![], Invariant::FieldIdFresh),
+            (
+                ds.manifest().clone(),
+                index.clone(),
+                upsert(stray),
+                Invariant::DataFileFieldsInSchema,
+            ),
+        ];
+        for (manifest, indices, actions, want) in cases {
+            let err = ds
+                .commit_with_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
+                .await
+                .unwrap_err();
+            assert_eq!(err.invariant(), Some(want), "{err}");
+            covered.insert(want);
+            assert_eq!(versions(store_i.clone()).await, before, "{want} wrote");
+        }
+        // operations: a Merge leaving a fragment out, an Overwrite carrying a deletion file
+        let mut deleted = fragment(0);
+        deleted.deletion_file = Some(lancet::proto::table::DeletionFile {
+            id: 1,
+            num_deleted_rows: 1,
+            ..Default::default()
+        });
+        let operations = [
+            (
+                lancet::Operation::Merge(Merge {
+                    fragments: vec![fragment(0)],
+                    schema: ds.manifest().fields.clone(),
+                    ..Default::default()
+                }),
+                Invariant::MergeKeepsFragments,
+            ),
+            (
+                lancet::Operation::Overwrite(Overwrite {
+                    fragments: vec![deleted],
+                    schema: ds.manifest().fields.clone(),
+                    ..Default::default()
+                }),
+                Invariant::OverwriteFresh,
+            ),
+        ];
+        for (op, want) in operations {
+            let err = ds.commit(op).await.unwrap_err();
+            assert_eq!(err.invariant(), Some(want), "{err}");
+            covered.insert(want);
+            assert_eq!(versions(store_i.clone()).await, before, "{want} wrote");
+        }
+        // a stable-row-id table: two segments of one BTree in two row-id domains
+        let stable = Dataset::open("s3://lancet/stable").await.unwrap();
+        let store_s = DatasetStore::open("s3://lancet/stable").unwrap();
+        let before = versions(store_s.clone()).await;
+        let btree = |uuid: u8, version: i32| IndexMetadata {
+            index_version: Some(version),
+            index_details: Some(lancet::proto::prost_types::Any {
+                type_url: "/lance.index.pb.BTreeIndexDetails".into(),
+                value: Vec::new(),
+            }),
+            ..covering(uuid, &[0])
+        };
+        let err = stable
+            .commit_with_actions(
+                stable.manifest().clone(),
+                &[btree(2, 0), btree(3, 1)],
+                &[],
+                &TreeWriterConfig::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.invariant(), Some(Invariant::IndexRowIdDomain), "{err}");
+        covered.insert(Invariant::IndexRowIdDomain);
+        assert_eq!(versions(store_s).await, before, "IndexRowIdDomain wrote");
+    }
+
     // every invariant of lancet-txn was broken once on S3, and refused
     let all: std::collections::BTreeSet<_> = lancet::Invariant::ALL.into_iter().collect();
     assert_eq!(covered, all, "invariants not exercised on S3");

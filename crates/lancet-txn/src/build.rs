@@ -30,13 +30,13 @@
 use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
 use lancet_proto::file::Field;
-use lancet_proto::roaring_wire::{decode_roaring32, encode_roaring32};
+use lancet_proto::roaring_wire::encode_roaring32;
 use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
 use lancet_proto::table::transaction::{Operation, Update};
 use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
 
 use crate::error::{Result, TxnError};
-use crate::invariants::Version;
+use crate::invariants::{Invariant, Version};
 
 /// An operation applied to a base version, before row ids: the next version's manifest
 /// (fragments as the base's: the caller applies the edits), its index list, and the fragment
@@ -116,11 +116,13 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
             let mut fresh = o.fragments.clone();
             for f in &mut fresh {
                 if let Some(d) = &f.deletion_file {
-                    return Err(TxnError::operation(
-                        name,
+                    return Err(TxnError::invalid(
+                        base.manifest.version + 1,
+                        Invariant::OverwriteFresh,
+                        format!("fragment {}", f.id),
                         format!(
-                            "fragments must be newly written, but fragment {} carries deletion file {} (commit deletions with Delete)",
-                            f.id, d.id
+                            "carries deletion file {}: an Overwrite's fragments are newly written (commit deletions with Delete)",
+                            d.id
                         ),
                     ));
                 }
@@ -261,15 +263,9 @@ fn prune_rewritten(indices: &mut [IndexMetadata], fragment: u64, fields: &[i32])
         if index.fragment_bitmap.is_empty() || !index.fields.iter().any(|f| fields.contains(f)) {
             continue;
         }
-        let mut bitmap = decode_roaring32(&index.fragment_bitmap).map_err(|e| {
-            TxnError::operation(
-                "commit",
-                format!(
-                    "index {:?}: fragment_bitmap does not decode: {e}",
-                    index.name
-                ),
-            )
-        })?;
+        let Some(mut bitmap) = crate::coverage::index_bitmap(index, "commit")? else {
+            continue;
+        };
         if bitmap.remove(id) {
             index.fragment_bitmap = encode_roaring32(&bitmap);
         }
@@ -501,15 +497,9 @@ pub fn cover_moved_rows(
         if by_address || assigned || index.fragment_bitmap.is_empty() {
             continue;
         }
-        let mut bitmap = decode_roaring32(&index.fragment_bitmap).map_err(|e| {
-            TxnError::operation(
-                "Update",
-                format!(
-                    "index {:?}: fragment_bitmap does not decode: {e}",
-                    index.name
-                ),
-            )
-        })?;
+        let Some(mut bitmap) = crate::coverage::index_bitmap(index, "Update")? else {
+            continue;
+        };
         if sources.iter().all(|s| bitmap.contains(*s)) {
             bitmap.extend(pure.iter().copied());
             index.fragment_bitmap = encode_roaring32(&bitmap);
@@ -548,26 +538,18 @@ impl Plan {
                         ));
                     }
                     if prev.physical_rows != f.physical_rows {
-                        return Err(TxnError::operation(
-                            name,
+                        return Err(TxnError::invalid(
+                            self.manifest.version + 1,
+                            Invariant::MergeKeepsFragments,
+                            format!("fragment {}", f.id),
                             format!(
-                                "it changes the row count of fragment {} from {} to {}",
-                                f.id, prev.physical_rows, f.physical_rows
+                                "the Merge changes its row count from {} to {}",
+                                prev.physical_rows, f.physical_rows
                             ),
                         ));
                     }
                     // columns whose data file the merge replaced leave their indexes
-                    let rewritten: Vec<i32> = prev
-                        .files
-                        .iter()
-                        .filter(|d| {
-                            !f.files
-                                .iter()
-                                .any(|x| x.path == d.path && x.fields == d.fields)
-                        })
-                        .flat_map(|d| d.fields.iter().copied())
-                        .filter(|id| *id >= 0)
-                        .collect();
+                    let rewritten = crate::coverage::rewritten_fields(prev, &f);
                     if !rewritten.is_empty() {
                         prune_rewritten(&mut self.indices, f.id, &rewritten)?;
                     }
@@ -606,10 +588,12 @@ impl Plan {
             .map(|b| b.id)
             .filter(|id| !seen_existing.contains(id))
             .collect();
-        if !missing.is_empty() {
-            return Err(TxnError::operation(
-                name,
-                format!("it leaves out fragments {missing:?}; a Merge lists every fragment of the table"),
+        if let Some(first) = missing.first() {
+            return Err(TxnError::invalid(
+                self.manifest.version + 1,
+                Invariant::MergeKeepsFragments,
+                format!("fragment {first}"),
+                format!("the Merge leaves out fragments {missing:?}; it lists every fragment of the table"),
             ));
         }
         self.create(&created, name)
@@ -935,7 +919,7 @@ mod tests {
             e.to_string()
         };
         assert!(refused(vec![frag(7, 2)]).contains("leaves out fragments [0]"));
-        assert!(refused(vec![frag(0, 4), frag(7, 2)]).contains("row count"));
+        assert!(refused(vec![frag(0, 4), frag(7, 2)]).contains("MergeKeepsFragments"));
         assert!(refused(vec![frag(0, 3), frag(0, 5), frag(7, 2)]).contains("after a new"));
         assert!(refused(vec![frag(0, 3), frag(7, 2), frag(9, 1), frag(9, 1)]).contains("twice"));
     }
@@ -988,7 +972,7 @@ mod tests {
         let covered: Vec<Vec<u32>> = indices
             .iter()
             .map(|i| {
-                decode_roaring32(&i.fragment_bitmap)
+                lancet_proto::roaring_wire::decode_roaring32(&i.fragment_bitmap)
                     .unwrap()
                     .iter()
                     .collect()

@@ -19,7 +19,6 @@
 //!
 //! Pure: the caller hands in the counts (deletion files read) and the index entries.
 
-use lancet_proto::roaring_wire::decode_roaring32;
 use lancet_proto::table::IndexMetadata;
 
 use crate::error::{Result, TxnError};
@@ -249,12 +248,7 @@ pub fn defer_records_moves(
             }
             continue;
         }
-        covered |= decode_roaring32(&m.fragment_bitmap).map_err(|e| {
-            TxnError::operation(
-                "Rewrite",
-                format!("index {:?}: fragment_bitmap does not decode: {e}", m.name),
-            )
-        })?;
+        covered |= crate::coverage::index_bitmap(m, "Rewrite")?.unwrap_or_default();
     }
     Ok(groups
         .iter()
@@ -271,16 +265,8 @@ impl Covering {
     fn new(indices: &[IndexMetadata]) -> Result<Self> {
         let mut segments = Vec::new();
         for m in indices.iter().filter(|m| m.name != FRI_INDEX_NAME) {
-            segments.push(match m.fragment_bitmap.is_empty() {
-                // no bitmap: it covers every fragment
-                true => None,
-                false => Some(decode_roaring32(&m.fragment_bitmap).map_err(|e| {
-                    TxnError::operation(
-                        "Rewrite",
-                        format!("index {:?}: fragment_bitmap does not decode: {e}", m.name),
-                    )
-                })?),
-            });
+            // no bitmap: it covers every fragment
+            segments.push(crate::coverage::index_bitmap(m, "Rewrite")?);
         }
         Ok(Covering { segments })
     }

@@ -861,16 +861,8 @@ impl Checker<'_, '_> {
             let (Some(b), Some(a)) = (&c.before, &c.after) else {
                 continue;
             };
-            let rewritten: BTreeSet<i32> = b
-                .files
-                .iter()
-                .filter(|f| {
-                    !a.files
-                        .iter()
-                        .any(|x| x.path == f.path && x.fields == f.fields)
-                })
-                .flat_map(|f| f.fields.iter().copied())
-                .filter(|f| *f >= 0)
+            let rewritten: BTreeSet<i32> = crate::coverage::rewritten_fields(b, a)
+                .into_iter()
                 .collect();
             if rewritten.is_empty() {
                 continue;

@@ -31,6 +31,7 @@ pub mod build;
 mod change;
 pub mod compaction;
 mod conflict;
+pub mod coverage;
 mod error;
 mod invariants;
 pub mod operation;

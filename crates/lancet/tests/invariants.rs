@@ -587,3 +587,86 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
     let tree = layout(stable_table(dir.path(), 3).await, Layout::Tree).await;
     tree.flatten().await.unwrap().verify().await.unwrap();
 }
+
+/// Issue 30's index and schema invariants, broken through the public API on flat and tree
+/// tables: each refused typed, `_versions/` unchanged.
+#[tokio::test]
+async fn index_coverage_and_schema_rules_refuse_without_writing() {
+    use lancet::proto::file::Field;
+    use lancet::proto::roaring_wire::encode_roaring32;
+    for l in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ds = layout(flat_table(d, 3).await, l).await;
+        let field = |id: i32, name: &str| Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            logical_type: "int64".into(),
+            nullable: true,
+            ..Default::default()
+        };
+        let mut schema = ds.manifest().clone();
+        schema.fields = vec![field(0, "a")];
+        schema.max_allocated_field_id = Some(2);
+        schema.writer_feature_flags |= flags::NON_REUSABLE_FIELD_IDS;
+        let covering = |uuid: u8, fragments: &[u32]| IndexMetadata {
+            uuid: Some(Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            name: "a_idx".into(),
+            fields: vec![0],
+            fragment_bitmap: encode_roaring32(&fragments.iter().copied().collect()),
+            ..Default::default()
+        };
+        // an index on fragments 0 and 1 (committed as the index build it is)
+        let ds = ds
+            .commit_manifest(schema, &[covering(1, &[0, 1])])
+            .await
+            .unwrap();
+        // an append that also claims the index covers its fragment
+        refused(
+            d,
+            &ds,
+            |_| {},
+            &[covering(1, &[0, 1, 3])],
+            &[upsert(fragment(3))],
+            Invariant::IndexCoverageIndexed,
+        )
+        .await;
+        // fragment 1's column a rewritten in place, the index still covering it
+        let mut rewritten = fragment(1);
+        rewritten.files[0].path = "1b.lance".into();
+        refused(
+            d,
+            &ds,
+            |_| {},
+            &[covering(1, &[0, 1])],
+            &[upsert(rewritten)],
+            Invariant::IndexCoverageRewritten,
+        )
+        .await;
+        // a new column taking an id allocated before (2), and a data file naming no field
+        refused(
+            d,
+            &ds,
+            |m| m.fields.push(field(2, "w")),
+            &[covering(1, &[0, 1])],
+            &[],
+            Invariant::FieldIdFresh,
+        )
+        .await;
+        let mut stray = fragment(2);
+        stray.files[0].path = "2b.lance".into();
+        stray.files[0].fields = vec![7];
+        refused(
+            d,
+            &ds,
+            |_| {},
+            &[covering(1, &[0, 1])],
+            &[upsert(stray)],
+            Invariant::DataFileFieldsInSchema,
+        )
+        .await;
+    }
+}
