@@ -408,6 +408,23 @@ def run_ops(lancet_bin, ops, verbose=False):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def pylance_alone_fails(lancet_bin, ops, failure):
+    """Whether `ops` with pylance taking every turn it can (the steps only lancet does stay
+    lancet's) fail at the same step with the same kind of finding."""
+    alone = [dict(o, by="lance") if o.get("by") == "lancet" and o["op"] in PYLANCE_CAN else o
+             for o in ops]
+    if alone == ops:
+        return False
+    f = run_ops(lancet_bin, alone[: failure[0] + 1])
+    kind = lambda msg: msg.split(":")[0].split(",")[0]
+    return f is not None and f[0] == failure[0] and kind(f[1]) == kind(failure[1])
+
+
+# the steps pylance can take as well as lancet
+PYLANCE_CAN = {"append", "write_fragments", "delete", "update", "compact", "index", "optimize",
+               "restore", "cleanup"}
+
+
 def shrink(lancet_bin, ops, failure):
     """Drops steps (never the create) while the sequence still fails; the failing step's
     message may change, a failure is a failure."""
@@ -446,6 +463,7 @@ def main():
     seed = a.seed if a.seed is not None else random.randrange(1 << 32)
     deadline = time.time() + 60 * a.minutes if a.minutes else None
     runs = steps = 0
+    theirs = []  # seeds whose failure pylance alone reproduces
     while True:
         rng = random.Random(seed)
         stable = {"true": True, "false": False}.get(a.stable, rng.random() < 0.5)
@@ -453,6 +471,18 @@ def main():
         ops = gen_ops(rng, a.steps, stable, tree)
         f = run_ops(a.lancet, ops)
         runs += 1
+        if f is not None and pylance_alone_fails(a.lancet, ops, f):
+            # the same sequence with pylance taking every turn it can fails the same way:
+            # pylance's own defect, not lancet's (recorded, and the run goes on)
+            print(f"difftest: seed {seed}: pylance alone fails the same way at step {f[0]}: {f[1]}",
+                  file=sys.stderr)
+            theirs.append(seed)
+            f = None
+            steps += len(ops) - 1
+            seed += 1
+            if (deadline is None and runs >= a.runs) or (deadline is not None and time.time() >= deadline):
+                break
+            continue
         if f is not None:
             print(f"difftest: seed {seed} failed at step {f[0]} ({json.dumps(ops[f[0]])}): {f[1]}",
                   file=sys.stderr)
@@ -464,7 +494,8 @@ def main():
             print(f"difftest: shrunk to {len(ops)} steps, failing with: {f[1]}", file=sys.stderr)
             print(f"difftest: reproducer {path} (replay: difftest.py --lancet BIN --replay {path})",
                   file=sys.stderr)
-            print(json.dumps({"runs": runs, "steps": steps + f[0], "failed_seed": seed}))
+            print(json.dumps({"runs": runs, "steps": steps + f[0], "failed_seed": seed,
+                              "pylance_alone_failed": theirs}))
             sys.exit(1)
         steps += len(ops) - 1
         seed += 1
@@ -472,7 +503,8 @@ def main():
             break
         if deadline is not None and time.time() >= deadline:
             break
-    print(json.dumps({"runs": runs, "steps": steps, "failed_seed": None}))
+    print(json.dumps({"runs": runs, "steps": steps, "failed_seed": None,
+                      "pylance_alone_failed": theirs}))
 
 
 if __name__ == "__main__":
