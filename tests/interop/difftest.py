@@ -104,6 +104,7 @@ class Run:
         self.rowids = {}  # id -> first _rowid seen (stable tables)
         self.stable = False
         self.tree = False
+        self.had_tree = False
         self.history = []  # model after each version, by version number
         self.log = log
         self.copies = 0
@@ -127,8 +128,13 @@ class Run:
     # -- steps ---------------------------------------------------------------------
     def step(self, op):
         kind = op["op"]
-        # a tree table is lancet's alone: pylance's turns go to lancet
+        # a tree table is lancet's alone: pylance's turns go to lancet; so are a cleanup once
+        # the history holds tree versions (pylance cannot read them), and a restore of one
         by = "lancet" if self.tree else op.get("by")
+        if kind == "cleanup" and self.had_tree:
+            by = "lancet"
+        if kind == "restore" and self.history_tree(self.version() - op.get("back", 0)):
+            by = "lancet"
         self.log(json.dumps(op))
         if kind == "create":
             self.stable, self.tree = op["stable"], op.get("tree", False)
@@ -292,13 +298,18 @@ class Run:
 
     def history_record(self):
         v = self.version()
+        self.had_tree |= self.tree
         while len(self.history) <= v:
             self.history.append(None)
-        self.history[v] = (dict(self.model), list(self.extra))
+        self.history[v] = (dict(self.model), list(self.extra), self.tree)
         # versions in between (lancet's add-column may publish more than one)
         for i in range(len(self.history)):
             if self.history[i] is None:
-                self.history[i] = ({}, ["?"])
+                self.history[i] = ({}, ["?"], True)
+
+    def history_tree(self, version):
+        h = self.history[version] if 0 <= version < len(self.history) else None
+        return bool(h and h[2])
 
     def history_schema(self, version):
         h = self.history[version] if version < len(self.history) else None

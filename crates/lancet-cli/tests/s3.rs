@@ -761,6 +761,53 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             covered.insert(want);
             assert_eq!(versions(store_i.clone()).await, before, "{want} wrote");
         }
+        // a Fragment Reuse Index entry naming a rewrite this commit did not make
+        let ledger = lancet::reuse::Ledger {
+            index_version: 1,
+            transitions: vec![lancet::reuse::Transition {
+                dataset_version: None,
+                sources: vec![lancet::reuse::Digest {
+                    id: 0,
+                    physical_rows: 100,
+                    num_deleted_rows: 0,
+                }],
+                destinations: vec![lancet::reuse::Digest {
+                    id: 9,
+                    physical_rows: 100,
+                    num_deleted_rows: 0,
+                }],
+                mapping: lancet::reuse::Mapping::OrderedCompaction {
+                    surviving: (0..100u64).collect(),
+                },
+            }],
+            ..Default::default()
+        };
+        let (fri, external) =
+            lancet::reuse::publish::tagged_entry(Uuid { uuid: vec![8; 16] }, 1, &ledger, 0);
+        assert!(external.is_none());
+        let mut tagged = ds.manifest().clone();
+        tagged.reader_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
+        tagged.writer_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
+        let err = ds
+            .commit_with_actions(
+                tagged,
+                &[covering(1, &[0, 1]), fri],
+                &[],
+                &TreeWriterConfig::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.invariant(),
+            Some(Invariant::FriTransitionCommitted),
+            "{err}"
+        );
+        covered.insert(Invariant::FriTransitionCommitted);
+        assert_eq!(
+            versions(store_i.clone()).await,
+            before,
+            "an FRI entry wrote"
+        );
         // operations: a Merge leaving a fragment out, an Overwrite carrying a deletion file
         let mut deleted = fragment(0);
         deleted.deletion_file = Some(lancet::proto::table::DeletionFile {

@@ -161,6 +161,11 @@ pub enum Invariant {
     FieldIdFresh,
     /// Every field id a new data file lists is a field of the schema (tombstones, -2, aside).
     DataFileFieldsInSchema,
+    /// A transition new to the Fragment Reuse Index references only fragments committed no
+    /// later than itself (FRI spec): its sources are fragments this commit removes, its
+    /// destinations fragments it creates. A transition naming fragments of another version
+    /// would translate addresses into rows that are not where it says.
+    FriTransitionCommitted,
 }
 
 impl Invariant {
@@ -209,11 +214,14 @@ impl Invariant {
             OverwriteFresh => "an Overwrite's fragments take fresh ids and carry no deletion file",
             FieldIdFresh => "a field new to the schema takes an id never allocated before",
             DataFileFieldsInSchema => "every field a new data file lists is in the schema",
+            FriTransitionCommitted => {
+                "a new FRI transition rewrites fragments this commit removes into ones it creates"
+            }
         }
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 31] = [
+    pub const ALL: [Invariant; 32] = [
         Invariant::ManifestDecodes,
         Invariant::UnmodelledFieldsKept,
         Invariant::ManifestFlags,
@@ -245,6 +253,7 @@ impl Invariant {
         Invariant::OverwriteFresh,
         Invariant::FieldIdFresh,
         Invariant::DataFileFieldsInSchema,
+        Invariant::FriTransitionCommitted,
     ];
 }
 
@@ -340,6 +349,10 @@ pub struct Candidate<'a> {
     /// held them, no index names them): a new fragment may take one
     /// ([`Invariant::FragmentIdFresh`]), as Lance's reserve-then-commit writes do.
     pub reserved: &'a [u64],
+    /// The transitions the candidate's Fragment Reuse Index holds that the previous version's
+    /// does not (the caller decodes both histories; lancet-reuse holds their format), judged
+    /// by [`Invariant::FriTransitionCommitted`].
+    pub fri_transitions: &'a [crate::compaction::GroupIds],
 }
 
 /// Checks every invariant on `candidate`, returning the first broken one (in
@@ -353,6 +366,7 @@ pub fn check(candidate: &Candidate<'_>) -> Result<()> {
     c.operation_rules()?;
     c.index_rules()?;
     c.index_coverage_rules()?;
+    c.fri_rules()?;
     c.flag_rules()
 }
 
@@ -929,6 +943,46 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
+    /// Every new FRI transition moves fragments this commit removes into ones it creates.
+    fn fri_rules(&self) -> Result<()> {
+        // a restore brings back an older history whole
+        if self.replaces_content() {
+            return Ok(());
+        }
+        for t in self.c.fri_transitions {
+            let removed = |id: &u32| {
+                self.c
+                    .changes
+                    .iter()
+                    .any(|c| c.id == u64::from(*id) && c.before.is_some() && c.after.is_none())
+            };
+            let created = |id: &u32| {
+                self.c
+                    .changes
+                    .iter()
+                    .any(|c| c.id == u64::from(*id) && c.is_created())
+            };
+            let stray =
+                t.sources
+                    .iter()
+                    .find(|s| !removed(s))
+                    .map(|s| format!("source fragment {s} is not removed by this commit"))
+                    .or_else(|| {
+                        t.destinations.iter().find(|d| !created(d)).map(|d| {
+                            format!("destination fragment {d} is not created by this commit")
+                        })
+                    });
+            if let Some(detail) = stray {
+                return Err(self.fail(
+                    Invariant::FriTransitionCommitted,
+                    format!("FRI transition {:?} -> {:?}", t.sources, t.destinations),
+                    detail,
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the commit indexed fragment `id` for an index that covered `had` before.
     fn indexed_by_commit(
         &self,
@@ -1169,6 +1223,7 @@ mod tests {
             unmodelled: &[],
             missing_deletion_files: &[],
             reserved: &[],
+            fri_transitions: &[],
         })
     }
 
@@ -1321,6 +1376,7 @@ mod tests {
                 unmodelled: &[],
                 missing_deletion_files: &[],
                 reserved: &[],
+                fri_transitions: &[],
             })
         };
         let file = |num_rows, field_ids: &[i32]| {
@@ -1507,6 +1563,7 @@ mod tests {
             unmodelled: &[],
             missing_deletion_files: &[],
             reserved: &[],
+            fri_transitions: &[],
         })
     }
 
@@ -1605,6 +1662,50 @@ mod tests {
             Invariant::IndexRowIdDomain
         );
         judge_indexed(&prev, &legacy, &prev, &[btree(2, 1)], None).unwrap();
+    }
+
+    #[test]
+    fn a_new_reuse_transition_names_only_what_the_commit_rewrote() {
+        use crate::compaction::GroupIds;
+        // fragments 0 and 1 rewritten into 2
+        let prev = manifest(&[0, 1]);
+        let next = manifest(&[2]);
+        let changes = crate::diff_fragments(&prev.fragments, &next.fragments);
+        let judge = |t: GroupIds| {
+            check(&Candidate {
+                version: 2,
+                previous: Some(Version {
+                    manifest: &prev,
+                    indices: &[],
+                }),
+                next: Version {
+                    manifest: &next,
+                    indices: &[],
+                },
+                changes: &changes,
+                row_ids: None,
+                operation: None,
+                data_files: None,
+                unmodelled: &[],
+                missing_deletion_files: &[],
+                reserved: &[],
+                fri_transitions: std::slice::from_ref(&t),
+            })
+        };
+        let t = |s: &[u32], d: &[u32]| GroupIds {
+            sources: s.to_vec(),
+            destinations: d.to_vec(),
+        };
+        judge(t(&[0, 1], &[2])).unwrap();
+        // a destination of another version, a source still live
+        assert_eq!(
+            broken(judge(t(&[0, 1], &[9]))),
+            Invariant::FriTransitionCommitted
+        );
+        assert_eq!(
+            broken(judge(t(&[0, 5], &[2]))),
+            Invariant::FriTransitionCommitted
+        );
     }
 
     #[test]
@@ -1782,6 +1883,7 @@ mod tests {
                 unmodelled: &unmodelled,
                 missing_deletion_files: &[],
                 reserved: &[],
+                fri_transitions: &[],
             })
         };
         // listed again (re-encoded): refused, as lancet's limit
@@ -1829,6 +1931,7 @@ mod tests {
                 unmodelled: &[],
                 missing_deletion_files: missing,
                 reserved: &[],
+                fri_transitions: &[],
             })
         };
         judge_missing(&[]).unwrap();

@@ -68,14 +68,23 @@ impl Dataset {
     }
 
     async fn decode_fri(&self, entry: &IndexMetadata) -> Result<lancet_reuse::Ledger> {
+        self.decode_fri_under(entry, self.manifest()).await
+    }
+
+    /// `entry`'s history read from this table's storage, judged under the flags of `m` (the
+    /// manifest that holds the entry: this version's, or a candidate's).
+    pub(crate) async fn decode_fri_under(
+        &self,
+        entry: &IndexMetadata,
+        m: &lancet_proto::table::Manifest,
+    ) -> Result<lancet_reuse::Ledger> {
         let what = self.manifest_ref().object;
         let index_version = entry.index_version.unwrap_or(0);
-        let m = self.manifest();
         lancet_reuse::rules::check_entry_flags(
             index_version,
             m.reader_feature_flags,
             m.writer_feature_flags,
-            self.has_stable_row_ids(),
+            m.reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0,
             &what,
         )?;
         let bytes = match content_location(entry)? {

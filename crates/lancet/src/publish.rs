@@ -91,6 +91,10 @@ pub(crate) async fn publish(
         }
         _ => Vec::new(),
     };
+    let fri_transitions = match p.previous {
+        Some(prev) => new_fri_transitions(prev, p.manifest, p.indices).await?,
+        None => Vec::new(),
+    };
     lancet_txn::check(&Candidate {
         version,
         previous: p.previous.map(|d| lancet_txn::Version {
@@ -113,6 +117,7 @@ pub(crate) async fn publish(
         },
         missing_deletion_files: &missing_deletion_files,
         reserved: p.reserved,
+        fri_transitions: &fri_transitions,
     })?;
     let prepared = manifest::prepare_manifest(
         store,
@@ -143,6 +148,37 @@ pub(crate) async fn publish(
 
 /// The changed fragments whose new deletion file (one the fragment did not name before) is
 /// not in storage: one size request each, at most 16 at once.
+/// The transitions the candidate's Fragment Reuse Index entry holds that the previous
+/// version's does not (none when the entry is the same object): each a rewrite this commit
+/// records, judged by `Invariant::FriTransitionCommitted`.
+async fn new_fri_transitions(
+    prev: &Dataset,
+    manifest: &Manifest,
+    indices: &[IndexMetadata],
+) -> Result<Vec<lancet_txn::compaction::GroupIds>> {
+    let Some(next) = indices.iter().find(|m| lancet_reuse::is_fri_entry(m)) else {
+        return Ok(Vec::new());
+    };
+    if prev.fri_entry().is_some_and(|e| e.uuid == next.uuid) {
+        return Ok(Vec::new());
+    }
+    let ids = |t: &lancet_reuse::Transition| lancet_txn::compaction::GroupIds {
+        sources: t.sources.iter().map(|d| d.id).collect(),
+        destinations: t.destinations.iter().map(|d| d.id).collect(),
+    };
+    let old: Vec<_> = match prev.fri_ledger().await? {
+        Some(l) => l.transitions.iter().map(ids).collect(),
+        None => Vec::new(),
+    };
+    let ledger = prev.decode_fri_under(next, manifest).await?;
+    Ok(ledger
+        .transitions
+        .iter()
+        .map(ids)
+        .filter(|t| !old.contains(t))
+        .collect())
+}
+
 async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> Result<Vec<u64>> {
     use futures::{StreamExt, TryStreamExt};
     let mut located = Vec::new();

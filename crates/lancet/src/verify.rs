@@ -104,6 +104,7 @@ impl Dataset {
             unmodelled: &[],
             missing_deletion_files: &[],
             reserved: &[],
+            fri_transitions: &[],
         };
         lancet_txn::check(&candidate).map_err(|e| self.invariant_broken(e))
     }
