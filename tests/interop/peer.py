@@ -577,6 +577,15 @@ def twin_table(uri, twin, spec_json):
     return {"version": lance.dataset(uri).version}
 
 
+def drop_columns(uri, columns):
+    """pylance's drop_columns (a Project), then each fragment's data files."""
+    ds = lance.dataset(uri)
+    ds.drop_columns(columns.split(","))
+    ds = lance.dataset(uri)
+    return {"version": ds.version,
+            "files": [[df.path for df in f.data_files()] for f in ds.get_fragments()]}
+
+
 def coverage(uri):
     """Each index entry's name and covered fragment ids, sorted."""
     ds = lance.dataset(uri)
@@ -588,7 +597,7 @@ def coverage(uri):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -245,3 +245,44 @@ fn decimal_columns_are_updated_and_deleted_exactly() {
     assert_eq!(seen, 200 - deleted);
     lancet(&["verify", &mine, "--data"]);
 }
+
+/// Item 13: a Delete prepared before pylance drops a column, and committed after, rebases
+/// onto the latest records and takes only its deletion file: the dropped column's data file
+/// does not come back, and pylance reads the table.
+#[tokio::test]
+async fn a_rebased_delete_does_not_bring_back_a_dropped_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mine, _) = twins(dir.path(), json!({"rows": 100, "files": 2}));
+    lancet(&["add-column", &mine, "--name", "w", "--expr", "id * 2"]);
+    let stale = lancet::Dataset::open(&mine).await.unwrap();
+    let dropped = peer(&["drop-columns", &mine, "w"]);
+    let offsets: roaring::RoaringBitmap = [1u32, 2, 3].into_iter().collect();
+    let committed = stale
+        .delete_rows(&[(0, offsets)], "id in (1, 2, 3)")
+        .await
+        .unwrap();
+    assert!(
+        committed.attempts > 1,
+        "the delete lost the race and rebased"
+    );
+    let files: Vec<Vec<String>> = committed
+        .dataset
+        .fragments()
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.files.iter().map(|d| d.path.clone()).collect())
+        .collect();
+    assert_eq!(json!(files), dropped["files"], "the files pylance left");
+    let names: Vec<&str> = committed
+        .dataset
+        .manifest()
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["id", "v"]);
+    let t = peer(&["table", &mine, &json!({"columns": ["id", "v"]}).to_string()]);
+    assert_eq!(t["rows"].as_array().unwrap().len(), 197);
+    lancet(&["verify", &mine, "--data"]);
+}
