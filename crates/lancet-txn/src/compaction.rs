@@ -227,6 +227,20 @@ pub fn rewritten_bitmap(
     Ok(out)
 }
 
+/// An address-domain index lancet cannot rewrite (ZoneMap, BloomFilter) on a stable-row-id
+/// table after a Rewrite of `groups`: it loses every source and gains nothing (Lance 14.0.2's
+/// `drop_rewritten_fragments`).
+pub fn drop_rewritten(
+    bitmap: &roaring::RoaringBitmap,
+    groups: &[GroupIds],
+) -> roaring::RoaringBitmap {
+    let mut out = bitmap.clone();
+    for s in groups.iter().flat_map(|g| &g.sources) {
+        out.remove(*s);
+    }
+    out
+}
+
 /// Whether a deferred compaction of `groups` records its moves in a Fragment Reuse Index, as
 /// Lance 14.0.2 decides it: always on a stable-row-id table, otherwise when some group's
 /// source is covered by a (non-system) index or by the existing reuse index's destinations.
@@ -389,6 +403,9 @@ mod tests {
         let groups = [g(&[0, 1], &[4]), g(&[2, 3], &[5])];
         let out = rewritten_bitmap("v_idx", &bitmap, &groups).unwrap();
         assert_eq!(out.iter().collect::<Vec<_>>(), [4, 7]);
+        // an address index lancet cannot rewrite only loses the sources, split or not
+        let dropped = drop_rewritten(&bitmap, &[g(&[1, 2], &[4])]);
+        assert_eq!(dropped.iter().collect::<Vec<_>>(), [0, 7]);
         // a group covered in part is refused
         let e = rewritten_bitmap("v_idx", &bitmap, &[g(&[1, 2], &[4])]).unwrap_err();
         assert!(e.to_string().contains("only some"), "{e}");

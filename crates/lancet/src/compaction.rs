@@ -341,6 +341,14 @@ impl Dataset {
         let is_btree = kind.as_deref() == Some("BTree");
         let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
         let mut out = index.clone();
+        let stable = self.has_stable_row_ids();
+        if stable && by_address_only {
+            if let Some(c) = &covered {
+                let kept = lancet_txn::compaction::drop_rewritten(c, groups);
+                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
+            }
+            return Ok(out);
+        }
         // no bitmap: the index covers every fragment, and still does
         let bitmap = match &covered {
             Some(c) => {
@@ -350,19 +358,8 @@ impl Dataset {
             }
             None => RoaringBitmap::new(),
         };
-        if self.has_stable_row_ids() && by_address_only {
-            if let Some(c) = &covered {
-                let mut kept = c.clone();
-                for s in groups.iter().flat_map(|g| &g.sources) {
-                    kept.remove(*s);
-                }
-                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
-            }
-            return Ok(out);
-        }
-        let row_id_domain = self.has_stable_row_ids() && index.index_version.unwrap_or(0) == 0;
-        if row_id_domain && !by_address_only {
-            // the rows keep their ids: the index follows its fragments
+        if stable && index.index_version.unwrap_or(0) == 0 {
+            // row ids: the rows keep theirs, so the index follows its fragments
             return Ok(out);
         }
         if !is_btree {
