@@ -1,8 +1,8 @@
 //! `lancet bench commit`: what a commit costs on a large table, flat or tree.
 //!
 //! Builds a table of `fragments` realistic records (one two-field data file each, ~7% with a
-//! deletion file; metadata only, no data files are needed), as a flat manifest or converted
-//! into a tree with the writer's default policy. Then makes `commits` commits, each giving
+//! deletion file; the data files a few shared real files, see [`crate::workload::Pool`]), as
+//! a flat manifest or converted into a tree with the writer's default policy. Then makes `commits` commits, each giving
 //! `changed` random fragments a new deletion file. Bytes written per commit are every object the
 //! commit puts, manifest included (as `Dataset::commit_measured` reports them); latency is the whole
 //! `Dataset::commit_with_actions` call (objects, manifest, reopening the new version). Finally a
@@ -29,7 +29,9 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::workload::{record, Generator, Workload};
+use crate::workload::{
+    record, stage_deletion_files, write_deletion_files, Generator, Pool, Workload,
+};
 
 #[derive(Serialize)]
 struct Latency {
@@ -211,6 +213,8 @@ async fn writer(
             continue;
         }
         let actions = generator.actions(&mut rng, changed, ds.version(), |id| id % writers == w);
+        // written before the commit (and its clock), as a writer writes them
+        stage_deletion_files(&ds, &actions).await?;
         let mut manifest = ds.manifest().clone();
         manifest.next_row_id = manifest.next_row_id.max(generator.next_row_id);
         let start = Instant::now();
@@ -251,8 +255,16 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
 
     let setup = Instant::now();
     eprintln!("bench: writing {} fragments", o.fragments);
-    let mut records: Vec<_> = (0..o.fragments).map(|id| record(&mut rng, id)).collect();
-    let generator = Generator::new(o.workload, &mut records);
+    let pool = Pool::write(&store).await?;
+    let mut records: Vec<_> = (0..o.fragments)
+        .map(|id| record(&mut rng, id, &pool))
+        .collect();
+    let generator = Generator::new(o.workload, &mut records, pool);
+    let deletion_files = records
+        .iter()
+        .filter_map(|f| f.deletion_file.map(|d| (f.id, d)))
+        .collect();
+    write_deletion_files(&store, deletion_files).await?;
     // with --build-batch, the first B are converted and the rest appended B per commit
     let batch = match o.build_batch {
         Some(b) if o.tree && b > 0 && b < o.fragments => b,
@@ -317,6 +329,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
                 .collect();
             let mut manifest = ds.manifest().clone();
             manifest.next_row_id = manifest.next_row_id.max(next_row_id);
+            stage_deletion_files(&ds, &actions).await?;
             ds = ds
                 .commit_with_actions(manifest, &[], &actions, &config)
                 .await?;

@@ -120,42 +120,79 @@ pub struct Options {
     pub json: bool,
 }
 
-fn data_file(name: String) -> DataFile {
+fn data_file(name: String, size: u64) -> DataFile {
     DataFile {
         path: name,
         fields: vec![0, 1],
         column_indices: vec![0, 1],
         file_major_version: 2,
         file_minor_version: 1,
-        file_size_bytes: 16,
+        file_size_bytes: size,
         base_id: None,
     }
 }
 
-fn fragment(id: u64) -> DataFragment {
+/// The bytes of every data file: a Lance file of 1,000 rows of fields 0 and 1 (written once,
+/// then copied under each name; a file's bytes do not name it).
+async fn template_file(store: &DatasetStore) -> Result<Bytes, CliError> {
+    use std::sync::Arc;
+    let schema = arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("a", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("b", arrow_schema::DataType::Int64, false),
+    ]);
+    let column: arrow_array::ArrayRef =
+        Arc::new(arrow_array::Int64Array::from_iter_values(0..1000));
+    let batch =
+        arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), vec![column.clone(), column])
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+    let path = store.path("data/template.lance");
+    lancet::file::write_file(
+        &Dataset::file_store_for(store)?,
+        &path,
+        &schema,
+        std::slice::from_ref(&batch),
+        &lancet::file::WriteOptions::default(),
+    )
+    .await?;
+    let bytes = store.get(&path, None).await?;
+    store.delete(&path).await?;
+    Ok(bytes)
+}
+
+fn fragment(id: u64, size: u64) -> DataFragment {
     DataFragment {
         id,
-        files: vec![data_file(format!("d{id}.lance"))],
+        files: vec![data_file(format!("d{id}.lance"), size)],
         physical_rows: 1000,
         ..Default::default()
     }
 }
 
-/// Writes a 16-byte object for every data and deletion file the commit's actions name.
-async fn write_files(ds: &Dataset, actions: &[(u64, Action)]) -> Result<(), CliError> {
+/// Writes every data file (a copy of `template`) and deletion file (its first rows deleted)
+/// the commit's actions add, as a writer does before it commits.
+async fn write_files(
+    ds: &Dataset,
+    actions: &[(u64, Action)],
+    template: &Bytes,
+) -> Result<(), CliError> {
     let store = ds.store();
     for (id, action) in actions {
-        let path = match action {
-            Action::Upsert(f) => format!("data/{}", f.files[0].path),
-            Action::AddDeletionFile(d) => format!(
-                "_deletions/{}",
-                lancet::paths::files::deletion_file_name(*id, d)?
-            ),
+        let (path, bytes) = match action {
+            Action::Upsert(f) => (format!("data/{}", f.files[0].path), template.clone()),
+            Action::AddDeletionFile(d) => {
+                let n = u32::try_from(d.num_deleted_rows).unwrap_or(1);
+                let deleted: roaring::RoaringBitmap = (0..n).collect();
+                (
+                    format!(
+                        "_deletions/{}",
+                        lancet::paths::files::deletion_file_name(*id, d)?
+                    ),
+                    Bytes::from(lancet::rowid::deletion::encode_bitmap(&deleted)),
+                )
+            }
             _ => continue,
         };
-        store
-            .put(&store.path(&path), Bytes::from_static(&[0u8; 16]))
-            .await?;
+        store.put(&store.path(&path), bytes).await?;
     }
     Ok(())
 }
@@ -173,6 +210,9 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     };
     let setup = Instant::now();
     let store = DatasetStore::create(&uri)?;
+    let template = template_file(&store).await?;
+    let size = template.len() as u64;
+    let fragment = |id| fragment(id, size);
     let manifest = lancet::proto::table::Manifest {
         version: 1,
         fragments: (0..o.fragments).map(fragment).collect(),
@@ -196,7 +236,7 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     let initial: Vec<(u64, Action)> = (0..o.fragments)
         .map(|id| (id, Action::Upsert(Box::new(fragment(id)))))
         .collect();
-    write_files(&ds, &initial).await?;
+    write_files(&ds, &initial, &template).await?;
     let mut live: std::collections::VecDeque<u64> = (0..o.fragments).collect();
     let mut next = o.fragments;
     for v in 0..o.versions {
@@ -221,7 +261,7 @@ pub async fn run(o: Options) -> Result<(), CliError> {
                 }),
             ));
         }
-        write_files(&ds, &actions).await?;
+        write_files(&ds, &actions, &template).await?;
         ds = ds
             .commit_with_actions(ds.manifest().clone(), &[], &actions, &config)
             .await?;

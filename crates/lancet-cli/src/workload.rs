@@ -10,14 +10,21 @@
 //! - `mixed`: 70% append, 20% delete, 10% compact.
 //!
 //! The `append` workload's table has stable row ids (every record a sequence, no deletion
-//! file: a stable-row-id commit reads the deletion files of what it changes, and the bench
-//! writes none). The others' tables have none.
+//! file). The others' tables have none.
+//!
+//! Every record names a real Lance file, as a commit requires (it reads the footers of the
+//! data files it adds): records share the files of a [`Pool`], one per row count and field
+//! set, written once when the bench starts, so that a table of millions of records needs a
+//! few dozen files. Deletion files are written per record by the bench
+//! ([`stage_deletion_files`]) before the commit that adds them.
 
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
 use lancet::proto::table::{DataFile, DataFragment, DeletionFile};
 use lancet::rowid::RowIdSequence;
 use lancet::tree::Action;
 use rand::rngs::SmallRng;
+
+use crate::error::CliError;
 use rand::Rng;
 
 /// A bench workload.
@@ -38,12 +45,105 @@ impl Workload {
     }
 }
 
-/// A realistic record: one two-field data file, ~7% with a deletion file.
-pub fn record(rng: &mut SmallRng, id: u64) -> DataFragment {
-    let rows = 1024 + rng.random_range(0..1u64 << 20);
+/// Row counts of the pool's files: a record's `physical_rows` is one of them.
+const POOL_ROWS: [u64; 8] = [1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288];
+
+/// The real data files records name: for each row count of [`POOL_ROWS`], one file holding
+/// fields 0 and 1 (a record's) and one holding field 2 (a backfill's column).
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// `(rows, file)` of the two-field files.
+    records: Vec<(u64, DataFile)>,
+    /// `(rows, file)` of the one-field backfill files.
+    backfills: Vec<(u64, DataFile)>,
+}
+
+impl Pool {
+    /// Writes the pool's files under the table's `data/`.
+    pub async fn write(store: &lancet::paths::DatasetStore) -> Result<Self, CliError> {
+        let fs = lancet::Dataset::file_store_for(store)?;
+        let mut records = Vec::new();
+        let mut backfills = Vec::new();
+        for rows in POOL_ROWS {
+            records.push((rows, pool_file(store, &fs, &[0, 1], rows).await?));
+            backfills.push((rows, pool_file(store, &fs, &[2], rows).await?));
+        }
+        Ok(Pool { records, backfills })
+    }
+
+    fn record_file(&self, rng: &mut SmallRng) -> (u64, DataFile) {
+        let i = rng.random_range(0..self.records.len().max(1));
+        self.records.get(i).cloned().unwrap_or_default()
+    }
+
+    fn backfill_file(&self, rows: u64) -> DataFile {
+        self.backfills
+            .iter()
+            .find(|(r, _)| *r == rows)
+            .map(|(_, f)| f.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// One pool file: `rows` rows of int64 columns with field ids `fields`.
+async fn pool_file(
+    store: &lancet::paths::DatasetStore,
+    fs: &lancet::file::FileStore,
+    fields: &[i32],
+    rows: u64,
+) -> Result<DataFile, CliError> {
+    use std::sync::Arc;
+    let schema = arrow_schema::Schema::new(
+        fields
+            .iter()
+            .map(|id| {
+                arrow_schema::Field::new(format!("c{id}"), arrow_schema::DataType::Int64, false)
+            })
+            .collect::<Vec<_>>(),
+    );
+    let n = i64::try_from(rows).unwrap_or(0);
+    let columns: Vec<arrow_array::ArrayRef> = fields
+        .iter()
+        .map(|_| Arc::new(arrow_array::Int64Array::from_iter_values(0..n)) as arrow_array::ArrayRef)
+        .collect();
+    let batch = arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), columns)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let name = format!(
+        "pool-{}-{rows}.lance",
+        fields
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("_")
+    );
+    let written = lancet::file::write_file(
+        fs,
+        &store.path(&format!("data/{name}")),
+        &schema,
+        std::slice::from_ref(&batch),
+        &lancet::file::WriteOptions {
+            field_ids: Some(fields.to_vec()),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(DataFile {
+        path: name,
+        fields: fields.to_vec(),
+        column_indices: (0..fields.len() as i32).collect(),
+        file_major_version: 2,
+        file_minor_version: 1,
+        file_size_bytes: written.size_bytes,
+        base_id: None,
+    })
+}
+
+/// A realistic record: one two-field data file of the pool, ~7% with a deletion file.
+pub fn record(rng: &mut SmallRng, id: u64, pool: &Pool) -> DataFragment {
+    let (rows, file) = pool.record_file(rng);
     DataFragment {
         id,
-        files: vec![data_file(rng, vec![0, 1], rows)],
+        files: vec![file],
         deletion_file: (rng.random_range(0..100) < 7).then(|| DeletionFile {
             file_type: 1,
             read_version: 1,
@@ -56,20 +156,44 @@ pub fn record(rng: &mut SmallRng, id: u64) -> DataFragment {
     }
 }
 
-fn data_file(rng: &mut SmallRng, fields: Vec<i32>, rows: u64) -> DataFile {
-    DataFile {
-        path: format!(
-            "{:016x}{:016x}.lance",
-            rng.random::<u64>(),
-            rng.random::<u64>()
-        ),
-        column_indices: (0..fields.len() as i32).collect(),
-        fields,
-        file_major_version: 2,
-        file_minor_version: 1,
-        file_size_bytes: rows * 12,
-        base_id: None,
-    }
+/// Writes the deletion file of every record and `AddDeletionFile` action in `actions`, as a
+/// writer does before it commits.
+pub async fn stage_deletion_files(
+    ds: &lancet::Dataset,
+    actions: &[(u64, Action)],
+) -> Result<(), CliError> {
+    let files = actions
+        .iter()
+        .filter_map(|(id, a)| match a {
+            Action::AddDeletionFile(d) => Some((*id, *d)),
+            Action::Upsert(f) => f.deletion_file.map(|d| (*id, d)),
+            _ => None,
+        })
+        .collect();
+    write_deletion_files(ds.store(), files).await
+}
+
+/// Writes each `(fragment, deletion file)`: the fragment's first `num_deleted_rows` rows
+/// deleted, as a bitmap file.
+pub async fn write_deletion_files(
+    store: &lancet::paths::DatasetStore,
+    files: Vec<(u64, DeletionFile)>,
+) -> Result<(), CliError> {
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(files)
+        .map(|(id, d)| async move {
+            let name = lancet::paths::files::deletion_file_name(id, &d)?;
+            let n = u32::try_from(d.num_deleted_rows).unwrap_or(u32::MAX);
+            let deleted: roaring::RoaringBitmap = (0..n).collect();
+            let bytes = lancet::rowid::deletion::encode_bitmap(&deleted);
+            store
+                .put(&store.path(&format!("_deletions/{name}")), bytes.into())
+                .await?;
+            Ok::<_, CliError>(())
+        })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
 }
 
 /// The state a workload's commits change.
@@ -82,11 +206,15 @@ pub struct Generator {
     pub next_row_id: u64,
     /// Where the backfill sweep is.
     sweep: usize,
+    /// The data files records name.
+    pool: Pool,
+    /// Each live fragment's rows (a backfill's file has as many).
+    rows: std::collections::HashMap<u64, u64>,
 }
 
 impl Generator {
     /// The generator of a table of `records`.
-    pub fn new(workload: Workload, records: &mut [DataFragment]) -> Self {
+    pub fn new(workload: Workload, records: &mut [DataFragment], pool: Pool) -> Self {
         let mut next_row_id = 0;
         if workload.stable_row_ids() {
             for f in records.iter_mut() {
@@ -100,6 +228,8 @@ impl Generator {
             next_id: records.last().map_or(0, |f| f.id + 1),
             next_row_id,
             sweep: 0,
+            pool,
+            rows: records.iter().map(|f| (f.id, f.physical_rows)).collect(),
         }
     }
 
@@ -154,7 +284,8 @@ impl Generator {
                     }
                     let id = self.live[self.sweep % self.live.len()];
                     self.sweep += 1;
-                    out.push((id, Action::AddDataFile(data_file(rng, vec![2], 1024))));
+                    let rows = self.rows.get(&id).copied().unwrap_or_default();
+                    out.push((id, Action::AddDataFile(self.pool.backfill_file(rows))));
                 }
                 out
             }
@@ -165,7 +296,8 @@ impl Generator {
     fn append(&mut self, rng: &mut SmallRng) -> (u64, Action) {
         let id = self.next_id;
         self.next_id += 1;
-        let mut f = record(rng, id);
+        let mut f = record(rng, id, &self.pool);
+        self.rows.insert(id, f.physical_rows);
         f.deletion_file = None;
         if self.workload.stable_row_ids() {
             self.next_row_id = with_ids(&mut f, self.next_row_id);

@@ -3,6 +3,8 @@
 //! check, lancet's commits through conditional put (a pylance writer and lancet on one table,
 //! eight lancet writers at once), and the released CLI with the usual AWS_* variables.
 
+#[path = "../../lancet/tests/common/mod.rs"]
+mod common;
 #[path = "interop/fragments.rs"]
 mod fragments;
 
@@ -753,6 +755,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             ),
         ];
         for (manifest, indices, actions, want) in cases {
+            // the data files written first, as a writer does: the rule broken is the one named
+            common::stage(&ds, &actions).await;
             let err = ds
                 .commit_with_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
                 .await
@@ -892,10 +896,12 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 id: w,
                 ..Default::default()
             };
+            let actions = [(0, Action::AddDeletionFile(deletion))];
+            common::stage(&base, &actions).await;
             base.commit_with_actions(
                 base.manifest().clone(),
                 &[],
-                &[(0, Action::AddDeletionFile(deletion))],
+                &actions,
                 &TreeWriterConfig::default(),
             )
             .await
@@ -948,20 +954,13 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             let mut ds = start;
             let mut attempts = Vec::new();
             for i in 0..per_writer {
-                let file = format!("{writer}-{i}.lance");
-                ds.store()
-                    .put(
-                        &ds.store().path(&format!("data/{file}")),
-                        vec![7u8; 4096].into(),
-                    )
-                    .await
-                    .unwrap();
                 let id = ds
                     .manifest()
                     .max_fragment_id
                     .map_or(0, |m| u64::from(m) + 1);
                 let mut f = fragment(id);
-                f.files[0].path = file;
+                f.files[0].path = format!("{writer}-{i}.lance");
+                common::stage_fragment(&ds, &f).await;
                 let began = Instant::now();
                 let committed = ds
                     .commit_measured(

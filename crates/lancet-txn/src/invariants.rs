@@ -334,8 +334,9 @@ pub struct Candidate<'a> {
     /// The operation the version records (Restore and Overwrite are exempt from the freshness
     /// rules).
     pub operation: Option<&'a Operation>,
-    /// The data files of changed fragments, as stored. `None` skips the data-file rules:
-    /// storage actions name files the caller wrote, and are not made to read them.
+    /// The data files of changed fragments, as stored. `None` skips the data-file rules (a
+    /// caller that adds no data file, or a test judging other rules); every publishing path
+    /// of the facade reads the files it adds.
     pub data_files: Option<&'a [DataFileFacts]>,
     /// The fragments of `previous`, when it is flat, that hold fields lancet does not model
     /// (`DecodedManifest::unmodelled_fragments`).

@@ -64,6 +64,10 @@ impl Dataset {
     /// Commits `actions` on the fragments, with `manifest` (this version's, with any other
     /// change the caller makes) and `indices` as the rest of the next version. On a tree the
     /// writer's `config` decides what objects are written.
+    ///
+    /// The data files and deletion files the actions add must already be in storage: their
+    /// footers are read (rows and field ids) and judged with the rest of the candidate, so a
+    /// record naming a missing or mismatched file is refused before anything is published.
     pub async fn commit_with_actions(
         &self,
         manifest: Manifest,
@@ -367,24 +371,14 @@ impl Dataset {
                 lancet_tree::apply_flat(&mut manifest, actions)?.into()
             }
         };
-        // The data files a rewrite adds (a compaction's outputs), as stored, as an operation's
-        // were read when it was planned. A conversion or restore adds none: their records name
-        // files earlier commits were judged with. Raw storage actions name files their caller
-        // vouches for (see `commit_with_actions`).
+        // The data files the commit adds, as stored: an operation's were read when it was
+        // planned; a rewrite's (a compaction's outputs) and raw storage actions' are read
+        // here. A conversion or restore adds none: their records name files earlier commits
+        // were judged with.
         let data_files = match (data_files, kind) {
             (Some(d), _) => Some(d),
-            (None, Kind::Rewrite(_)) => {
-                let added: Vec<DataFragment> = changes
-                    .iter()
-                    .filter_map(|c| {
-                        let after = c.after.as_ref()?;
-                        let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
-                        let mut f = after.clone();
-                        f.files.retain(|d| !old.contains(d));
-                        (!f.files.is_empty()).then_some(f)
-                    })
-                    .collect();
-                Some(self.data_file_facts(&added).await?)
+            (None, Kind::Rewrite(_) | Kind::Derived) => {
+                Some(self.data_file_facts(&added_files(&changes)).await?)
             }
             (None, _) => None,
         };
@@ -680,14 +674,28 @@ struct Prepared {
     operation: Operation,
     /// Shared: a conversion's list (one per fragment of the table) is not copied per attempt.
     changes: Arc<[FragmentChange]>,
-    /// The data files an operation adds, as stored (storage actions are not made to read
-    /// theirs).
+    /// The data files the commit adds, as stored.
     data_files: Option<Vec<lancet_txn::DataFileFacts>>,
     /// Reserved fragment ids an operation's new fragments take.
     reserved: Vec<u64>,
     objects: u64,
     bytes: u64,
     tree_objects: Vec<(String, u64)>,
+}
+
+/// The changed fragments reduced to the data files they did not hold before (fragments that
+/// gain none left out): what a commit adds to storage.
+fn added_files(changes: &[FragmentChange]) -> Vec<DataFragment> {
+    changes
+        .iter()
+        .filter_map(|c| {
+            let after = c.after.as_ref()?;
+            let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
+            let mut f = after.clone();
+            f.files.retain(|d| !old.contains(d));
+            (!f.files.is_empty()).then_some(f)
+        })
+        .collect()
 }
 
 fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) {

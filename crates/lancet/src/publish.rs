@@ -82,9 +82,8 @@ pub(crate) async fn publish(
         Some(prev) if stable && !changes.is_empty() => row_id_changes(prev, changes).await?,
         _ => None,
     };
-    // A writer that reads the files it adds (an operation) has its new deletion files looked
-    // up too; on a stable-row-id table they were read with the row ids. Storage actions name
-    // files the caller wrote, and are not made to read them.
+    // A writer that reads the files it adds (every commit of fragments) has its new deletion
+    // files looked up too; on a stable-row-id table they were read with the row ids.
     let missing_deletion_files = match p.previous {
         Some(prev) if !stable && p.data_files.is_some() => {
             missing_deletion_files(prev, changes).await?

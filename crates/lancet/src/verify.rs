@@ -117,11 +117,11 @@ impl Dataset {
     ) -> Result<Vec<DataFileFacts>> {
         // owned, so that the future stays Send (a borrowed item makes the closure's
         // lifetime higher-ranked)
+        // a fragment naming a base_id the manifest lacks is judged by `BaseIdKnown` (which
+        // `check` runs before the data-file rules): its files are not looked for
         let files: Vec<(u64, lancet_proto::table::DataFile, _)> = fragments
             .iter()
-            .map(|f| Ok((f, self.data_file_locations(f)?)))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
+            .filter_map(|f| Some((f, self.data_file_locations(f).ok()?)))
             .flat_map(|(f, locations)| {
                 f.files
                     .iter()
@@ -147,32 +147,51 @@ impl Dataset {
             }
         }
         let stores = &stores;
-        futures::stream::iter(files)
-            .map(|(fragment, file, location)| async move {
-                let (store, fs) = stores
-                    .get(&location.base.uri)
-                    .ok_or_else(|| Error::Internal("a data file's base was not resolved".into()))?;
-                let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
-                let opened =
-                    lancet_file::LanceFile::open(fs, &store.path(&location.path), size).await;
-                let stored = match opened {
-                    Ok(f) => Ok(StoredDataFile {
-                        num_rows: f.num_rows(),
-                        field_ids: f.field_ids().to_vec(),
-                    }),
-                    Err(e) if e.is_not_found() => Err("no such object".to_string()),
-                    Err(e) if e.is_unreadable() => Err(e.to_string()),
-                    Err(e) => return Err(Error::from(e)),
-                };
-                Ok(DataFileFacts {
-                    fragment,
-                    path: file.path,
-                    stored,
+        // each distinct file opened once (fragments may share one: a bench's pooled files)
+        let mut distinct: Vec<(lancet_proto::table::DataFile, _)> = Vec::new();
+        let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
+        let mut which = Vec::with_capacity(files.len());
+        for (fragment, file, location) in files {
+            let key = (location.base.uri.clone(), location.path.clone());
+            let i = *index.entry(key).or_insert_with(|| {
+                distinct.push((file.clone(), location));
+                distinct.len() - 1
+            });
+            which.push((fragment, file.path, i));
+        }
+        let stored: Vec<std::result::Result<StoredDataFile, String>> =
+            futures::stream::iter(distinct)
+                .map(|(file, location)| async move {
+                    let (store, fs) = stores.get(&location.base.uri).ok_or_else(|| {
+                        Error::Internal("a data file's base was not resolved".into())
+                    })?;
+                    let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
+                    let opened =
+                        lancet_file::LanceFile::open(fs, &store.path(&location.path), size).await;
+                    Ok(match opened {
+                        Ok(f) => Ok(StoredDataFile {
+                            num_rows: f.num_rows(),
+                            field_ids: f.field_ids().to_vec(),
+                        }),
+                        Err(e) if e.is_not_found() => Err("no such object".to_string()),
+                        Err(e) if e.is_unreadable() => Err(e.to_string()),
+                        Err(e) => return Err(Error::from(e)),
+                    })
                 })
+                .buffered(16)
+                .try_collect()
+                .await?;
+        Ok(which
+            .into_iter()
+            .map(|(fragment, path, i)| DataFileFacts {
+                fragment,
+                path,
+                stored: stored
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| Err("not opened".to_string())),
             })
-            .buffered(16)
-            .try_collect()
-            .await
+            .collect())
     }
 
     /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:

@@ -3,6 +3,7 @@
 //! and never write to it.
 
 mod common;
+use common::CommitStaged;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -60,7 +61,7 @@ async fn history(dir: &std::path::Path, config: Option<&TreeWriterConfig>) -> Da
     ];
     for actions in steps {
         ds = ds
-            .commit_with_actions(ds.manifest().clone(), &[], &actions, &config)
+            .commit_staged(ds.manifest().clone(), &[], &actions, &config)
             .await
             .unwrap();
         materialize_files(dir, &ds).await;
@@ -235,7 +236,7 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
         },
     ] {
         ds = ds
-            .commit_with_actions(ds.manifest().clone(), &[], &[(0, action)], &config)
+            .commit_staged(ds.manifest().clone(), &[], &[(0, action)], &config)
             .await
             .unwrap();
         materialize_files(dir.path(), &ds).await;
@@ -359,7 +360,7 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
             ),
         ];
         c = c
-            .commit_with_actions(c.manifest().clone(), &[], &actions, &config)
+            .commit_staged(c.manifest().clone(), &[], &actions, &config)
             .await
             .unwrap();
         materialize_files(&target, &c).await;
@@ -554,7 +555,7 @@ async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
     let clock = Arc::new(ManualClock::new(std::time::SystemTime::now()));
     let ds = flat_table(dir.path(), 2).await.with_clock(clock.clone());
     let ds = ds
-        .commit_with_actions(
+        .commit_staged(
             ds.manifest().clone(),
             &[],
             &[(1, Action::Remove)],

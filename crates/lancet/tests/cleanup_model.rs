@@ -10,6 +10,7 @@
 //! passed).
 
 mod common;
+use common::CommitStaged;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,7 @@ async fn failed_attempt(t: &Table, actions: &[(u64, Action)], k: u64) {
     )
     .await
     .unwrap();
+    common::stage(&ds, actions).await;
     store.arm();
     let result = ds
         .commit_with_actions(ds.manifest().clone(), &[], actions, &t.config)
@@ -192,7 +194,7 @@ async fn run(seed: u64, steps: u64) {
                 let t = &mut tables[i];
                 let acts = actions(&mut rng, &t.ds, &mut serial).await;
                 t.ds =
-                    t.ds.commit_with_actions(t.ds.manifest().clone(), &[], &acts, &t.config)
+                    t.ds.commit_staged(t.ds.manifest().clone(), &[], &acts, &t.config)
                         .await
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                 materialize_files(&t.dir, &t.ds).await;

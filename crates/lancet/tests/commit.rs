@@ -2,6 +2,7 @@
 //! losing the race for a version.
 
 mod common;
+use common::CommitStaged;
 
 use common::{flat_table, fragment};
 use lancet::proto::table::DeletionFile;
@@ -40,11 +41,11 @@ async fn tree_and_flat_commits_agree() {
             actions.push((new - 1, Action::Remove));
         }
         flat = flat
-            .commit_with_actions(flat.manifest().clone(), &[], &actions, &tiny)
+            .commit_staged(flat.manifest().clone(), &[], &actions, &tiny)
             .await
             .unwrap();
         tree = tree
-            .commit_with_actions(tree.manifest().clone(), &[], &actions, &tiny)
+            .commit_staged(tree.manifest().clone(), &[], &actions, &tiny)
             .await
             .unwrap();
         tree.verify().await.unwrap();
@@ -68,7 +69,7 @@ async fn tree_and_flat_commits_agree() {
     );
     // a bad action fails before anything is published
     let err = back
-        .commit_with_actions(
+        .commit_staged(
             back.manifest().clone(),
             &[],
             &[(999, Action::AddDataFile(fragment(0).files[0].clone()))],
@@ -90,7 +91,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     let append = |ds: &Dataset| {
         let ds = ds.clone();
         async move {
-            ds.commit_with_actions(
+            ds.commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &[(3, Action::Upsert(Box::new(fragment(3))))],
@@ -121,7 +122,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     let delete = |ds: &Dataset, n: u64| {
         let ds = ds.clone();
         async move {
-            ds.commit_with_actions(
+            ds.commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &[(
@@ -163,7 +164,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     latest.verify().await.unwrap();
     // a deletion of another fragment rebases
     let other = second
-        .commit_with_actions(
+        .commit_staged(
             second.manifest().clone(),
             &[],
             &[(
@@ -202,6 +203,7 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
         lancet::tree::RootInfo::External { .. }
     ));
     let append = |id: u64| vec![(id, Action::Upsert(Box::new(fragment(id))))];
+    common::stage(&base, &append(10)).await;
     let won = base
         .commit_measured(base.manifest().clone(), &[], &append(10), &config)
         .await
@@ -254,7 +256,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
         .unwrap();
     let config = TreeWriterConfig::default();
     let deleted = base
-        .commit_with_actions(
+        .commit_staged(
             base.manifest().clone(),
             &[],
             &[(
@@ -278,7 +280,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     };
     // prepared on the version before the delete
     let filled = base
-        .commit_with_actions(base.manifest().clone(), &[], &backfill("w1.lance"), &config)
+        .commit_staged(base.manifest().clone(), &[], &backfill("w1.lance"), &config)
         .await
         .unwrap();
     assert_eq!(filled.version(), deleted.version() + 1);
@@ -290,7 +292,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     filled.verify().await.unwrap();
     // a second backfill of fragment 1 prepared on the same version as the first
     let lost = base
-        .commit_with_actions(base.manifest().clone(), &[], &backfill("w2.lance"), &config)
+        .commit_staged(base.manifest().clone(), &[], &backfill("w2.lance"), &config)
         .await;
     match lost {
         Err(Error::CommitConflict {
@@ -335,7 +337,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         let base = base.commit_manifest(with_a, &[]).await.unwrap();
         // another writer deletes rows of fragment 2 first
         let deleted = base
-            .commit_with_actions(
+            .commit_staged(
                 base.manifest().clone(),
                 &[],
                 &[(
@@ -357,7 +359,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         file.path = "w1.lance".into();
         file.fields = vec![1];
         let filled = base
-            .commit_with_actions(
+            .commit_staged(
                 with_w.clone(),
                 &[],
                 &[(1, Action::AddDataFile(file))],
@@ -377,7 +379,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         // a second schema change prepared on `base` conflicts: the schema changed since
         let mut with_x = base.manifest().clone();
         with_x.fields.push(field(1, "x"));
-        let lost = base.commit_with_actions(with_x, &[], &[], &config).await;
+        let lost = base.commit_staged(with_x, &[], &[], &config).await;
         assert!(
             matches!(lost, Err(Error::CommitConflict { .. })),
             "tree={tree}: {lost:?}"

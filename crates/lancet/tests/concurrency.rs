@@ -2,6 +2,9 @@
 //! through rebases, and every version verifies; overlapping changes end in conflicts, never in
 //! a corrupt or lost version.
 
+mod common;
+use common::CommitStaged;
+
 use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::{DataFile, DataFragment, DeletionFile, Manifest};
@@ -98,7 +101,7 @@ async fn run_writers(start: Dataset, n: u64) -> Vec<Result<u64, Error>> {
                     id = next;
                 }
                 ds = ds
-                    .commit_with_actions(
+                    .commit_staged(
                         ds.manifest().clone(),
                         &[],
                         &[(id, action)],
@@ -181,7 +184,7 @@ async fn overlapping_deletions_conflict_and_never_corrupt() {
                     ..Default::default()
                 });
                 match ds
-                    .commit_with_actions(
+                    .commit_staged(
                         ds.manifest().clone(),
                         &[],
                         &[(0, action)],

@@ -4,6 +4,7 @@
 //! before: nothing visible was written.
 
 mod common;
+use common::CommitStaged;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,6 +62,21 @@ async fn refused(
     let before = versions_dir(dir);
     let mut manifest = ds.manifest().clone();
     edit(&mut manifest);
+    // the data files staged, as a writer writes them (deletion files are not: the
+    // deletion-file rules are among those tested)
+    let data_only: Vec<(u64, Action)> = actions
+        .iter()
+        .filter(|(_, a)| !matches!(a, Action::AddDeletionFile(_)))
+        .map(|(id, a)| match a {
+            Action::Upsert(f) => {
+                let mut f = f.clone();
+                f.deletion_file = None;
+                (*id, Action::Upsert(f))
+            }
+            other => (*id, other.clone()),
+        })
+        .collect();
+    common::stage(ds, &data_only).await;
     let err = ds
         .commit_with_actions(manifest, indices, actions, &TreeWriterConfig::tiny())
         .await
@@ -100,7 +116,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         let ds = layout(flat_table(d, 4).await, l).await;
         // fragment 3 removed: its id stays dead
         let ds = ds
-            .commit_with_actions(
+            .commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &[(3, Action::Remove)],
@@ -148,7 +164,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         };
         let before = versions_dir(d);
         let err = ds
-            .commit_with_actions(
+            .commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &[(1, Action::AddDeletionFile(too_many))],
@@ -396,7 +412,7 @@ async fn row_id_rules_refuse_without_writing() {
         let mut m = ds.manifest().clone();
         next(&mut m);
         let appended = ds
-            .commit_with_actions(
+            .commit_staged(
                 m,
                 &[],
                 &[upsert(with_ids(150..200))],
@@ -416,7 +432,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
         let d = dir.path();
         let start = layout(flat_table(d, 4).await, l).await;
         let removed = start
-            .commit_with_actions(
+            .commit_staged(
                 start.manifest().clone(),
                 &[],
                 &[(3, Action::Remove)],
@@ -425,7 +441,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
             .await
             .unwrap();
         let appended = removed
-            .commit_with_actions(
+            .commit_staged(
                 removed.manifest().clone(),
                 &[],
                 &[upsert(fragment(4))],
@@ -459,7 +475,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
         )
         .await;
         let next = restored
-            .commit_with_actions(
+            .commit_staged(
                 restored.manifest().clone(),
                 &[],
                 &[upsert(fragment(5))],
@@ -668,5 +684,70 @@ async fn index_coverage_and_schema_rules_refuse_without_writing() {
             Invariant::DataFileFieldsInSchema,
         )
         .await;
+    }
+}
+
+/// A storage-action commit reads the files it adds (issue 30): a data file that is not in
+/// storage, one whose rows or fields differ from its record, and a deletion file that was
+/// never written are refused, flat and tree, with nothing written to `_versions/`.
+#[tokio::test]
+async fn storage_actions_are_judged_by_the_files_they_add() {
+    for l in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ds = layout(flat_table(d, 2).await, l).await;
+        let config = TreeWriterConfig::tiny();
+        let attempt = |actions: Vec<(u64, Action)>, want: Invariant| {
+            let ds = ds.clone();
+            let config = config.clone();
+            async move {
+                let before = versions_dir(d);
+                let err = ds
+                    .commit_with_actions(ds.manifest().clone(), &[], &actions, &config)
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.invariant(), Some(want), "{l:?}: {err}");
+                assert_eq!(versions_dir(d), before, "{l:?}: a refused commit wrote");
+                let latest = Dataset::open(d.to_str().unwrap()).await.unwrap();
+                assert_eq!(latest.version(), ds.version(), "{l:?}");
+            }
+        };
+        // never written
+        attempt(vec![upsert(fragment(2))], Invariant::DataFileOpens).await;
+        // written with 50 rows, recorded with 60
+        common::stage_fragment(&ds, &fragment(3)).await;
+        let mut longer = fragment(3);
+        longer.physical_rows = 60;
+        attempt(vec![upsert(longer)], Invariant::DataFileRows).await;
+        // holding field 0, recorded as holding fields 0 and 1
+        let mut wider = fragment(3);
+        wider.files[0].fields = vec![0, 1];
+        wider.files[0].column_indices = vec![0, 1];
+        attempt(vec![upsert(wider)], Invariant::DataFileFields).await;
+        // a deletion file that was never written
+        let deletion = DeletionFile {
+            file_type: 0,
+            read_version: ds.version(),
+            id: 77,
+            num_deleted_rows: 3,
+            base_id: None,
+        };
+        attempt(
+            vec![(0, Action::AddDeletionFile(deletion))],
+            Invariant::DeletionFileExists,
+        )
+        .await;
+        // each staged, the same commits land
+        let staged = ds
+            .commit_staged(
+                ds.manifest().clone(),
+                &[],
+                &[upsert(fragment(2)), (0, Action::AddDeletionFile(deletion))],
+                &config,
+            )
+            .await
+            .unwrap();
+        assert_eq!(staged.version(), ds.version() + 1);
+        staged.verify().await.unwrap();
     }
 }

@@ -1,6 +1,9 @@
 //! Opening: tree versions are read through lancet-tree (a corrupt one is an error, never an
 //! empty table), overlays pass through, and reader flags lancet does not interpret are refused.
 
+mod common;
+use common::CommitStaged;
+
 use lancet::paths::flags;
 use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::{DatasetStore, PathsError};
@@ -191,7 +194,7 @@ async fn commits_on_cold_leaves_reopen_them_from_kept_outlines() {
         };
         records[id as usize].deletion_file = Some(deletion);
         ds = ds
-            .commit_with_actions(
+            .commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &[(id, Action::AddDeletionFile(deletion))],

@@ -3,6 +3,7 @@
 //! vectors and writes only the row map and the new manifest.
 
 mod common;
+use common::CommitStaged;
 
 use lancet::paths::flags;
 use lancet::paths::manifest::{write_manifest, ManifestContent};
@@ -240,7 +241,7 @@ async fn a_flat_rewrite_is_rebased_over_other_writers() {
         m.max_fragment_id = Some(2);
         let ds = table(m, &[]).await;
         let changed = ds
-            .commit_with_actions(
+            .commit_staged(
                 ds.manifest().clone(),
                 ds.indices(),
                 &[(id, other)],

@@ -4,6 +4,7 @@
 //! refused as `Unsupported`, naming the fragment and the fields, and write nothing visible.
 
 mod common;
+use common::CommitStaged;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -78,7 +79,7 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
         assert_eq!(ds.fragments().await.unwrap().len(), 3);
         let before = versions_dir(dir.path());
         let err = ds
-            .commit_with_actions(
+            .commit_staged(
                 ds.manifest().clone(),
                 &[],
                 &append(),
@@ -112,7 +113,7 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), &[]).await;
     let next = ds
-        .commit_with_actions(
+        .commit_staged(
             ds.manifest().clone(),
             &[],
             &append(),

@@ -196,3 +196,145 @@ pub async fn written(ds: &Dataset, mut fragment: DataFragment) -> DataFragment {
     }
     fragment
 }
+
+/// Writes, under `ds`'s directory, every data file and deletion file `actions` add that is
+/// not there yet, as a writer does before it commits (a commit reads the footers of the data
+/// files it adds and looks its deletion files up): each data file a Lance file of
+/// `physical_rows` rows holding exactly the fields its record lists (int64 columns), each
+/// deletion file deleting the fragment's first `num_deleted_rows` rows.
+pub async fn stage(ds: &Dataset, actions: &[(u64, lancet::tree::Action)]) {
+    use lancet::tree::Action;
+    for (id, action) in actions {
+        match action {
+            Action::Upsert(f) => stage_fragment(ds, f).await,
+            Action::AddDeletionFile(d) => stage_deletion_file(ds, *id, d).await,
+            Action::AddDataFile(_) | Action::ReplaceDataFile { .. } => {
+                let Some(f) = ds.fragment(*id).await.unwrap() else {
+                    continue;
+                };
+                let file = match action {
+                    Action::AddDataFile(file) => file.clone(),
+                    Action::ReplaceDataFile {
+                        expected_path,
+                        path,
+                        base_id,
+                        ..
+                    } => match f.files.iter().find(|d| &d.path == expected_path) {
+                        Some(old) => DataFile {
+                            path: path.clone(),
+                            base_id: *base_id,
+                            ..old.clone()
+                        },
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                stage_fragment(
+                    ds,
+                    &DataFragment {
+                        id: *id,
+                        files: vec![file],
+                        physical_rows: f.physical_rows,
+                        ..Default::default()
+                    },
+                )
+                .await
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`stage`] for the data files and deletion file of one fragment record.
+pub async fn stage_fragment(ds: &Dataset, f: &DataFragment) {
+    for file in &f.files {
+        if file.base_id.is_some() {
+            continue;
+        }
+        let path = ds.store().path(&format!("data/{}", file.path));
+        if ds.store().size(&path).await.is_ok() {
+            continue;
+        }
+        let fields: Vec<i32> = file.fields.iter().copied().filter(|f| *f >= 0).collect();
+        let schema = arrow_schema::Schema::new(
+            fields
+                .iter()
+                .map(|id| {
+                    arrow_schema::Field::new(format!("c{id}"), arrow_schema::DataType::Int64, true)
+                })
+                .collect::<Vec<_>>(),
+        );
+        let rows = f.physical_rows as i64;
+        let columns: Vec<arrow_array::ArrayRef> = fields
+            .iter()
+            .map(|_| {
+                std::sync::Arc::new(arrow_array::Int64Array::from_iter_values(0..rows))
+                    as arrow_array::ArrayRef
+            })
+            .collect();
+        let batch = arrow_array::RecordBatch::try_new(std::sync::Arc::new(schema.clone()), columns)
+            .unwrap();
+        lancet::file::write_file(
+            ds.file_store(),
+            &path,
+            &schema,
+            std::slice::from_ref(&batch),
+            &lancet::file::WriteOptions {
+                field_ids: Some(fields.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    if let Some(d) = &f.deletion_file {
+        stage_deletion_file(ds, f.id, d).await;
+    }
+}
+
+/// Writes the deletion file `d` of fragment `fragment`: its first `num_deleted_rows` rows
+/// (at least one) deleted, in the format its record names.
+pub async fn stage_deletion_file(
+    ds: &Dataset,
+    fragment: u64,
+    d: &lancet::proto::table::DeletionFile,
+) {
+    let name = lancet::paths::files::deletion_file_name(fragment, d).unwrap();
+    let path = ds.store().path(&format!("_deletions/{name}"));
+    if ds.store().size(&path).await.is_ok() {
+        return;
+    }
+    let deleted: roaring::RoaringBitmap = (0..d.num_deleted_rows.max(1) as u32).collect();
+    let bytes = match d.file_type {
+        1 => lancet::rowid::deletion::encode_bitmap(&deleted),
+        _ => lancet::rowid::deletion::encode_arrow(&deleted).unwrap(),
+    };
+    ds.store().put(&path, bytes.into()).await.unwrap();
+}
+
+/// `commit_with_actions` after [`stage`]: the files the actions add are written first, as a
+/// writer writes them before it commits.
+#[allow(async_fn_in_trait)]
+pub trait CommitStaged {
+    async fn commit_staged(
+        &self,
+        manifest: Manifest,
+        indices: &[lancet::proto::table::IndexMetadata],
+        actions: &[(u64, lancet::tree::Action)],
+        config: &lancet::tree::TreeWriterConfig,
+    ) -> lancet::Result<Dataset>;
+}
+
+impl CommitStaged for Dataset {
+    async fn commit_staged(
+        &self,
+        manifest: Manifest,
+        indices: &[lancet::proto::table::IndexMetadata],
+        actions: &[(u64, lancet::tree::Action)],
+        config: &lancet::tree::TreeWriterConfig,
+    ) -> lancet::Result<Dataset> {
+        stage(self, actions).await;
+        self.commit_with_actions(manifest, indices, actions, config)
+            .await
+    }
+}
