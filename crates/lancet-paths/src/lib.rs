@@ -32,7 +32,7 @@ mod error;
 #[cfg(feature = "testing")]
 pub mod fault;
 pub mod files;
-pub mod flags;
+pub use lancet_proto::flags;
 pub mod manifest;
 mod object_uuid;
 pub mod refs;

@@ -129,14 +129,7 @@ pub struct DecodedManifest {
     unmodelled: std::sync::OnceLock<Vec<UnmodelledFragment>>,
 }
 
-/// A stored fragment that holds fields lancet's messages do not model (see
-/// `lancet_proto::modelled`): re-encoding it would lose them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnmodelledFragment {
-    pub id: u64,
-    /// The fields, as paths (`"6"`, `"files[0].9"`); a malformed fragment names why instead.
-    pub fields: Vec<String>,
-}
+pub use lancet_proto::modelled::UnmodelledFragment;
 
 /// A manifest's inline transaction section lies outside the object (its offset or length
 /// is out of bounds). Kept on [`DecodedManifest`] rather than refusing the manifest, as Lance

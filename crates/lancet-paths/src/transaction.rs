@@ -13,7 +13,6 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
 use bytes::Bytes;
-use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::Transaction;
 use lancet_proto::wire;
 use object_store::path::Path;
@@ -31,47 +30,7 @@ const KNOWN_OPERATIONS: std::ops::RangeInclusive<u32> = 100..=115;
 /// The range Lance reserves for operations.
 const OPERATION_RANGE: std::ops::RangeInclusive<u32> = 100..=199;
 
-/// A decoded transaction, with an unmodelled operation kept raw.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredTransaction {
-    pub transaction: Transaction,
-    /// `(field number, value bytes)` of an operation lancet does not model.
-    pub unknown_operation: Option<(u32, Bytes)>,
-}
-
-impl StoredTransaction {
-    /// Lance's name of the operation (`"Append"`, `"CreateIndex"`, ...), `"Unknown(n)"` for
-    /// an unmodelled one and `"None"` when the transaction names no operation.
-    pub fn operation_name(&self) -> String {
-        match (&self.transaction.operation, &self.unknown_operation) {
-            (Some(op), _) => operation_name(op).to_string(),
-            (None, Some((n, _))) => format!("Unknown({n})"),
-            (None, None) => "None".to_string(),
-        }
-    }
-}
-
-/// Lance's name of `op`.
-pub fn operation_name(op: &Operation) -> &'static str {
-    match op {
-        Operation::Append(_) => "Append",
-        Operation::Delete(_) => "Delete",
-        Operation::Overwrite(_) => "Overwrite",
-        Operation::CreateIndex(_) => "CreateIndex",
-        Operation::Rewrite(_) => "Rewrite",
-        Operation::Merge(_) => "Merge",
-        Operation::Restore(_) => "Restore",
-        Operation::ReserveFragments(_) => "ReserveFragments",
-        Operation::Update(_) => "Update",
-        Operation::Project(_) => "Project",
-        Operation::UpdateConfig(_) => "UpdateConfig",
-        Operation::DataReplacement(_) => "DataReplacement",
-        Operation::UpdateMemWalState(_) => "UpdateMemWalState",
-        Operation::Clone(_) => "Clone",
-        Operation::UpdateBases(_) => "UpdateBases",
-        Operation::DataOverlay(_) => "DataOverlay",
-    }
-}
+pub use lancet_proto::transaction::{operation_name, StoredTransaction};
 
 /// Decodes a transaction (a `.txn` file or an inline section). Pure.
 pub fn decode_transaction(path: &Path, bytes: &[u8]) -> Result<StoredTransaction> {
@@ -229,7 +188,7 @@ pub async fn versions_since(
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use lancet_proto::table::transaction::{Append, ReserveFragments};
+    use lancet_proto::table::transaction::{Append, Operation, ReserveFragments};
 
     fn txn(op: Operation) -> Transaction {
         Transaction {

@@ -11,12 +11,15 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
 pub mod address;
+pub mod change;
 mod error_kind;
+pub mod flags;
 pub mod le;
 pub mod malformed;
 pub mod modelled;
 pub mod object_ref;
 pub mod roaring_wire;
+pub mod transaction;
 pub mod wire;
 
 /// `lance.file`: schema fields and the v2 file descriptor.
@@ -32,11 +35,13 @@ pub mod table {
 }
 
 pub use address::RowAddress;
+pub use change::{diff_fragments, FragmentChange};
 pub use error_kind::ErrorKind;
 pub use malformed::Malformed;
 pub use object_ref::{register_local_root, shown, ObjectRef};
 pub use prost;
 pub use prost_types;
+pub use transaction::StoredTransaction;
 
 /// `Any` type URL of BTree index details as Lance 14 writes it.
 pub const BTREE_DETAILS_TYPE_URL: &str = "/lance.table.BTreeIndexDetails";

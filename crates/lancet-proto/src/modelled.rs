@@ -349,3 +349,12 @@ mod tests {
         assert!(unmodelled_fragment_fields(&[0x12, 0x02, 0xff, 0xff]).is_err());
     }
 }
+
+/// A stored fragment that holds fields lancet's messages do not model (see this module):
+/// re-encoding it would lose them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnmodelledFragment {
+    pub id: u64,
+    /// The fields, as paths (`"6"`, `"files[0].9"`); a malformed fragment names why instead.
+    pub fields: Vec<String>,
+}

@@ -129,7 +129,7 @@ pub struct TreeCommit {
 }
 
 /// One fragment a commit touched (the type the invariants judge a commit by).
-pub use lancet_txn::FragmentChange;
+pub use lancet_proto::FragmentChange;
 
 impl TreeCommit {
     /// Bytes of every object written (the manifest not included).

@@ -27,13 +27,13 @@
 //! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
 //!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
 
-use lancet_paths::flags;
-use lancet_paths::transaction::operation_name;
 use lancet_proto::file::Field;
+use lancet_proto::flags;
 use lancet_proto::roaring_wire::encode_roaring32;
 use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
 use lancet_proto::table::transaction::{Operation, Update};
 use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
+use lancet_proto::transaction::operation_name;
 
 use crate::error::{Result, TxnError};
 use crate::invariants::{Invariant, Version};

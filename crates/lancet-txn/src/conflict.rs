@@ -7,10 +7,10 @@
 
 use std::collections::BTreeSet;
 
-use lancet_paths::transaction::operation_name;
-use lancet_paths::StoredTransaction;
 use lancet_proto::table::transaction::{CreateIndex, Operation, Rewrite};
 use lancet_proto::table::IndexMetadata;
+use lancet_proto::transaction::operation_name;
+use lancet_proto::StoredTransaction;
 
 use crate::invariants::FRI_INDEX_NAME as FRI_NAME;
 
@@ -372,7 +372,6 @@ fn create_index_pair(mine: &CreateIndex, theirs: &CreateIndex) -> Compatibility 
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use crate::change::FragmentChange;
     use crate::operation::{data_operation, index_operation};
     use lancet_proto::table::transaction::rewrite::RewriteGroup;
     use lancet_proto::table::transaction::{Append, Delete, Update};
@@ -382,6 +381,7 @@ mod tests {
     };
     use lancet_proto::table::Transaction;
     use lancet_proto::table::{DataFile, DataFragment, Uuid};
+    use lancet_proto::FragmentChange;
 
     fn frag(id: u64) -> DataFragment {
         DataFragment {

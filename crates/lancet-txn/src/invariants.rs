@@ -22,15 +22,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
-use lancet_paths::flags;
-use lancet_paths::manifest::UnmodelledFragment;
+use lancet_proto::flags;
+use lancet_proto::modelled::UnmodelledFragment;
 use lancet_proto::roaring_wire::decode_roaring32;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use crate::change::FragmentChange;
 use crate::error::{Result, TxnError};
+use lancet_proto::FragmentChange;
 
 /// The name of the Fragment Reuse Index entry (a system index).
 pub const FRI_INDEX_NAME: &str = "__lance_frag_reuse";

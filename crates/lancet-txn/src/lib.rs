@@ -28,7 +28,6 @@
 )]
 
 pub mod build;
-mod change;
 pub mod compaction;
 mod conflict;
 pub mod coverage;
@@ -37,10 +36,10 @@ mod invariants;
 pub mod operation;
 pub mod rebase;
 
-pub use change::{diff_fragments, FragmentChange};
 pub use conflict::{compatibility, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};
 pub use invariants::{
     check, check_lineage, Candidate, DataFileFacts, FragmentRowIds, Invariant, RowIdChanges,
     StoredDataFile, Version, FRI_INDEX_NAME, STICKY_FLAGS,
 };
+pub use lancet_proto::{diff_fragments, FragmentChange};

@@ -11,8 +11,7 @@
 //! - flat ↔ tree conversion: `Rewrite` with no groups (the fragments' content does not change);
 //! - restore: `Restore` naming the version whose content it publishes.
 
-use lancet_paths::flags;
-use lancet_paths::ObjectUuid;
+use lancet_proto::flags;
 use lancet_proto::table::transaction::rewrite::RewriteGroup;
 use lancet_proto::table::transaction::{
     Append, CreateIndex, DataReplacement, DataReplacementGroup, Delete, Operation, Restore,
@@ -21,14 +20,14 @@ use lancet_proto::table::transaction::{
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 
 use crate::build::replace_data_file;
-use crate::change::FragmentChange;
 use crate::compaction::GroupIds;
+use lancet_proto::FragmentChange;
 
 /// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
 pub fn new_transaction(read_version: u64, operation: Operation) -> Transaction {
     Transaction {
         read_version,
-        uuid: ObjectUuid::new_v4().to_string(),
+        uuid: uuid::Uuid::new_v4().hyphenated().to_string(),
         operation: Some(operation),
         ..Default::default()
     }

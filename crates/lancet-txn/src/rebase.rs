@@ -31,10 +31,10 @@ pub struct Conflict {
 /// [`crate::compatibility`].
 pub fn judge_since(
     mine: &Operation,
-    since: &[(u64, Option<lancet_paths::StoredTransaction>)],
+    since: &[(u64, Option<lancet_proto::StoredTransaction>)],
     ids_taken: bool,
 ) -> Result<(), Conflict> {
-    let name = lancet_paths::transaction::operation_name(mine);
+    let name = lancet_proto::transaction::operation_name(mine);
     for (version, txn) in since {
         let Some(theirs) = txn else {
             return Err(Conflict {
@@ -243,9 +243,9 @@ mod tests {
 
     #[test]
     fn every_version_since_is_judged_in_order() {
-        use lancet_paths::StoredTransaction;
         use lancet_proto::table::transaction::{Append, Delete, Overwrite};
         use lancet_proto::table::{DataFragment, Transaction};
+        use lancet_proto::StoredTransaction;
         let stored = |op: Operation| {
             Some(StoredTransaction {
                 transaction: Transaction {

@@ -1,6 +1,6 @@
 //! One fragment's state before and after a commit.
 
-use lancet_proto::table::DataFragment;
+use crate::table::DataFragment;
 
 /// A fragment a commit touches: its record before (`None`: created) and after (`None`:
 /// removed). A commit's changes are the whole difference between two versions' fragments;
@@ -82,6 +82,7 @@ fn created(f: &DataFragment) -> FragmentChange {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -1,7 +1,7 @@
 //! Manifest feature flags (FORMAT-FACTS §5): names, and the consistency rules that Lance 14
 //! checks before every read and write, plus lancet's fragment-tree pairing rule.
 
-use lancet_proto::table::Manifest;
+use crate::table::Manifest;
 
 pub const DELETION_FILES: u64 = 1;
 pub const STABLE_ROW_IDS: u64 = 2;
@@ -106,8 +106,8 @@ const PAIRED: [u64; 5] = [
 ];
 
 /// Checks the flag words against each other and against the manifest. Returns the broken rule.
-pub fn validate_flags(m: &Manifest) -> Result<(), lancet_proto::Malformed> {
-    broken_flag_rule(m).map_err(lancet_proto::Malformed::from)
+pub fn validate_flags(m: &Manifest) -> Result<(), crate::Malformed> {
+    broken_flag_rule(m).map_err(crate::Malformed::from)
 }
 
 fn broken_flag_rule(m: &Manifest) -> Result<(), String> {
@@ -140,6 +140,7 @@ fn broken_flag_rule(m: &Manifest) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
