@@ -2,7 +2,7 @@
 //! and `Dataset::cleanup`.
 
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lancet::{CleanupPolicy, CleanupProgress, CleanupReport, Dataset};
 use serde_json::json;
@@ -148,74 +148,45 @@ fn list(versions: &[u64]) -> String {
     out.join(", ")
 }
 
-/// `0s`, `90m`, `36h`, `7d`, `2w`: a whole number and a unit.
+/// A duration as humantime reads it: `0s`, `90m`, `36h`, `7d`, `2w`, `1h 30m`, `7 days`.
 pub fn parse_duration(text: &str) -> Result<Duration, CliError> {
-    let bad = || {
+    humantime::parse_duration(text.trim()).map_err(|e| {
         CliError::Usage(format!(
-            "duration {text:?}: expected a whole number and a unit (s, m, h, d or w), like 90m or 7d"
+            "duration {text:?}: {e} (a number and a unit, like 90m, 36h or 7d)"
         ))
-    };
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(seconds)
-        .map(Duration::from_secs)
-        .ok_or_else(bad)
+    })
 }
 
-/// A one-line progress bar on stderr, drawn only on a terminal, at most ten times a second.
+/// A progress bar on stderr when it is a terminal (hidden otherwise), one phase at a time.
 struct Bar {
-    on: bool,
-    last: std::sync::Mutex<Option<Instant>>,
+    bar: indicatif::ProgressBar,
 }
 
 impl Bar {
     fn new() -> Self {
-        Self {
-            on: std::io::stderr().is_terminal(),
-            last: std::sync::Mutex::new(None),
-        }
+        let bar = if std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::new(0).with_style(
+                indicatif::ProgressStyle::with_template("{msg:<16} {bar:30} {pos}/{len}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            )
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Self { bar }
     }
 
     fn show(&self, p: CleanupProgress) {
-        if !self.on {
-            return;
-        }
         let (phase, done, total) = match p {
             CleanupProgress::Reading { done, total } => ("reading versions", done, total),
             CleanupProgress::Deleting { done, total } => ("deleting", done, total),
         };
-        if let Ok(mut last) = self.last.lock() {
-            let due = last.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
-            if !due && done < total {
-                return;
-            }
-            *last = Some(Instant::now());
-        }
-        let width = 30u64;
-        let filled = (done * width)
-            .checked_div(total)
-            .unwrap_or(width)
-            .min(width);
-        let bar: String = (0..width)
-            .map(|i| if i < filled { '#' } else { ' ' })
-            .collect();
-        eprint!("\r{phase:<16} [{bar}] {done}/{total}");
+        self.bar.set_message(phase);
+        self.bar.set_length(total);
+        self.bar.set_position(done);
     }
 
     fn finish(&self) {
-        if self.on {
-            eprintln!();
-        }
+        self.bar.finish_and_clear();
     }
 }
 
@@ -232,15 +203,19 @@ mod tests {
             parse_duration("2w").unwrap(),
             Duration::from_secs(1_209_600)
         );
-        for bad in [
-            "",
-            "7",
-            "d",
-            "7 days",
-            "-1s",
-            "1.5h",
-            "99999999999999999999w",
-        ] {
+        assert_eq!(
+            parse_duration("1h 30m").unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("7 days").unwrap(),
+            Duration::from_secs(604_800)
+        );
+        assert_eq!(
+            parse_duration("1.5h").unwrap(),
+            Duration::from_secs(5400)
+        );
+        for bad in ["", "7", "d", "-1s", "7 parsecs", "99999999999999999999w"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
