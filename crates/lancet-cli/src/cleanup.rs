@@ -203,18 +203,12 @@ mod tests {
             parse_duration("2w").unwrap(),
             Duration::from_secs(1_209_600)
         );
-        assert_eq!(
-            parse_duration("1h 30m").unwrap(),
-            Duration::from_secs(5400)
-        );
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(
             parse_duration("7 days").unwrap(),
             Duration::from_secs(604_800)
         );
-        assert_eq!(
-            parse_duration("1.5h").unwrap(),
-            Duration::from_secs(5400)
-        );
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
         for bad in ["", "7", "d", "-1s", "7 parsecs", "99999999999999999999w"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

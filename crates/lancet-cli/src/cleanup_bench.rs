@@ -145,7 +145,7 @@ async fn template_file(store: &DatasetStore) -> Result<Bytes, CliError> {
     let batch =
         arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), vec![column.clone(), column])
             .map_err(|e| CliError::Usage(e.to_string()))?;
-    let path = store.path("data/template.lance");
+    let path = store.path(&lancet::paths::layout::data_path("template.lance"));
     lancet::file::write_file(
         &Dataset::file_store_for(store)?,
         &path,
@@ -178,15 +178,15 @@ async fn write_files(
     let store = ds.store();
     for (id, action) in actions {
         let (path, bytes) = match action {
-            Action::Upsert(f) => (format!("data/{}", f.files[0].path), template.clone()),
+            Action::Upsert(f) => (
+                lancet::paths::layout::data_path(&f.files[0].path),
+                template.clone(),
+            ),
             Action::AddDeletionFile(d) => {
                 let n = u32::try_from(d.num_deleted_rows).unwrap_or(1);
                 let deleted: roaring::RoaringBitmap = (0..n).collect();
                 (
-                    format!(
-                        "_deletions/{}",
-                        lancet::paths::files::deletion_file_name(*id, d)?
-                    ),
+                    lancet::paths::layout::deletion_path(*id, d)?,
                     Bytes::from(lancet::rowid::deletion::encode_bitmap(&deleted)),
                 )
             }

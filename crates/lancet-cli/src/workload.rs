@@ -118,7 +118,7 @@ async fn pool_file(
     );
     let written = lancet::file::write_file(
         fs,
-        &store.path(&format!("data/{name}")),
+        &store.path(&lancet::paths::layout::data_path(&name)),
         &schema,
         std::slice::from_ref(&batch),
         &lancet::file::WriteOptions {
@@ -182,13 +182,11 @@ pub async fn write_deletion_files(
     use futures::{StreamExt, TryStreamExt};
     futures::stream::iter(files)
         .map(|(id, d)| async move {
-            let name = lancet::paths::files::deletion_file_name(id, &d)?;
+            let path = lancet::paths::layout::deletion_path(id, &d)?;
             let n = u32::try_from(d.num_deleted_rows).unwrap_or(u32::MAX);
             let deleted: roaring::RoaringBitmap = (0..n).collect();
             let bytes = lancet::rowid::deletion::encode_bitmap(&deleted);
-            store
-                .put(&store.path(&format!("_deletions/{name}")), bytes.into())
-                .await?;
+            store.put(&store.path(&path), bytes.into()).await?;
             Ok::<_, CliError>(())
         })
         .buffer_unordered(32)

@@ -48,7 +48,11 @@ pub fn data_file_location(
     inherited: &ResolvedBase,
 ) -> Result<ObjectLocation> {
     let base = bases.resolve(file.base_id, inherited, BaseRequirement::Any)?;
-    Ok(in_base(base, "data", relative(&file.path)?))
+    Ok(in_base(
+        base,
+        crate::layout::DATA_DIR,
+        relative(&file.path)?,
+    ))
 }
 
 /// File name of a deletion file: `{fragment_id}-{read_version}-{id}.{arrow|bin}`.
@@ -102,7 +106,7 @@ pub fn deletion_file_location(
     let base = bases.resolve(file.base_id, inherited, BaseRequirement::Any)?;
     Ok(in_base(
         base,
-        "_deletions",
+        crate::layout::DELETIONS_DIR,
         &deletion_file_name(fragment_id, file)?,
     ))
 }
@@ -127,7 +131,7 @@ pub fn index_dir_location(
     inherited: &ResolvedBase,
 ) -> Result<ObjectLocation> {
     let base = bases.resolve(base_id, inherited, BaseRequirement::Any)?;
-    Ok(in_base(base, "_indices", &uuid.to_string()))
+    Ok(in_base(base, crate::layout::INDICES_DIR, &uuid.to_string()))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod error;
 #[cfg(feature = "testing")]
 pub mod fault;
 pub mod files;
+pub mod layout;
 pub use lancet_proto::flags;
 pub mod manifest;
 mod object_uuid;

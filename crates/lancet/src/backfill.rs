@@ -178,7 +178,9 @@ impl Dataset {
     /// behind is one no version names, which cleanup removes after its grace period).
     async fn delete_unpublished(&self, files: impl Iterator<Item = &DataFile>) {
         for file in files {
-            let path = self.store().path(&format!("data/{}", file.path));
+            let path = self
+                .store()
+                .path(&lancet_paths::layout::data_path(&file.path));
             if let Err(e) = self.store().delete(&path).await {
                 tracing::debug!(path = %path, error = %e, "unpublished data file left for cleanup");
             }

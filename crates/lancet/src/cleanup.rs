@@ -266,7 +266,7 @@ impl Dataset {
         };
         let tf = &ds.manifest().transaction_file;
         if own && !tf.is_empty() {
-            refs.path(format!("_transactions/{tf}"));
+            refs.path(lancet_paths::layout::transaction_path(tf));
         }
         let walked: Vec<DataFragment>;
         let fragments: &[DataFragment] = match ds.tree() {
@@ -292,7 +292,7 @@ impl Dataset {
             let uuid = ObjectUuid::from_slice(&uuid.uuid)?;
             let location = files::index_dir_location(&uuid, index.base_id, ds.bases(), &ds.root())?;
             // only this dataset's own `_indices/{uuid}` (not a branch's, not a plain directory)
-            if refs.places.local(&location)? == Some(format!("_indices/{uuid}")) {
+            if refs.places.local(&location)? == Some(lancet_paths::layout::index_dir(uuid)) {
                 refs.out.add_index(uuid.to_string());
             }
         }
@@ -304,9 +304,9 @@ impl Dataset {
                         .resolve(base_id, &ds.root(), lancet_paths::BaseRequirement::Any)?;
                 let location = ObjectLocation {
                     base,
-                    path: format!("_fri/{map_id}"),
+                    path: lancet_paths::layout::fri_dir(map_id),
                 };
-                if refs.places.local(&location)? == Some(format!("_fri/{map_id}")) {
+                if refs.places.local(&location)? == Some(lancet_paths::layout::fri_dir(map_id)) {
                     refs.out.add_row_map(map_id.to_string());
                 }
             }

@@ -141,9 +141,9 @@ impl Dataset {
             created,
         );
         if let Some(bytes) = external {
-            let path = store.path(&format!(
-                "_indices/{uuid}/{}",
-                lancet_reuse::publish::EXTERNAL_FILE
+            let path = store.path(&lancet_paths::layout::index_file(
+                uuid,
+                lancet_reuse::publish::EXTERNAL_FILE,
             ));
             store.put(&path, bytes.into()).await?;
         }

@@ -380,7 +380,7 @@ impl Dataset {
             .cloned()
             .ok_or_else(|| Error::Internal(format!("index {:?} segment not opened", index.name)))?;
         let uuid = ObjectUuid::new_v4();
-        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let dir = self.store().path(&lancet_paths::layout::index_dir(uuid));
         let options = lancet_btree::TrainOptions {
             page_rows: segment.index.lookup().page_rows(),
             ..Default::default()

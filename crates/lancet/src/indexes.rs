@@ -228,47 +228,35 @@ impl Dataset {
         }
     }
 
-    /// The column `field_id` of `fragment`, read from the data file holding it.
-    pub async fn read_column(&self, fragment: &DataFragment, field_id: i32) -> Result<ArrayRef> {
-        self.require_no_overlays(fragment, "reading a column")?;
-        let name = self
-            .manifest()
-            .fields
-            .iter()
-            .find(|f| f.id == field_id && f.parent_id == -1)
-            .map(|f| f.name.clone())
+    /// The column `field_id` of `fragment`, read as a scan reads it (lancet-file's
+    /// `read_fragment`: the last data file listing the field holds it; a fragment no file of
+    /// which holds it reads as NULL, as a column added after the fragment was written).
+    pub(crate) async fn read_column(
+        &self,
+        fragment: &DataFragment,
+        field_id: i32,
+    ) -> Result<ArrayRef> {
+        let column = self
+            .projection(None)?
+            .into_iter()
+            .find(|c| c.id() == field_id)
             .ok_or_else(|| Error::Unsupported {
                 uri: self.uri().to_string(),
                 version: self.version(),
                 rule: format!("no top-level field with id {field_id}"),
             })?;
-        let (k, file) = fragment
-            .files
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, f)| f.fields.contains(&field_id))
-            .ok_or_else(|| Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "fragment {} has no data file with field {field_id}",
-                    fragment.id
-                ),
-            })?;
-        let loc = self
-            .data_file_locations(fragment)?
-            .into_iter()
-            .nth(k)
-            .ok_or_else(|| {
-                Error::Internal(format!("fragment {} has no data file {k}", fragment.id))
-            })?;
-        let store = self.store_for(&loc.base)?;
-        let fs = Dataset::file_store_for(&store)?;
-        let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
-        let lance = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), size).await?;
-        let batch = lance.read_columns(&[name.as_str()], None).await?;
-        Ok(batch.column(0).clone())
+        let batch = self
+            .read_rows(
+                fragment,
+                std::slice::from_ref(&column),
+                lancet_file::Rows::All,
+            )
+            .await?;
+        batch
+            .columns()
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Internal("a one-column read returned no column".into()))
     }
 
     /// The training pairs (`value`, row address) of column `field_id` in the fragments
@@ -331,7 +319,7 @@ impl Dataset {
             }
         };
         let uuid = ObjectUuid::new_v4();
-        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let dir = self.store().path(&lancet_paths::layout::index_dir(uuid));
         let options = TrainOptions {
             page_rows,
             ..Default::default()

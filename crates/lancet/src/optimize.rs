@@ -220,7 +220,7 @@ impl Dataset {
         options: TrainOptions,
     ) -> Result<IndexMetadata> {
         let uuid = ObjectUuid::new_v4();
-        let dir = self.store().path(&format!("_indices/{uuid}"));
+        let dir = self.store().path(&lancet_paths::layout::index_dir(uuid));
         let pairs = futures::stream::iter(pairs.into_iter().map(Ok));
         let trained =
             lancet_btree::train(self.file_store(), &dir, value_type, pairs, options).await?;

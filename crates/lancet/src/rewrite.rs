@@ -342,9 +342,9 @@ impl Dataset {
                 ),
             };
             if let Some(bytes) = external {
-                let path = self.store().path(&format!(
-                    "_indices/{uuid}/{}",
-                    lancet_reuse::publish::EXTERNAL_FILE
+                let path = self.store().path(&lancet_paths::layout::index_file(
+                    uuid,
+                    lancet_reuse::publish::EXTERNAL_FILE,
                 ));
                 self.store().put(&path, bytes.into()).await?;
             }
@@ -436,7 +436,7 @@ impl Dataset {
             .checked_sub(older_than)
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let mut out = Vec::new();
-        for meta in self.store().list("_fri").await? {
+        for meta in self.store().list(lancet_paths::layout::FRI_DIR).await? {
             if SystemTime::from(meta.last_modified) > cutoff {
                 continue;
             }

@@ -182,14 +182,13 @@ impl Search<'_> {
     /// treemap's high words are fragment ids): in place, and nothing the size of the table
     /// is built. Usually nothing is dropped and nothing is copied.
     fn keep_within_version(&self, ids: &mut RoaringTreemap) {
-        let mut drop: Vec<std::ops::Range<u64>> = Vec::new();
+        let mut drop: Vec<std::ops::RangeInclusive<u64>> = Vec::new();
         for (id, offsets) in ids.bitmaps() {
-            let base = RowAddress::first_of(id);
-            let end = base + (1 << 32);
+            let all = RowAddress::fragment_range(id);
             match self.rows_of(id) {
-                None => drop.push(base..end),
+                None => drop.push(all),
                 Some(rows) if offsets.max().is_some_and(|m| u64::from(m) >= rows) => {
-                    drop.push(base.saturating_add(rows)..end)
+                    drop.push(all.start().saturating_add(rows)..=*all.end())
                 }
                 Some(_) => {}
             }
@@ -331,8 +330,7 @@ impl Search<'_> {
                         .filter(|f| !covered.contains(*f))
                         .collect();
                     for f in outside {
-                        let base = RowAddress::first_of(f);
-                        set.remove_range(base..base + (1 << 32));
+                        set.remove_range(RowAddress::fragment_range(f));
                     }
                 }
             }

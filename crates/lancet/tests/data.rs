@@ -200,3 +200,80 @@ async fn bad_calls_are_typed_errors_and_change_nothing() {
         1
     );
 }
+
+/// One rule for which data file holds a column (issue 31): a fragment written before a column
+/// was added has no file holding it, and a filter on that column answers it as NULL there,
+/// as a scan reads it — never an error (flat and tree).
+#[tokio::test]
+async fn a_filter_reads_a_column_no_file_holds_as_null_as_a_scan_does() {
+    for layout in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_str().unwrap();
+        let options = CreateOptions {
+            layout,
+            max_rows_per_file: 10,
+            ..Default::default()
+        };
+        let ds = Dataset::create(uri, schema(), batches(vec![rows(0, 30)]), options)
+            .await
+            .unwrap();
+        // `w` filled in the first two fragments; then a schema-only Merge adds `v`, which no
+        // data file holds, and a backfill of `w` on a third fragment appended without it
+        let value = lancet::filter::parse_assignment("w = id * 2").unwrap().1;
+        let ds = ds
+            .add_column("w", &value, Default::default())
+            .await
+            .unwrap();
+        let mut fields = ds.manifest().fields.clone();
+        let next = fields.iter().map(|f| f.id).max().unwrap() + 1;
+        let mut v = lancet::file::manifest_fields(&Schema::new(vec![Field::new(
+            "v",
+            DataType::Int64,
+            true,
+        )]))
+        .unwrap();
+        v[0].id = next;
+        fields.extend(v);
+        ds.commit(lancet::Operation::Merge(
+            lancet::proto::table::transaction::Merge {
+                fragments: ds.fragments().await.unwrap().to_vec(),
+                schema: fields,
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap();
+        let ds = Dataset::open(uri).await.unwrap();
+        assert!(
+            ds.schema().unwrap().field_with_name("v").is_ok(),
+            "{layout:?}"
+        );
+        let scanned = scan(
+            &ds,
+            ScanOptions {
+                columns: Some(vec!["id".into(), "v".into()]),
+                ..Default::default()
+            },
+        )
+        .await;
+        let v = scanned.column_by_name("v").unwrap();
+        let ids = column_i64(&scanned, "id");
+        let null_ids: Vec<i64> = (0..scanned.num_rows())
+            .filter(|&i| v.is_null(i))
+            .map(|i| ids[i])
+            .collect();
+        assert_eq!(null_ids, (0..30).collect::<Vec<_>>(), "{layout:?}");
+        let filter = Filter::parse("v IS NULL AND w >= 40").unwrap();
+        let found = ds.search(&filter).await.unwrap();
+        let taken = ds
+            .take(
+                &found.row_ids.iter().collect::<Vec<_>>(),
+                Some(&["id".to_string()]),
+            )
+            .await
+            .unwrap();
+        let mut got = column_i64(&taken, "id");
+        got.sort_unstable();
+        assert_eq!(got, (20..30).collect::<Vec<_>>(), "{layout:?}");
+    }
+}
