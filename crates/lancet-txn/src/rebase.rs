@@ -23,6 +23,27 @@ pub struct Conflict {
     pub version: u64,
     pub reason: String,
     pub retryable: bool,
+    pub cause: ConflictCause,
+}
+
+/// What a commit conflicted with, as a caller decides by it (whether to prepare the work
+/// again, and on what); `reason` says the rest in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictCause {
+    /// Another writer's version took the number first (a put-if-absent lost).
+    LostRace,
+    /// A version published since cannot be judged (it records no transaction), or Lance's
+    /// conflict table refuses a rebase over it ([`crate::compatibility`]).
+    Incompatible,
+    /// The operation is never rebased (a restore, a conversion: [`never_rebased`]).
+    NotRebased,
+    /// The destination fragment ids a rewrite's Fragment Reuse Index entry records were taken
+    /// by another writer: the rewrite is prepared again on the latest version.
+    IdsTaken,
+    /// Both the caller and a version since changed the schema ([`rebase_manifest`]).
+    SchemaChanged,
+    /// The commit lost races for longer than [`COMMIT_TIMEOUT`] ([`may_retry`]).
+    OutOfRetries,
 }
 
 /// Judges `mine` against every version published since it was prepared, in order, by Lance's
@@ -43,6 +64,7 @@ pub fn judge_since(
                     "{name} cannot be judged against version {version}, which records no transaction"
                 ),
                 retryable: false,
+                cause: ConflictCause::Incompatible,
             });
         };
         let (why, retryable) = match crate::compatibility(mine, theirs, ids_taken) {
@@ -57,6 +79,7 @@ pub fn judge_since(
                 theirs.operation_name()
             ),
             retryable,
+            cause: ConflictCause::Incompatible,
         });
     }
     Ok(())

@@ -25,7 +25,7 @@ use lancet_txn::operation::{
 };
 use lancet_txn::rebase::{
     backoff_delay, judge_since, may_retry, never_rebased, rebase_manifest, remap_new_ids,
-    IndexIntent,
+    ConflictCause, IndexIntent,
 };
 use tracing::Instrument;
 
@@ -186,11 +186,12 @@ impl Dataset {
                 Err(Error::CommitConflict { version, .. }) => version,
                 Err(e) => return Err(e),
             };
-            let conflict = |reason: String, retryable: bool| Error::CommitConflict {
+            let conflict = |reason: String, cause: ConflictCause| Error::CommitConflict {
                 uri: self.uri().to_string(),
                 version: lost,
                 reason,
-                retryable,
+                retryable: true,
+                cause,
             };
             let mine = operation_name(&prepared.operation);
             if let Some(what) = never_rebased(&prepared.operation) {
@@ -199,7 +200,7 @@ impl Dataset {
                 }
                 return Err(conflict(
                     format!("{mine} ({what}) is not rebased; start again from the latest version"),
-                    true,
+                    ConflictCause::NotRebased,
                 ));
             }
             // Wait first, then read: the version this attempt prepares on is as fresh as
@@ -218,6 +219,7 @@ impl Dataset {
                     version: c.version,
                     reason: c.reason,
                     retryable: c.retryable,
+                    cause: c.cause,
                 });
             }
             if !may_retry(attempt, started.elapsed()) {
@@ -226,7 +228,7 @@ impl Dataset {
                         "{mine} lost {attempt} races in a row over {:.1} s",
                         started.elapsed().as_secs_f64()
                     ),
-                    true,
+                    ConflictCause::OutOfRetries,
                 ));
             }
             // Rebuild the caller's intent on the latest version.
@@ -235,7 +237,10 @@ impl Dataset {
                 latest.manifest().max_fragment_id,
             );
             if !remap.is_empty() && matches!(kind, Kind::Rewrite(_)) {
-                return Err(conflict(format!("{mine}: {REWRITE_IDS_TAKEN}"), true));
+                return Err(conflict(
+                    format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry records"),
+                    ConflictCause::IdsTaken,
+                ));
             }
             actions = actions
                 .into_iter()
@@ -248,8 +253,10 @@ impl Dataset {
                     }
                 }
             }
-            manifest = rebase_manifest(self.manifest(), latest.manifest(), &caller)
-                .map_err(|reason| conflict(format!("{mine}: {reason}"), true))?;
+            manifest =
+                rebase_manifest(self.manifest(), latest.manifest(), &caller).map_err(|reason| {
+                    conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged)
+                })?;
             indices = intent.apply(latest.indices());
             tracing::info!(
                 uri = %self.uri(),
@@ -481,6 +488,7 @@ impl Dataset {
                     version: manifest.version,
                     reason: "lost the put-if-absent race".into(),
                     retryable: true,
+                    cause: ConflictCause::LostRace,
                 })
             }
             Err(Error::Paths(e)) => match self.landed(manifest.version, transaction).await {
@@ -641,12 +649,6 @@ fn invalid(ds: &Dataset, rule: &str) -> Error {
         rule: rule.to_string(),
     }
 }
-
-/// Why a rewrite cannot be rebased as prepared: every version since was compatible, but its
-/// destination ids (which its Fragment Reuse Index entry records) were taken. The rewrite is
-/// then prepared again on the latest version (`Dataset::commit_rewrite`).
-pub(crate) const REWRITE_IDS_TAKEN: &str =
-    "another writer took the destination fragment ids the Fragment Reuse Index records";
 
 /// How a commit's Lance operation is chosen, and whether it may be rebased.
 #[derive(Debug, Clone)]

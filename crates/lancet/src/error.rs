@@ -22,13 +22,15 @@ pub enum Error {
     Internal(String),
     /// Another writer published version `version` first and this commit cannot be rebased
     /// over it (`reason` names both operations); nothing was published. `retryable`: redoing
-    /// the work on the newer version may succeed.
+    /// the work on the newer version may succeed; `cause` says what it conflicted with, for a
+    /// caller deciding what to do (never decide by `reason`'s text).
     #[error("dataset {uri}: version {version} was committed by another writer first: {reason}")]
     CommitConflict {
         uri: String,
         version: u64,
         reason: String,
         retryable: bool,
+        cause: lancet_txn::rebase::ConflictCause,
     },
     /// The manifest breaks a rule the facade checks (an index entry's bitmap, a fragment id):
     /// `at` is the manifest object and the entry in it.
@@ -302,6 +304,7 @@ mod tests {
                     version: 2,
                     reason: "r".into(),
                     retryable: true,
+                    cause: lancet_txn::rebase::ConflictCause::LostRace,
                 },
                 ErrorKind::Conflict,
             ),

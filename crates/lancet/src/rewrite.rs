@@ -24,7 +24,7 @@ use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
 use lancet_txn::compaction::GroupIds;
-use lancet_txn::rebase::judge_since;
+use lancet_txn::rebase::{judge_since, ConflictCause};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
@@ -114,14 +114,11 @@ impl Dataset {
             tries += 1;
             match attempt(base.clone()).await {
                 Err(crate::Error::CommitConflict {
-                    reason,
-                    retryable,
+                    cause: ConflictCause::IdsTaken,
                     version,
                     uri,
-                }) if retryable
-                    && tries < 8
-                    && reason.ends_with(crate::commit::REWRITE_IDS_TAKEN) =>
-                {
+                    ..
+                }) if tries < 8 => {
                     // every version up to `version` was judged compatible; judge the ones
                     // published since before preparing on the latest
                     let (latest, since) =
@@ -133,6 +130,7 @@ impl Dataset {
                             version: c.version,
                             reason: c.reason,
                             retryable: c.retryable,
+                            cause: c.cause,
                         });
                     }
                     base = latest;

@@ -149,10 +149,12 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
             version,
             reason,
             retryable,
+            cause,
             ..
         }) => {
             assert_eq!(version, won.version());
             assert!(retryable);
+            assert_eq!(cause, lancet::txn::rebase::ConflictCause::Incompatible);
             assert!(reason.contains("Delete against Delete"), "{reason}");
             assert!(reason.contains("fragment 1"), "{reason}");
         }
@@ -381,7 +383,13 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         with_x.fields.push(field(1, "x"));
         let lost = base.commit_staged(with_x, &[], &[], &config).await;
         assert!(
-            matches!(lost, Err(Error::CommitConflict { .. })),
+            matches!(
+                lost,
+                Err(Error::CommitConflict {
+                    cause: lancet::txn::rebase::ConflictCause::Incompatible,
+                    ..
+                })
+            ),
             "tree={tree}: {lost:?}"
         );
         let latest = Dataset::open(filled.uri()).await.unwrap();
