@@ -34,6 +34,7 @@ pub mod coverage;
 mod error;
 mod invariants;
 pub mod operation;
+pub mod protocol;
 pub mod rebase;
 
 pub use conflict::{compatibility, Compatibility};

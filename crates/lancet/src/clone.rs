@@ -18,7 +18,7 @@
 //! (tag it) while the clone lives.
 
 use lancet_paths::clone::{clone_base_paths, inherit_fragment_from, inherit_index_from};
-use lancet_paths::{flags, manifest, DatasetStore, ObjectUuid};
+use lancet_paths::{manifest, DatasetStore, ObjectUuid};
 use lancet_proto::table::transaction::{Clone as CloneOp, Operation};
 use lancet_proto::table::IndexMetadata;
 use lancet_reuse::is_fri_entry;
@@ -60,8 +60,7 @@ impl Dataset {
             source.name.clone_from(&branch);
         }
         manifest.base_paths = bases;
-        manifest.reader_feature_flags |= flags::BASE_PATHS;
-        manifest.writer_feature_flags |= flags::BASE_PATHS;
+        lancet_txn::protocol::enable(&mut manifest, lancet_txn::protocol::Feature::BasePaths);
         for f in &mut manifest.fragments {
             inherit_fragment_from(f, id);
         }

@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use lancet_paths::flags;
 use lancet_paths::transaction::operation_name;
 use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
 use lancet_proto::prost::Message;
@@ -23,6 +22,7 @@ use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
     restored_manifest, rewrite_operation,
 };
+use lancet_txn::protocol;
 use lancet_txn::rebase::{
     backoff_delay, judge_since, may_retry, never_rebased, rebase_manifest, remap_new_ids,
     ConflictCause, IndexIntent,
@@ -158,8 +158,7 @@ impl Dataset {
             let tree_objects = prepared.tree_objects.clone();
             let done = |dataset: Dataset| {
                 // the transaction file, unless the table inlines transactions only (flag 32)
-                let file =
-                    dataset.manifest().writer_feature_flags & flags::DISABLE_TRANSACTION_FILE == 0;
+                let file = protocol::writes_transaction_file(dataset.manifest());
                 Committed {
                     tree_objects: tree_objects.clone(),
                     objects_written: objects + 1 + u64::from(file),
@@ -338,16 +337,6 @@ impl Dataset {
             None => (indices.to_vec(), actions.to_vec(), None, Vec::new()),
         };
         let actions = actions.as_slice();
-        if actions
-            .iter()
-            .any(|(_, a)| matches!(a, Action::AddDeletionFile(_)))
-            || actions
-                .iter()
-                .any(|(_, a)| matches!(a, Action::Upsert(f) if f.deletion_file.is_some()))
-        {
-            manifest.reader_feature_flags |= flags::DELETION_FILES;
-            manifest.writer_feature_flags |= flags::DELETION_FILES;
-        }
         let changes: Arc<[FragmentChange]> = match (kind, self.tree()) {
             // a conversion or a restore brings its own fragment list or tree
             (Kind::Conversion(changes), _) => changes.clone(),
@@ -368,16 +357,13 @@ impl Dataset {
                 changes
             }
             (_, None) => {
-                // Lance writers before `max_fragment_id` left it unset: it is the highest id
-                if manifest.max_fragment_id.is_none() {
-                    manifest.max_fragment_id = manifest
-                        .fragments
-                        .last()
-                        .and_then(|f| u32::try_from(f.id).ok());
-                }
+                protocol::known_max_fragment_id(&mut manifest);
                 lancet_tree::apply_flat(&mut manifest, actions)?.into()
             }
         };
+        if !matches!(kind, Kind::Conversion(_) | Kind::Restore(_)) {
+            protocol::enable_for_changes(&mut manifest, &changes);
+        }
         // The data files the commit adds, as stored: an operation's were read when it was
         // planned; a rewrite's (a compaction's outputs) and raw storage actions' are read
         // here. A conversion or restore adds none: their records name files earlier commits
@@ -561,8 +547,7 @@ impl Dataset {
         manifest.fragments.clear();
         manifest.fragment_tree = Some(commit.metadata);
         manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-        manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
-        manifest.writer_feature_flags |= flags::TREE_WRITER;
+        protocol::enable(&mut manifest, protocol::Feature::FragmentTree);
         let indices = self.indices().to_vec();
         self.publish_conversion(manifest, &indices, fragments, records)
             .await
@@ -578,8 +563,7 @@ impl Dataset {
         let mut manifest = self.manifest().clone();
         manifest.fragment_tree = None;
         manifest.fragments = fragments.to_vec();
-        manifest.reader_feature_flags &= !flags::FRAGMENT_TREE;
-        manifest.writer_feature_flags &= !flags::FRAGMENT_TREE;
+        protocol::disable_tree(&mut manifest);
         let indices = self.indices().to_vec();
         self.publish_conversion(manifest, &indices, &fragments, fragments.to_vec())
             .await

@@ -350,7 +350,7 @@ impl Dataset {
     }
 
     pub fn has_stable_row_ids(&self) -> bool {
-        self.manifest().reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0
+        lancet_txn::protocol::has_stable_row_ids(self.manifest())
     }
 
     /// Visible rows of the version, when every fragment's counts are known (always on a

@@ -84,7 +84,7 @@ impl Dataset {
             index_version,
             m.reader_feature_flags,
             m.writer_feature_flags,
-            m.reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0,
+            lancet_txn::protocol::has_stable_row_ids(m),
             &what,
         )?;
         let bytes = match content_location(entry)? {

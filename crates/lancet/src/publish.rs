@@ -77,7 +77,7 @@ pub(crate) async fn publish(
         }
         (None, _) => &[],
     };
-    let stable = p.manifest.reader_feature_flags & lancet_paths::flags::STABLE_ROW_IDS != 0;
+    let stable = lancet_txn::protocol::has_stable_row_ids(p.manifest);
     let row_ids = match p.previous {
         Some(prev) if stable && !changes.is_empty() => row_id_changes(prev, changes).await?,
         _ => None,

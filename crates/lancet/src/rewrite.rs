@@ -349,9 +349,10 @@ impl Dataset {
             indices.push(entry);
         }
         if tagged {
-            let flag = lancet_paths::flags::FRAGMENT_REUSE_INDEX;
-            manifest.reader_feature_flags |= flag;
-            manifest.writer_feature_flags |= flag;
+            lancet_txn::protocol::enable(
+                &mut manifest,
+                lancet_txn::protocol::Feature::FragmentReuseIndex,
+            );
         }
         let kind = if actions.is_empty() {
             crate::commit::Kind::Derived

@@ -10,7 +10,7 @@ use arrow_schema::{Schema, SchemaRef};
 use futures::Stream;
 use lancet_file::{FileVersion, FragmentOptions};
 use lancet_paths::manifest::{self, NamingScheme};
-use lancet_paths::{flags, DatasetStore};
+use lancet_paths::DatasetStore;
 use lancet_proto::table::transaction::{Append, Operation, Overwrite};
 use lancet_proto::table::DataFragment;
 use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
@@ -130,8 +130,10 @@ impl Dataset {
                 let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
                 let commit = writer.bulk_load(&fragments).await?;
                 manifest.fragment_tree = Some(commit.metadata);
-                manifest.reader_feature_flags |= flags::FRAGMENT_TREE;
-                manifest.writer_feature_flags |= flags::TREE_WRITER;
+                lancet_txn::protocol::enable(
+                    &mut manifest,
+                    lancet_txn::protocol::Feature::FragmentTree,
+                );
             }
         }
         let txn = new_transaction(0, operation);
