@@ -139,6 +139,11 @@ impl BTreeIndex {
             .await
     }
 
+    /// Bytes of `page_data.lance`, when the index metadata records them.
+    pub fn data_bytes(&self) -> Option<u64> {
+        self.data_size
+    }
+
     /// Rows in `page_data.lance`.
     pub async fn data_rows(&self) -> Result<u64> {
         Ok(self.data().await?.1)

@@ -39,10 +39,25 @@ where
     check_options(&value_type, &options)?;
     let mut sorter = ExternalSorter::new(value_type.clone(), options.memory_budget_bytes);
     let rows = old.data_rows().await?;
+    // an old index well within the memory budget is read in one request, then taken a chunk
+    // at a time; a larger one chunk by chunk (memory stays within the budget)
+    let whole = match old.data_bytes() {
+        Some(bytes) if bytes.saturating_mul(4) <= options.memory_budget_bytes as u64 => {
+            Some(old.read_rows(0..rows).await?)
+        }
+        _ => None,
+    };
     let mut start = 0;
     while start < rows {
         let end = (start + MERGE_CHUNK_ROWS).min(rows);
-        let (values, ids) = old.read_rows(start..end).await?;
+        let (values, ids) = match &whole {
+            Some((values, ids)) => {
+                let offset = usize::try_from(start).unwrap_or(usize::MAX);
+                let len = usize::try_from(end - start).unwrap_or(0);
+                (values.slice(offset, len), ids.slice(offset, len))
+            }
+            None => old.read_rows(start..end).await?,
+        };
         let mapped: Vec<Option<u64>> = ids.values().iter().map(|id| remap(*id)).collect();
         let keep = arrow_array::BooleanArray::from(
             mapped.iter().map(|m| Some(m.is_some())).collect::<Vec<_>>(),

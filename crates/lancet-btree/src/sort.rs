@@ -145,7 +145,7 @@ impl ExternalSorter {
         if let Some((_, fs)) = &self.spill {
             for path in &self.runs {
                 let file = LanceFile::open(fs, path, None).await?;
-                cursors.push(Cursor::new(Source::Run { file, next: 0 }));
+                cursors.push(Cursor::new(Source::Run { file: Box::new(file), next: 0 }));
             }
         }
         let mut stream = SortedStream {
@@ -165,7 +165,7 @@ impl ExternalSorter {
 
 enum Source {
     Memory(Option<RecordBatch>),
-    Run { file: LanceFile, next: u64 },
+    Run { file: Box<LanceFile>, next: u64 },
 }
 
 struct Cursor {

@@ -326,7 +326,7 @@ async fn cleanup_on_the_command_line_reports_per_kind_and_refuses_unsafe_argumen
         "{err}"
     );
     for bad in [
-        &["cleanup", uri, "--older-than", "7 days"][..],
+        &["cleanup", uri, "--older-than", "7 parsecs"][..],
         &["cleanup", uri, "--retain-versions", "0"],
     ] {
         let out = lancet(bad);

@@ -574,6 +574,55 @@ fn check_prefix(site: &Site, head: &[u8]) -> Result<(), String> {
 pub(crate) struct CheckedIo {
     pub(crate) inner: Arc<dyn EncodingsIo>,
     pub(crate) pages: Arc<CompressedPages>,
+    pub(crate) ahead: Arc<ReadAhead>,
+}
+
+/// Read-ahead for a read of whole columns: every buffer of the columns' pages is fetched in
+/// one request before lance-file decodes them (it would otherwise read metadata and data in
+/// turn, a request each), and held for the read.
+#[derive(Debug, Default)]
+pub(crate) struct ReadAhead {
+    held: std::sync::Mutex<Vec<(Range<u64>, Bytes)>>,
+}
+
+impl ReadAhead {
+    /// Fetches `ranges` through `io` in one request and holds them.
+    pub(crate) async fn prefetch(
+        &self,
+        io: &dyn EncodingsIo,
+        ranges: Vec<Range<u64>>,
+    ) -> lance_core::Result<()> {
+        let ranges: Vec<Range<u64>> = ranges.into_iter().filter(|r| r.start < r.end).collect();
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let got = io.submit_request(ranges.clone(), 0).await?;
+        if let Ok(mut held) = self.held.lock() {
+            held.extend(ranges.into_iter().zip(got));
+        }
+        Ok(())
+    }
+
+    /// Forgets what it holds.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut held) = self.held.lock() {
+            held.clear();
+        }
+    }
+
+    /// `range`, when a held read covers it.
+    fn take(&self, range: &Range<u64>) -> Option<Bytes> {
+        let held = self.held.lock().ok()?;
+        held.iter().find_map(|(r, b)| {
+            if range.start >= r.start && range.end <= r.end {
+                let from = usize::try_from(range.start - r.start).ok()?;
+                let to = usize::try_from(range.end - r.start).ok()?;
+                b.get(from..to).map(|_| b.slice(from..to))
+            } else {
+                None
+            }
+        })
+    }
 }
 
 impl EncodingsIo for CheckedIo {
@@ -583,22 +632,78 @@ impl EncodingsIo for CheckedIo {
         priority: u64,
     ) -> BoxFuture<'static, lance_core::Result<Vec<Bytes>>> {
         let pages = self.pages.clone();
-        let inner = self.inner.clone();
-        let asked = ranges.clone();
-        let read = self.inner.submit_request(ranges, priority);
-        async move {
-            // the chunk tables of chunked pages this read touches, read once per file
-            for page in asked.iter().flat_map(|r| pages.chunked_in(r)) {
-                if pages.table(page.data.0).is_some() {
-                    continue;
+        let ahead = self.ahead.clone();
+        // what read-ahead already holds is served from memory; the rest is one request
+        let served: Vec<Option<Bytes>> = ranges
+            .iter()
+            .map(|r| if r.start < r.end { ahead.take(r) } else { None })
+            .collect();
+        let wanted: Vec<Range<u64>> = ranges
+            .iter()
+            .zip(&served)
+            .filter(|(_, s)| s.is_none())
+            .map(|(r, _)| r.clone())
+            .collect();
+        // the chunk tables of chunked pages this read touches that are not known yet (read
+        // once per file), fetched in the same request as the pages
+        let mut metas: Vec<(u64, Range<u64>)> = Vec::new();
+        for page in wanted.iter().flat_map(|r| pages.chunked_in(r)) {
+            if pages.table(page.data.0).is_some() || metas.iter().any(|(d, _)| *d == page.data.0) {
+                continue;
+            }
+            let meta = page.meta.0..page.meta.0.saturating_add(page.meta.1);
+            if let Some(bytes) = ahead.take(&meta) {
+                match chunk_table(page, bytes.as_ref()) {
+                    Ok(table) => pages.set_table(page.data.0, Arc::new(table)),
+                    Err(e) => {
+                        return async move { Err(lance_core::Error::invalid_input(e)) }.boxed()
+                    }
                 }
-                let meta = page.meta.0..page.meta.0.saturating_add(page.meta.1);
-                let got = inner.submit_request(vec![meta], priority).await?;
-                let table = chunk_table(page, got.first().map(|b| b.as_ref()).unwrap_or_default())
-                    .map_err(lance_core::Error::invalid_input)?;
+                continue;
+            }
+            metas.push((page.data.0, meta));
+        }
+        let asked = ranges;
+        let mut all: Vec<Range<u64>> = metas.iter().map(|(_, m)| m.clone()).collect();
+        all.extend(wanted.iter().cloned());
+        let read = (!all.is_empty()).then(|| self.inner.submit_request(all.clone(), priority));
+        async move {
+            let mut got = match read {
+                Some(read) => read.await?,
+                None => Vec::new(),
+            };
+            if got.len() != all.len() {
+                return Err(lance_core::Error::io(
+                    "a page read returned fewer ranges than asked",
+                ));
+            }
+            let fetched = got.split_off(metas.len());
+            for ((data_start, _), bytes) in metas.iter().zip(&got) {
+                let Some(page) = wanted
+                    .iter()
+                    .flat_map(|r| pages.chunked_in(r))
+                    .find(|p| p.data.0 == *data_start)
+                else {
+                    continue;
+                };
+                let table =
+                    chunk_table(page, bytes.as_ref()).map_err(lance_core::Error::invalid_input)?;
                 pages.set_table(page.data.0, Arc::new(table));
             }
-            let data = read.await?;
+            let mut fetched = fetched.into_iter();
+            let mut data = Vec::with_capacity(asked.len());
+            for (range, held) in asked.iter().zip(served) {
+                // every range not held was asked for, in order (empty ones included)
+                let bytes = match held {
+                    Some(b) => b,
+                    None => fetched.next().ok_or_else(|| {
+                        lance_core::Error::io(format!(
+                            "a page read returned no bytes for {range:?}"
+                        ))
+                    })?,
+                };
+                data.push(bytes);
+            }
             for (range, bytes) in asked.iter().zip(&data) {
                 pages
                     .check(range, bytes)

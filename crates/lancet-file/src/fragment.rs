@@ -174,6 +174,18 @@ async fn read_file_columns(
     let batch = match rows {
         Rows::All => lance.read_columns(&names, None).await?,
         Rows::Range(r) => lance.read_columns(&names, Some(r)).await?,
+        // most rows (a fragment's live rows): every page is read anyway, so the columns are
+        // read whole (one request for their pages) and the rows taken in memory
+        Rows::At(offsets) if offsets.len() as u64 * 2 >= physical_rows => {
+            let all = lance.read_columns(&names, None).await?;
+            let indices = arrow_array::UInt64Array::from(offsets.to_vec());
+            arrow_select::take::take_record_batch(&all, &indices).map_err(|e| {
+                FileError::InvalidInput {
+                    path: file.path.clone(),
+                    rule: format!("rows to take: {e}"),
+                }
+            })?
+        }
         Rows::At(offsets) => lance.take_columns(&names, offsets).await?,
     };
     Ok(wanted

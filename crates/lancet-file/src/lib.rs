@@ -28,6 +28,7 @@ mod fragment;
 mod read;
 mod schema;
 mod store;
+mod tail;
 mod write;
 
 pub use checked_io::MAX_DECOMPRESSED;

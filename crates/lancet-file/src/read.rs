@@ -15,7 +15,7 @@ use lance_io::ReadBatchParams;
 use object_store::path::Path;
 use object_store::ObjectStoreExt;
 
-use crate::checked_io::{CheckedIo, CompressedPages, StoreIo};
+use crate::checked_io::{CheckedIo, CompressedPages, ReadAhead, StoreIo};
 use crate::error::{lance_err, FileError, Result};
 use crate::footer::{check_offset_table, parse_footer, FOOTER_LEN};
 use crate::schema::check_schema_exact;
@@ -44,6 +44,10 @@ pub struct LanceFile {
     top_level: Vec<(i32, String)>,
     /// The file's compressed buffers, checked on every page read (`checked_io.rs`).
     pages: Arc<CompressedPages>,
+    /// Whole-column reads fetch their pages in one request (see [`ReadAhead`]).
+    ahead: Arc<ReadAhead>,
+    /// The store the file is read from (`None` for a file held in memory).
+    io: Option<Arc<dyn lance_encoding::EncodingsIo>>,
 }
 
 impl std::fmt::Debug for LanceFile {
@@ -62,20 +66,24 @@ impl LanceFile {
     /// lance-file still cannot decode is a [`FileError::Lance`] or [`FileError::Corrupt`], never a
     /// panic.
     pub async fn open(fs: &FileStore, path: &Path, known_size: Option<u64>) -> Result<Self> {
-        let size = match known_size {
-            Some(size) => size,
-            None => {
-                fs.raw
-                    .head(path)
-                    .await
-                    .map_err(|e| FileError::Store {
-                        path: path.clone(),
-                        source: e.into(),
-                    })?
-                    .size
-            }
-        };
-        check_footer(fs, path, size).await?;
+        // one request: the tail (and the size, when unknown) with the footer, both offset
+        // tables and usually all metadata, which lance-file's own reads then find in memory
+        let tail = fs
+            .tails
+            .tail(path, known_size)
+            .await
+            .map_err(|e| FileError::Store {
+                path: path.clone(),
+                source: e.into(),
+            })?;
+        let size = tail.size();
+        if known_size.is_some_and(|k| k != size) {
+            return Err(FileError::Corrupt {
+                at: lancet_proto::ObjectRef::new(path.to_string()),
+                rule: format!("the file is {size} bytes, its record says {known_size:?}"),
+            });
+        }
+        check_footer(fs, path, size, &tail).await?;
         let file = fs
             .scheduler
             .open_file(path, &CachedFileSize::new(size))
@@ -107,12 +115,15 @@ impl LanceFile {
                         .map(move |(p, page)| (c, p, page))
                 }),
         ));
+        let ahead = Arc::new(ReadAhead::default());
+        let io: Arc<dyn lance_encoding::EncodingsIo> = Arc::new(StoreIo {
+            store: fs.raw.clone(),
+            path: path.clone(),
+        });
         let reader = reader.with_scheduler(Arc::new(CheckedIo {
-            inner: Arc::new(StoreIo {
-                store: fs.raw.clone(),
-                path: path.clone(),
-            }),
+            inner: io.clone(),
             pages: pages.clone(),
+            ahead: ahead.clone(),
         }));
         let lance_schema = reader.schema().clone();
         // lance-core unwraps on a logical type it does not know; bytes decide the type.
@@ -137,6 +148,8 @@ impl LanceFile {
             field_ids,
             top_level,
             pages,
+            ahead,
+            io: Some(io),
         })
     }
 
@@ -192,8 +205,25 @@ impl LanceFile {
         if range.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        self.collect(ReadBatchParams::Range(range_usize(&range)?), None)
-            .await
+        let columns = self.all_columns();
+        match range == (0..self.num_rows()) {
+            true => self.prefetch(&columns, None).await?,
+            false => {
+                self.prefetch(&columns, Some(std::slice::from_ref(&range)))
+                    .await?
+            }
+        }
+        let read = self
+            .collect(ReadBatchParams::Range(range_usize(&range)?), None)
+            .await;
+        self.ahead.clear();
+        read
+    }
+
+    /// Every column of the file (what a read without a projection decodes).
+    fn all_columns(&self) -> Vec<u32> {
+        let n = self.reader.metadata().column_infos.len();
+        (0..u32::try_from(n).unwrap_or(u32::MAX)).collect()
     }
 
     /// Reads several row ranges with one request set (lance-io merges adjacent ranges into
@@ -206,7 +236,10 @@ impl LanceFile {
         if ranges.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        self.collect(ReadBatchParams::Ranges(ranges), None).await
+        self.prefetch(&self.all_columns(), Some(&ranges)).await?;
+        let read = self.collect(ReadBatchParams::Ranges(ranges), None).await;
+        self.ahead.clear();
+        read
     }
 
     /// Reads the rows at `rows` (strictly increasing, each below [`Self::num_rows`], as
@@ -234,7 +267,81 @@ impl LanceFile {
             return Ok(RecordBatch::new_empty(schema));
         }
         let params = ReadBatchParams::Range(range_usize(&range)?);
-        self.collect(params, Some((projection, schema))).await
+        // every row of the columns: every buffer of their pages in one request; some rows:
+        // the small buffers of the pages holding them (what lance-file reads before it knows
+        // which chunks to read), so the pages cost one more request
+        let whole = range == (0..self.num_rows());
+        match whole {
+            true => self.prefetch(&projection.column_indices, None).await?,
+            false => {
+                self.prefetch(
+                    &projection.column_indices,
+                    Some(std::slice::from_ref(&range)),
+                )
+                .await?
+            }
+        }
+        let read = self.collect(params, Some((projection, schema))).await;
+        self.ahead.clear();
+        read
+    }
+
+    /// Fetches, in one request held until the read that wants them is done, buffers of the
+    /// columns `columns`: with `rows` `None` every buffer (column-level and page buffers);
+    /// otherwise the pages holding any of the row spans `rows`: whole when at most
+    /// [`SMALL_PAGE`] bytes, else their small buffers (at most [`SMALL_BUFFER`] bytes each).
+    async fn prefetch(&self, columns: &[u32], rows: Option<&[Range<u64>]>) -> Result<()> {
+        let Some(io) = &self.io else {
+            return Ok(());
+        };
+        let infos = &self.reader.metadata().column_infos;
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for c in columns {
+            let Some(info) = usize::try_from(*c).ok().and_then(|c| infos.get(c)) else {
+                continue;
+            };
+            let Some(rows) = rows else {
+                let buffers = info.buffer_offsets_and_sizes.iter().chain(
+                    info.page_infos
+                        .iter()
+                        .flat_map(|p| p.buffer_offsets_and_sizes.iter()),
+                );
+                ranges.extend(buffers.map(|(at, len)| *at..at.saturating_add(*len)));
+                continue;
+            };
+            let small = |(at, len): &(u64, u64)| {
+                (*len <= SMALL_BUFFER).then(|| *at..at.saturating_add(*len))
+            };
+            ranges.extend(info.buffer_offsets_and_sizes.iter().filter_map(small));
+            let mut start = 0u64;
+            for page in info.page_infos.iter() {
+                let span = start..start.saturating_add(page.num_rows);
+                start = span.end;
+                let holds = rows
+                    .iter()
+                    .any(|r| r.start < span.end && span.start < r.end);
+                if !holds {
+                    continue;
+                }
+                let page_bytes: u64 = page.buffer_offsets_and_sizes.iter().map(|(_, l)| l).sum();
+                if page_bytes <= SMALL_PAGE {
+                    // the whole page: lance-file's data request is then served too
+                    ranges.extend(
+                        page.buffer_offsets_and_sizes
+                            .iter()
+                            .map(|(at, len)| *at..at.saturating_add(*len)),
+                    );
+                } else {
+                    ranges.extend(page.buffer_offsets_and_sizes.iter().filter_map(small));
+                }
+            }
+        }
+        ranges.sort_by_key(|r| r.start);
+        ranges.dedup();
+        self.ahead
+            .prefetch(io.as_ref(), ranges)
+            .await
+            .map_err(lance_err(&self.path))
     }
 
     /// Reads only the columns `names` of the rows at `rows` (strictly increasing, each below
@@ -245,11 +352,17 @@ impl LanceFile {
         if rows.is_empty() {
             return Ok(RecordBatch::new_empty(schema));
         }
-        self.collect(
-            ReadBatchParams::Indices(indices),
-            Some((projection, schema)),
-        )
-        .await
+        let spans: Vec<Range<u64>> = rows.iter().map(|r| *r..r.saturating_add(1)).collect();
+        self.prefetch(&projection.column_indices, Some(&spans))
+            .await?;
+        let read = self
+            .collect(
+                ReadBatchParams::Indices(indices),
+                Some((projection, schema)),
+            )
+            .await;
+        self.ahead.clear();
+        read
     }
 
     fn projection(
@@ -386,8 +499,21 @@ async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Res
         })
 }
 
+/// Page buffers up to this size are fetched ahead of a partial read (see
+/// [`LanceFile::prefetch`]): metadata, chunk tables and repetition indexes.
+const SMALL_BUFFER: u64 = 4096;
+
+/// A page up to this size is fetched whole ahead of a partial read that touches it: one
+/// request instead of two (its metadata, then its chunks), for a few KiB more.
+const SMALL_PAGE: u64 = 256 * 1024;
+
 /// Validates the footer and both offset tables before lance-file trusts them.
-async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
+async fn check_footer(
+    fs: &FileStore,
+    path: &Path,
+    size: u64,
+    tail: &crate::tail::Tail,
+) -> Result<()> {
     let corrupt = |rule: String| FileError::Corrupt {
         at: lancet_proto::ObjectRef::new(path.to_string()),
         rule,
@@ -401,21 +527,25 @@ async fn check_footer(fs: &FileStore, path: &Path, size: u64) -> Result<()> {
         path: path.clone(),
         source: e.into(),
     };
-    let tail = fs
-        .raw
-        .get_range(path, size - FOOTER_LEN..size)
-        .await
-        .map_err(store_err)?;
-    let footer = parse_footer(&tail, size).map_err(corrupt)?;
+    let footer_bytes = match tail.slice(&(size - FOOTER_LEN..size)) {
+        Some(b) => b,
+        None => fs
+            .raw
+            .get_range(path, size - FOOTER_LEN..size)
+            .await
+            .map_err(store_err)?,
+    };
+    let footer = parse_footer(&footer_bytes, size).map_err(corrupt)?;
     // Both tables sit between cmo_table_start and the footer; parse_footer bounded them by size.
-    let tables = fs
-        .raw
-        .get_range(path, footer.cmo_table_start..size - FOOTER_LEN)
-        .await
-        .map_err(|e| FileError::Store {
-            path: path.clone(),
-            source: e.into(),
-        })?;
+    let tables_range = footer.cmo_table_start..size - FOOTER_LEN;
+    let tables = match tail.slice(&tables_range) {
+        Some(b) => b,
+        None => fs
+            .raw
+            .get_range(path, tables_range)
+            .await
+            .map_err(store_err)?,
+    };
     let split = usize::try_from(footer.gbo_table_start - footer.cmo_table_start)
         .map_err(|_| corrupt("offset tables too large".into()))?;
     let (cmo, gbo) = tables
@@ -459,6 +589,7 @@ pub async fn open_bytes_exact(path: &Path, bytes: Bytes, expected: &Schema) -> R
     file.reader = file.reader.with_scheduler(Arc::new(CheckedIo {
         inner: Arc::new(MemoryIo { bytes }),
         pages: file.pages.clone(),
+        ahead: Default::default(),
     }));
     Ok(file)
 }
@@ -532,6 +663,7 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
     let io = Arc::new(CheckedIo {
         inner: Arc::new(MemoryIo { bytes }),
         pages: outline.pages.clone(),
+        ahead: Default::default(),
     });
     let reader = guard(
         path,
@@ -561,6 +693,8 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
         field_ids,
         top_level,
         pages: outline.pages.clone(),
+        ahead: Default::default(),
+        io: None,
     })
 }
 

@@ -11,8 +11,10 @@ use crate::error::{FileError, Result};
 pub struct FileStore {
     pub(crate) store: Arc<LanceStore>,
     pub(crate) scheduler: Arc<ScanScheduler>,
-    /// The plain handle, for lancet's own footer checks.
+    /// The plain handle, for lancet's own footer checks (through `tails`).
     pub(crate) raw: Arc<dyn object_store::ObjectStore>,
+    /// The tails of the files opened through this store: every read passes through it.
+    pub(crate) tails: Arc<crate::tail::TailCache>,
 }
 
 impl FileStore {
@@ -29,9 +31,10 @@ impl FileStore {
         } else {
             64
         };
-        let raw = store.clone();
+        let tails = Arc::new(crate::tail::TailCache::new(store));
+        let raw: Arc<dyn object_store::ObjectStore> = tails.clone();
         let store = Arc::new(LanceStore::new(
-            store,
+            raw.clone(),
             url,
             None,
             None,
@@ -46,6 +49,7 @@ impl FileStore {
             store,
             scheduler,
             raw,
+            tails,
         })
     }
 }

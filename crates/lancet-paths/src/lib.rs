@@ -28,6 +28,8 @@ mod bases;
 pub mod cleanup;
 pub mod clock;
 pub mod clone;
+#[cfg(feature = "testing")]
+pub mod counting;
 mod error;
 #[cfg(feature = "testing")]
 pub mod fault;

@@ -123,8 +123,15 @@ impl Dataset {
         let store = self.store();
         let entries = manifest::list_versions(store).await?;
         let total = entries.len() as u64 + 1;
+        // every manifest once: the handle's own version is the one it holds
+        let own = self.manifest_file();
         let files: Vec<ManifestFile> = futures::stream::iter(entries.iter())
-            .map(|e| manifest::read_manifest_entry(store, e))
+            .map(|e| async move {
+                match e == &own.entry {
+                    true => Ok(own.clone()),
+                    false => manifest::read_manifest_entry(store, e).await,
+                }
+            })
             .buffered(READ_CONCURRENCY)
             .try_collect()
             .await?;

@@ -173,10 +173,17 @@ impl Dataset {
         };
         let rows = index.data_rows().await?;
         let mut out = Vec::new();
+        // every row is kept (as pairs) anyway: the pages are read in one request, and
+        // translated a chunk at a time
+        let (all_values, all_ids) = index.read_rows(0..rows).await?;
         let mut start = 0;
         while start < rows {
             let end = (start + CHUNK_ROWS).min(rows);
-            let (values, ids) = index.read_rows(start..end).await?;
+            let (offset, len) = (
+                usize::try_from(start).unwrap_or(usize::MAX),
+                usize::try_from(end - start).unwrap_or(0),
+            );
+            let (values, ids) = (all_values.slice(offset, len), all_ids.slice(offset, len));
             let (values, ids) = match &history {
                 None => (values, ids),
                 Some(h) => {

@@ -44,6 +44,15 @@ impl Dataset {
 
     /// The fragment's deleted offsets, if it has a deletion file.
     pub async fn deletion_vector(&self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
+        Ok(self
+            .cached_deletion_vector(fragment)
+            .await?
+            .map(Arc::unwrap_or_clone))
+    }
+
+    /// The deletion vector of `fragment` read from storage (every read goes through the
+    /// session's cache: [`Dataset::cached_deletion_vector`]).
+    async fn read_deletion_vector(&self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
         let (Some(file), Some(loc)) = (
             &fragment.deletion_file,
             self.deletion_file_location(fragment)?,
@@ -77,7 +86,10 @@ impl Dataset {
             .structure(
                 key,
                 Box::pin(async {
-                    let d = self.deletion_vector(fragment).await?.unwrap_or_default();
+                    let d = self
+                        .read_deletion_vector(fragment)
+                        .await?
+                        .unwrap_or_default();
                     Ok(Arc::new(d))
                 }),
             )
