@@ -145,7 +145,10 @@ impl ExternalSorter {
         if let Some((_, fs)) = &self.spill {
             for path in &self.runs {
                 let file = LanceFile::open(fs, path, None).await?;
-                cursors.push(Cursor::new(Source::Run { file: Box::new(file), next: 0 }));
+                cursors.push(Cursor::new(Source::Run {
+                    file: Box::new(file),
+                    next: 0,
+                }));
             }
         }
         let mut stream = SortedStream {

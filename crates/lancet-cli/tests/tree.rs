@@ -154,7 +154,10 @@ async fn a_corrupt_tree_version_fails_every_command_with_one_line() {
         .join("_versions");
     assert_eq!(
         err.trim_end(),
-        format!("lancet: no manifest versions under {}", versions.display())
+        format!(
+            "lancet: no Lance table here: no manifest versions under {}",
+            versions.display()
+        )
     );
     let out = lancet(&["verify", uri, "--json"]);
     assert_eq!(out.status.code(), Some(1));

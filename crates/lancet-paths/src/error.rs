@@ -63,8 +63,11 @@ pub enum PathsError {
     #[error("{what} of {bytes} bytes exceeds the 4 GiB its length prefix can state")]
     TooLarge { what: &'static str, bytes: usize },
     /// A dataset has no manifest versions.
-    #[error("no manifest versions under {}", shown(path.as_ref()))]
+    #[error("no Lance table here: no manifest versions under {}", shown(path.as_ref()))]
     NoVersions { path: Path },
+    /// The location opened is not a directory a table could live in.
+    #[error("no Lance table at {uri}: {why}")]
+    NoTable { uri: String, why: &'static str },
     /// The requested version does not exist.
     #[error("version {version} not found under {}", shown(path.as_ref()))]
     VersionNotFound { path: Path, version: u64 },
@@ -104,10 +107,10 @@ impl PathsError {
     pub fn kind(&self) -> lancet_proto::ErrorKind {
         use lancet_proto::ErrorKind;
         match self {
-            PathsError::InvalidUri { .. }
-            | PathsError::NoVersions { .. }
-            | PathsError::VersionNotFound { .. }
-            | PathsError::TooLarge { .. } => ErrorKind::InvalidInput,
+            PathsError::InvalidUri { .. } | PathsError::TooLarge { .. } => ErrorKind::InvalidInput,
+            PathsError::NoVersions { .. }
+            | PathsError::NoTable { .. }
+            | PathsError::VersionNotFound { .. } => ErrorKind::NotFound,
             PathsError::Store { .. } => ErrorKind::Unavailable,
             PathsError::AlreadyExists { .. } => ErrorKind::Conflict,
             _ => ErrorKind::Corrupt,

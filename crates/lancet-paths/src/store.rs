@@ -61,14 +61,13 @@ impl DatasetStore {
                 std::fs::create_dir_all(&dir).map_err(|e| invalid(e.to_string()))?;
             }
             if !dir.is_dir() {
-                let path = Path::from(
-                    std::path::absolute(&dir)
-                        .unwrap_or(dir)
-                        .to_string_lossy()
-                        .as_ref(),
-                );
-                lancet_proto::register_local_root(path.as_ref());
-                return Err(PathsError::NotFound { path });
+                return Err(PathsError::NoTable {
+                    uri: uri.to_string(),
+                    why: match dir.exists() {
+                        true => "it is not a directory",
+                        false => "no such directory",
+                    },
+                });
             }
             let dir = dir.canonicalize().map_err(|e| invalid(e.to_string()))?;
             // Object paths are absolute file-system paths (a store rooted at `/`), which is
@@ -287,7 +286,7 @@ mod tests {
         let missing = dir.path().join("missing");
         assert!(matches!(
             DatasetStore::open(missing.to_str().unwrap()),
-            Err(PathsError::NotFound { .. })
+            Err(PathsError::NoTable { .. })
         ));
         assert!(DatasetStore::create(missing.to_str().unwrap()).is_ok());
         let dir2 = tempfile::tempdir().unwrap();

@@ -6,9 +6,12 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The caller's arguments: a bad URI, a version or row that does not exist, a filter
-    /// lancet cannot parse, a change that breaks a rule of the format.
+    /// The caller's arguments: a bad URI, a row that does not exist, a filter lancet cannot
+    /// parse, a change that breaks a rule of the format.
     InvalidInput,
+    /// No table (or no such version of it) at the location named: a missing path, a plain
+    /// file, an empty directory, a version never committed or cleaned up.
+    NotFound,
     /// Stored bytes break a rule of the format (or an object they reference is missing).
     Corrupt,
     /// The table uses a feature this build of lancet does not implement.

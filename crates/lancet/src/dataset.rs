@@ -184,16 +184,18 @@ impl Dataset {
         version: Option<u64>,
         caches: &Caches,
     ) -> Result<Arc<ManifestFile>> {
-        let version = match version {
-            Some(v) => v,
-            // Resolve "latest" first so the cache key is a concrete version.
-            None => manifest::list_versions(store)
-                .await?
-                .last()
-                .map(|e| e.version)
-                .ok_or_else(|| PathsError::NoVersions {
-                    path: store.path(manifest::VERSIONS_DIR),
-                })?,
+        // "latest" is resolved by listing first, so the cache key is a concrete version, and
+        // the listed entry is read as it is (no second lookup by name)
+        let (version, listed) = match version {
+            Some(v) => (v, None),
+            None => {
+                let entry = manifest::list_versions(store).await?.pop().ok_or_else(|| {
+                    PathsError::NoVersions {
+                        path: store.path(manifest::VERSIONS_DIR),
+                    }
+                })?;
+                (entry.version, Some(entry))
+            }
         };
         // Read outside the cache's loader so a corrupt manifest keeps its typed error (a
         // failed shared load reaches callers only as text).
@@ -201,7 +203,10 @@ impl Dataset {
         if let Some(cached) = caches.manifests.get(&key).await {
             return Ok(cached.0);
         }
-        let manifest = Arc::new(manifest::read_manifest(store, Some(version)).await?);
+        let manifest = Arc::new(match listed {
+            Some(entry) => manifest::read_manifest_entry(store, &entry).await?,
+            None => manifest::read_manifest(store, Some(version)).await?,
+        });
         caches
             .manifests
             .insert(key, CachedManifest(manifest.clone()))

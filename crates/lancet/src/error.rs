@@ -245,7 +245,15 @@ mod tests {
                     version: 9,
                 }
                 .into(),
-                ErrorKind::InvalidInput,
+                ErrorKind::NotFound,
+            ),
+            (
+                lancet_paths::PathsError::NoTable {
+                    uri: "/x".into(),
+                    why: "no such directory",
+                }
+                .into(),
+                ErrorKind::NotFound,
             ),
             (
                 lancet_paths::PathsError::Store {

@@ -291,10 +291,9 @@ impl Dataset {
             .iter()
             .find(|f| f.name == column && f.parent_id == -1)
             .cloned()
-            .ok_or_else(|| Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!("no top-level column {column:?}"),
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("column {column:?}"),
+                reason: "the table has no such top-level column".into(),
             })?;
         let covered: RoaringBitmap = self
             .fragments()

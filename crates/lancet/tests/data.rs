@@ -277,3 +277,33 @@ async fn a_filter_reads_a_column_no_file_holds_as_null_as_a_scan_does() {
         assert_eq!(got, (20..30).collect::<Vec<_>>(), "{layout:?}");
     }
 }
+
+/// Where there is no table, opening says so with its own kind (issue 31): a missing path, a
+/// plain file, an empty directory, a version never committed. A BTree on a column the table
+/// does not have is the caller's mistake.
+#[tokio::test]
+async fn no_table_here_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"not a table").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for path in [dir.path().join("missing"), file, empty] {
+        let err = Dataset::open(path.to_str().unwrap()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{path:?}: {err}");
+        assert!(err.to_string().contains("no Lance table"), "{err}");
+    }
+    let uri = dir.path().join("t");
+    let ds = Dataset::create(
+        uri.to_str().unwrap(),
+        schema(),
+        batches(vec![rows(0, 10)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    let err = ds.checkout(9).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    let err = ds.build_btree("nope", 64).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+}
