@@ -41,7 +41,7 @@ pub use leaf::{evaluate_leaf, intersect_ranges, leaf_queries, LeafQueries};
 pub use merge::merge;
 pub use page::{IdLists, Page};
 pub use query::Query;
-pub use schema::{page_data_schema, page_lookup_schema};
+pub use schema::{page_data_schema, page_lookup_schema, DEFAULT_PAGE_ROWS};
 pub use sort::ExternalSorter;
 pub use train::{fragment_pairs, train, write_sorted, EntryFields, TrainOptions, TrainedIndex};
 

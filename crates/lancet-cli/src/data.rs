@@ -160,7 +160,7 @@ pub async fn add_column(
     json: bool,
 ) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
-    let (_, value) = lancet::filter::parse_assignment(&format!("{name} = {expr}"))?;
+    let value = lancet::filter::parse_value(expr)?;
     let options = lancet::AddColumnOptions {
         fragments_per_commit: fragments_per_commit.unwrap_or(usize::MAX),
     };

@@ -512,7 +512,7 @@ enum IndexCommand {
         #[arg(long)]
         column: String,
         /// Rows per page.
-        #[arg(long, default_value_t = 4096)]
+        #[arg(long, default_value_t = lancet::btree::DEFAULT_PAGE_ROWS)]
         zone_size: u64,
     },
 }

@@ -156,6 +156,12 @@ pub fn parse_assignment(text: &str) -> Result<(String, Scalar)> {
     }
 }
 
+/// Parses a value expression (`x * 2 + 1`, `CAST(v AS DECIMAL(10, 2))`, `'text'`): what an
+/// update assigns or an added column holds.
+pub fn parse_value(text: &str) -> Result<Scalar> {
+    scalar::scalar(&parse_sql(text)?).map_err(|reason| invalid(text, reason))
+}
+
 /// The SQL dialect of Lance filters: backtick-quoted identifiers, no backslash escapes in
 /// string literals, double quotes for strings.
 #[derive(Debug)]
@@ -1072,6 +1078,22 @@ mod tests {
                 Err(FilterError::InvalidFilter { filter, .. }) => assert_eq!(filter, bad),
                 other => panic!("{bad}: {other:?}"),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+
+    #[test]
+    fn a_value_parses_as_the_right_side_of_an_assignment_does() {
+        for text in ["x * 2 + 1", "'text'", "CAST(v AS DECIMAL(10, 2))", "-3"] {
+            let (_, assigned) = parse_assignment(&format!("c = {text}")).unwrap();
+            assert_eq!(parse_value(text).unwrap(), assigned, "{text}");
+        }
+        for bad in ["", "x = ", "1 2", "SELECT 1"] {
+            assert!(parse_value(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -95,6 +95,17 @@ impl Dataset {
         .await
     }
 
+    /// Opens version `version` of the table at `uri` with default caches (a version cleanup
+    /// removed, or never committed, is `ErrorKind::NotFound`).
+    pub async fn open_version(uri: &str, version: u64) -> Result<Self> {
+        Self::open_with(
+            DatasetStore::open(uri)?,
+            Some(version),
+            Caches::new(Default::default()),
+        )
+        .await
+    }
+
     /// Opens `version` (latest when `None`) of the table in `store`, sharing `caches`.
     pub async fn open_with(
         store: DatasetStore,

@@ -284,6 +284,8 @@ impl Dataset {
 
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
     /// the next version under the name `{column}_idx`, replacing an index of that name.
+    /// `page_rows`: rows per index page; Lance's default is 4,096
+    /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]).
     pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
         let field = self
             .manifest()

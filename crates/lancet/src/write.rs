@@ -203,13 +203,21 @@ impl Dataset {
         .await
     }
 
-    /// Appends `batches` (the table's schema) as new fragments in one Append.
+    /// Appends `batches` (the table's schema) as new fragments in one Append. No rows at all
+    /// is refused with nothing published, as Lance 14.0.2's writer refuses it ("No data to
+    /// write").
     pub async fn append<S>(&self, batches: S) -> Result<Committed>
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
         let span = tracing::debug_span!("write_fragments", uri = %self.uri());
         let fragments = self.write_fragments(batches).instrument(span).await?;
+        if fragments.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "append".into(),
+                reason: "no rows to append".into(),
+            });
+        }
         self.commit(Operation::Append(Append { fragments })).await
     }
 

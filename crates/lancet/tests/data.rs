@@ -219,7 +219,7 @@ async fn a_filter_reads_a_column_no_file_holds_as_null_as_a_scan_does() {
             .unwrap();
         // `w` filled in the first two fragments; then a schema-only Merge adds `v`, which no
         // data file holds, and a backfill of `w` on a third fragment appended without it
-        let value = lancet::filter::parse_assignment("w = id * 2").unwrap().1;
+        let value = lancet::filter::parse_value("id * 2").unwrap();
         let ds = ds
             .add_column("w", &value, Default::default())
             .await
@@ -304,6 +304,24 @@ async fn no_table_here_is_not_found() {
     .unwrap();
     let err = ds.checkout(9).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    let err = Dataset::open_version(uri.to_str().unwrap(), 9)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert_eq!(
+        Dataset::open_version(uri.to_str().unwrap(), 1)
+            .await
+            .unwrap()
+            .version(),
+        1
+    );
     let err = ds.build_btree("nope", 64).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    // an append of no rows publishes nothing, as Lance's writer refuses it
+    let before = listing(&uri);
+    for empty in [vec![], vec![rows(0, 0)]] {
+        let err = ds.append(batches(empty)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert_eq!(listing(&uri), before);
+    }
 }

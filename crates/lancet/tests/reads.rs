@@ -163,7 +163,7 @@ async fn reads_per_object_of_each_command() {
                         ds.optimize_indices(&Default::default()).await.unwrap();
                     }
                     "add-column" => {
-                        let v = lancet::filter::parse_assignment("w = id * 2").unwrap().1;
+                        let v = lancet::filter::parse_value("id * 2").unwrap();
                         ds.add_column("w", &v, Default::default()).await.unwrap();
                     }
                     "cleanup" => {
