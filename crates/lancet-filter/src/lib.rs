@@ -1083,6 +1083,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod value_tests {
     use super::*;
 
