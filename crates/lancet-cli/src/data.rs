@@ -17,16 +17,10 @@ pub struct Create {
 }
 
 fn file_version(v: &str) -> Result<lancet::file::FileVersion, CliError> {
-    use lancet::file::FileVersion;
-    Ok(match v {
-        "2.0" => FileVersion::V2_0,
-        "2.1" => FileVersion::V2_1,
-        "2.2" | "stable" => FileVersion::V2_2,
-        other => {
-            return Err(CliError::Usage(format!(
-                "--data-storage-version {other}: lancet writes 2.0, 2.1 and 2.2"
-            )))
-        }
+    lancet::file::FileVersion::parse(v).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--data-storage-version {v}: lancet writes 2.0, 2.1 and 2.2"
+        ))
     })
 }
 

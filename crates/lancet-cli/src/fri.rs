@@ -123,12 +123,13 @@ pub async fn trim(uri: &str) -> Result<(), CliError> {
 pub async fn unreferenced(uri: &str, delete: bool, older_than: &str) -> Result<(), CliError> {
     let older_than = crate::cleanup::parse_duration(older_than)?;
     let ds = open(uri, None).await?;
-    let files = ds.unreferenced_fri_files(older_than).await?;
-    if delete {
-        for f in &files {
-            ds.store().delete(f).await.map_err(lancet::Error::from)?;
+    let files = match delete {
+        true => {
+            ds.delete_unreferenced_fri_files(older_than, &Default::default())
+                .await?
         }
-    }
+        false => ds.unreferenced_fri_files(older_than).await?,
+    };
     let names: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     println!("{}", json!({"unreferenced": names, "deleted": delete}));
     Ok(())

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use lancet::proto::table::data_fragment::RowIdSequence as PbRowIds;
-use lancet::rowid::{row_address, RowIdSequence};
+use lancet::rowid::RowIdSequence;
 use lancet::Dataset;
 use lancet::RowAddress;
 use serde::Serialize;
@@ -19,47 +19,13 @@ struct FragmentSegments {
     byte_identical: bool,
 }
 
-/// Every live `(row_id, address)` sorted by row id.
+/// Every live `(row_id, address)` sorted by row id (the library says what `_rowid` is).
 async fn mapping(ds: &Dataset) -> Result<Vec<(u64, u64)>, CliError> {
-    if ds.has_stable_row_ids() {
-        return Ok(ds.row_id_index().await?.iter().collect());
-    }
-    // Without stable row ids, _rowid is the row address.
-    let deletions = ds.deletion_vectors().await?;
-    let mut out = Vec::new();
-    for (f, deleted) in ds.fragments().await?.iter().zip(deletions) {
-        let frag = u32::try_from(f.id)
-            .map_err(|_| CliError::Usage(format!("fragment id {} exceeds 32 bits", f.id)))?;
-        for offset in 0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX) {
-            if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
-                continue;
-            }
-            let addr = row_address(frag, offset);
-            out.push((addr, addr));
-        }
-    }
-    Ok(out)
+    Ok(ds.live_row_ids().await?)
 }
 
 async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError> {
-    if ds.has_stable_row_ids() {
-        return Ok(ds.lookup_row_ids(ids).await?);
-    }
-    let deletions = ds.deletion_vectors().await?;
-    let fragments = ds.fragments().await?;
-    Ok(ids
-        .iter()
-        .map(|&id| {
-            let (frag, offset) = RowAddress::split(id);
-            let k = fragments.iter().position(|f| f.id == u64::from(frag))?;
-            let f = fragments.get(k)?;
-            let deleted = deletions
-                .get(k)?
-                .as_ref()
-                .is_some_and(|d| d.contains(offset));
-            (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
-        })
-        .collect())
+    Ok(ds.lookup_row_ids(ids).await?)
 }
 
 async fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {

@@ -25,6 +25,17 @@ pub enum FileVersion {
 }
 
 impl FileVersion {
+    /// The version a manifest's `data_format.version` or a user names: `2.0` (and Lance's
+    /// legacy spelling `0.3`), `2.1`, `2.2` (and `stable`, Lance's alias for it).
+    pub fn parse(name: &str) -> Option<FileVersion> {
+        match name {
+            "2.0" | "0.3" => Some(Self::V2_0),
+            "2.1" => Some(Self::V2_1),
+            "2.2" | "stable" => Some(Self::V2_2),
+            _ => None,
+        }
+    }
+
     fn concrete(self) -> ConcreteFileVersion {
         match self {
             Self::V2_0 => ConcreteFileVersion::V2_0,
@@ -278,5 +289,26 @@ impl StreamingWriter {
             global_buffers: indexes,
             columns: self.writer.field_id_to_column_indices().to_vec(),
         })
+    }
+}
+
+#[cfg(test)]
+mod version_names {
+    use super::FileVersion;
+
+    #[test]
+    fn versions_parse_as_manifests_and_users_name_them() {
+        for (name, v) in [
+            ("2.0", FileVersion::V2_0),
+            ("0.3", FileVersion::V2_0),
+            ("2.1", FileVersion::V2_1),
+            ("2.2", FileVersion::V2_2),
+            ("stable", FileVersion::V2_2),
+        ] {
+            assert_eq!(FileVersion::parse(name), Some(v), "{name}");
+        }
+        for bad in ["", "2.3", "legacy", "2"] {
+            assert_eq!(FileVersion::parse(bad), None, "{bad}");
+        }
     }
 }

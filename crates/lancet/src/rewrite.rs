@@ -448,6 +448,52 @@ impl Dataset {
         out.sort();
         Ok(out)
     }
+
+    /// Deletes [`Dataset::unreferenced_fri_files`] through cleanup's sweep (its concurrency,
+    /// rate and failure rules: `policy`'s), returning what was deleted; a delete that failed
+    /// is an `Unavailable` error naming the first (the others are deleted).
+    pub async fn delete_unreferenced_fri_files(
+        &self,
+        older_than: Duration,
+        policy: &crate::CleanupPolicy,
+    ) -> Result<Vec<Path>> {
+        let files = self.unreferenced_fri_files(older_than).await?;
+        let mut locations = std::collections::HashMap::new();
+        let mut doomed = Vec::with_capacity(files.len());
+        for path in &files {
+            let rel = self.store().relative(path).unwrap_or_default();
+            locations.insert(rel.clone(), path.clone());
+            doomed.push((
+                lancet_paths::cleanup::Listed {
+                    path: rel,
+                    size: 0,
+                    last_modified_ms: 0,
+                },
+                lancet_paths::cleanup::ObjectKind::RowMap,
+            ));
+        }
+        let (failed, _) = lancet_paths::sweep::delete_planned(
+            self.store(),
+            &locations,
+            &doomed,
+            policy,
+            &|_, _| {},
+        )
+        .await;
+        if let Some((path, why)) = failed.first() {
+            // the store failed (kind Unavailable): running it again deletes what is left
+            return Err(lancet_paths::PathsError::Store {
+                path: self.store().path(path),
+                source: std::sync::Arc::new(object_store::Error::Generic {
+                    store: "cleanup sweep",
+                    source: format!("{} row maps left undeleted, first: {why}", failed.len())
+                        .into(),
+                }),
+            }
+            .into());
+        }
+        Ok(files)
+    }
 }
 
 /// The Lance operation a rewrite of `sources` is judged as.

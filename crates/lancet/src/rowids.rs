@@ -140,10 +140,14 @@ impl Dataset {
             .await
     }
 
-    /// The addresses of `ids` (None when not live). Uses the cached `RowIdIndex` when this
-    /// version has one; otherwise answers lazily, reading only the deletion files of the
-    /// fragments that hold the ids (what a first take after opening needs).
+    /// The addresses of the `_rowid`s `ids` (None when not live). With stable row ids: the
+    /// cached `RowIdIndex` when this version has one, otherwise answered lazily, reading only
+    /// the deletion files of the fragments that hold the ids (what a first take after opening
+    /// needs). Without them `_rowid` is the address: each id itself when live.
     pub async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+        if !self.has_stable_row_ids() {
+            return self.live_addresses(ids).await;
+        }
         let key = StructureKey::RowIdIndex {
             uri: self.uri().to_string(),
             version: self.version(),
@@ -180,6 +184,54 @@ impl Dataset {
             }
         })
         .await
+    }
+
+    /// Without stable row ids `_rowid` is the row address: each of `ids` itself when a live
+    /// row of this version (its fragment exists, the offset is below `physical_rows`, and no
+    /// deletion file deletes it), `None` otherwise.
+    async fn live_addresses(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+        let deletions = self.deletion_vectors().await?;
+        let fragments = self.fragments().await?;
+        Ok(ids
+            .iter()
+            .map(|&id| {
+                let (frag, offset) = lancet_proto::RowAddress::split(id);
+                let k = fragments
+                    .binary_search_by_key(&u64::from(frag), |f| f.id)
+                    .ok()?;
+                let f = fragments.get(k)?;
+                let deleted = deletions
+                    .get(k)?
+                    .as_ref()
+                    .is_some_and(|d| d.contains(offset));
+                (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
+            })
+            .collect())
+    }
+
+    /// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
+    /// stable row ids; otherwise each live address twice (`_rowid` is the address).
+    pub async fn live_row_ids(&self) -> Result<Vec<(u64, u64)>> {
+        if self.has_stable_row_ids() {
+            return Ok(self.row_id_index().await?.iter().collect());
+        }
+        let deletions = self.deletion_vectors().await?;
+        let mut out = Vec::new();
+        for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
+            let frag = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
+                fragment: f.id,
+                rule: "fragment ids must fit 32 bits".into(),
+            })?;
+            let rows = u32::try_from(f.physical_rows).unwrap_or(u32::MAX);
+            for offset in 0..rows {
+                if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
+                    continue;
+                }
+                let address = lancet_proto::RowAddress::new(frag, offset).as_u64();
+                out.push((address, address));
+            }
+        }
+        Ok(out)
     }
 
     async fn build_row_id_index(&self) -> Result<RowIdIndex> {

@@ -228,16 +228,11 @@ impl Dataset {
             .data_format
             .as_ref()
             .map_or("2.0", |f| f.version.as_str());
-        match version {
-            "2.0" | "0.3" => Ok(FileVersion::V2_0),
-            "2.1" => Ok(FileVersion::V2_1),
-            "2.2" => Ok(FileVersion::V2_2),
-            other => Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {other:?}"),
-            }),
-        }
+        FileVersion::parse(version).ok_or_else(|| Error::Unsupported {
+            uri: self.uri().to_string(),
+            version: self.version(),
+            rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {version:?}"),
+        })
     }
 }
 

@@ -325,3 +325,43 @@ async fn no_table_here_is_not_found() {
         assert_eq!(listing(&uri), before);
     }
 }
+
+/// What `_rowid` is, said once below the CLI (issue 31): without stable row ids it is the row
+/// address, live while its fragment holds it and no deletion file deletes it.
+#[tokio::test]
+async fn row_ids_without_stable_ids_are_live_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 20)]),
+        CreateOptions {
+            max_rows_per_file: 10,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ds = ds
+        .delete(&Filter::parse("id = 3 OR id = 12").unwrap())
+        .await
+        .unwrap()
+        .committed
+        .dataset;
+    let live = ds.live_row_ids().await.unwrap();
+    assert_eq!(live.len(), 18);
+    assert!(live.iter().all(|(id, addr)| id == addr));
+    let addr = |f: u32, o: u32| lancet::RowAddress::new(f, o).as_u64();
+    assert!(!live
+        .iter()
+        .any(|(id, _)| *id == addr(0, 3) || *id == addr(1, 2)));
+    let found = ds
+        .lookup_row_ids(&[addr(0, 2), addr(0, 3), addr(1, 9), addr(1, 10), addr(7, 0)])
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        vec![Some(addr(0, 2)), None, Some(addr(1, 9)), None, None]
+    );
+}
