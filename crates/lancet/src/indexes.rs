@@ -319,30 +319,14 @@ impl Dataset {
                 })
             }
         };
-        let uuid = ObjectUuid::new_v4();
-        let dir = self.store().path(&lancet_paths::layout::index_dir(uuid));
+        let name = format!("{column}_idx");
         let options = TrainOptions {
             page_rows,
             ..Default::default()
         };
-        let trained = lancet_btree::train(
-            self.file_store(),
-            &dir,
-            &value_type,
-            futures::stream::iter(batches.into_iter().map(Ok)),
-            options,
-        )
-        .await?;
-        let name = format!("{column}_idx");
-        let entry = trained.entry(lancet_btree::EntryFields {
-            uuid: uuid.to_proto(),
-            name: &name,
-            field_id: field.id,
-            dataset_version: self.version(),
-            fragments: covered,
-            stable_row_ids: self.has_stable_row_ids(),
-            created_at: u64::try_from(self.clock().now_ms()).unwrap_or(0),
-        });
+        let entry = self
+            .train_segment(&name, field.id, &value_type, batches, covered, options)
+            .await?;
         let removed_indices = self
             .indices()
             .iter()

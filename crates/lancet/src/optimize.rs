@@ -217,7 +217,7 @@ impl Dataset {
     }
 
     /// Trains a segment of index `name` from `pairs`, covering `fragments`.
-    async fn train_segment(
+    pub(crate) async fn train_segment(
         &self,
         name: &str,
         field_id: i32,
