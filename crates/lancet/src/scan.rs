@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use lancet_file::{Column, DataFileAt, Rows};
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
@@ -26,6 +26,10 @@ use crate::Dataset;
 const SCAN_BATCH_ROWS: u64 = 64 * 1024;
 /// Batches read ahead of the consumer.
 const SCAN_READ_AHEAD: usize = 2;
+
+/// A fragment whose projected columns hold at most this many values (rows × columns) is read
+/// in one pass; a larger one batch by batch, so that a wide scan's memory stays a few batches.
+const WHOLE_FRAGMENT_CELLS: u64 = 4 * 1024 * 1024;
 
 /// What [`Dataset::scan`] returns.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +54,22 @@ pub struct ScanOptions {
 struct Chunk {
     fragment: DataFragment,
     rows: ChunkRows,
+}
+
+/// One read of a scan: a batch of a fragment's rows, or a whole fragment (read in one
+/// pass and cut into batches of at most [`SCAN_BATCH_ROWS`]).
+enum Read {
+    Chunk(Chunk),
+    Fragment(Chunk),
+}
+
+/// `batch` cut into consecutive batches of at most `rows` rows (zero-copy slices).
+fn batches_of(batch: &RecordBatch, rows: u64) -> Vec<RecordBatch> {
+    let step = usize::try_from(rows).unwrap_or(usize::MAX).max(1);
+    (0..batch.num_rows())
+        .step_by(step)
+        .map(|start| batch.slice(start, step.min(batch.num_rows() - start)))
+        .collect()
 }
 
 enum ChunkRows {
@@ -188,10 +208,40 @@ impl Dataset {
         };
         let mut skip = options.offset;
         let mut left = options.limit.unwrap_or(u64::MAX);
-        let mut chunks = Vec::new();
+        let mut reads = Vec::new();
         for (f, deleted) in fragments.iter().zip(deletions) {
             if left == 0 {
                 break;
+            }
+            // a fragment the scan takes whole (no filter, offset or limit inside it) and whose
+            // projected columns are small enough to hold is read in one pass: its file's
+            // pages in one request, sliced into batches after
+            let cells = f
+                .physical_rows
+                .saturating_mul(projection.len().max(1) as u64);
+            if matched.is_none() && skip == 0 && cells <= WHOLE_FRAGMENT_CELLS {
+                let live = match &deleted {
+                    Some(d) => f.physical_rows.saturating_sub(d.len()),
+                    None => f.physical_rows,
+                };
+                if live <= left {
+                    let rows = match &deleted {
+                        Some(d) => ChunkRows::At(
+                            (0..f.physical_rows)
+                                .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o)))
+                                .collect(),
+                        ),
+                        None => ChunkRows::Range(0..f.physical_rows),
+                    };
+                    left -= live;
+                    if live > 0 {
+                        reads.push(Read::Fragment(Chunk {
+                            fragment: f.clone(),
+                            rows,
+                        }));
+                    }
+                    continue;
+                }
             }
             let rows: Vec<ChunkRows> = match (&matched, deleted) {
                 (Some(m), _) => {
@@ -218,10 +268,10 @@ impl Dataset {
                 let r = r.window(skip, left);
                 skip = 0;
                 left = left.saturating_sub(r.len());
-                chunks.push(Chunk {
+                reads.push(Read::Chunk(Chunk {
                     fragment: f.clone(),
                     rows: r,
-                });
+                }));
                 if left == 0 {
                     break;
                 }
@@ -230,15 +280,27 @@ impl Dataset {
         let ds = self.clone();
         let projection = Arc::new(projection);
         let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
-        let stream = futures::stream::iter(chunks)
-            .map(move |chunk| {
+        let stream = futures::stream::iter(reads)
+            .map(move |read| {
                 let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
                 async move {
-                    ds.read_chunk(&chunk, &projection, schema, with_id, with_addr)
-                        .await
+                    match read {
+                        Read::Chunk(chunk) => Ok::<_, Error>(vec![
+                            ds.read_chunk(&chunk, &projection, schema, with_id, with_addr)
+                                .await?,
+                        ]),
+                        Read::Fragment(whole) => {
+                            let batch = ds
+                                .read_chunk(&whole, &projection, schema, with_id, with_addr)
+                                .await?;
+                            Ok(batches_of(&batch, SCAN_BATCH_ROWS))
+                        }
+                    }
                 }
             })
-            .buffered(SCAN_READ_AHEAD);
+            .buffered(SCAN_READ_AHEAD)
+            .map_ok(|batches: Vec<RecordBatch>| futures::stream::iter(batches.into_iter().map(Ok)))
+            .try_flatten();
         Ok(stream.boxed())
     }
 

@@ -365,3 +365,65 @@ async fn row_ids_without_stable_ids_are_live_addresses() {
         vec![Some(addr(0, 2)), None, Some(addr(1, 9)), None, None]
     );
 }
+
+/// A fragment a scan takes whole is read in one pass and cut into batches of at most 65,536
+/// rows, its deleted rows left out; an offset or a limit inside it reads batch by batch
+/// (same rows either way).
+#[tokio::test]
+async fn a_whole_fragment_scan_is_cut_into_bounded_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 150_000)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    let ds = ds
+        .delete(&Filter::parse("id % 1000 = 5").unwrap())
+        .await
+        .unwrap()
+        .committed
+        .dataset;
+    let got: Vec<RecordBatch> = ds
+        .scan(ScanOptions {
+            columns: Some(vec!["id".into()]),
+            with_row_address: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(got.len() >= 3, "{} batches", got.len());
+    assert!(got.iter().all(|b| b.num_rows() <= 65_536));
+    let ids: Vec<i64> = got.iter().flat_map(|b| column_i64(b, "id")).collect();
+    let want: Vec<i64> = (0..150_000).filter(|i| i % 1000 != 5).collect();
+    assert_eq!(ids, want);
+    let addrs: Vec<u64> = got
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("_rowaddr")
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    assert_eq!(addrs, want.iter().map(|i| *i as u64).collect::<Vec<_>>());
+    // an offset and a limit inside the fragment: the same rows
+    let window = scan(
+        &ds,
+        ScanOptions {
+            columns: Some(vec!["id".into()]),
+            offset: 70_000,
+            limit: Some(1_000),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(column_i64(&window, "id"), want[70_000..71_000].to_vec());
+}
