@@ -1004,5 +1004,128 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     for v in start.version()..=end.version() {
         end.checkout(v).await.unwrap().verify().await.unwrap();
     }
+
+    // 5. read once on S3 (issue 31): each command from a cold handle through a store that
+    //    counts requests per object: a data file its tail and its pages, an index file at
+    //    most three (tail, chunk metadata, chunks), every other object once
+    for layout in [lancet::Layout::Flat, lancet::Layout::Tree] {
+        read_budgets_on_s3(&format!("s3://lancet/reads-{layout:?}"), layout).await;
+    }
     drop(moto);
+}
+
+async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
+    use std::sync::Arc;
+
+    use arrow_array::{Float64Array, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use futures::TryStreamExt;
+    use lancet::Filter;
+
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+    ]));
+    let ids: Vec<i64> = (0..8_000).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(Float64Array::from_iter_values(
+                ids.iter().map(|i| *i as f64),
+            )),
+        ],
+    )
+    .unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema,
+        futures::stream::iter([Ok(batch)]),
+        lancet::CreateOptions {
+            layout,
+            max_rows_per_file: 1_000,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ds = ds.build_btree("id", 128).await.unwrap();
+    ds.delete(&Filter::parse("id % 100 = 7").unwrap())
+        .await
+        .unwrap();
+    for name in [
+        "scan",
+        "search-indexed",
+        "search-scan",
+        "take",
+        "delete-scan",
+        "update",
+        "compact",
+    ] {
+        let plain = DatasetStore::open(uri).unwrap();
+        let counting = Arc::new(lancet::paths::counting::CountingStore::new(
+            plain.object_store().clone(),
+        ));
+        let store = DatasetStore::from_store(counting.clone(), plain.path(""), uri);
+        let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
+            .await
+            .unwrap();
+        match name {
+            "scan" => {
+                let _: Vec<RecordBatch> = ds
+                    .scan(Default::default())
+                    .await
+                    .unwrap()
+                    .try_collect()
+                    .await
+                    .unwrap();
+            }
+            "search-indexed" => {
+                ds.search(&Filter::parse("id = 4200").unwrap())
+                    .await
+                    .unwrap();
+            }
+            "search-scan" => {
+                ds.search(&Filter::parse("x = 4200").unwrap())
+                    .await
+                    .unwrap();
+            }
+            "take" => {
+                ds.take(&[3, (2 << 32) + 10], None).await.unwrap();
+            }
+            "delete-scan" => {
+                ds.delete(&Filter::parse("x < 30").unwrap()).await.unwrap();
+            }
+            "update" => {
+                let v = lancet::filter::parse_assignment("x = x + 1").unwrap();
+                ds.update(&Filter::parse("id < 40").unwrap(), &[v])
+                    .await
+                    .unwrap();
+            }
+            "compact" => {
+                ds.compact(&Default::default()).await.unwrap();
+            }
+            _ => unreachable!(),
+        }
+        let what = format!("{layout:?} {name} on S3");
+        let reads = counting.reads();
+        assert!(
+            reads.keys().any(|p| p.contains("/data/") || p.contains("/_indices/")),
+            "{what}: no request was counted: {reads:?}"
+        );
+        for (path, n) in reads {
+            let budget = match &path {
+                p if p.contains("/data/") => 2,
+                p if p.contains("/_indices/") => 3,
+                _ => 1,
+            };
+            assert!(
+                n <= budget,
+                "{what}: {path} read {n} times (budget {budget})"
+            );
+        }
+        for (prefix, n) in counting.lists() {
+            assert!(n <= 1, "{what}: {prefix} listed {n} times");
+        }
+    }
 }
