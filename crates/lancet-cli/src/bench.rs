@@ -19,9 +19,8 @@
 
 use std::time::Instant;
 
-use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
-use lancet::proto::table::{DataFragment, Manifest};
+use lancet::proto::table::DataFragment;
 use lancet::tree::{Action, RootInfo, TreeWriterConfig};
 use lancet::{Caches, Dataset};
 use rand::rngs::SmallRng;
@@ -160,12 +159,14 @@ pub struct Options {
     pub workload: Workload,
 }
 
-/// The schema of the bench table's data files (field ids 0 and 1, as the records list).
-fn data_schema() -> arrow_schema::SchemaRef {
+/// The bench table's schema: `id` and `x` (field ids 0 and 1, what every record's data file
+/// holds) and `w` (field 2, what the backfill workload adds).
+pub fn data_schema() -> arrow_schema::SchemaRef {
     use arrow_schema::{DataType, Field, Schema};
     std::sync::Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("x", DataType::Float64, true),
+        Field::new("w", DataType::Int64, true),
     ]))
 }
 
@@ -173,11 +174,13 @@ fn data_schema() -> arrow_schema::SchemaRef {
 fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
     let ids: Vec<i64> = (start..start + n).collect();
     let x: Vec<f64> = ids.iter().map(|i| *i as f64 * 0.5).collect();
+    let w = arrow_array::new_null_array(&arrow_schema::DataType::Int64, ids.len());
     arrow_array::RecordBatch::try_new(
         data_schema(),
         vec![
             std::sync::Arc::new(arrow_array::Int64Array::from(ids)),
             std::sync::Arc::new(arrow_array::Float64Array::from(x)),
+            w,
         ],
     )
     .map_err(|e| CliError::Usage(e.to_string()))
@@ -281,32 +284,31 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         }
     };
     let mut next_row_id = row_ids_end(&records);
-    let flags = match o.workload.stable_row_ids() {
-        true => lancet::paths::flags::STABLE_ROW_IDS,
-        false => lancet::paths::flags::DELETION_FILES,
-    };
-    let fields = match o.rows {
-        Some(_) => lancet::file::manifest_fields(&data_schema())?,
-        None => Vec::new(),
-    };
-    let manifest = Manifest {
-        fields,
-        data_format: o
-            .rows
-            .map(|_| lancet::proto::table::manifest::DataStorageFormat {
-                file_format: "lance".into(),
-                version: "2.1".into(),
-            }),
-        version: 1,
-        fragments: records,
-        max_fragment_id: u32::try_from(batch - 1).ok(),
-        next_row_id,
-        reader_feature_flags: flags,
-        writer_feature_flags: flags,
-        ..Default::default()
-    };
-    write_manifest(&store, &ManifestContent::new(&manifest)).await?;
-    drop(manifest);
+    // the table through the public write path: created empty with the bench's schema (the
+    // fields the pool's files hold), then the records committed as storage actions, judged by
+    // the invariants (data files read, deletion files looked up) like any commit
+    let empty = Dataset::create(
+        &uri,
+        data_schema(),
+        futures::stream::empty(),
+        lancet::CreateOptions {
+            stable_row_ids: o.workload.stable_row_ids(),
+            data_storage_version: lancet::file::FileVersion::V2_1,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let empty = Dataset::open_with(store.clone(), Some(empty.version()), caches.clone()).await?;
+    let mut manifest = empty.manifest().clone();
+    manifest.next_row_id = manifest.next_row_id.max(next_row_id);
+    let actions: Vec<(u64, Action)> = records
+        .into_iter()
+        .map(|f| (f.id, Action::Upsert(Box::new(f))))
+        .collect();
+    empty
+        .commit_with_actions(manifest, &[], &actions, &TreeWriterConfig::default())
+        .await?;
+    drop(actions);
     let mut ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
     let config = o.config.clone();
     if o.tree {

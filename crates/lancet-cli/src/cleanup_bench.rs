@@ -213,22 +213,25 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     let template = template_file(&store).await?;
     let size = template.len() as u64;
     let fragment = |id| fragment(id, size);
-    let manifest = lancet::proto::table::Manifest {
-        version: 1,
-        fragments: (0..o.fragments).map(fragment).collect(),
-        max_fragment_id: o.fragments.checked_sub(1).map(|m| m as u32),
-        timestamp: Some(lancet::paths::manifest::now_timestamp()),
-        ..Default::default()
-    };
-    lancet::paths::manifest::write_manifest(
-        &store,
-        &lancet::paths::manifest::ManifestContent {
-            scheme: lancet::paths::NamingScheme::V2,
-            ..lancet::paths::manifest::ManifestContent::new(&manifest)
-        },
+    // the table through the public write path: created empty with the template file's
+    // schema, then the initial fragments committed (their files written first)
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("a", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("b", arrow_schema::DataType::Int64, false),
+    ]));
+    let created = Dataset::create(
+        &uri,
+        schema,
+        futures::stream::empty(),
+        lancet::CreateOptions::default(),
     )
     .await?;
-    let mut ds = Dataset::open_with(store, None, Caches::new(Default::default())).await?;
+    let mut ds = Dataset::open_with(
+        store,
+        Some(created.version()),
+        Caches::new(Default::default()),
+    )
+    .await?;
     let config = TreeWriterConfig::default();
     if o.tree {
         ds = ds.convert_to_tree(&config, |_, _| {}).await?;
@@ -237,6 +240,9 @@ pub async fn run(o: Options) -> Result<(), CliError> {
         .map(|id| (id, Action::Upsert(Box::new(fragment(id)))))
         .collect();
     write_files(&ds, &initial, &template).await?;
+    ds = ds
+        .commit_with_actions(ds.manifest().clone(), &[], &initial, &config)
+        .await?;
     let mut live: std::collections::VecDeque<u64> = (0..o.fragments).collect();
     let mut next = o.fragments;
     for v in 0..o.versions {

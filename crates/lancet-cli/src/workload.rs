@@ -85,7 +85,7 @@ impl Pool {
     }
 }
 
-/// One pool file: `rows` rows of int64 columns with field ids `fields`.
+/// One pool file: `rows` rows of the bench schema's fields `fields` (field id = position).
 async fn pool_file(
     store: &lancet::paths::DatasetStore,
     fs: &lancet::file::FileStore,
@@ -93,18 +93,27 @@ async fn pool_file(
     rows: u64,
 ) -> Result<DataFile, CliError> {
     use std::sync::Arc;
-    let schema = arrow_schema::Schema::new(
-        fields
-            .iter()
-            .map(|id| {
-                arrow_schema::Field::new(format!("c{id}"), arrow_schema::DataType::Int64, false)
-            })
-            .collect::<Vec<_>>(),
-    );
-    let n = i64::try_from(rows).unwrap_or(0);
-    let columns: Vec<arrow_array::ArrayRef> = fields
+    let table = crate::bench::data_schema();
+    let picked: Vec<arrow_schema::Field> = fields
         .iter()
-        .map(|_| Arc::new(arrow_array::Int64Array::from_iter_values(0..n)) as arrow_array::ArrayRef)
+        .filter_map(|id| {
+            usize::try_from(*id)
+                .ok()
+                .and_then(|i| table.fields().get(i))
+        })
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let schema = arrow_schema::Schema::new(picked);
+    let n = i64::try_from(rows).unwrap_or(0);
+    let columns: Vec<arrow_array::ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            arrow_schema::DataType::Float64 => Arc::new(
+                arrow_array::Float64Array::from_iter_values((0..n).map(|i| i as f64 * 0.5)),
+            ) as arrow_array::ArrayRef,
+            _ => Arc::new(arrow_array::Int64Array::from_iter_values(0..n)),
+        })
         .collect();
     let batch = arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), columns)
         .map_err(|e| CliError::Usage(e.to_string()))?;

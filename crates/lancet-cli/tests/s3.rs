@@ -1110,7 +1110,9 @@ async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
         let what = format!("{layout:?} {name} on S3");
         let reads = counting.reads();
         assert!(
-            reads.keys().any(|p| p.contains("/data/") || p.contains("/_indices/")),
+            reads
+                .keys()
+                .any(|p| p.contains("/data/") || p.contains("/_indices/")),
             "{what}: no request was counted: {reads:?}"
         );
         for (path, n) in reads {
