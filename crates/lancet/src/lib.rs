@@ -8,6 +8,115 @@
 //! Stored bytes pass through here too (fragment bitmaps, transactions, deletion vectors,
 //! filter literals), so the crate denies `unwrap`, `expect` and unchecked indexing outside
 //! tests, as the decoding crates do.
+//!
+//! # Open and read
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! # use futures::TryStreamExt;
+//! use lancet::{CreateOptions, Dataset, Filter, ScanOptions};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! # let dir = tempfile::tempdir()?;
+//! # let uri = dir.path().to_str().unwrap();
+//! let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+//! let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..100))])?;
+//! Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), CreateOptions::default()).await?;
+//!
+//! let ds = Dataset::open(uri).await?; // the latest version; `open_version` for another
+//! let rows: Vec<RecordBatch> = ds
+//!     .scan(ScanOptions { filter: Some(Filter::parse("id >= 90")?), ..Default::default() })
+//!     .await?
+//!     .try_collect()
+//!     .await?;
+//! assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 10);
+//! let found = ds.search(&Filter::parse("id = 7")?).await?; // row ids where it is TRUE
+//! let taken = ds.take(&found.row_ids.iter().collect::<Vec<_>>(), None).await?;
+//! assert_eq!(taken.num_rows(), 1);
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Write
+//!
+//! Every write publishes one new version, judged by `lancet-txn`'s invariants first; a
+//! refused write publishes nothing.
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! use lancet::{CreateOptions, Dataset, Filter};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! # let dir = tempfile::tempdir()?;
+//! # let uri = dir.path().to_str().unwrap();
+//! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+//! # let rows = |r: std::ops::Range<i64>| RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(r))]);
+//! let ds = Dataset::create(uri, schema.clone(), futures::stream::iter([Ok(rows(0..100)?)]), CreateOptions::default()).await?;
+//! let ds = ds.append(futures::stream::iter([Ok(rows(100..150)?)])).await?.dataset;
+//! let ds = ds.delete(&Filter::parse("id < 10")?).await?.committed.dataset;
+//! let set = lancet::filter::parse_assignment("id = id + 1000")?;
+//! let ds = ds.update(&Filter::parse("id = 149")?, &[set]).await?.committed.dataset;
+//! let ds = ds.add_column("twice", &lancet::filter::parse_value("id * 2")?, Default::default()).await?;
+//! assert_eq!(ds.num_rows(), Some(140));
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Maintain
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! use lancet::{CleanupPolicy, CompactionOptions, CreateOptions, Dataset, Filter};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! # let dir = tempfile::tempdir()?;
+//! # let uri = dir.path().to_str().unwrap();
+//! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+//! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..1000))])?;
+//! let options = CreateOptions { max_rows_per_file: 100, ..Default::default() };
+//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), options).await?;
+//! let ds = ds.build_btree("id", lancet::btree::DEFAULT_PAGE_ROWS).await?;
+//! let ds = ds.delete(&Filter::parse("id % 3 = 0")?).await?.committed.dataset;
+//! // rewrite the fragments with deletions; the BTree is remapped in the same commit
+//! let compacted = ds.compact(&CompactionOptions::default()).await?;
+//! let ds = compacted.committed.map(|c| c.dataset).unwrap_or(ds);
+//! let ds = ds.optimize_indices(&Default::default()).await?;
+//! let report = ds.cleanup(&CleanupPolicy { retain_versions: Some(1), ..Default::default() }).await?;
+//! assert!(!report.removed_versions.is_empty());
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Inspect
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! use lancet::{CreateOptions, Dataset, ErrorKind};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! # let dir = tempfile::tempdir()?;
+//! # let uri = dir.path().to_str().unwrap();
+//! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+//! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..10))])?;
+//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), CreateOptions::default()).await?;
+//! ds.verify().await?; // every invariant of the stored version
+//! ds.verify_data().await?; // and every data file's footer against its record
+//! for f in ds.fragments().await?.iter() {
+//!     println!("fragment {} holds {} rows", f.id, f.physical_rows);
+//! }
+//! let missing = Dataset::open(&format!("{uri}/nothing-here")).await.unwrap_err();
+//! assert_eq!(missing.kind(), ErrorKind::NotFound);
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
