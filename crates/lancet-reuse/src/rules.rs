@@ -94,6 +94,62 @@ pub fn check_destination(f: &DataFragment) -> Result<()> {
     Ok(())
 }
 
+/// The digests of one rewrite group's sources: each fragment (with its deleted offsets, as
+/// the caller read them) a source of the rewrite once (`seen` holds the ids of the groups
+/// before), at least one source in the group.
+pub fn source_digests(
+    sources: &[(&DataFragment, &RoaringBitmap)],
+    seen: &mut std::collections::HashSet<u32>,
+) -> Result<Vec<Digest>> {
+    if sources.is_empty() {
+        return Err(ReuseError::InvalidInput(
+            "a rewrite needs at least one source".into(),
+        ));
+    }
+    sources
+        .iter()
+        .map(|(f, deleted)| {
+            let id = u32::try_from(f.id).map_err(|_| {
+                ReuseError::InvalidInput(format!("fragment id {} exceeds 32 bits", f.id))
+            })?;
+            if !seen.insert(id) {
+                return Err(ReuseError::InvalidInput(format!(
+                    "fragment {id} is a source twice"
+                )));
+            }
+            Ok(Digest {
+                id,
+                physical_rows: f.physical_rows,
+                num_deleted_rows: deleted.len(),
+            })
+        })
+        .collect()
+}
+
+/// Numbers a group's `destinations` from `next_id` (each checked by
+/// [`check_destination`]; `next_id` advanced past them) and returns their digests: new
+/// fragment ids after every id the table has used, as Lance numbers a compaction's outputs.
+pub fn number_destinations(
+    destinations: &mut [DataFragment],
+    next_id: &mut u64,
+) -> Result<Vec<Digest>> {
+    destinations
+        .iter_mut()
+        .map(|f| {
+            check_destination(f)?;
+            f.id = *next_id;
+            *next_id = next_id.saturating_add(1);
+            let id = u32::try_from(f.id)
+                .map_err(|_| ReuseError::InvalidInput("fragment ids exhausted".into()))?;
+            Ok(Digest {
+                id,
+                physical_rows: f.physical_rows,
+                num_deleted_rows: 0,
+            })
+        })
+        .collect()
+}
+
 /// The mapping of an ordered compaction of `sources` (with their deleted offsets, in the same
 /// order): every surviving row's address, in source order.
 pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Result<Mapping> {
@@ -239,5 +295,59 @@ mod tests {
             extend(Some(ledger), t, "m"),
             Err(ReuseError::InvalidInput(_))
         ));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod group_tests {
+    use std::collections::HashSet;
+
+    use lancet_proto::table::{DataFile, DeletionFile};
+
+    use super::*;
+
+    fn fragment(id: u64, rows: u64) -> DataFragment {
+        DataFragment {
+            id,
+            files: vec![DataFile {
+                path: format!("{id}.lance"),
+                ..Default::default()
+            }],
+            physical_rows: rows,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_group_takes_each_source_once_and_numbers_its_destinations_after_every_id() {
+        let (a, b) = (fragment(3, 10), fragment(5, 20));
+        let deleted: RoaringBitmap = [1u32, 2].into_iter().collect();
+        let none = RoaringBitmap::new();
+        let mut seen = HashSet::new();
+        let digests = source_digests(&[(&a, &deleted), (&b, &none)], &mut seen).unwrap();
+        assert_eq!(
+            digests
+                .iter()
+                .map(|d| (d.id, d.physical_rows, d.num_deleted_rows))
+                .collect::<Vec<_>>(),
+            [(3, 10, 2), (5, 20, 0)]
+        );
+        // a later group naming fragment 5 again, or no source at all, is refused
+        assert!(source_digests(&[(&b, &none)], &mut seen).is_err());
+        assert!(source_digests(&[], &mut HashSet::new()).is_err());
+        let mut outputs = vec![fragment(0, 14), fragment(0, 14)];
+        let mut next = 9;
+        let out = number_destinations(&mut outputs, &mut next).unwrap();
+        assert_eq!(out.iter().map(|d| d.id).collect::<Vec<_>>(), [9, 10]);
+        assert_eq!(outputs.iter().map(|f| f.id).collect::<Vec<_>>(), [9, 10]);
+        assert_eq!(next, 11);
+        // a destination carrying a deletion file, or holding nothing, is refused
+        let mut bad = vec![DataFragment {
+            deletion_file: Some(DeletionFile::default()),
+            ..fragment(0, 4)
+        }];
+        assert!(number_destinations(&mut bad, &mut next).is_err());
+        assert!(number_destinations(&mut [fragment(0, 0)], &mut next).is_err());
     }
 }

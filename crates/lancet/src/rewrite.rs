@@ -157,41 +157,23 @@ impl Dataset {
         for group in groups {
             let sources = &group.sources;
             let mut destinations = group.destinations.clone();
-            // sources: distinct fragments of this version, with their deletions
-            let mut src_digests = Vec::with_capacity(sources.len());
+            // sources: fragments of this version with their deletions, read here; what makes
+            // a group (distinct sources, numbered destinations) is lancet-reuse's rule
+            let mut records = Vec::with_capacity(sources.len());
             let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
             for &id in sources {
-                if !seen.insert(id) {
-                    return Err(invalid(format!("fragment {id} is a source twice")));
-                }
                 let f = fragments
                     .iter()
                     .find(|f| f.id == u64::from(id))
                     .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
-                let del = self.deletion_vector(f).await?.unwrap_or_default();
-                src_digests.push(Digest {
-                    id,
-                    physical_rows: f.physical_rows,
-                    num_deleted_rows: del.len(),
-                });
-                deleted.push(del);
+                deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
+                records.push(f);
             }
-            if src_digests.is_empty() {
-                return Err(invalid("a rewrite needs at least one source"));
-            }
-            // destinations: new ids after every id this table has used
-            let mut dst_digests = Vec::with_capacity(destinations.len());
-            for f in &mut destinations {
-                lancet_reuse::rules::check_destination(f)?;
-                f.id = next_id;
-                next_id = next_id.saturating_add(1);
-                let id = u32::try_from(f.id).map_err(|_| invalid("fragment ids exhausted"))?;
-                dst_digests.push(Digest {
-                    id,
-                    physical_rows: f.physical_rows,
-                    num_deleted_rows: 0,
-                });
-            }
+            let read: Vec<(&DataFragment, &RoaringBitmap)> =
+                records.iter().copied().zip(deleted.iter()).collect();
+            let src_digests = lancet_reuse::rules::source_digests(&read, &mut seen)?;
+            let dst_digests =
+                lancet_reuse::rules::number_destinations(&mut destinations, &mut next_id)?;
             let mapping = match group.mapping {
                 RewriteMapping::OrderedCompaction => {
                     lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
