@@ -305,6 +305,25 @@ impl History {
             .collect()
     }
 
+    /// The fragments whose addresses some index may still hold, which a trim keeps the
+    /// transitions of: for each index, its covered fragments (`bitmap`) and the fragments of
+    /// the version it was built on (`built_on`), or, where that version is gone, its covered
+    /// fragments' ancestors in this history.
+    pub fn indexed_fragments<'a>(
+        &self,
+        indexes: impl IntoIterator<Item = (&'a RoaringBitmap, Option<&'a [u32]>)>,
+    ) -> RoaringBitmap {
+        let mut indexed = RoaringBitmap::new();
+        for (bitmap, built_on) in indexes {
+            indexed |= bitmap;
+            match built_on {
+                Some(fragments) => indexed.extend(fragments.iter().copied()),
+                None => indexed |= self.with_ancestors(bitmap),
+            }
+        }
+        indexed
+    }
+
     /// `fragments` and every fragment they were produced from, transitively: where an index
     /// whose `fragment_bitmap` was moved forward by a deferred rewrite (as pylance does) may
     /// still hold addresses.

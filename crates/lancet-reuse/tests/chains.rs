@@ -350,4 +350,17 @@ fn ancestors_follow_producers() {
     let set = |v: &[u32]| v.iter().copied().collect::<RoaringBitmap>();
     assert_eq!(history.with_ancestors(&set(&[20])), set(&[0, 1, 2, 10, 20]));
     assert_eq!(history.with_ancestors(&set(&[10, 5])), set(&[0, 1, 5, 10]));
+    // what a trim keeps for indexes: an index whose build version is known keeps that
+    // version's fragments; one whose version is gone keeps its coverage's ancestors
+    let covers_20 = set(&[20]);
+    let covers_30 = set(&[30]);
+    let built_on: &[u32] = &[0, 1, 2, 3];
+    assert_eq!(
+        history.indexed_fragments([(&covers_20, None), (&covers_30, Some(built_on))]),
+        set(&[0, 1, 2, 3, 10, 20, 30])
+    );
+    assert_eq!(
+        history.indexed_fragments([(&covers_30, Some(&[3u32][..]))]),
+        set(&[3, 30])
+    );
 }

@@ -364,21 +364,25 @@ impl Dataset {
             return Ok(None);
         };
         let history = History::new(ledger, &what)?;
-        let mut indexed = RoaringBitmap::new();
+        // each index's coverage and the fragments of the version it was built on (read
+        // here); what the trim keeps is lancet-reuse's rule
+        let mut indexes: Vec<(RoaringBitmap, Option<Vec<u32>>)> = Vec::new();
         for m in self.indices().iter().filter(|m| !is_fri_entry(m)) {
             let bitmap = self.index_fragments(m)?.unwrap_or_default();
-            indexed |= &bitmap;
-            match self.checkout(m.dataset_version).await {
-                Ok(built_on) => indexed.extend(
+            let built_on = match self.checkout(m.dataset_version).await {
+                Ok(built_on) => Some(
                     built_on
                         .fragments()
                         .await?
                         .iter()
-                        .filter_map(|f| u32::try_from(f.id).ok()),
+                        .filter_map(|f| u32::try_from(f.id).ok())
+                        .collect(),
                 ),
-                Err(_) => indexed |= history.with_ancestors(&bitmap),
-            }
+                Err(_) => None,
+            };
+            indexes.push((bitmap, built_on));
         }
+        let indexed = history.indexed_fragments(indexes.iter().map(|(b, on)| (b, on.as_deref())));
         let Some(ledger) = history.trimmed(&indexed) else {
             return Ok(None);
         };
