@@ -126,9 +126,10 @@ pub fn source_digests(
         .collect()
 }
 
-/// Numbers a group's `destinations` from `next_id` (each checked by
-/// [`check_destination`]; `next_id` advanced past them) and returns their digests: new
-/// fragment ids after every id the table has used, as Lance numbers a compaction's outputs.
+/// Numbers a group's `destinations` from `next_id` (`next_id` advanced past them) and
+/// returns their digests: new fragment ids after every id the table has used, as Lance
+/// numbers a compaction's outputs. (A destination a caller hands in is checked first by
+/// [`check_destination`]; a compaction's own outputs may carry row ids.)
 pub fn number_destinations(
     destinations: &mut [DataFragment],
     next_id: &mut u64,
@@ -136,7 +137,6 @@ pub fn number_destinations(
     destinations
         .iter_mut()
         .map(|f| {
-            check_destination(f)?;
             f.id = *next_id;
             *next_id = next_id.saturating_add(1);
             let id = u32::try_from(f.id)
@@ -342,12 +342,13 @@ mod group_tests {
         assert_eq!(out.iter().map(|d| d.id).collect::<Vec<_>>(), [9, 10]);
         assert_eq!(outputs.iter().map(|f| f.id).collect::<Vec<_>>(), [9, 10]);
         assert_eq!(next, 11);
-        // a destination carrying a deletion file, or holding nothing, is refused
-        let mut bad = vec![DataFragment {
+        // a destination handed in carrying a deletion file, or holding nothing, is refused
+        let bad = DataFragment {
             deletion_file: Some(DeletionFile::default()),
             ..fragment(0, 4)
-        }];
-        assert!(number_destinations(&mut bad, &mut next).is_err());
-        assert!(number_destinations(&mut [fragment(0, 0)], &mut next).is_err());
+        };
+        assert!(check_destination(&bad).is_err());
+        assert!(check_destination(&fragment(0, 0)).is_err());
+        assert!(check_destination(&fragment(0, 4)).is_ok());
     }
 }

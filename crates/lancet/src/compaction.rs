@@ -22,7 +22,7 @@ use futures::StreamExt;
 use lancet_paths::ObjectUuid;
 use lancet_proto::prost::Message;
 use lancet_proto::table::{DataFragment, IndexMetadata};
-use lancet_reuse::{CompactionRemap, Digest, Transition};
+use lancet_reuse::{CompactionRemap, Transition};
 pub use lancet_txn::compaction::CompactionOptions;
 use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds};
 use roaring::RoaringBitmap;
@@ -250,8 +250,9 @@ impl Dataset {
         let mut transitions = Vec::with_capacity(groups.len());
         let mut actions = Vec::new();
         let mut ids = Vec::with_capacity(groups.len());
+        let mut seen = std::collections::HashSet::new();
         for group in groups {
-            let mut src = Vec::with_capacity(group.sources.len());
+            let mut records = Vec::with_capacity(group.sources.len());
             let mut deleted = Vec::with_capacity(group.sources.len());
             for &id in &group.sources {
                 let f = fragments
@@ -262,29 +263,20 @@ impl Dataset {
                         what: "compaction".into(),
                         reason: format!("fragment {id} is not in version {}", self.version()),
                     })?;
-                let d = self.deletion_vector(f).await?.unwrap_or_default();
-                src.push(Digest {
-                    id,
-                    physical_rows: f.physical_rows,
-                    num_deleted_rows: d.len(),
-                });
-                deleted.push(d);
+                deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
+                records.push(f);
                 actions.push((u64::from(id), lancet_tree::Action::Remove));
             }
-            let mut dst = Vec::with_capacity(group.destinations.len());
-            for f in &group.destinations {
-                let mut f = f.clone();
-                f.id = next_id;
-                next_id += 1;
-                let id = u32::try_from(f.id)
-                    .map_err(|_| Error::Internal("fragment ids exhausted".into()))?;
-                dst.push(Digest {
-                    id,
-                    physical_rows: f.physical_rows,
-                    num_deleted_rows: 0,
-                });
-                actions.push((f.id, lancet_tree::Action::Upsert(Box::new(f))));
-            }
+            let read: Vec<(&DataFragment, &roaring::RoaringBitmap)> =
+                records.iter().copied().zip(deleted.iter()).collect();
+            let src = lancet_reuse::rules::source_digests(&read, &mut seen)?;
+            let mut outputs = group.destinations.clone();
+            let dst = lancet_reuse::rules::number_destinations(&mut outputs, &mut next_id)?;
+            actions.extend(
+                outputs
+                    .into_iter()
+                    .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
+            );
             ids.push(GroupIds {
                 sources: group.sources.clone(),
                 destinations: dst.iter().map(|d| d.id).collect(),

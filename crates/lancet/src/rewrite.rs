@@ -172,6 +172,9 @@ impl Dataset {
             let read: Vec<(&DataFragment, &RoaringBitmap)> =
                 records.iter().copied().zip(deleted.iter()).collect();
             let src_digests = lancet_reuse::rules::source_digests(&read, &mut seen)?;
+            for f in &destinations {
+                lancet_reuse::rules::check_destination(f)?;
+            }
             let dst_digests =
                 lancet_reuse::rules::number_destinations(&mut destinations, &mut next_id)?;
             let mapping = match group.mapping {
