@@ -255,3 +255,25 @@ where
 {
     lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options).await
 }
+
+/// Batches held in memory as the stream [`Dataset::create`], [`Dataset::append`] and
+/// [`Dataset::write_fragments`] take.
+pub fn batches(
+    batches: impl IntoIterator<Item = RecordBatch, IntoIter: Send>,
+) -> impl Stream<Item = Result<RecordBatch>> + Send {
+    futures::stream::iter(batches.into_iter().map(Ok))
+}
+
+/// An Arrow `RecordBatchReader` (a Parquet or IPC reader, a pyarrow stream) as the stream the
+/// writers take; a batch the reader fails on is `InvalidArgument`, and the write publishes
+/// nothing.
+pub fn batches_from_reader(
+    reader: impl arrow_array::RecordBatchReader + Send,
+) -> impl Stream<Item = Result<RecordBatch>> + Send {
+    futures::stream::iter(reader.map(|b| {
+        b.map_err(|e| Error::InvalidArgument {
+            what: "input batches".into(),
+            reason: e.to_string(),
+        })
+    }))
+}

@@ -427,3 +427,41 @@ async fn a_whole_fragment_scan_is_cut_into_bounded_batches() {
     .await;
     assert_eq!(column_i64(&window, "id"), want[70_000..71_000].to_vec());
 }
+
+/// Input as a `Vec` of batches or an Arrow `RecordBatchReader` (issue 31), not only a stream;
+/// a reader that fails part way publishes nothing.
+#[tokio::test]
+async fn writers_take_batches_in_memory_or_from_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        lancet::batches(vec![rows(0, 10), rows(10, 5)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    let reader =
+        arrow_array::RecordBatchIterator::new(vec![Ok(rows(15, 5)), Ok(rows(20, 5))], schema());
+    let ds = ds
+        .append(lancet::batches_from_reader(reader))
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(ds.num_rows(), Some(25));
+    let before = listing(dir.path());
+    let failing = arrow_array::RecordBatchIterator::new(
+        vec![
+            Ok(rows(25, 5)),
+            Err(arrow_schema::ArrowError::ParseError("bad input".into())),
+        ],
+        schema(),
+    );
+    let err = ds
+        .append(lancet::batches_from_reader(failing))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(listing(dir.path()), before);
+}
