@@ -166,7 +166,7 @@ pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::ScanOptions;
 pub use search::{SearchOptions, SearchResult};
 pub use verify::VerifyReport;
-pub use write::{batches, batches_from_reader, CreateOptions, Layout};
+pub use write::{batches, batches_from_reader, AppendOptions, CreateOptions, Layout};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;

@@ -210,8 +210,30 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
+        self.append_with(batches, &AppendOptions::default()).await
+    }
+
+    /// [`Dataset::append`] with how the new data files are cut (`options`).
+    pub async fn append_with<S>(&self, batches: S, options: &AppendOptions) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+            return Err(Error::InvalidArgument {
+                what: "append options".into(),
+                reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+            });
+        }
         let span = tracing::debug_span!("write_fragments", uri = %self.uri());
-        let fragments = self.write_fragments(batches).instrument(span).await?;
+        let cut = FragmentOptions {
+            max_rows_per_file: options.max_rows_per_file,
+            max_rows_per_group: options.max_rows_per_group,
+            ..Default::default()
+        };
+        let fragments = self
+            .write_fragments_with(batches, cut)
+            .instrument(span)
+            .await?;
         if fragments.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "append".into(),
@@ -254,6 +276,24 @@ where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
     lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options).await
+}
+
+/// How [`Dataset::append_with`] cuts the rows into data files (Lance's defaults: a new file
+/// every 1,048,576 rows, 1,024 rows handed to the file writer at once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendOptions {
+    pub max_rows_per_file: u64,
+    pub max_rows_per_group: u64,
+}
+
+impl Default for AppendOptions {
+    fn default() -> Self {
+        let lance = FragmentOptions::default();
+        AppendOptions {
+            max_rows_per_file: lance.max_rows_per_file,
+            max_rows_per_group: lance.max_rows_per_group,
+        }
+    }
 }
 
 /// Batches held in memory as the stream [`Dataset::create`], [`Dataset::append`] and

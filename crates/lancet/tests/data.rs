@@ -450,10 +450,37 @@ async fn writers_take_batches_in_memory_or_from_a_reader() {
         .unwrap()
         .dataset;
     assert_eq!(ds.num_rows(), Some(25));
+    // cut as asked: 10 rows in files of 4
+    let frags = ds.fragments().await.unwrap().len();
+    let ds = ds
+        .append_with(
+            lancet::batches(vec![rows(25, 10)]),
+            &lancet::AppendOptions {
+                max_rows_per_file: 4,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+    let all = ds.fragments().await.unwrap();
+    let new: Vec<u64> = all[frags..].iter().map(|f| f.physical_rows).collect();
+    assert_eq!(new, [4, 4, 2]);
+    let err = ds
+        .append_with(
+            lancet::batches(vec![rows(35, 1)]),
+            &lancet::AppendOptions {
+                max_rows_per_file: 0,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
     let before = listing(dir.path());
     let failing = arrow_array::RecordBatchIterator::new(
         vec![
-            Ok(rows(25, 5)),
+            Ok(rows(35, 5)),
             Err(arrow_schema::ArrowError::ParseError("bad input".into())),
         ],
         schema(),
