@@ -1115,17 +1115,8 @@ async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
                 .any(|p| p.contains("/data/") || p.contains("/_indices/")),
             "{what}: no request was counted: {reads:?}"
         );
-        for (path, n) in reads {
-            let budget = match &path {
-                p if p.contains("/data/") => 2,
-                p if p.contains("/_indices/") => 3,
-                _ => 1,
-            };
-            assert!(
-                n <= budget,
-                "{what}: {path} read {n} times (budget {budget})"
-            );
-        }
+        let over = counting.over_budget();
+        assert!(over.is_empty(), "{what}: read over budget: {over:?}");
         for (prefix, n) in counting.lists() {
             assert!(n <= 1, "{what}: {prefix} listed {n} times");
         }

@@ -45,6 +45,23 @@ impl CountingStore {
         self.lists.lock().unwrap().clone()
     }
 
+    /// The objects read more often than one command may read them, with their counts: a
+    /// Lance data file twice (its tail, then its pages), an index file three times (a lookup
+    /// in a page too large to fetch whole: tail, chunk metadata, chunks), anything else once.
+    pub fn over_budget(&self) -> Vec<(String, u64)> {
+        self.reads()
+            .into_iter()
+            .filter(|(path, n)| {
+                let budget = match path {
+                    p if p.contains("/data/") => 2,
+                    p if p.contains("/_indices/") => 3,
+                    _ => 1,
+                };
+                *n > budget
+            })
+            .collect()
+    }
+
     /// Forgets every count.
     pub fn reset(&self) {
         self.reads.lock().unwrap().clear();

@@ -115,8 +115,6 @@ impl Dataset {
         &self,
         fragments: &[DataFragment],
     ) -> Result<Vec<DataFileFacts>> {
-        // owned, so that the future stays Send (a borrowed item makes the closure's
-        // lifetime higher-ranked)
         // a fragment naming a base_id the manifest lacks is judged by `BaseIdKnown` (which
         // `check` runs before the data-file rules): its files are not looked for
         let files: Vec<(u64, lancet_proto::table::DataFile, _)> = fragments

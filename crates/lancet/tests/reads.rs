@@ -181,17 +181,8 @@ async fn reads_per_object_of_each_command() {
                 eprintln!("{what}: {:?} lists {:?}", by_kind(&reads), counting.lists());
                 // each object once; a Lance file its tail, then its pages (a lookup in a page
                 // too large to fetch whole: its chunk metadata, then its chunks)
-                for (path, n) in &reads {
-                    let budget = match path {
-                        p if p.contains("/data/") => 2,
-                        p if p.contains("/_indices/") => 3,
-                        _ => 1,
-                    };
-                    assert!(
-                        *n <= budget,
-                        "{what}: {path} read {n} times (budget {budget})"
-                    );
-                }
+                let over = counting.over_budget();
+                assert!(over.is_empty(), "{what}: read over budget: {over:?}");
                 // a listing once per command; a cleanup lists `_versions/` again for its plan
                 // (the open's listing may be stale by then) and in its sweep (for temporary
                 // files), as Lance's cleanup does
