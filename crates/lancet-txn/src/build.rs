@@ -24,19 +24,126 @@
 //!   [`Plan::apply_merge`]), then new fragments (id 0 numbered as new, even where the table has
 //!   a fragment 0), and the new schema (`max_allocated_field_id` raised to it); **DataReplacement** puts a new data file in place of the one holding
 //!   exactly its fields, or adds it when no file holds any of them ([`replace_data_file`]).
-//! - Restore, Rewrite and Clone are committed by their own paths (their content comes from
-//!   elsewhere); the rest of Lance 14's operations are refused as unsupported, never guessed.
+//! - **Rewrite** (a compaction, a rewrite recorded in the Fragment Reuse Index) removes each
+//!   group's old fragments and adds its new ones, numbered when at id 0 and kept otherwise (a
+//!   rewrite whose history records its destinations numbers them itself; an id another writer
+//!   took since is refused, [`crate::rebase::ids_fixed`]); its index entries are the change's
+//!   [`Change::indices`] (remapped segments, the FRI entry), as Lance's Rust `Rewrite` carries
+//!   its `frag_reuse_index` beside the protobuf. A Rewrite with no group is a flat ↔ tree
+//!   conversion ([`Content::Tree`] or [`Content::Flat`]); **Restore** publishes
+//!   [`Content::Restored`] with ids and sticky flags not lowered ([`restored_manifest`]).
+//! - Feature flags follow the content ([`crate::protocol::settle`]), for every change.
+//! - Clone makes a new table (`Dataset::shallow_clone`); the rest of Lance 14's operations are
+//!   refused as unsupported, never guessed.
 
 use lancet_proto::file::Field;
 use lancet_proto::flags;
 use lancet_proto::roaring_wire::encode_roaring32;
 use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
 use lancet_proto::table::transaction::{Operation, Update};
-use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
+use lancet_proto::table::{DataFile, DataFragment, FragmentTreeMetadata, IndexMetadata, Manifest};
 use lancet_proto::transaction::operation_name;
 
 use crate::error::{Result, TxnError};
 use crate::invariants::{Invariant, Version};
+use crate::operation::restored_manifest;
+use crate::rebase::IndexIntent;
+
+/// A change to commit, described once: the Lance operation the version records, with what
+/// Lance 14's Rust `Operation` carries beside its protobuf. Every publishing path (an operation
+/// a caller commits, a compaction, a rewrite recorded in the Fragment Reuse Index, an FRI
+/// upgrade or trim, a restore, a layout conversion) describes its change so, and
+/// [`plan_change`] applies it to the version each commit attempt is prepared on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub operation: Operation,
+    /// Index entries the change adds, and those it removes (by uuid), beside what the
+    /// operation says: a rewrite's remapped segments and its FRI entry.
+    pub indices: IndexIntent,
+    /// The content a restore or a conversion publishes in place of the base's fragments.
+    pub content: Option<Content>,
+}
+
+/// What a restore or a layout conversion publishes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// A restore: the manifest and index list of the version restored.
+    Restored {
+        manifest: Box<Manifest>,
+        indices: Vec<IndexMetadata>,
+    },
+    /// Flat → tree: the tree holding every fragment of the base, and the highest id in it.
+    Tree {
+        metadata: FragmentTreeMetadata,
+        max_fragment_id: Option<u32>,
+    },
+    /// Tree → flat: the caller lists every fragment in `Manifest.fragments`.
+    Flat,
+}
+
+impl Change {
+    /// `operation` alone.
+    pub fn new(operation: Operation) -> Self {
+        Self {
+            operation,
+            indices: IndexIntent::default(),
+            content: None,
+        }
+    }
+
+    /// With `indices` beside the operation's own index changes.
+    pub fn with_indices(mut self, indices: IndexIntent) -> Self {
+        self.indices = indices;
+        self
+    }
+
+    /// With `content` published in place of the base's fragments.
+    pub fn with_content(mut self, content: Content) -> Self {
+        self.content = Some(content);
+        self
+    }
+}
+
+/// `change` on `base`: [`plan`] of its operation, its index entries applied, a restore's or a
+/// conversion's content put in place, and the feature flags the result needs.
+pub fn plan_change(base: Version<'_>, change: &Change) -> Result<Plan> {
+    let name = operation_name(&change.operation);
+    let mut plan = match (&change.operation, &change.content) {
+        (op, None) => plan(base, op)?,
+        (Operation::Restore(_), Some(Content::Restored { manifest, indices })) => {
+            let mut plan = Plan::on(base);
+            plan.manifest = restored_manifest(manifest, base.manifest);
+            plan.indices = indices.clone();
+            plan.replaces_content = true;
+            plan
+        }
+        (Operation::Rewrite(r), Some(Content::Tree { metadata, max_fragment_id }))
+            if r.groups.is_empty() =>
+        {
+            let mut plan = Plan::on(base);
+            plan.manifest.fragments.clear();
+            plan.manifest.fragment_tree = Some(metadata.clone());
+            plan.manifest.max_fragment_id = plan.manifest.max_fragment_id.max(*max_fragment_id);
+            plan.replaces_content = true;
+            plan
+        }
+        (Operation::Rewrite(r), Some(Content::Flat)) if r.groups.is_empty() => {
+            let mut plan = Plan::on(base);
+            plan.manifest.fragment_tree = None;
+            plan.replaces_content = true;
+            plan
+        }
+        (_, Some(_)) => {
+            return Err(TxnError::operation(
+                name,
+                "only a Restore or a layout conversion (a Rewrite with no group) publishes content of its own",
+            ))
+        }
+    };
+    plan.indices = change.indices.apply(&plan.indices);
+    crate::protocol::settle(&mut plan.manifest, &plan.indices);
+    Ok(plan)
+}
 
 /// An operation applied to a base version, before row ids: the next version's manifest
 /// (fragments as the base's: the caller applies the edits), its index list, and the fragment
@@ -59,21 +166,15 @@ pub struct Plan {
     /// A Merge's fragment list, to be judged against every fragment of the base with
     /// [`Plan::apply_merge`].
     pub merge_listing: Option<Vec<DataFragment>>,
+    /// The manifest holds the change's own fragments or tree (a restore, a conversion): no
+    /// fragment edit applies.
+    pub replaces_content: bool,
 }
 
 /// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
 pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
     let name = operation_name(op);
-    let mut plan = Plan {
-        manifest: base.manifest.clone(),
-        indices: base.indices.to_vec(),
-        created: Vec::new(),
-        updated: Vec::new(),
-        removed: Vec::new(),
-        remove_all: false,
-        replacements: Vec::new(),
-        merge_listing: None,
-    };
+    let mut plan = Plan::on(base);
     match op {
         Operation::Append(a) => plan.create(&a.fragments, name)?,
         Operation::Delete(d) => {
@@ -152,11 +253,8 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                 }
                 plan.manifest.base_paths.push(new.clone());
             }
-            // Lance's writers set the flag with the first base path
-            if !plan.manifest.base_paths.is_empty() {
-                plan.manifest.reader_feature_flags |= flags::BASE_PATHS;
-                plan.manifest.writer_feature_flags |= flags::BASE_PATHS;
-            }
+            // Lance's writers set flag 16 with the first base path: `protocol::settle`
+            crate::protocol::settle(&mut plan.manifest, &plan.indices);
         }
         Operation::Merge(m) => {
             // the listing is judged against the base's fragments by `Plan::apply_merge`
@@ -187,19 +285,45 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
         }
         Operation::UpdateConfig(u) => apply_update_config(&mut plan.manifest, u)?,
         Operation::Restore(_) => {
-            return Err(TxnError::unsupported(name, "commit it with Dataset::restore"))
-        }
-        Operation::Rewrite(_) => {
             return Err(TxnError::unsupported(
                 name,
-                "commit it with Dataset::commit_rewrite (its Fragment Reuse Index entry and row maps are written there)",
+                "a restore publishes another version's content: commit it with Dataset::restore",
             ))
         }
-        Operation::Clone(_) => {
-            return Err(TxnError::unsupported(name, "a clone is made with Dataset::shallow_clone"))
+        Operation::Rewrite(r) => {
+            if r.groups.is_empty() {
+                return Err(TxnError::operation(
+                    name,
+                    "a Rewrite with no group is a layout conversion: it needs the content it publishes",
+                ));
+            }
+            let max = base.manifest.max_fragment_id.map(u64::from);
+            for g in &r.groups {
+                plan.removed.extend(g.old_fragments.iter().map(|f| f.id));
+                if let Some(taken) = g
+                    .new_fragments
+                    .iter()
+                    .find(|f| f.id != 0 && max.is_some_and(|m| f.id <= m))
+                {
+                    return Err(TxnError::operation(
+                        name,
+                        format!(
+                            "destination fragment {} is at or below max_fragment_id {}: another writer took it",
+                            taken.id,
+                            max.unwrap_or(0)
+                        ),
+                    ));
+                }
+                plan.create(&g.new_fragments, name)?;
+            }
         }
-        Operation::Project(_) | Operation::UpdateMemWalState(_)
-        | Operation::DataOverlay(_) => {
+        Operation::Clone(_) => {
+            return Err(TxnError::unsupported(
+                name,
+                "a clone is made with Dataset::shallow_clone",
+            ))
+        }
+        Operation::Project(_) | Operation::UpdateMemWalState(_) | Operation::DataOverlay(_) => {
             return Err(TxnError::unsupported(name, "lancet does not commit it yet"))
         }
     }
@@ -509,6 +633,21 @@ pub fn cover_moved_rows(
 }
 
 impl Plan {
+    /// Nothing yet done to `base`.
+    fn on(base: Version<'_>) -> Self {
+        Plan {
+            manifest: base.manifest.clone(),
+            indices: base.indices.to_vec(),
+            created: Vec::new(),
+            updated: Vec::new(),
+            removed: Vec::new(),
+            remove_all: false,
+            replacements: Vec::new(),
+            merge_listing: None,
+            replaces_content: false,
+        }
+    }
+
     /// Judges a Merge's listing against `base` (every fragment of the base version, in id
     /// order) as Lance 14.0.2 validates it, and splits it: a listed fragment the base has (its
     /// first listing) is updated, any other is created, numbered after `max_fragment_id` when
@@ -612,6 +751,8 @@ impl Plan {
                 TxnError::operation(name, format!("fragment id {} is beyond 32 bits", f.id))
             })?;
             self.manifest.max_fragment_id = self.manifest.max_fragment_id.max(Some(id));
+            // a fragment numbered by its writer above the rest: the next one at 0 follows it
+            next = next.max(f.id.saturating_add(1));
             self.created.push(f);
         }
         Ok(())
@@ -648,6 +789,118 @@ mod tests {
             manifest: m,
             indices,
         }
+    }
+
+    fn rewrite(old: &[u64], new: &[u64]) -> Operation {
+        use lancet_proto::table::transaction::{rewrite::RewriteGroup, Rewrite};
+        Operation::Rewrite(Rewrite {
+            groups: vec![RewriteGroup {
+                old_fragments: old.iter().map(|id| frag(*id, 2)).collect(),
+                new_fragments: new.iter().map(|id| frag(*id, 2)).collect(),
+            }],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_rewrite_removes_its_sources_and_adds_its_destinations_with_their_index_entries() {
+        let m = manifest(7);
+        let fri = IndexMetadata {
+            name: crate::FRI_INDEX_NAME.into(),
+            index_version: Some(1),
+            uuid: Some(lancet_proto::table::Uuid { uuid: vec![9; 16] }),
+            ..Default::default()
+        };
+        let change = Change::new(rewrite(&[1, 7], &[8, 0])).with_indices(IndexIntent {
+            added: vec![fri.clone()],
+            removed: vec![],
+        });
+        let p = plan_change(on(&m, &[]), &change).unwrap();
+        assert_eq!(p.removed, vec![1, 7]);
+        // an id the rewrite numbered is kept; one at 0 is numbered after it
+        assert_eq!(
+            p.created.iter().map(|f| f.id).collect::<Vec<_>>(),
+            vec![8, 9]
+        );
+        assert_eq!(p.manifest.max_fragment_id, Some(9));
+        assert_eq!(p.indices, vec![fri]);
+        // the tagged history needs flag 1024: the plan sets it, no writer does
+        assert_ne!(
+            p.manifest.reader_feature_flags & flags::FRAGMENT_REUSE_INDEX,
+            0
+        );
+        assert_ne!(
+            p.manifest.writer_feature_flags & flags::FRAGMENT_REUSE_INDEX,
+            0
+        );
+        assert!(crate::rebase::ids_fixed(&change.operation));
+    }
+
+    #[test]
+    fn a_rewrite_refuses_destination_ids_another_writer_took() {
+        let m = manifest(7);
+        let err = plan(on(&m, &[]), &rewrite(&[1], &[7])).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                TxnError::Operation {
+                    operation: "Rewrite",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // a Rewrite with no group is a conversion, which needs its content
+        let conversion = crate::operation::conversion_operation();
+        assert!(plan(on(&m, &[]), &conversion).is_err());
+    }
+
+    #[test]
+    fn a_restore_publishes_the_old_content_without_lowering_ids() {
+        let latest = manifest(9);
+        let mut old = manifest(3);
+        old.next_row_id = 5;
+        let kept = IndexMetadata {
+            name: "x".into(),
+            ..Default::default()
+        };
+        let change =
+            Change::new(crate::operation::restore_operation(2)).with_content(Content::Restored {
+                manifest: Box::new(old.clone()),
+                indices: vec![kept.clone()],
+            });
+        let p = plan_change(on(&latest, &[]), &change).unwrap();
+        assert!(p.replaces_content);
+        assert_eq!(p.manifest.fragments, old.fragments);
+        assert_eq!(p.manifest.max_fragment_id, Some(9));
+        assert_eq!(p.manifest.next_row_id, 40);
+        assert_eq!(p.indices, vec![kept]);
+        // content with any other operation is refused
+        let wrong = Change::new(Operation::Append(Default::default())).with_content(Content::Flat);
+        assert!(plan_change(on(&latest, &[]), &wrong).is_err());
+    }
+
+    #[test]
+    fn a_conversion_puts_the_layout_in_place_and_its_flags_follow() {
+        let flat = manifest(7);
+        let to_tree =
+            Change::new(crate::operation::conversion_operation()).with_content(Content::Tree {
+                metadata: FragmentTreeMetadata::default(),
+                max_fragment_id: Some(7),
+            });
+        let p = plan_change(on(&flat, &[]), &to_tree).unwrap();
+        assert!(p.replaces_content && p.manifest.fragments.is_empty());
+        assert_eq!(p.manifest.reader_feature_flags, flags::FRAGMENT_TREE);
+        assert_eq!(p.manifest.writer_feature_flags, flags::TREE_WRITER);
+        let back =
+            Change::new(crate::operation::conversion_operation()).with_content(Content::Flat);
+        let p = plan_change(on(&p.manifest, &[]), &back).unwrap();
+        assert!(p.manifest.fragment_tree.is_none());
+        assert_eq!(p.manifest.reader_feature_flags, 0);
+        assert_eq!(
+            p.manifest.writer_feature_flags,
+            flags::DISABLE_TRANSACTION_FILE
+        );
     }
 
     #[test]

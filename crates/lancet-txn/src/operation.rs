@@ -7,12 +7,12 @@
 //!   `Update` (anything else);
 //! - index changes alone (index build, FRI upgrade or trim): `CreateIndex` with the entries
 //!   added and the entries they replace;
-//! - rewrites: `Rewrite` with one group (the sources and their destinations);
+//! - rewrites: `Rewrite` with a group per rewrite (the sources and their destinations), built by
+//!   the rewriting path ([`crate::build::Change`]);
 //! - flat ↔ tree conversion: `Rewrite` with no groups (the fragments' content does not change);
 //! - restore: `Restore` naming the version whose content it publishes.
 
 use lancet_proto::flags;
-use lancet_proto::table::transaction::rewrite::RewriteGroup;
 use lancet_proto::table::transaction::{
     Append, CreateIndex, DataReplacement, DataReplacementGroup, Delete, Operation, Restore,
     Rewrite, Update, UpdateMode,
@@ -20,7 +20,6 @@ use lancet_proto::table::transaction::{
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 
 use crate::build::replace_data_file;
-use crate::compaction::GroupIds;
 use lancet_proto::FragmentChange;
 
 /// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
@@ -123,54 +122,6 @@ pub fn index_operation(before: &[IndexMetadata], after: &[IndexMetadata]) -> Opt
         new_indices,
         removed_indices,
     }))
-}
-
-/// A rewrite's operation: one group per rewrite group (`groups`: the sources each removes
-/// and the destinations it adds, as Lance records a compaction's tasks), each with the
-/// fragments' records from `changes`. With no groups given, one group of every removed
-/// source and every new destination.
-pub fn rewrite_operation(changes: &[FragmentChange], groups: &[GroupIds]) -> Operation {
-    let by_id: std::collections::HashMap<u64, &FragmentChange> =
-        changes.iter().map(|c| (c.id, c)).collect();
-    let record = |id: u64, before: bool| {
-        by_id.get(&id).and_then(|c| match before {
-            true => c.before.clone(),
-            false => c.after.clone(),
-        })
-    };
-    let groups = match groups.is_empty() {
-        true => vec![RewriteGroup {
-            old_fragments: changes
-                .iter()
-                .filter(|c| c.after.is_none())
-                .filter_map(|c| c.before.clone())
-                .collect(),
-            new_fragments: changes
-                .iter()
-                .filter(|c| c.before.is_none())
-                .filter_map(|c| c.after.clone())
-                .collect(),
-        }],
-        false => groups
-            .iter()
-            .map(|g| RewriteGroup {
-                old_fragments: g
-                    .sources
-                    .iter()
-                    .filter_map(|id| record(u64::from(*id), true))
-                    .collect(),
-                new_fragments: g
-                    .destinations
-                    .iter()
-                    .filter_map(|id| record(u64::from(*id), false))
-                    .collect(),
-            })
-            .collect(),
-    };
-    Operation::Rewrite(Rewrite {
-        groups,
-        ..Default::default()
-    })
 }
 
 /// A conversion between flat and tree layouts: a `Rewrite` with no groups (no fragment's

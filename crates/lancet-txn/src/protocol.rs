@@ -7,14 +7,19 @@
 //! | --- | --- | --- | --- |
 //! | deletion files | 1 | 1 | a commit whose changed fragments carry a deletion file |
 //! | fragment tree | 4096 | 4096 + 32 | create and convert on the tree layout (cleared by flatten, 32 kept) |
-//! | base paths | 16 | 16 | a shallow clone |
-//! | Fragment Reuse Index | 1024 | 1024 | a rewrite recording a tagged FRI entry |
+//! | base paths | 16 | 16 | a version naming a base path (a shallow clone, UpdateBases) |
+//! | Fragment Reuse Index | 1024 | 1024 | a version whose index list holds a tagged FRI entry |
+//!
+//! [`settle`] derives the content-driven rows from the version itself (tree, base paths, FRI),
+//! as Lance 14.0.2's `apply_feature_flags` derives its own from the manifest; the plan of every
+//! change ([`crate::build::plan_change`]) and every first version call it, so no writer names a
+//! feature.
 //!
 //! Flag 32 on a tree table: the tree writer inlines each transaction in its manifest and
 //! writes no `_transactions/` file; Lance honours the flag, so flattening keeps it.
 
 use lancet_proto::flags;
-use lancet_proto::table::Manifest;
+use lancet_proto::table::{IndexMetadata, Manifest};
 use lancet_proto::FragmentChange;
 
 /// A format feature a version may need readers and writers to know.
@@ -66,6 +71,27 @@ pub fn enable_for_changes(m: &mut Manifest, changes: &[FragmentChange]) {
     }
 }
 
+/// The features `m`'s content needs, with `indices` its index list: the fragment tree while
+/// it keeps its fragments in one (flag 4096 cleared when it lists them flat; flag 32 kept, see
+/// [`disable_tree`]), base paths once it names one (Lance 14.0.2's rule), the Fragment Reuse
+/// Index while an entry holds a tagged (`index_version` 1 or more) history. Flags set for other
+/// reasons are left as they are.
+pub fn settle(m: &mut Manifest, indices: &[IndexMetadata]) {
+    match m.fragment_tree.is_some() {
+        true => enable(m, Feature::FragmentTree),
+        false => disable_tree(m),
+    }
+    if !m.base_paths.is_empty() {
+        enable(m, Feature::BasePaths);
+    }
+    let tagged_fri = indices
+        .iter()
+        .any(|i| i.name == crate::FRI_INDEX_NAME && i.index_version.unwrap_or(0) >= 1);
+    if tagged_fri {
+        enable(m, Feature::FragmentReuseIndex);
+    }
+}
+
 /// Whether the table assigns stable row ids (flag 2).
 pub fn has_stable_row_ids(m: &Manifest) -> bool {
     m.reader_feature_flags & flags::STABLE_ROW_IDS != 0
@@ -112,6 +138,44 @@ mod tests {
             assert_eq!(m.reader_feature_flags, m.writer_feature_flags, "{f:?}");
             assert_eq!(m.reader_feature_flags.count_ones(), 1, "{f:?}");
         }
+    }
+
+    #[test]
+    fn settle_derives_tree_base_path_and_fri_flags_from_the_content() {
+        use lancet_proto::table::{BasePath, FragmentTreeMetadata};
+        let mut m = Manifest {
+            fragment_tree: Some(FragmentTreeMetadata::default()),
+            ..Default::default()
+        };
+        settle(&mut m, &[]);
+        assert_eq!(m.reader_feature_flags, flags::FRAGMENT_TREE);
+        assert_eq!(m.writer_feature_flags, flags::TREE_WRITER);
+        // flat again: 4096 cleared, 32 kept
+        m.fragment_tree = None;
+        settle(&mut m, &[]);
+        assert_eq!(m.reader_feature_flags, 0);
+        assert_eq!(m.writer_feature_flags, flags::DISABLE_TRANSACTION_FILE);
+        m.base_paths.push(BasePath::default());
+        let legacy = IndexMetadata {
+            name: crate::FRI_INDEX_NAME.into(),
+            index_version: Some(0),
+            ..Default::default()
+        };
+        settle(&mut m, std::slice::from_ref(&legacy));
+        assert_eq!(m.reader_feature_flags, flags::BASE_PATHS);
+        let tagged = IndexMetadata {
+            index_version: Some(1),
+            ..legacy
+        };
+        settle(&mut m, &[tagged]);
+        assert_eq!(
+            m.reader_feature_flags,
+            flags::BASE_PATHS | flags::FRAGMENT_REUSE_INDEX
+        );
+        assert_eq!(
+            m.reader_feature_flags & m.writer_feature_flags,
+            m.reader_feature_flags
+        );
     }
 
     #[test]

@@ -135,6 +135,15 @@ pub fn never_rebased(operation: &Operation) -> Option<&'static str> {
     }
 }
 
+/// Whether the ids of the fragments `operation` creates are recorded beside it, so that a
+/// rebase may not move them: a `Rewrite`'s destinations are named by its Fragment Reuse Index
+/// transition and by the segments it remapped. When another writer took them the rewrite is
+/// prepared again from the latest version ([`ConflictCause::IdsTaken`]); any other
+/// operation's new fragments move past the latest `max_fragment_id` ([`remap_new_ids`]).
+pub fn ids_fixed(operation: &Operation) -> bool {
+    matches!(operation, Operation::Rewrite(_))
+}
+
 /// Whether to try again after `attempt` attempts over `elapsed`.
 pub fn may_retry(attempt: u32, elapsed: Duration) -> bool {
     attempt < MAX_ATTEMPTS && elapsed < COMMIT_TIMEOUT

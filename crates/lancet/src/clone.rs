@@ -60,7 +60,6 @@ impl Dataset {
             source.name.clone_from(&branch);
         }
         manifest.base_paths = bases;
-        lancet_txn::protocol::enable(&mut manifest, lancet_txn::protocol::Feature::BasePaths);
         for f in &mut manifest.fragments {
             inherit_fragment_from(f, id);
         }
@@ -82,6 +81,8 @@ impl Dataset {
             });
         }
         manifest.timestamp = Some(self.clock().timestamp());
+        // flag 16 for the base path the clone names, decided by lancet-txn
+        lancet_txn::protocol::settle(&mut manifest, &indices);
         let txn = new_transaction(
             source.version(),
             Operation::Clone(CloneOp {

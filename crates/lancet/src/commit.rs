@@ -18,14 +18,14 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, FragmentChange, TreeWriter, TreeWriterConfig};
+use lancet_txn::build::{Change, Content};
 use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
-    restored_manifest, rewrite_operation,
 };
 use lancet_txn::protocol;
 use lancet_txn::rebase::{
-    backoff_delay, judge_since, may_retry, never_rebased, rebase_manifest, remap_new_ids,
-    ConflictCause, IndexIntent,
+    backoff_delay, ids_fixed, judge_since, may_retry, never_rebased, rebase_manifest,
+    remap_new_ids, ConflictCause, IndexIntent,
 };
 use tracing::Instrument;
 
@@ -105,32 +105,32 @@ impl Dataset {
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
     ) -> Result<Committed> {
-        self.commit_rebasing(manifest, indices, actions, config, Kind::Derived)
-            .await
+        let intent = Intent::Actions {
+            index_intent: IndexIntent::between(self.indices(), indices),
+            caller: manifest.clone(),
+            manifest,
+            indices: indices.to_vec(),
+            actions: actions.to_vec(),
+            config: config.clone(),
+        };
+        self.commit_rebasing(intent).await
     }
 
-    /// The commit loop: prepare on `base` (first this version), publish N+1 with
+    /// The commit loop: prepare `intent` on `base` (first this version), publish N+1 with
     /// put-if-absent; on losing, read the transactions of every version published since
     /// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
     /// again on the latest version and retry, after a jittered backoff, for at most
-    /// [`lancet_txn::rebase::COMMIT_TIMEOUT`]. Rebasing keeps the caller's intent: the latest manifest with
-    /// the caller's feature flags and `next_row_id` (when higher), the latest index list
-    /// with the caller's index changes applied, and the same actions with the ids of new
-    /// fragments moved past the latest `max_fragment_id` when another writer took them.
-    pub(crate) async fn commit_rebasing(
-        &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
-        actions: &[(u64, Action)],
-        config: &TreeWriterConfig,
-        kind: Kind,
-    ) -> Result<Committed> {
-        let intent = IndexIntent::between(self.indices(), indices);
-        let caller = manifest.clone();
+    /// [`lancet_txn::rebase::COMMIT_TIMEOUT`]. A change is planned again on the latest
+    /// version (lancet-txn's [`lancet_txn::build::plan_change`]); storage actions keep the
+    /// caller's intent: the latest manifest with the caller's feature flags and `next_row_id`
+    /// (when higher), the latest index list with the caller's index changes applied, and the
+    /// same actions with the ids of new fragments moved past the latest `max_fragment_id`
+    /// when another writer took them.
+    ///
+    /// [`compatibility`]: lancet_txn::compatibility
+    pub(crate) async fn commit_rebasing(&self, intent: Intent) -> Result<Committed> {
+        let mut intent = intent;
         let mut base = self.clone();
-        let mut manifest = manifest;
-        let mut indices = indices.to_vec();
-        let mut actions = actions.to_vec();
         let mut new_ids: Option<Vec<u64>> = None;
         let mut attempt = 0u32;
         let started = std::time::Instant::now();
@@ -138,7 +138,7 @@ impl Dataset {
             attempt += 1;
             let attempt_started = std::time::Instant::now();
             let prepared = base
-                .prepare(manifest, &indices, &actions, config, &kind)
+                .prepare(&intent)
                 .instrument(tracing::debug_span!("prepare", attempt))
                 .await?;
             if new_ids.is_none() {
@@ -152,8 +152,8 @@ impl Dataset {
                 );
             }
             let txn = new_transaction(self.version(), prepared.operation.clone());
-            let changes = (base.tree().is_some() || matches!(kind, Kind::Conversion(_)))
-                .then_some(&prepared.changes[..]);
+            let changes =
+                (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);
             let (objects, bytes) = (prepared.objects, prepared.bytes);
             let tree_objects = prepared.tree_objects.clone();
             let done = |dataset: Dataset| {
@@ -210,8 +210,8 @@ impl Dataset {
             if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
                 return Ok(done(dataset));
             }
-            // an operation takes its row ids when planned again: none is reused
-            let ids_taken = base.has_stable_row_ids() && !matches!(kind, Kind::Operation(_));
+            // a change takes its row ids when planned again: none is reused
+            let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
             if let Err(c) = judge_since(&prepared.operation, &since, ids_taken) {
                 return Err(Error::CommitConflict {
                     uri: self.uri().to_string(),
@@ -235,28 +235,45 @@ impl Dataset {
                 new_ids.as_deref().unwrap_or(&[]),
                 latest.manifest().max_fragment_id,
             );
-            if !remap.is_empty() && matches!(kind, Kind::Rewrite(_)) {
-                return Err(conflict(
-                    format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry records"),
-                    ConflictCause::IdsTaken,
-                ));
-            }
-            actions = actions
-                .into_iter()
-                .map(|(id, action)| remap_action(id, action, &remap))
-                .collect();
-            if let Some(ids) = &mut new_ids {
-                for id in ids.iter_mut() {
-                    if let Some(n) = remap.iter().find(|(old, _)| old == id).map(|(_, n)| *n) {
-                        *id = n;
+            match &mut intent {
+                Intent::Change { change, .. } => {
+                    if !remap.is_empty() && ids_fixed(&change.operation) {
+                        return Err(conflict(
+                            format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry or remapped indexes record"),
+                            ConflictCause::IdsTaken,
+                        ));
                     }
+                    // planned again on the latest version, new ids and all
+                    new_ids = None;
+                }
+                Intent::Actions {
+                    index_intent,
+                    caller,
+                    manifest,
+                    indices,
+                    actions,
+                    ..
+                } => {
+                    *actions = std::mem::take(actions)
+                        .into_iter()
+                        .map(|(id, action)| remap_action(id, action, &remap))
+                        .collect();
+                    if let Some(ids) = &mut new_ids {
+                        for id in ids.iter_mut() {
+                            if let Some(n) =
+                                remap.iter().find(|(old, _)| old == id).map(|(_, n)| *n)
+                            {
+                                *id = n;
+                            }
+                        }
+                    }
+                    *manifest = rebase_manifest(self.manifest(), latest.manifest(), caller)
+                        .map_err(|reason| {
+                            conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged)
+                        })?;
+                    *indices = index_intent.apply(latest.indices());
                 }
             }
-            manifest =
-                rebase_manifest(self.manifest(), latest.manifest(), &caller).map_err(|reason| {
-                    conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged)
-                })?;
-            indices = intent.apply(latest.indices());
             tracing::info!(
                 uri = %self.uri(),
                 lost,
@@ -313,39 +330,65 @@ impl Dataset {
         Ok(lancet_paths::transaction::read_transaction(self.store(), self.manifest_file()).await?)
     }
 
-    /// Applies `actions` to this version: the tree writer's objects, or the flat list.
-    async fn prepare(
-        &self,
-        mut manifest: Manifest,
-        indices: &[IndexMetadata],
-        actions: &[(u64, Action)],
-        config: &TreeWriterConfig,
-        kind: &Kind,
-    ) -> Result<Prepared> {
+    /// `intent` prepared on this version: a change planned here (lancet-txn's plan, then its
+    /// storage actions), or the caller's storage actions applied; the tree writer's objects or
+    /// the flat list either way.
+    async fn prepare(&self, intent: &Intent) -> Result<Prepared> {
+        let (mut manifest, indices, actions, data_files, reserved, config) = match intent {
+            Intent::Change { change, judged } => {
+                let built = Box::pin(self.build(change)).await?;
+                if built.replaces_content {
+                    // a restore or a conversion brings its own fragment list or tree
+                    let mut manifest = built.manifest;
+                    let changes = judged.clone().unwrap_or_else(|| Arc::from(Vec::new()));
+                    if matches!(change.content, Some(Content::Flat)) {
+                        manifest.fragments =
+                            changes.iter().filter_map(|c| c.after.clone()).collect();
+                    }
+                    return Ok(Prepared {
+                        manifest,
+                        indices: built.indices,
+                        operation: change.operation.clone(),
+                        changes,
+                        data_files: None,
+                        reserved: built.reserved,
+                        objects: 0,
+                        bytes: 0,
+                        tree_objects: Vec::new(),
+                    });
+                }
+                (
+                    built.manifest,
+                    built.indices,
+                    built.actions,
+                    Some(built.data_files),
+                    built.reserved,
+                    TreeWriterConfig::default(),
+                )
+            }
+            Intent::Actions {
+                manifest,
+                indices,
+                actions,
+                config,
+                ..
+            } => (
+                manifest.clone(),
+                indices.clone(),
+                actions.clone(),
+                None,
+                Vec::new(),
+                config.clone(),
+            ),
+        };
         let (mut objects, mut bytes) = (0, 0);
         let mut tree_objects = Vec::new();
-        // an operation is planned on this version each attempt
-        let built = match kind {
-            Kind::Operation(op) => Some(Box::pin(self.build(op)).await?),
-            _ => None,
-        };
-        let (indices, actions, data_files, reserved) = match built {
-            Some(b) => {
-                manifest = b.manifest;
-                (b.indices, b.actions, Some(b.data_files), b.reserved)
-            }
-            None => (indices.to_vec(), actions.to_vec(), None, Vec::new()),
-        };
-        let actions = actions.as_slice();
-        let changes: Arc<[FragmentChange]> = match (kind, self.tree()) {
-            // a conversion or a restore brings its own fragment list or tree
-            (Kind::Conversion(changes), _) => changes.clone(),
-            (Kind::Restore(_), _) => Arc::from(Vec::new()),
-            (_, Some(reader)) => {
+        let changes: Arc<[FragmentChange]> = match self.tree() {
+            Some(reader) => {
                 let mut changes = Arc::from(Vec::new());
                 if !actions.is_empty() {
-                    let writer = TreeWriter::new(self.store().clone(), config.clone());
-                    let commit = writer.commit(reader, actions).await?;
+                    let writer = TreeWriter::new(self.store().clone(), config);
+                    let commit = writer.commit(reader, &actions).await?;
                     objects += commit.written.len() as u64;
                     bytes += commit.object_bytes();
                     tree_objects = commit.written;
@@ -356,40 +399,30 @@ impl Dataset {
                 manifest.fragments.clear();
                 changes
             }
-            (_, None) => {
+            None => {
                 protocol::known_max_fragment_id(&mut manifest);
-                lancet_tree::apply_flat(&mut manifest, actions)?.into()
+                lancet_tree::apply_flat(&mut manifest, &actions)?.into()
             }
         };
-        if !matches!(kind, Kind::Conversion(_) | Kind::Restore(_)) {
-            protocol::enable_for_changes(&mut manifest, &changes);
-        }
-        // The data files the commit adds, as stored: an operation's were read when it was
-        // planned; a rewrite's (a compaction's outputs) and raw storage actions' are read
-        // here. A conversion or restore adds none: their records name files earlier commits
-        // were judged with.
-        let data_files = match (data_files, kind) {
-            (Some(d), _) => Some(d),
-            (None, Kind::Rewrite(_) | Kind::Derived) => {
-                Some(self.data_file_facts(&added_files(&changes)).await?)
-            }
-            (None, _) => None,
+        protocol::enable_for_changes(&mut manifest, &changes);
+        // The data files the commit adds, as stored: a change's were read when it was planned;
+        // raw storage actions' are read here.
+        let data_files = match data_files {
+            Some(d) => d,
+            None => self.data_file_facts(&added_files(&changes)).await?,
         };
-        let operation = match kind {
-            Kind::Conversion(_) => conversion_operation(),
-            Kind::Restore(version) => restore_operation(*version),
-            Kind::Rewrite(groups) => rewrite_operation(&changes, groups),
-            Kind::Derived if !changes.is_empty() => data_operation(&changes),
-            Kind::Derived => index_operation(self.indices(), &indices)
+        let operation = match intent {
+            Intent::Change { change, .. } => change.operation.clone(),
+            Intent::Actions { .. } if !changes.is_empty() => data_operation(&changes),
+            Intent::Actions { .. } => index_operation(self.indices(), &indices)
                 .unwrap_or(Operation::UpdateConfig(Default::default())),
-            Kind::Operation(op) => (**op).clone(),
         };
         Ok(Prepared {
             manifest,
             indices,
             operation,
             changes,
-            data_files,
+            data_files: Some(data_files),
             reserved,
             objects,
             bytes,
@@ -397,18 +430,17 @@ impl Dataset {
         })
     }
 
-    /// Publishes a layout conversion: `manifest` as version N+1 with put-if-absent, a
-    /// conversion's transaction, no rebase; `records` are this version's fragments as the new
-    /// layout records them, in the same order (every one judged by the invariants).
+    /// Publishes a layout conversion to `content`, a conversion's transaction, no rebase;
+    /// `records` are this version's fragments as the new layout records them, in the same
+    /// order (every one judged by the invariants).
     async fn publish_conversion(
         &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
+        content: Content,
         before: &[DataFragment],
         records: Vec<DataFragment>,
     ) -> Result<Self> {
         // `records` move into the changes: at 10M fragments each copy of the list is GBs
-        let changes = before
+        let judged = before
             .iter()
             .zip(records)
             .map(|(b, a)| FragmentChange {
@@ -417,13 +449,11 @@ impl Dataset {
                 after: Some(a),
             })
             .collect();
-        self.commit_rebasing(
-            manifest,
-            indices,
-            &[],
-            &TreeWriterConfig::default(),
-            Kind::Conversion(changes),
-        )
+        let change = Change::new(conversion_operation()).with_content(content);
+        self.commit_rebasing(Intent::Change {
+            change: Box::new(change),
+            judged: Some(judged),
+        })
         .await
         .map(|c| c.dataset)
     }
@@ -502,16 +532,15 @@ impl Dataset {
             .await?
             .with_clock(self.clock().clone());
         let old = latest.checkout(version).await?;
-        let manifest = restored_manifest(old.manifest(), latest.manifest());
-        let indices = old.indices().to_vec();
+        let change = Change::new(restore_operation(version)).with_content(Content::Restored {
+            manifest: Box::new(old.manifest().clone()),
+            indices: old.indices().to_vec(),
+        });
         latest
-            .commit_rebasing(
-                manifest,
-                &indices,
-                &[],
-                &TreeWriterConfig::default(),
-                Kind::Restore(version),
-            )
+            .commit_rebasing(Intent::Change {
+                change: Box::new(change),
+                judged: None,
+            })
             .await
     }
 
@@ -543,14 +572,11 @@ impl Dataset {
         progress(fragments.len(), fragments.len());
         let writer = TreeWriter::new(self.store().clone(), config.clone());
         let commit = writer.bulk_load(&records).await?;
-        let mut manifest = self.manifest().clone();
-        manifest.fragments.clear();
-        manifest.fragment_tree = Some(commit.metadata);
-        manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-        protocol::enable(&mut manifest, protocol::Feature::FragmentTree);
-        let indices = self.indices().to_vec();
-        self.publish_conversion(manifest, &indices, fragments, records)
-            .await
+        let content = Content::Tree {
+            metadata: commit.metadata,
+            max_fragment_id: commit.max_fragment_id,
+        };
+        self.publish_conversion(content, fragments, records).await
     }
 
     /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
@@ -560,12 +586,7 @@ impl Dataset {
             return Err(invalid(self, "the version is flat already"));
         }
         let fragments = self.fragments().await?;
-        let mut manifest = self.manifest().clone();
-        manifest.fragment_tree = None;
-        manifest.fragments = fragments.to_vec();
-        protocol::disable_tree(&mut manifest);
-        let indices = self.indices().to_vec();
-        self.publish_conversion(manifest, &indices, &fragments, fragments.to_vec())
+        self.publish_conversion(Content::Flat, &fragments, fragments.to_vec())
             .await
     }
 
@@ -634,23 +655,44 @@ fn invalid(ds: &Dataset, rule: &str) -> Error {
     }
 }
 
-/// How a commit's Lance operation is chosen, and whether it may be rebased.
+/// What a commit applies to each version it is prepared on.
 #[derive(Debug, Clone)]
-pub(crate) enum Kind {
-    /// From what the actions changed, or the index list when no fragment changed.
-    Derived,
-    /// A rewrite: a group per rewrite group (sources removed, destinations added), recorded
-    /// as Lance records a compaction's tasks.
-    Rewrite(Arc<[lancet_txn::compaction::GroupIds]>),
-    /// A flat ↔ tree conversion, never rebased: each fragment as it was and as the new
-    /// layout records it (counts resolved), so that the invariants judge every fragment (a
-    /// corrupt version is not carried into the other layout).
-    Conversion(Arc<[FragmentChange]>),
-    /// A restore of the version's content; never rebased.
-    Restore(u64),
-    /// A Lance operation, planned again on the version each attempt prepares on, and
-    /// recorded as given.
-    Operation(Box<Operation>),
+#[allow(clippy::large_enum_variant)] // one per commit, held by the commit loop
+pub(crate) enum Intent {
+    /// A change described once by lancet-txn (a Lance operation with what it carries
+    /// beside it), planned again on every version an attempt is prepared on. `judged`: a
+    /// conversion's fragments, each as it was and as the new layout records it (counts
+    /// resolved), so that the invariants judge every fragment.
+    Change {
+        change: Box<Change>,
+        judged: Option<Arc<[FragmentChange]>>,
+    },
+    /// Storage actions in the fragment tree's vocabulary ([`Dataset::commit_with_actions`]),
+    /// with the caller's manifest and index list: on a rebase the caller's manifest and
+    /// index changes are carried onto the latest version and new fragment ids moved.
+    Actions {
+        /// The manifest as the caller gave it, and its index changes.
+        caller: Manifest,
+        index_intent: IndexIntent,
+        /// Both as the next attempt prepares them.
+        manifest: Manifest,
+        indices: Vec<IndexMetadata>,
+        actions: Vec<(u64, Action)>,
+        config: TreeWriterConfig,
+    },
+}
+
+impl Intent {
+    /// A layout conversion: its fragments are judged whole whatever the base's layout.
+    fn converts(&self) -> bool {
+        matches!(
+            self,
+            Intent::Change {
+                judged: Some(_),
+                ..
+            }
+        )
+    }
 }
 
 /// A commit prepared on one version.

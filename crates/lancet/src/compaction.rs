@@ -25,9 +25,10 @@ use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::{CompactionRemap, Transition};
 pub use lancet_txn::compaction::CompactionOptions;
 use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds};
+use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
-use crate::commit::{Committed, Kind};
+use crate::commit::Committed;
 use crate::error::{Error, Result};
 use crate::rewrite::{RewriteGroup, RewriteMapping};
 use crate::Dataset;
@@ -248,7 +249,7 @@ impl Dataset {
         let fragments = self.fragments().await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut transitions = Vec::with_capacity(groups.len());
-        let mut actions = Vec::new();
+        let mut recorded = Vec::with_capacity(groups.len());
         let mut ids = Vec::with_capacity(groups.len());
         let mut seen = std::collections::HashSet::new();
         for group in groups {
@@ -265,21 +266,19 @@ impl Dataset {
                     })?;
                 deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
                 records.push(f);
-                actions.push((u64::from(id), lancet_tree::Action::Remove));
             }
             let read: Vec<(&DataFragment, &roaring::RoaringBitmap)> =
                 records.iter().copied().zip(deleted.iter()).collect();
             let src = lancet_reuse::rules::source_digests(&read, &mut seen)?;
             let mut outputs = group.destinations.clone();
             let dst = lancet_reuse::rules::number_destinations(&mut outputs, &mut next_id)?;
-            actions.extend(
-                outputs
-                    .into_iter()
-                    .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
-            );
             ids.push(GroupIds {
                 sources: group.sources.clone(),
                 destinations: dst.iter().map(|d| d.id).collect(),
+            });
+            recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
+                old_fragments: records.into_iter().cloned().collect(),
+                new_fragments: outputs,
             });
             transitions.push(Transition {
                 dataset_version: None,
@@ -293,16 +292,15 @@ impl Dataset {
         for index in self.indices() {
             indices.push(self.remapped(index, &remap, &ids).await?);
         }
-        let mut manifest = self.manifest().clone();
-        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        self.commit_rebasing(
-            manifest,
-            &indices,
-            &actions,
-            &lancet_tree::TreeWriterConfig::default(),
-            Kind::Rewrite(ids.into()),
-        )
-        .await
+        let operation = lancet_proto::table::transaction::Operation::Rewrite(
+            lancet_proto::table::transaction::Rewrite {
+                groups: recorded,
+                ..Default::default()
+            },
+        );
+        let change = lancet_txn::build::Change::new(operation)
+            .with_indices(IndexIntent::between(self.indices(), &indices));
+        self.commit_change(change).await
     }
 
     /// `index` after the rewrite of `groups`: untouched when it covers no source; otherwise

@@ -120,14 +120,8 @@ impl Dataset {
         })?;
         // the graph rules hold before anything is republished
         let ledger = History::new(ledger, &what)?.ledger;
-        self.publish_history(
-            self.manifest().clone(),
-            ledger,
-            &[],
-            &[],
-            crate::rewrite::Format::Tagged,
-        )
-        .await
-        .map(|c| c.dataset)
+        self.publish_history(None, ledger, crate::rewrite::Format::Tagged)
+            .await
+            .map(|c| c.dataset)
     }
 }

@@ -12,12 +12,13 @@ use std::collections::HashMap;
 
 use lancet_proto::table::transaction::{Delete, Operation, UpdateMode};
 use lancet_proto::table::DataFragment;
-use lancet_tree::{Action, TreeWriterConfig};
+use lancet_tree::Action;
+use lancet_txn::build::Change;
 use lancet_txn::{DataFileFacts, TxnError};
 use roaring::RoaringBitmap;
 use tracing::Instrument;
 
-use crate::commit::{Committed, Kind};
+use crate::commit::{Committed, Intent};
 use crate::error::{Error, Result};
 use crate::Dataset;
 
@@ -30,25 +31,42 @@ pub(crate) struct Built {
     pub data_files: Vec<DataFileFacts>,
     /// Reserved ids its new fragments take (see [`Dataset::reserved_ids`]).
     pub reserved: Vec<u64>,
+    /// The manifest holds the change's own fragments or tree (a restore, a conversion).
+    pub replaces_content: bool,
 }
 
 impl Dataset {
     /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
-    /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig (Restore through
-    /// [`Dataset::restore`], Rewrite through [`Dataset::commit_rewrite`]). New fragments at id
+    /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
+    /// Restore (as [`Dataset::restore`]); a Rewrite through [`Dataset::commit_rewrite`] or
+    /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the
     /// data files it adds read; a lost race is rebased (the operation planned again on the
     /// latest version) or fails typed.
     pub async fn commit(&self, operation: Operation) -> Result<Committed> {
-        if let Operation::Restore(r) = &operation {
-            return self.restore_measured(r.version).await;
+        match &operation {
+            Operation::Restore(r) => return self.restore_measured(r.version).await,
+            // its index entries and its history are written with it, by the paths that move rows
+            Operation::Rewrite(_) => {
+                return Err(Error::Txn(TxnError::Unsupported {
+                    operation: "Rewrite",
+                    reason: "a rewrite's index entries and Fragment Reuse Index history are written with it: commit it with Dataset::commit_rewrite or Dataset::compact".into(),
+                }))
+            }
+            _ => {}
         }
-        let kind = Kind::Operation(Box::new(operation));
-        let manifest = self.manifest().clone();
-        let indices = self.indices().to_vec();
-        self.commit_rebasing(manifest, &indices, &[], &TreeWriterConfig::default(), kind)
-            .await
+        self.commit_change(Change::new(operation)).await
+    }
+
+    /// Commits `change` (see [`Dataset::commit`]): planned on this version, and again on the
+    /// latest after a lost race.
+    pub(crate) async fn commit_change(&self, change: Change) -> Result<Committed> {
+        self.commit_rebasing(Intent::Change {
+            change: Box::new(change),
+            judged: None,
+        })
+        .await
     }
 
     /// Deletes the rows at `offsets` of each fragment named (see
@@ -116,14 +134,25 @@ impl Dataset {
             .ok_or_else(|| not_in(self, id, operation))
     }
 
-    /// `operation` planned on this version: storage actions, with row ids and version
+    /// `change` planned on this version: storage actions, with row ids and version
     /// sequences for what it creates, and the facts of the data files it adds.
-    pub(crate) async fn build(&self, operation: &Operation) -> Result<Built> {
+    pub(crate) async fn build(&self, change: &Change) -> Result<Built> {
         let base = lancet_txn::Version {
             manifest: self.manifest(),
             indices: self.indices(),
         };
-        let mut plan = lancet_txn::build::plan(base, operation)?;
+        let operation = &change.operation;
+        let mut plan = lancet_txn::build::plan_change(base, change)?;
+        if plan.replaces_content {
+            return Ok(Built {
+                manifest: plan.manifest,
+                indices: plan.indices,
+                actions: Vec::new(),
+                data_files: Vec::new(),
+                reserved: Vec::new(),
+                replaces_content: true,
+            });
+        }
         let name = lancet_paths::transaction::operation_name(operation);
         // a new fragment given an id the version has would replace it; one at or below
         // max_fragment_id may take an id a ReserveFragments reserved
@@ -190,7 +219,8 @@ impl Dataset {
                 }
             }
         }
-        if self.has_stable_row_ids() {
+        // a rewrite's destinations carry the rows' ids and versions as the rewrite wrote them
+        if self.has_stable_row_ids() && !matches!(operation, Operation::Rewrite(_)) {
             if let Operation::Update(u) = operation {
                 // fragments of moved rows only (each row keeps its id) join the indexes
                 let mut pure = Vec::new();
@@ -272,6 +302,7 @@ impl Dataset {
             actions,
             data_files,
             reserved,
+            replaces_content: false,
         })
     }
 

@@ -18,13 +18,14 @@ use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 use lancet_paths::ObjectUuid;
+use lancet_proto::table::transaction::{Operation, Rewrite};
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::is_fri_entry;
 use lancet_reuse::{write_row_map, SourceRows};
 use lancet_reuse::{Digest, Ledger, Mapping, Transition};
 use lancet_reuse::{History, ReuseError};
-use lancet_txn::compaction::GroupIds;
-use lancet_txn::rebase::{judge_since, ConflictCause};
+use lancet_txn::build::Change;
+use lancet_txn::rebase::{judge_since, ConflictCause, IndexIntent};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
@@ -151,8 +152,7 @@ impl Dataset {
         let mut ledger = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
-        let mut actions: Vec<(u64, lancet_tree::Action)> = Vec::new();
-        let mut ids = Vec::with_capacity(groups.len());
+        let mut recorded = Vec::with_capacity(groups.len());
         let mut seen = HashSet::new();
         for group in groups {
             let sources = &group.sources;
@@ -186,10 +186,6 @@ impl Dataset {
                         .await?
                 }
             };
-            ids.push(GroupIds {
-                sources: sources.clone(),
-                destinations: dst_digests.iter().map(|d| d.id).collect(),
-            });
             let t = Transition {
                 dataset_version: None,
                 sources: src_digests,
@@ -197,28 +193,21 @@ impl Dataset {
                 mapping,
             };
             ledger = Some(lancet_reuse::rules::extend(ledger, t, &what)?);
-            // The destinations go last, as Lance 14's compaction places them: fragment ids
-            // increase along the list (the manifest reader's rule), and theirs are the
-            // largest. Flat or tree, the change is a list of actions, so a rebase onto a
-            // newer version replays it there.
-            actions.extend(
-                sources
-                    .iter()
-                    .map(|s| (u64::from(*s), lancet_tree::Action::Remove)),
-            );
-            actions.extend(
-                destinations
-                    .into_iter()
-                    .map(|f| (f.id, lancet_tree::Action::Upsert(Box::new(f)))),
-            );
+            // Recorded as Lance 14's compaction records its tasks; the plan puts the
+            // destinations last (their ids are the largest), flat or tree.
+            recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
+                old_fragments: records.into_iter().cloned().collect(),
+                new_fragments: destinations,
+            });
         }
         let Some(ledger) = ledger else {
             return Err(invalid("a rewrite needs at least one group"));
         };
-        let mut manifest = self.manifest().clone();
-        manifest.max_fragment_id = u32::try_from(next_id.saturating_sub(1)).ok();
-        self.publish_history(manifest, ledger, &actions, &ids, format)
-            .await
+        let operation = Operation::Rewrite(Rewrite {
+            groups: recorded,
+            ..Default::default()
+        });
+        self.publish_history(Some(operation), ledger, format).await
     }
 
     /// The current history, if any, provided lancet may extend it.
@@ -275,17 +264,15 @@ impl Dataset {
         })
     }
 
-    /// Commits `manifest` with `ledger` as the tagged FRI entry replacing the current one
-    /// (no entry when the ledger is empty); other index entries are kept as they are.
-    /// `actions` are a rewrite's removals and upserts, committed as a Rewrite of `groups`; none
-    /// is an index-only change (a CreateIndex of the FRI). Fragment changes must come as actions:
-    /// a rebase replays the actions on the latest manifest and drops any other edit.
+    /// Commits `ledger` as the FRI entry replacing the current one (no entry when the ledger
+    /// is empty), other index entries kept as they are: with `rewrite` (the Rewrite of the
+    /// groups whose transitions the ledger gained), or alone as an index-only
+    /// change (a CreateIndex of the FRI: an upgrade or a trim). The plan sets flag 1024 when the
+    /// entry is tagged.
     pub(crate) async fn publish_history(
         &self,
-        mut manifest: lancet_proto::table::Manifest,
+        rewrite: Option<Operation>,
         ledger: Ledger,
-        actions: &[(u64, lancet_tree::Action)],
-        groups: &[GroupIds],
         format: Format,
     ) -> Result<crate::Committed> {
         let mut indices: Vec<IndexMetadata> = self
@@ -294,7 +281,6 @@ impl Dataset {
             .filter(|m| !is_fri_entry(m))
             .cloned()
             .collect();
-        let mut tagged = true;
         if !ledger.transitions.is_empty() {
             let uuid = ObjectUuid::new_v4();
             let created = u64::try_from(self.clock().now_ms()).unwrap_or(0);
@@ -314,7 +300,6 @@ impl Dataset {
                 })
                 .flatten(),
             };
-            tagged = legacy.is_none();
             let (entry, external) = match legacy {
                 Some(e) => e,
                 None => lancet_reuse::publish::tagged_entry(
@@ -333,25 +318,15 @@ impl Dataset {
             }
             indices.push(entry);
         }
-        if tagged {
-            lancet_txn::protocol::enable(
-                &mut manifest,
-                lancet_txn::protocol::Feature::FragmentReuseIndex,
-            );
-        }
-        let kind = if actions.is_empty() {
-            crate::commit::Kind::Derived
-        } else {
-            crate::commit::Kind::Rewrite(groups.into())
+        let intent = IndexIntent::between(self.indices(), &indices);
+        let change = match rewrite {
+            Some(operation) => Change::new(operation).with_indices(intent),
+            None => Change::new(
+                lancet_txn::operation::index_operation(self.indices(), &indices)
+                    .unwrap_or(Operation::UpdateConfig(Default::default())),
+            ),
         };
-        self.commit_rebasing(
-            manifest,
-            &indices,
-            actions,
-            &lancet_tree::TreeWriterConfig::default(),
-            kind,
-        )
-        .await
+        self.commit_change(change).await
     }
 
     /// Drops the FRI transitions no index still needs, republishing the rest; `None` when
@@ -389,9 +364,8 @@ impl Dataset {
         let Some(ledger) = history.trimmed(&indexed) else {
             return Ok(None);
         };
-        let manifest = self.manifest().clone();
         let committed = self
-            .publish_history(manifest, ledger, &[], &[], Format::AsTheTable)
+            .publish_history(None, ledger, Format::AsTheTable)
             .await?;
         Ok(Some(committed.dataset))
     }

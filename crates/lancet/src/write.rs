@@ -130,12 +130,10 @@ impl Dataset {
                 let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
                 let commit = writer.bulk_load(&fragments).await?;
                 manifest.fragment_tree = Some(commit.metadata);
-                lancet_txn::protocol::enable(
-                    &mut manifest,
-                    lancet_txn::protocol::Feature::FragmentTree,
-                );
             }
         }
+        // the flags the layout needs, decided by lancet-txn
+        lancet_txn::protocol::settle(&mut manifest, &[]);
         let txn = new_transaction(0, operation);
         let (created, _) = publish(
             &store,
