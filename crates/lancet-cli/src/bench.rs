@@ -4,8 +4,8 @@
 //! deletion file; the data files a few shared real files, see [`crate::workload::Pool`]), as
 //! a flat manifest or converted into a tree with the writer's default policy. Then makes `commits` commits, each giving
 //! `changed` random fragments a new deletion file. Bytes written per commit are every object the
-//! commit puts, manifest included (as `Dataset::commit_measured` reports them); latency is the whole
-//! `Dataset::commit_with_actions` call (objects, manifest, reopening the new version). Finally a
+//! commit puts, manifest included (as `Storage::commit_actions` reports them); latency is the whole
+//! `Storage::commit_actions` call (objects, manifest, reopening the new version). Finally a
 //! cold open of the last version resolves one fragment: the objects it reads and its time.
 //!
 //! With `rows`, each commit is instead a real append through `Dataset::append`: one batch of
@@ -80,7 +80,7 @@ struct Sample {
 impl Sample {
     fn of(ms: f64, c: &lancet::Committed) -> Self {
         let mut kinds = [(0u64, 0u64); 5];
-        let manifest = c.dataset.manifest_file().entry.size;
+        let manifest = c.dataset.storage().manifest_file().entry.size;
         let mut tree = 0;
         for (path, size) in &c.tree_objects {
             use lancet::paths::TreeObjectKind;
@@ -221,7 +221,10 @@ async fn writer(
         let mut manifest = ds.manifest().clone();
         manifest.next_row_id = manifest.next_row_id.max(generator.next_row_id);
         let start = Instant::now();
-        let committed = ds.commit_measured(manifest, &[], &actions, &config).await?;
+        let committed = ds
+            .storage()
+            .commit_actions(manifest, &[], &actions, &config)
+            .await?;
         out.push(Sample::of(
             start.elapsed().as_secs_f64() * 1000.0,
             &committed,
@@ -297,7 +300,8 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             ..Default::default()
         },
     )
-    .await?;
+    .await?
+    .dataset;
     let empty = Dataset::open_with(store.clone(), Some(empty.version()), caches.clone()).await?;
     let mut manifest = empty.manifest().clone();
     manifest.next_row_id = manifest.next_row_id.max(next_row_id);
@@ -306,14 +310,15 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
         .map(|f| (f.id, Action::Upsert(Box::new(f))))
         .collect();
     empty
-        .commit_with_actions(manifest, &[], &actions, &TreeWriterConfig::default())
+        .storage()
+        .commit_actions(manifest, &[], &actions, &TreeWriterConfig::default())
         .await?;
     drop(actions);
     let mut ds = Dataset::open_with(store.clone(), None, caches.clone()).await?;
     let config = o.config.clone();
     if o.tree {
         eprintln!("bench: converting to a tree");
-        ds = ds.convert_to_tree(&config, |_, _| {}).await?;
+        ds = ds.convert_to_tree(&config, |_, _| {}).await?.dataset;
         let mut rest = rest.into_iter().peekable();
         while rest.peek().is_some() {
             let chunk: Vec<_> = rest
@@ -333,8 +338,10 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
             manifest.next_row_id = manifest.next_row_id.max(next_row_id);
             stage_deletion_files(&ds, &actions).await?;
             ds = ds
-                .commit_with_actions(manifest, &[], &actions, &config)
-                .await?;
+                .storage()
+                .commit_actions(manifest, &[], &actions, &config)
+                .await?
+                .dataset;
         }
     }
     let setup_s = setup.elapsed().as_secs_f64();
@@ -397,12 +404,12 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     let start = Instant::now();
     let opened = Dataset::open_with(store.clone(), Some(ds.version()), cold.clone()).await?;
     let probe = rng.random_range(0..o.fragments);
-    let found = opened.fragment(probe).await?;
+    let found = opened.storage().fragment(probe).await?;
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     if found.is_none() {
         return Err(CliError::Usage(format!("fragment {probe} did not resolve")));
     }
-    let objects = 1 + match opened.tree() {
+    let objects = 1 + match opened.storage().tree() {
         Some(t) => {
             u64::from(matches!(t.root_info(), RootInfo::External { .. }))
                 + cold.tree_node_stats().misses

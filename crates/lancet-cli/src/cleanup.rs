@@ -12,7 +12,7 @@ use crate::error::CliError;
 /// `lancet clone <src> <dst> [--version N]`.
 pub async fn clone(source: &str, target: &str, version: Option<u64>) -> Result<(), CliError> {
     let ds = Dataset::open(source).await?;
-    let clone = ds.shallow_clone(target, version).await?;
+    let clone = ds.shallow_clone(target, version).await?.dataset;
     let fragments = clone.fragments().await?.len();
     println!(
         "cloned version {} of {source} to {target}: {fragments} fragments shared through base path {}",

@@ -147,7 +147,7 @@ async fn template_file(store: &DatasetStore) -> Result<Bytes, CliError> {
             .map_err(|e| CliError::Usage(e.to_string()))?;
     let path = store.path(&lancet::paths::layout::data_path("template.lance"));
     lancet::file::write_file(
-        &Dataset::file_store_for(store)?,
+        &lancet::file_store_for(store)?,
         &path,
         &schema,
         std::slice::from_ref(&batch),
@@ -175,7 +175,7 @@ async fn write_files(
     actions: &[(u64, Action)],
     template: &Bytes,
 ) -> Result<(), CliError> {
-    let store = ds.store();
+    let store = ds.storage().store();
     for (id, action) in actions {
         let (path, bytes) = match action {
             Action::Upsert(f) => (
@@ -225,7 +225,8 @@ pub async fn run(o: Options) -> Result<(), CliError> {
         futures::stream::empty(),
         lancet::CreateOptions::default(),
     )
-    .await?;
+    .await?
+    .dataset;
     let mut ds = Dataset::open_with(
         store,
         Some(created.version()),
@@ -234,15 +235,17 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     .await?;
     let config = TreeWriterConfig::default();
     if o.tree {
-        ds = ds.convert_to_tree(&config, |_, _| {}).await?;
+        ds = ds.convert_to_tree(&config, |_, _| {}).await?.dataset;
     }
     let initial: Vec<(u64, Action)> = (0..o.fragments)
         .map(|id| (id, Action::Upsert(Box::new(fragment(id)))))
         .collect();
     write_files(&ds, &initial, &template).await?;
     ds = ds
-        .commit_with_actions(ds.manifest().clone(), &[], &initial, &config)
-        .await?;
+        .storage()
+        .commit_actions(ds.manifest().clone(), &[], &initial, &config)
+        .await?
+        .dataset;
     let mut live: std::collections::VecDeque<u64> = (0..o.fragments).collect();
     let mut next = o.fragments;
     for v in 0..o.versions {
@@ -269,14 +272,16 @@ pub async fn run(o: Options) -> Result<(), CliError> {
         }
         write_files(&ds, &actions, &template).await?;
         ds = ds
-            .commit_with_actions(ds.manifest().clone(), &[], &actions, &config)
-            .await?;
+            .storage()
+            .commit_actions(ds.manifest().clone(), &[], &actions, &config)
+            .await?
+            .dataset;
         if !o.json && (v + 1) % 1000 == 0 {
             eprintln!("setup: {} versions", v + 1);
         }
     }
     let setup_s = setup.elapsed().as_secs_f64();
-    let objects_before = ds.store().list("").await?.len();
+    let objects_before = ds.storage().store().list("").await?.len();
 
     let mut out = serde_json::Map::new();
     for (name, dry) in [("dry_run", true), ("cleanup", false)] {
@@ -312,7 +317,13 @@ pub async fn run(o: Options) -> Result<(), CliError> {
             }),
         );
     }
-    let objects_after = Dataset::open(&uri).await?.store().list("").await?.len();
+    let objects_after = Dataset::open(&uri)
+        .await?
+        .storage()
+        .store()
+        .list("")
+        .await?
+        .len();
     let report = json!({
         "layout": if o.tree { "tree" } else { "flat" },
         "versions": o.versions + 1,

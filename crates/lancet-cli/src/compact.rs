@@ -91,10 +91,7 @@ pub async fn run(
             ds.commit_compaction(&results).await?
         }
     };
-    let version = compacted
-        .committed
-        .as_ref()
-        .map_or(ds.version(), |c| c.dataset.version());
+    let version = compacted.version();
     if as_json {
         println!(
             "{}",
@@ -104,7 +101,7 @@ pub async fn run(
                 "version": version,
             })
         );
-    } else if compacted.committed.is_none() {
+    } else if compacted.versions == 0 {
         println!("nothing to compact (version {version})");
     } else {
         println!(

@@ -42,7 +42,8 @@ pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliEr
             ..Default::default()
         },
     )
-    .await?;
+    .await?
+    .dataset;
     println!(
         "created {} (version {}, {} fragments, {} rows)",
         created.uri(),
@@ -124,7 +125,7 @@ pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError>
         json,
         "deleted_rows",
         changed.rows,
-        changed.committed.dataset.version(),
+        changed.dataset.version(),
     );
     Ok(())
 }
@@ -141,7 +142,7 @@ pub async fn update(uri: &str, filter: &str, set: &[String], json: bool) -> Resu
         json,
         "updated_rows",
         changed.rows,
-        changed.committed.dataset.version(),
+        changed.dataset.version(),
     );
     Ok(())
 }
@@ -158,7 +159,7 @@ pub async fn add_column(
     let options = lancet::AddColumnOptions {
         fragments_per_commit: fragments_per_commit.unwrap_or(usize::MAX),
     };
-    let done = ds.add_column(name, &value, options).await?;
+    let done = ds.add_column(name, &value, options).await?.dataset;
     if json {
         println!("{}", serde_json::json!({ "version": done.version() }));
     } else {
@@ -218,8 +219,8 @@ pub async fn scan(uri: &str, scan: Scan, out: Output<'_>) -> Result<(), CliError
         version: scan.version,
     };
     let schema = match scan.version {
-        Some(v) if v != ds.version() => ds.checkout(v).await?.scan_schema(&options)?,
-        _ => ds.scan_schema(&options)?,
+        Some(v) if v != ds.version() => ds.checkout(v).await?.storage().scan_schema(&options)?,
+        _ => ds.storage().scan_schema(&options)?,
     };
     let mut rows = ds.scan(options).await?;
     let mut writer = RowWriter::new(out.format(), &schema, out.path)?;

@@ -79,8 +79,8 @@ pub async fn create(uri: &str) -> Result<Dataset, CliError> {
         "id % 7 = 0 AND id >= {first} AND id < {}",
         first + ROWS_PER_FRAGMENT
     ))?;
-    let v2 = v1.delete(&sevens).await?.committed.dataset;
-    Ok(v2.build_btree("id", 256).await?)
+    let v2 = v1.dataset.delete(&sevens).await?.dataset;
+    Ok(v2.build_btree("id", 256).await?.dataset)
 }
 
 /// The tree demo's growth after the conversion: an append of one more fragment, then a
@@ -94,7 +94,6 @@ async fn grow_tree(ds: Dataset) -> Result<Dataset, CliError> {
     Ok(appended
         .delete(&Filter::parse("id % 10 = 5")?)
         .await?
-        .committed
         .dataset)
 }
 
@@ -103,7 +102,8 @@ pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
     if tree {
         ds = ds
             .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
-            .await?;
+            .await?
+            .dataset;
         ds = grow_tree(ds).await?;
     }
     println!(

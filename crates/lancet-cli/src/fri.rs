@@ -15,11 +15,11 @@ async fn open(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
 
 pub async fn show(uri: &str, version: Option<u64>) -> Result<(), CliError> {
     let ds = open(uri, version).await?;
-    let Some(history) = ds.fri_history().await? else {
+    let Some(history) = ds.storage().fri_history().await? else {
         println!("{}", json!({ "fri": null }));
         return Ok(());
     };
-    let entry = ds.fri_entry();
+    let entry = ds.storage().fri_entry();
     let digests = |list: &[lancet::reuse::Digest]| -> Vec<Value> {
         list.iter()
             .map(|d| json!({"id": d.id, "physical_rows": d.physical_rows, "num_deleted_rows": d.num_deleted_rows}))
@@ -81,7 +81,7 @@ pub async fn translate(uri: &str, version: Option<u64>) -> Result<(), CliError> 
                 .map_err(|_| CliError::Usage(format!("not a row address: {t:?}")))?,
         );
     }
-    let out: Vec<Value> = match ds.fri_history().await? {
+    let out: Vec<Value> = match ds.storage().fri_history().await? {
         None => addrs.iter().map(|a| json!(a)).collect(),
         Some(h) => h
             .translate(&addrs)
@@ -103,10 +103,19 @@ pub async fn translate(uri: &str, version: Option<u64>) -> Result<(), CliError> 
 /// Re-publishes the history as a tagged (v1) entry in a new version.
 pub async fn trim(uri: &str) -> Result<(), CliError> {
     let ds = open(uri, None).await?;
-    let before = ds.fri_ledger().await?.map_or(0, |l| l.transitions.len());
-    match ds.trim_fri().await? {
+    let before = ds
+        .storage()
+        .fri_ledger()
+        .await?
+        .map_or(0, |l| l.transitions.len());
+    let trimmed = ds.storage().trim_fri().await?;
+    match (trimmed.versions > 0).then_some(trimmed.dataset) {
         Some(next) => {
-            let after = next.fri_ledger().await?.map_or(0, |l| l.transitions.len());
+            let after = next
+                .storage()
+                .fri_ledger()
+                .await?
+                .map_or(0, |l| l.transitions.len());
             println!(
                 "{}",
                 json!({"version": next.version(), "transitions_before": before, "transitions_after": after})
@@ -125,10 +134,11 @@ pub async fn unreferenced(uri: &str, delete: bool, older_than: &str) -> Result<(
     let ds = open(uri, None).await?;
     let files = match delete {
         true => {
-            ds.delete_unreferenced_fri_files(older_than, &Default::default())
+            ds.storage()
+                .delete_unreferenced_fri_files(older_than, &Default::default())
                 .await?
         }
-        false => ds.unreferenced_fri_files(older_than).await?,
+        false => ds.storage().unreferenced_fri_files(older_than).await?,
     };
     let names: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     println!("{}", json!({"unreferenced": names, "deleted": delete}));
@@ -137,7 +147,7 @@ pub async fn unreferenced(uri: &str, delete: bool, older_than: &str) -> Result<(
 
 pub async fn upgrade(uri: &str) -> Result<(), CliError> {
     let ds = open(uri, None).await?;
-    let next = ds.upgrade_fri().await?;
+    let next = ds.storage().upgrade_fri().await?.dataset;
     println!("{}", json!({"version": next.version(), "index_version": 1}));
     Ok(())
 }

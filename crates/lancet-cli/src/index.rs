@@ -96,7 +96,7 @@ pub async fn search(
 
 pub async fn build(uri: &str, column: &str, zone_size: u64) -> Result<(), CliError> {
     let ds = open(uri, None).await?;
-    let next = ds.build_btree(column, zone_size).await?;
+    let next = ds.build_btree(column, zone_size).await?.dataset;
     println!(
         "built BTree {column}_idx ({zone_size}-row pages) and committed version {}",
         next.version()
@@ -108,8 +108,14 @@ pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError
     let ds = open(uri, None).await?;
     let next = ds
         .optimize_indices(&lancet::OptimizeOptions { merge })
-        .await?;
-    let segments: usize = next.btree_indices().iter().map(|(_, s)| s.len()).sum();
+        .await?
+        .dataset;
+    let segments: usize = next
+        .storage()
+        .btree_indices()
+        .iter()
+        .map(|(_, s)| s.len())
+        .sum();
     if json {
         println!(
             "{}",

@@ -118,20 +118,23 @@ fn index_report(index: &IndexMetadata) -> Result<IndexReport, CliError> {
 /// (the whole tree is read and checked) and `proto_b64` is the resolved `DataFragment`.
 pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
     let m = ds.manifest();
-    let decoded = &ds.manifest_file().decoded;
+    let decoded = &ds.storage().manifest_file().decoded;
     let b64 = base64::engine::general_purpose::STANDARD;
     let all = ds.fragments().await?;
     let mut fragments = Vec::with_capacity(all.len());
     for (i, f) in all.iter().enumerate() {
         let summary = FragmentSummary::of(f);
-        let deletion_file = ds.deletion_file_location(f)?.map(|loc| location_text(&loc));
+        let deletion_file = ds
+            .storage()
+            .deletion_file_location(f)?
+            .map(|loc| location_text(&loc));
         fragments.push(FragmentReport {
             id: f.id,
             physical_rows: summary.physical_rows,
             num_deleted_rows: summary.num_deleted_rows,
             files: f.files.iter().map(|d| d.path.clone()).collect(),
             deletion_file,
-            proto_b64: if ds.tree().is_some() {
+            proto_b64: if ds.storage().tree().is_some() {
                 b64.encode(f.encode_to_vec())
             } else {
                 b64.encode(decoded.fragment_bytes(i).unwrap_or_default())
@@ -143,7 +146,7 @@ pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
         .iter()
         .map(index_report)
         .collect::<Result<_, _>>()?;
-    let (transaction, transaction_error) = match ds.transaction().await {
+    let (transaction, transaction_error) = match ds.storage().transaction().await {
         Ok(t) => (
             t.map(|t| TransactionReport {
                 operation: t.operation_name(),
@@ -158,12 +161,12 @@ pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
         transaction,
         transaction_error,
         version: ds.version(),
-        manifest_path: ds.manifest_path(),
+        manifest_path: ds.storage().manifest_path(),
         reader_feature_flags: flags_json(m.reader_feature_flags),
         writer_feature_flags: flags_json(m.writer_feature_flags),
         max_fragment_id: m.max_fragment_id,
         next_row_id: m.next_row_id,
-        stable_row_ids: ds.has_stable_row_ids(),
+        stable_row_ids: ds.storage().has_stable_row_ids(),
         num_rows: ds.num_rows(),
         fragments,
         indices,

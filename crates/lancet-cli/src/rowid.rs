@@ -21,17 +21,17 @@ struct FragmentSegments {
 
 /// Every live `(row_id, address)` sorted by row id (the library says what `_rowid` is).
 async fn mapping(ds: &Dataset) -> Result<Vec<(u64, u64)>, CliError> {
-    Ok(ds.live_row_ids().await?)
+    Ok(ds.storage().live_row_ids().await?)
 }
 
 async fn lookups(ds: &Dataset, ids: &[u64]) -> Result<Vec<Option<u64>>, CliError> {
-    Ok(ds.lookup_row_ids(ids).await?)
+    Ok(ds.storage().lookup_row_ids(ids).await?)
 }
 
 async fn segments(ds: &Dataset) -> Result<Vec<FragmentSegments>, CliError> {
     let mut out = Vec::new();
     for f in ds.fragments().await?.iter() {
-        let Some(seq) = ds.row_id_sequence(f)? else {
+        let Some(seq) = ds.storage().row_id_sequence(f)? else {
             continue;
         };
         let stored = match &f.row_id_sequence {
@@ -54,7 +54,7 @@ async fn row_versions(
 ) -> Result<(Vec<Value>, Vec<Value>), CliError> {
     let mut by_fragment = std::collections::HashMap::new();
     for f in ds.fragments().await?.iter() {
-        by_fragment.insert(f.id, ds.version_sequences(f)?);
+        by_fragment.insert(f.id, ds.storage().version_sequences(f)?);
     }
     let mut created = Vec::with_capacity(pairs.len());
     let mut updated = Vec::with_capacity(pairs.len());
@@ -86,8 +86,11 @@ pub async fn run(
     let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
     let mut obj = Map::new();
     obj.insert("version".into(), ds.version().into());
-    obj.insert("stable_row_ids".into(), ds.has_stable_row_ids().into());
-    if !ds.has_stable_row_ids() {
+    obj.insert(
+        "stable_row_ids".into(),
+        ds.storage().has_stable_row_ids().into(),
+    );
+    if !ds.storage().has_stable_row_ids() {
         obj.insert(
             "note".into(),
             "table has no stable row ids: _rowid is the row address".into(),

@@ -47,7 +47,7 @@ struct Watermarks {
 pub async fn show(uri: &str, version: Option<u64>, json: bool) -> Result<(), CliError> {
     let store = lancet::paths::DatasetStore::open(uri)?;
     let ds = Dataset::open_with(store, version, lancet::Caches::new(Default::default())).await?;
-    let Some(reader) = ds.tree() else {
+    let Some(reader) = ds.storage().tree() else {
         return Err(CliError::Usage(format!(
             "version {} of {uri} keeps its fragments in the flat manifest list, not a tree",
             ds.version()
@@ -156,8 +156,10 @@ pub async fn convert(uri: &str, leaf_records: usize, inline_root: bool) -> Resul
                 }
             }
         })
-        .await?;
+        .await?
+        .dataset;
     let reader = next
+        .storage()
         .tree()
         .ok_or_else(|| CliError::Usage("no tree was written".into()))?;
     println!(
@@ -176,7 +178,7 @@ pub async fn convert(uri: &str, leaf_records: usize, inline_root: bool) -> Resul
 /// `lancet tree flatten`: the latest version's tree as a flat manifest, version N+1.
 pub async fn flatten(uri: &str) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
-    let next = ds.flatten().await?;
+    let next = ds.flatten().await?.dataset;
     println!(
         "version {} lists {} fragments in a flat manifest",
         next.version(),

@@ -88,7 +88,7 @@ async fn check(
     if check_previous && v > 0 {
         // Only this version is judged: a missing or broken previous version is not its fault.
         if let Ok(prev) = Dataset::open_with(store, Some(v - 1), caches).await {
-            ds.check_lineage(&prev).map_err(fail(Some(v)))?;
+            ds.storage().check_lineage(&prev).map_err(fail(Some(v)))?;
         }
     }
     Ok(v)

@@ -61,7 +61,7 @@ pub struct Pool {
 impl Pool {
     /// Writes the pool's files under the table's `data/`.
     pub async fn write(store: &lancet::paths::DatasetStore) -> Result<Self, CliError> {
-        let fs = lancet::Dataset::file_store_for(store)?;
+        let fs = lancet::file_store_for(store)?;
         let mut records = Vec::new();
         let mut backfills = Vec::new();
         for rows in POOL_ROWS {
@@ -179,7 +179,7 @@ pub async fn stage_deletion_files(
             _ => None,
         })
         .collect();
-    write_deletion_files(ds.store(), files).await
+    write_deletion_files(ds.storage().store(), files).await
 }
 
 /// Writes each `(fragment, deletion file)`: the fragment's first `num_deleted_rows` rows

@@ -294,9 +294,11 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         let before = peer(&["scan", &uri]);
         let ds = Dataset::open(&uri).await.unwrap();
         let next = ds
+            .storage()
             .commit_manifest(ds.manifest().clone(), ds.indices())
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
         assert_eq!(next.version(), ds.version() + 1);
         assert_eq!(
             next.fragments().await.unwrap(),
@@ -310,6 +312,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         }
         // committing the same version again loses the race instead of overwriting
         let err = ds
+            .storage()
             .commit_manifest(ds.manifest().clone(), ds.indices())
             .await
             .unwrap_err();
@@ -409,7 +412,7 @@ fn file_schema() -> Schema {
 async fn lancet_files_are_read_by_pylance() {
     let dir = tempfile::tempdir().unwrap();
     let store = DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let ids: Vec<i64> = (0..500).collect();
     let labels: Vec<Option<u16>> = ids
         .iter()
@@ -471,7 +474,7 @@ async fn pylance_files_are_read_by_lancet() {
     let dir = tempfile::tempdir().unwrap();
     let got = peer(&["write-file", dir.path().join("p.lance").to_str().unwrap()]);
     let store = DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let file = LanceFile::open(&fs, &store.path("p.lance"), None)
         .await
         .unwrap();
@@ -968,13 +971,15 @@ async fn pylance_reads_rewrites_lancet_records() {
     ]);
     let labels = fragments::labels_of(&written);
     let ds = ds
+        .storage()
         .commit_rewrite(
             &sources,
             fragments_of(&written),
             RewriteMapping::StablePartition { labels: &labels },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     assert_eq!(ds.fragments().await.unwrap().len(), 3);
     // ordered compaction of the first two destinations
     let pair: Vec<u32> = ds.fragments().await.unwrap()[..2]
@@ -989,13 +994,15 @@ async fn pylance_reads_rewrites_lancet_records() {
         "100000",
     ]);
     let ds = ds
+        .storage()
         .commit_rewrite(
             &pair,
             fragments_of(&written),
             RewriteMapping::OrderedCompaction,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     assert_eq!(ds.fragments().await.unwrap().len(), 2);
     let shown: Value = serde_json::from_str(&lancet(&["fri", "show", &uri])).unwrap();
     assert_eq!(shown["fri"]["index_version"], json!(1));
@@ -1046,6 +1053,7 @@ async fn pylance_reads_rewrites_lancet_records() {
     let written = peer(&["rewrite", &uri, &json!(one).to_string(), "partition", "2"]);
     let wrong = vec![0u16; written["labels"].as_array().unwrap().len()];
     let err = ds
+        .storage()
         .commit_rewrite(
             &one,
             fragments_of(&written),
@@ -1166,8 +1174,8 @@ async fn treeify(name: &str) -> (PathBuf, u64, u64) {
         &store,
         &ManifestContent {
             indices: ds.indices(),
-            unknown_fields: &ds.manifest_file().decoded.unknown_fields,
-            scheme: ds.naming_scheme(),
+            unknown_fields: &ds.storage().manifest_file().decoded.unknown_fields,
+            scheme: ds.storage().naming_scheme(),
             ..ManifestContent::new(&m)
         },
     )
@@ -1373,9 +1381,9 @@ async fn lancet_and_pylance_commits_rebase_over_each_other() {
     let prepared_on = read.version();
 
     // lancet commits an index build; a pylance append prepared on the older version follows
-    let indexed = read.build_btree("value", 64).await.unwrap();
+    let indexed = read.build_btree("value", 64).await.unwrap().dataset;
     assert_eq!(indexed.version(), prepared_on + 1);
-    let txn = indexed.transaction().await.unwrap().unwrap();
+    let txn = indexed.storage().transaction().await.unwrap().unwrap();
     assert_eq!(txn.operation_name(), "CreateIndex");
     assert_eq!(txn.transaction.read_version, prepared_on);
     let appended = peer(&["append-at", &uri, &prepared_on.to_string(), "100000", "500"]);
@@ -1403,7 +1411,7 @@ async fn lancet_and_pylance_commits_rebase_over_each_other() {
     // the reverse: lancet prepares on the latest, pylance deletes first, lancet rebases
     let before = Dataset::open(&uri).await.unwrap();
     peer(&["delete", &uri, "id >= 100000 AND id < 100010"]);
-    let rebased = before.build_btree("name", 64).await.unwrap();
+    let rebased = before.build_btree("name", 64).await.unwrap().dataset;
     assert_eq!(rebased.version(), before.version() + 2);
     rebased.verify().await.unwrap();
     let scan = peer(&["scan", &uri]);
@@ -1424,6 +1432,7 @@ async fn lancet_and_pylance_commits_rebase_over_each_other() {
     let deletion = rebased.checkout(before.version() + 1).await.unwrap();
     assert_eq!(
         deletion
+            .storage()
             .transaction()
             .await
             .unwrap()
@@ -1451,7 +1460,7 @@ async fn signature(ds: &Dataset) -> String {
 async fn fault_matrix<F, Fut>(template: &Path, op: F)
 where
     F: Fn(Dataset) -> Fut,
-    Fut: std::future::Future<Output = lancet::Result<Dataset>>,
+    Fut: std::future::Future<Output = lancet::Result<lancet::Committed>>,
 {
     use lancet::paths::fault::{FaultyStore, Mode, Request};
     use std::sync::Arc;
@@ -1483,7 +1492,7 @@ where
     let base = Dataset::open(clean_dir.path().to_str().unwrap())
         .await
         .unwrap();
-    let expected = signature(&op(base.clone()).await.unwrap()).await;
+    let expected = signature(&op(base.clone()).await.unwrap().dataset).await;
     let orphans_only = lancet::CleanupPolicy {
         retain_versions: Some(u64::MAX),
         unverified_older_than: std::time::Duration::ZERO,
@@ -1579,7 +1588,7 @@ async fn index_build_fri_publish_and_rewrite_survive_every_injected_fault() {
     .await;
     // FRI publish: the legacy history re-published as a tagged entry
     fault_matrix(&fixtures().join("fri"), |ds| async move {
-        ds.upgrade_fri().await
+        ds.storage().upgrade_fri().await
     })
     .await;
     // rewrite: fragments pylance wrote, committed with their stable-partition map
@@ -1608,12 +1617,13 @@ async fn index_build_fri_publish_and_rewrite_survive_every_injected_fault() {
         let (sources, destinations, labels) =
             (sources.clone(), destinations.clone(), labels.clone());
         async move {
-            ds.commit_rewrite(
-                &sources,
-                destinations,
-                lancet::RewriteMapping::StablePartition { labels: &labels },
-            )
-            .await
+            ds.storage()
+                .commit_rewrite(
+                    &sources,
+                    destinations,
+                    lancet::RewriteMapping::StablePartition { labels: &labels },
+                )
+                .await
         }
     })
     .await;
@@ -1673,6 +1683,7 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
                 &version,
             ]);
             match ds
+                .storage()
                 .commit_rewrite(
                     &sources,
                     fragments_of(&written),
@@ -1732,7 +1743,14 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
     let last = Dataset::open(&uri).await.unwrap();
     let mut ops = Vec::new();
     for v in start + 1..=last.version() {
-        let t = last.checkout(v).await.unwrap().transaction().await.unwrap();
+        let t = last
+            .checkout(v)
+            .await
+            .unwrap()
+            .storage()
+            .transaction()
+            .await
+            .unwrap();
         // pylance's compaction may also republish the Fragment Reuse Index lancet's rewrites
         // created, as a CreateIndex of that system index alone
         let fri_only = t.as_ref().is_some_and(|t| {
@@ -1801,7 +1819,7 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
             .map(|n| n.as_str().unwrap().to_string())
             .collect();
         for i in ds.indices() {
-            let covers_now = match ds.index_fragments(i).unwrap() {
+            let covers_now = match ds.storage().index_fragments(i).unwrap() {
                 Some(b) => b.iter().any(|f| frags.contains(&u64::from(f))),
                 None => true,
             };
@@ -2072,7 +2090,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         assert_eq!(scan["count"], json!(rows_before + 1500), "{name}");
         let seen = peer(&["transactions", &uri]);
         assert_eq!(seen["transactions"][0]["operation"], "Append", "{name}");
-        let stable = appended.has_stable_row_ids();
+        let stable = appended.storage().has_stable_row_ids();
         assert_eq!(stable, name == "stable");
         if stable {
             assert_eq!(appended.manifest().next_row_id, next_before + 1500);
@@ -2100,16 +2118,18 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         // Delete: two rows of the first new fragment, then one more merged with them
         let f = first_new;
         let deleted = appended
+            .storage()
             .delete_rows(&[(f, [0u32, 1].into_iter().collect())], "id < 500002")
             .await
             .unwrap()
             .dataset;
         let deleted = deleted
+            .storage()
             .delete_rows(&[(f, [2u32].into_iter().collect())], "id = 500002")
             .await
             .unwrap()
             .dataset;
-        let record = deleted.fragment(f).await.unwrap().unwrap();
+        let record = deleted.storage().fragment(f).await.unwrap().unwrap();
         assert_eq!(record.deletion_file.unwrap().num_deleted_rows, 3);
         assert_eq!(peer(&["scan", &uri])["count"], json!(rows_before + 1497));
         let seen = peer(&["transactions", &uri]);
@@ -2119,6 +2139,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         let moved = peer(&["write-fragments", &uri, "900000", "1"]);
         let mut new_fragments = fragments_of(&moved);
         let old_id = deleted
+            .storage()
             .row_id_sequence(&record_of(&deleted, f).await)
             .unwrap()
             .map(|s| s.get(5).unwrap());
@@ -2128,6 +2149,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
             ));
         }
         let tombstone = deleted
+            .storage()
             .delete_operation(&[(f, [5u32].into_iter().collect())], "")
             .await
             .unwrap();
@@ -2179,7 +2201,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
             seen["transactions"][0]["operation"], "BaseOperation",
             "{name}"
         );
-        let txn = reserved.transaction().await.unwrap().unwrap();
+        let txn = reserved.storage().transaction().await.unwrap().unwrap();
         assert_eq!(txn.operation_name(), "ReserveFragments");
         let v = reserved.version().to_string();
         peer(&["append-at", &uri, &v, "700000", "10"]);
@@ -2239,7 +2261,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
 }
 
 async fn record_of(ds: &Dataset, id: u64) -> lancet::proto::table::DataFragment {
-    ds.fragment(id).await.unwrap().unwrap()
+    ds.storage().fragment(id).await.unwrap().unwrap()
 }
 
 /// Issue 19: a column added to a pylance table through `Operation::Merge` (a data file per
@@ -2253,8 +2275,8 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
     copy_dir(&fixtures().join("basic"), &dir);
     let uri = dir.to_str().unwrap().to_string();
     let ds = Dataset::open(&uri).await.unwrap();
-    let store = ds.store().clone();
-    let fs = ds.file_store().clone();
+    let store = ds.storage().store().clone();
+    let fs = ds.storage().file_store().clone();
     let next_field = ds.manifest().fields.iter().map(|f| f.id).max().unwrap() + 1;
     let extra = Schema::new(vec![Field::new("extra", DataType::Int64, true)]);
     let mut field = lancet::file::manifest_fields(&extra).unwrap().remove(0);
@@ -2370,6 +2392,7 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
         "the replaced file's values are gone"
     );
     let files = &replaced
+        .storage()
         .fragment(first_fragment.id)
         .await
         .unwrap()

@@ -150,7 +150,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let created = peer(&py, &["create", uri, "2000"]);
     assert_eq!(created["version"], json!(2));
     let read = Dataset::open(uri).await.unwrap();
-    let indexed = read.build_btree("value", 64).await.unwrap();
+    let indexed = read.build_btree("value", 64).await.unwrap().dataset;
     assert_eq!(indexed.version(), 3);
     let appended = peer(&py, &["append-at", uri, "2", "5000", "100"]);
     assert_eq!(appended["version"], json!(4));
@@ -168,6 +168,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     assert_eq!(latest.version(), 4);
     assert_eq!(
         latest
+            .storage()
             .transaction()
             .await
             .unwrap()
@@ -215,15 +216,17 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     );
     let labels = fragments::labels_of(&written);
     let rewritten = latest
+        .storage()
         .commit_rewrite(
             &sources,
             fragments::fragments_of(&written),
             lancet::RewriteMapping::StablePartition { labels: &labels },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     rewritten.verify().await.unwrap();
-    assert!(rewritten.fri_history().await.unwrap().is_some());
+    assert!(rewritten.storage().fri_history().await.unwrap().is_some());
     let store = DatasetStore::open(uri).unwrap();
     assert_eq!(
         store.list("_fri").await.unwrap().len(),
@@ -286,6 +289,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .position(|f| f.deletion_file.is_some())
         .expect("pylance's delete left deletion files");
     let fri = latest
+        .storage()
         .fri_entry()
         .cloned()
         .expect("the rewrite's FRI entry");
@@ -365,7 +369,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     ];
     for (manifest, indices, want) in edits {
         let err = latest
-            .commit_with_actions(manifest, &indices, &[], &TreeWriterConfig::default())
+            .storage()
+            .commit_actions(manifest, &indices, &[], &TreeWriterConfig::default())
             .await
             .unwrap_err();
         assert_eq!(err.invariant(), Some(want), "{err}");
@@ -397,7 +402,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     ];
     for (manifest, actions, want) in misuse {
         let err = latest
-            .commit_with_actions(
+            .storage()
+            .commit_actions(
                 manifest,
                 latest.indices(),
                 &actions,
@@ -480,6 +486,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let before_rows = rows(&before);
     assert_eq!(rows(&peer(&py, &["scan", uri])), before_rows + 50);
     let deleted = appended
+        .storage()
         .delete_rows(&[(new_id, (0u32..10).collect())], "id < 900010")
         .await
         .unwrap()
@@ -617,7 +624,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         ];
         for (manifest, indices, actions, want) in cases {
             let err = ds
-                .commit_with_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
+                .storage()
+                .commit_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
                 .await
                 .unwrap_err();
             assert_eq!(err.invariant(), Some(want), "{err}");
@@ -656,7 +664,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         let ds = Dataset::open(uri_u).await.unwrap();
         let before = versions(store_u.clone()).await;
         let err = ds
-            .commit_with_actions(
+            .storage()
+            .commit_actions(
                 ds.manifest().clone(),
                 &[],
                 &upsert(fragment(2)),
@@ -758,7 +767,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             // the data files written first, as a writer does: the rule broken is the one named
             common::stage(&ds, &actions).await;
             let err = ds
-                .commit_with_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
+                .storage()
+                .commit_actions(manifest, &indices, &actions, &TreeWriterConfig::default())
                 .await
                 .unwrap_err();
             assert_eq!(err.invariant(), Some(want), "{err}");
@@ -793,7 +803,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         tagged.reader_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
         tagged.writer_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
         let err = ds
-            .commit_with_actions(
+            .storage()
+            .commit_actions(
                 tagged,
                 &[covering(1, &[0, 1]), fri],
                 &[],
@@ -856,7 +867,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             ..covering(uuid, &[0])
         };
         let err = stable
-            .commit_with_actions(
+            .storage()
+            .commit_actions(
                 stable.manifest().clone(),
                 &[btree(2, 0), btree(3, 1)],
                 &[],
@@ -898,13 +910,14 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             };
             let actions = [(0, Action::AddDeletionFile(deletion))];
             common::stage(&base, &actions).await;
-            base.commit_with_actions(
-                base.manifest().clone(),
-                &[],
-                &actions,
-                &TreeWriterConfig::default(),
-            )
-            .await
+            base.storage()
+                .commit_actions(
+                    base.manifest().clone(),
+                    &[],
+                    &actions,
+                    &TreeWriterConfig::default(),
+                )
+                .await
         }));
     }
     let mut landed = 0;
@@ -936,7 +949,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .unwrap()
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     // 8 × 25 by default: moto answers each request in milliseconds, and a debug build on two
     // cores makes a few commits a second through it; LANCET_S3_COMMITS raises it. Each writer
     // uploads its fragment's data file first, as an append does: committing back to back with
@@ -963,7 +977,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 common::stage_fragment(&ds, &f).await;
                 let began = Instant::now();
                 let committed = ds
-                    .commit_measured(
+                    .storage()
+                    .commit_actions(
                         ds.manifest().clone(),
                         &[],
                         &[(id, Action::Upsert(Box::new(f)))],
@@ -1048,8 +1063,9 @@ async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
         },
     )
     .await
-    .unwrap();
-    let ds = ds.build_btree("id", 128).await.unwrap();
+    .unwrap()
+    .dataset;
+    let ds = ds.build_btree("id", 128).await.unwrap().dataset;
     ds.delete(&Filter::parse("id % 100 = 7").unwrap())
         .await
         .unwrap();

@@ -39,7 +39,7 @@ fn value(i: i64) -> i64 {
 async fn create(dir: &std::path::Path) -> String {
     let uri = dir.to_str().unwrap().to_string();
     let store = DatasetStore::create(&uri).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let schema = Schema::new(vec![Field::new("v", DataType::Int64, false)]);
     let fields = manifest_fields(&schema).unwrap();
     let (major, minor) = FileVersion::V2_1.data_file_version();
@@ -89,27 +89,28 @@ async fn create(dir: &std::path::Path) -> String {
         .await
         .unwrap();
     let ds = Dataset::open(&uri).await.unwrap();
-    let ds = ds.build_btree("v", 4096).await.unwrap();
+    let ds = ds.build_btree("v", 4096).await.unwrap().dataset;
     // delete one row of the fragment holding v = 4242424 (not that row)
     let hit = (0..N).find(|i| value(*i) == 4_242_424).unwrap();
     let (frag, offset) = (hit / FRAGMENT_ROWS, hit % FRAGMENT_ROWS);
     let deleted = if offset == 0 { 1 } else { offset - 1 } as u32;
     let file = lancet::rowid::deletion::write_deletion_file(
-        ds.store(),
+        ds.storage().store(),
         frag as u64,
         ds.version(),
         &[deleted].into_iter().collect(),
     )
     .await
     .unwrap();
-    ds.commit_with_actions(
-        ds.manifest().clone(),
-        ds.indices(),
-        &[(frag as u64, lancet::tree::Action::AddDeletionFile(file))],
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    ds.storage()
+        .commit_actions(
+            ds.manifest().clone(),
+            ds.indices(),
+            &[(frag as u64, lancet::tree::Action::AddDeletionFile(file))],
+            &Default::default(),
+        )
+        .await
+        .unwrap();
     uri
 }
 
@@ -126,8 +127,13 @@ fn bench(c: &mut Criterion) {
             Dataset::open_with(store, None, Caches::new(Default::default())).await
         })
         .unwrap();
-    let (name, _) = ds.btree_indices().into_iter().next().expect("a BTree on v");
-    let segments = rt.block_on(ds.btree_segments(&name)).unwrap();
+    let (name, _) = ds
+        .storage()
+        .btree_indices()
+        .into_iter()
+        .next()
+        .expect("a BTree on v");
+    let segments = rt.block_on(ds.storage().btree_segments(&name)).unwrap();
     let segment = &segments[0];
     let eq = Filter::parse("v = 4242424").unwrap();
     let range_text = "v >= 5000000 AND v < 5010000";

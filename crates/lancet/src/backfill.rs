@@ -21,6 +21,7 @@ use lancet_filter::Scalar;
 use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Merge, Operation};
 use lancet_proto::table::{DataFile, DataFragment};
 
+use crate::commit::Committed;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
@@ -52,7 +53,7 @@ impl Dataset {
         name: &str,
         value: &Scalar,
         options: AddColumnOptions,
-    ) -> Result<Dataset> {
+    ) -> Result<Committed> {
         let invalid = |reason: String| Error::InvalidArgument {
             what: format!("add column {name:?}"),
             reason,
@@ -144,19 +145,18 @@ impl Dataset {
                     ..Default::default()
                 }))
                 .await
-                .map(|c| c.dataset)
             }
-            None => Ok(self.clone()),
+            None => Ok(Committed::nothing(self.clone())),
         };
-        let mut ds = match published {
-            Ok(ds) => ds,
+        let mut done = match published {
+            Ok(done) => done,
             Err(e) => {
                 self.delete_unpublished(files.iter().map(|(_, d)| d)).await;
                 return Err(e);
             }
         };
         if one_commit {
-            return Ok(ds);
+            return Ok(done);
         }
         for batch in files.chunks(options.fragments_per_commit) {
             let replacements = batch
@@ -166,12 +166,13 @@ impl Dataset {
                     new_file: Some(file.clone()),
                 })
                 .collect();
-            ds = ds
+            let next = done
+                .dataset
                 .commit(Operation::DataReplacement(DataReplacement { replacements }))
-                .await?
-                .dataset;
+                .await?;
+            done = done.then(next);
         }
-        Ok(ds)
+        Ok(done)
     }
 
     /// Deletes data files this command wrote and did not publish (best effort: a file left

@@ -30,15 +30,23 @@ use lancet_txn::operation::new_transaction;
 
 impl Dataset {
     /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
-    /// which must not hold a table yet, and returns it opened.
-    pub async fn shallow_clone(&self, target: &str, version: Option<u64>) -> Result<Dataset> {
+    /// which must not hold a table yet: its first version, opened.
+    pub async fn shallow_clone(
+        &self,
+        target: &str,
+        version: Option<u64>,
+    ) -> Result<crate::Committed> {
         let span = tracing::info_span!("shallow_clone", source = %self.uri(), target, ?version);
         self.shallow_clone_inner(target, version)
             .instrument(span)
             .await
     }
 
-    async fn shallow_clone_inner(&self, target: &str, version: Option<u64>) -> Result<Dataset> {
+    async fn shallow_clone_inner(
+        &self,
+        target: &str,
+        version: Option<u64>,
+    ) -> Result<crate::Committed> {
         let source = match version {
             Some(v) if v != self.version() => self.checkout(v).await?,
             _ => self.clone(),
@@ -93,7 +101,7 @@ impl Dataset {
                 branch_name: None,
             }),
         );
-        let (clone, _) = crate::publish::publish(
+        let (clone, size) = crate::publish::publish(
             &store,
             self.caches(),
             crate::publish::Publication {
@@ -110,7 +118,14 @@ impl Dataset {
         )
         .await?;
         tracing::info!(version = clone.version(), "shallow clone committed");
-        Ok(clone.with_clock(self.clock().clone()))
+        Ok(crate::Committed {
+            versions: 1,
+            attempts: 1,
+            // the manifest and its transaction file
+            objects_written: 2,
+            bytes_written: size,
+            ..crate::Committed::nothing(clone.with_clock(self.clock().clone()))
+        })
     }
 
     /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits

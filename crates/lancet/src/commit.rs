@@ -33,30 +33,88 @@ use crate::error::{Error, Result};
 use crate::publish::{publish, Publication};
 use crate::Dataset;
 
-/// A published version and what publishing it wrote.
+/// What a write did: the shape every write returns (append, delete, update, add-column, a
+/// compaction, an index build or optimization, a restore, a conversion, a commit of an
+/// operation). A write that publishes one version reports it; one that commits in steps (a
+/// backfill committing every few fragments, an optimization of several indexes) reports the
+/// last and the totals; one with nothing to do (a compaction of a compact table) publishes
+/// nothing and reports the version it was called on with `versions` 0.
 #[derive(Debug, Clone)]
 pub struct Committed {
+    /// The latest version the write published, or the one it was called on.
     pub dataset: Dataset,
-    /// Objects written: tree objects and the manifest.
+    /// Versions published.
+    pub versions: u64,
+    /// Objects written: tree objects, index and data files where counted, and manifests.
     pub objects_written: u64,
     /// Their bytes.
     pub bytes_written: u64,
-    /// The tree objects among them (relative path, bytes); the rest are the manifest and the
-    /// transaction file.
+    /// The tree objects among them (relative path, bytes); the rest are manifests and
+    /// transaction files.
     pub tree_objects: Vec<(String, u64)>,
-    /// Attempts the commit made: 1, plus one per race lost and rebased over.
+    /// Attempts the commits made: 1 each, plus one per race lost and rebased over.
     pub attempts: u32,
+    /// Rows the write appended, deleted or updated (matched by its filter); 0 for a write
+    /// that changes no row's value (an index build, a compaction, a restore, a conversion).
+    pub rows: u64,
+    /// Fragments the write removed (a compaction's sources, fragments a delete emptied) and
+    /// added (new data).
+    pub fragments_removed: usize,
+    pub fragments_added: usize,
+}
+
+impl Committed {
+    /// A write that published nothing: `dataset` as it is.
+    pub(crate) fn nothing(dataset: Dataset) -> Self {
+        Committed {
+            dataset,
+            versions: 0,
+            objects_written: 0,
+            bytes_written: 0,
+            tree_objects: Vec::new(),
+            attempts: 0,
+            rows: 0,
+            fragments_removed: 0,
+            fragments_added: 0,
+        }
+    }
+
+    /// This write followed by `next` (a later step of the same write): `next`'s version, the
+    /// totals of both.
+    pub(crate) fn then(mut self, next: Committed) -> Self {
+        self.dataset = next.dataset;
+        self.versions += next.versions;
+        self.objects_written += next.objects_written;
+        self.bytes_written += next.bytes_written;
+        self.tree_objects.extend(next.tree_objects);
+        self.attempts += next.attempts;
+        self.rows += next.rows;
+        self.fragments_removed += next.fragments_removed;
+        self.fragments_added += next.fragments_added;
+        self
+    }
+
+    /// With `rows` reported as the rows the write changed.
+    pub(crate) fn with_rows(mut self, rows: u64) -> Self {
+        self.rows = rows;
+        self
+    }
+
+    /// The version published (or the one the write was called on).
+    pub fn version(&self) -> u64 {
+        self.dataset.version()
+    }
 }
 
 impl Dataset {
     /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
     /// the fields lancet does not model from this version's manifest. On a tree version the
     /// manifest's tree is kept as it is (the fragments do not change).
-    pub async fn commit_manifest(
+    pub(crate) async fn commit_manifest(
         &self,
         manifest: Manifest,
         indices: &[IndexMetadata],
-    ) -> Result<Self> {
+    ) -> Result<Committed> {
         self.commit_with_actions(manifest, indices, &[], &TreeWriterConfig::default())
             .await
     }
@@ -68,34 +126,22 @@ impl Dataset {
     /// The data files and deletion files the actions add must already be in storage: their
     /// footers are read (rows and field ids) and judged with the rest of the candidate, so a
     /// record naming a missing or mismatched file is refused before anything is published.
-    pub async fn commit_with_actions(
-        &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
-        actions: &[(u64, Action)],
-        config: &TreeWriterConfig,
-    ) -> Result<Self> {
-        let span = tracing::info_span!(
-            "commit",
-            uri = %self.uri(),
-            version = self.version() + 1,
-            actions = actions.len()
-        );
-        self.commit_measured(manifest, indices, actions, config)
-            .instrument(span)
-            .await
-            .map(|c| c.dataset)
-    }
-
-    /// [`Dataset::commit_with_actions`], also reporting the objects and bytes it wrote.
-    pub async fn commit_measured(
+    pub(crate) async fn commit_with_actions(
         &self,
         manifest: Manifest,
         indices: &[IndexMetadata],
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
     ) -> Result<Committed> {
-        self.commit_inner(manifest, indices, actions, config).await
+        let span = tracing::info_span!(
+            "commit",
+            uri = %self.uri(),
+            version = self.version() + 1,
+            actions = actions.len()
+        );
+        self.commit_inner(manifest, indices, actions, config)
+            .instrument(span)
+            .await
     }
 
     async fn commit_inner(
@@ -156,16 +202,29 @@ impl Dataset {
                 (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);
             let (objects, bytes) = (prepared.objects, prepared.bytes);
             let tree_objects = prepared.tree_objects.clone();
+            let (removed, added) =
+                prepared
+                    .changes
+                    .iter()
+                    .fold((0, 0), |(r, a), c| match (&c.before, &c.after) {
+                        (Some(_), None) => (r + 1, a),
+                        (None, Some(_)) => (r, a + 1),
+                        _ => (r, a),
+                    });
             let done = |dataset: Dataset| {
                 // the transaction file, unless the table inlines transactions only (flag 32)
                 let file = protocol::writes_transaction_file(dataset.manifest());
                 Committed {
+                    versions: 1,
                     tree_objects: tree_objects.clone(),
                     objects_written: objects + 1 + u64::from(file),
                     bytes_written: bytes
                         + dataset.manifest_file().entry.size
                         + if file { txn.encoded_len() as u64 } else { 0 },
                     attempts: attempt,
+                    rows: 0,
+                    fragments_removed: removed,
+                    fragments_added: added,
                     dataset,
                 }
             };
@@ -326,7 +385,7 @@ impl Dataset {
     }
 
     /// This version's transaction (what the commit that made it did), if it records one.
-    pub async fn transaction(&self) -> Result<Option<StoredTransaction>> {
+    pub(crate) async fn transaction(&self) -> Result<Option<StoredTransaction>> {
         Ok(lancet_paths::transaction::read_transaction(self.store(), self.manifest_file()).await?)
     }
 
@@ -438,7 +497,7 @@ impl Dataset {
         content: Content,
         before: &[DataFragment],
         records: Vec<DataFragment>,
-    ) -> Result<Self> {
+    ) -> Result<Committed> {
         // `records` move into the changes: at 10M fragments each copy of the list is GBs
         let judged = before
             .iter()
@@ -455,7 +514,12 @@ impl Dataset {
             judged: Some(judged),
         })
         .await
-        .map(|c| c.dataset)
+        .map(|c| Committed {
+            // a conversion moves no fragment: it records every one again
+            fragments_removed: 0,
+            fragments_added: 0,
+            ..c
+        })
     }
 
     /// Publishes `manifest` as version N+1 (see [`crate::publish`]: judged by the invariants
@@ -522,12 +586,7 @@ impl Dataset {
     /// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
     /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
     /// it a retryable conflict). The way back from a bad version.
-    pub async fn restore(&self, version: u64) -> Result<Self> {
-        self.restore_measured(version).await.map(|c| c.dataset)
-    }
-
-    /// [`Dataset::restore`], also reporting what it wrote.
-    pub(crate) async fn restore_measured(&self, version: u64) -> Result<Committed> {
+    pub async fn restore(&self, version: u64) -> Result<Committed> {
         let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone())
             .await?
             .with_clock(self.clock().clone());
@@ -553,7 +612,7 @@ impl Dataset {
         &self,
         config: &TreeWriterConfig,
         progress: impl Fn(usize, usize),
-    ) -> Result<Self> {
+    ) -> Result<Committed> {
         if self.tree().is_some() {
             return Err(invalid(
                 self,
@@ -581,7 +640,7 @@ impl Dataset {
 
     /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
     /// (what Lance 14 reads).
-    pub async fn flatten(&self) -> Result<Self> {
+    pub async fn flatten(&self) -> Result<Committed> {
         if self.tree().is_none() {
             return Err(invalid(self, "the version is flat already"));
         }

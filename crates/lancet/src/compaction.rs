@@ -51,15 +51,6 @@ pub struct CompactionResult {
     pub new_fragments: Vec<DataFragment>,
 }
 
-/// A compaction's outcome.
-#[derive(Debug, Clone)]
-pub struct Compacted {
-    /// The Rewrite's version; `None` when there was nothing to compact.
-    pub committed: Option<Committed>,
-    pub fragments_removed: usize,
-    pub fragments_added: usize,
-}
-
 impl Dataset {
     /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
     /// needs compacting).
@@ -155,13 +146,9 @@ impl Dataset {
 
     /// Commits the `results` of tasks planned on one version in one Rewrite (see the module
     /// docs), judged against every version published since they were planned.
-    pub async fn commit_compaction(&self, results: &[CompactionResult]) -> Result<Compacted> {
+    pub async fn commit_compaction(&self, results: &[CompactionResult]) -> Result<Committed> {
         let Some(first) = results.first() else {
-            return Ok(Compacted {
-                committed: None,
-                fragments_removed: 0,
-                fragments_added: 0,
-            });
+            return Ok(Committed::nothing(self.clone()));
         };
         let read_version = first.task.read_version;
         if results.iter().any(|r| r.task.read_version != read_version) {
@@ -226,15 +213,15 @@ impl Dataset {
                 .await?
             }
         };
-        Ok(Compacted {
-            committed: Some(committed),
+        Ok(Committed {
             fragments_removed: all_sources.len(),
             fragments_added: groups.iter().map(|g| g.destinations.len()).sum(),
+            ..committed
         })
     }
 
     /// Plans, executes every task here, and commits: `compact_files` in one call.
-    pub async fn compact(&self, options: &CompactionOptions) -> Result<Compacted> {
+    pub async fn compact(&self, options: &CompactionOptions) -> Result<Committed> {
         let tasks = self.plan_compaction(options).await?;
         let mut results = Vec::with_capacity(tasks.len());
         for task in &tasks {

@@ -15,7 +15,26 @@ use lancet_tree::{OpenContext, StoreFetcher, TreeReader};
 use crate::cache::{CachedManifest, Caches};
 use crate::error::{Error, Result};
 
-/// One version of a Lance table.
+/// One version of a Lance table: a cheap handle (clones share the store and caches).
+///
+/// Its methods, by what a user does:
+/// - **Open and read**: [`Dataset::open`], [`Dataset::open_version`], [`Dataset::open_with`],
+///   [`Dataset::checkout`], [`Dataset::with_clock`], [`Dataset::uri`], [`Dataset::version`],
+///   [`Dataset::schema`], [`Dataset::num_rows`], [`Dataset::scan`], [`Dataset::take`],
+///   [`Dataset::search`], [`Dataset::search_with`].
+/// - **Write** (each returns [`crate::Committed`]): [`Dataset::create`], [`Dataset::append`],
+///   [`Dataset::append_with`], [`Dataset::write_fragments`] (a distributed write's files),
+///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
+///   [`Dataset::add_column`], [`Dataset::restore`].
+/// - **Maintain**: [`Dataset::compact`] (or [`Dataset::plan_compaction`],
+///   [`Dataset::execute_compaction`] and [`Dataset::commit_compaction`] on many workers),
+///   [`Dataset::build_btree`], [`Dataset::optimize_indices`], [`Dataset::cleanup`],
+///   [`Dataset::cleanup_with_progress`], [`Dataset::convert_to_tree`], [`Dataset::flatten`],
+///   [`Dataset::shallow_clone`].
+/// - **Inspect**: [`Dataset::manifest`], [`Dataset::indices`], [`Dataset::fragments`],
+///   [`Dataset::index_summaries`], [`Dataset::verify`], [`Dataset::verify_data`], and
+///   [`Dataset::storage`]: the version as stored (objects, row ids, deletion vectors, BTree
+///   segments, the Fragment Reuse Index, expert writes of storage actions and rewrites).
 #[derive(Debug, Clone)]
 pub struct Dataset {
     store: DatasetStore,
@@ -68,7 +87,10 @@ impl FragmentSummary {
     }
 }
 
-fn file_store_for_impl(store: &DatasetStore) -> Result<FileStore> {
+/// The Lance-file store over a dataset store (sharing its object store): how a writer outside
+/// a [`Dataset`] handle (before the table exists, or staging files for a distributed commit)
+/// reads and writes Lance files where the table keeps them.
+pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
     let uri = if store.local_root().is_some() {
         "file:///".to_string()
     } else if store.uri().starts_with("memory://") {
@@ -81,8 +103,8 @@ fn file_store_for_impl(store: &DatasetStore) -> Result<FileStore> {
 
 impl Dataset {
     /// The lance-file view of a dataset store (shares its object store).
-    pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
-        file_store_for_impl(store)
+    pub(crate) fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
+        file_store_for(store)
     }
 
     /// Opens the latest version of the table at `uri` with default caches.
@@ -144,7 +166,7 @@ impl Dataset {
             });
         }
         let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
-        let file_store = file_store_for_impl(&store)?;
+        let file_store = file_store_for(&store)?;
         let source = if lancet_tree::is_tree_manifest(&manifest.decoded.manifest) {
             let manifest_object = manifest.entry.path.to_string();
             lancet_tree::check_raw_arms(&manifest_object, &manifest.decoded.manifest_bytes)?;
@@ -239,7 +261,7 @@ impl Dataset {
         self
     }
 
-    pub fn clock(&self) -> &Arc<dyn Clock> {
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
@@ -251,7 +273,7 @@ impl Dataset {
         self.manifest.entry.version
     }
 
-    pub fn manifest_file(&self) -> &ManifestFile {
+    pub(crate) fn manifest_file(&self) -> &ManifestFile {
         &self.manifest
     }
 
@@ -260,18 +282,18 @@ impl Dataset {
     }
 
     /// Path of this version's manifest object, relative to the dataset root.
-    pub fn manifest_path(&self) -> String {
+    pub(crate) fn manifest_path(&self) -> String {
         self.store
             .relative(&self.manifest.entry.path)
             .unwrap_or_else(|| self.manifest.entry.path.to_string())
     }
 
     /// This version's manifest object, for errors about what it holds.
-    pub fn manifest_ref(&self) -> lancet_proto::ObjectRef {
+    pub(crate) fn manifest_ref(&self) -> lancet_proto::ObjectRef {
         lancet_proto::ObjectRef::new(self.manifest.entry.path.to_string())
     }
 
-    pub fn naming_scheme(&self) -> NamingScheme {
+    pub(crate) fn naming_scheme(&self) -> NamingScheme {
         self.manifest.entry.scheme
     }
 
@@ -302,7 +324,7 @@ impl Dataset {
     }
 
     /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
-    pub async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
+    pub(crate) async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
         match &self.source {
             FragmentSource::Flat(_) => {
                 let fragments = &self.manifest().fragments;
@@ -317,7 +339,7 @@ impl Dataset {
     }
 
     /// The fragment tree of this version, when it has one.
-    pub fn tree(&self) -> Option<&TreeReader> {
+    pub(crate) fn tree(&self) -> Option<&TreeReader> {
         match &self.source {
             FragmentSource::Tree(reader) => Some(reader),
             FragmentSource::Flat(_) => None,
@@ -326,7 +348,7 @@ impl Dataset {
 
     /// Refuses to read column data of `fragment` through data overlay files (flag 64), which
     /// lancet passes through but does not apply. `what` names the operation in the error.
-    pub fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
+    pub(crate) fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
         if !fragment.overlays.is_empty() {
             return Err(Error::Unsupported {
                 uri: self.uri().to_string(),
@@ -344,28 +366,28 @@ impl Dataset {
         &self.manifest.decoded.indices
     }
 
-    pub fn store(&self) -> &DatasetStore {
+    pub(crate) fn store(&self) -> &DatasetStore {
         &self.store
     }
 
-    pub fn file_store(&self) -> &FileStore {
+    pub(crate) fn file_store(&self) -> &FileStore {
         &self.file_store
     }
 
-    pub fn bases(&self) -> &BaseTable {
+    pub(crate) fn bases(&self) -> &BaseTable {
         &self.bases
     }
 
-    pub fn caches(&self) -> &Arc<Caches> {
+    pub(crate) fn caches(&self) -> &Arc<Caches> {
         &self.caches
     }
 
     /// This dataset as a resolved base, for references with no `base_id`.
-    pub fn root(&self) -> ResolvedBase {
+    pub(crate) fn root(&self) -> ResolvedBase {
         ResolvedBase::current_dataset(self.store.uri())
     }
 
-    pub fn has_stable_row_ids(&self) -> bool {
+    pub(crate) fn has_stable_row_ids(&self) -> bool {
         lancet_txn::protocol::has_stable_row_ids(self.manifest())
     }
 
@@ -384,7 +406,10 @@ impl Dataset {
     }
 
     /// Where each data file of `fragment` lives.
-    pub fn data_file_locations(&self, fragment: &DataFragment) -> Result<Vec<ObjectLocation>> {
+    pub(crate) fn data_file_locations(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<Vec<ObjectLocation>> {
         fragment
             .files
             .iter()
@@ -393,7 +418,7 @@ impl Dataset {
     }
 
     /// Where the deletion file of `fragment` lives, if it has one.
-    pub fn deletion_file_location(
+    pub(crate) fn deletion_file_location(
         &self,
         fragment: &DataFragment,
     ) -> Result<Option<ObjectLocation>> {

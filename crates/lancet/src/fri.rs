@@ -15,13 +15,13 @@ use crate::Dataset;
 
 impl Dataset {
     /// The `__lance_frag_reuse` entry, if the version has one.
-    pub fn fri_entry(&self) -> Option<&IndexMetadata> {
+    pub(crate) fn fri_entry(&self) -> Option<&IndexMetadata> {
         self.indices().iter().find(|m| is_fri_entry(m))
     }
 
     /// The FRI history of this version, validated and ready to translate (row maps of stable
     /// partitions opened, counts checked, no labels read). Cached per version.
-    pub async fn fri_history(&self) -> Result<Option<Arc<History>>> {
+    pub(crate) async fn fri_history(&self) -> Result<Option<Arc<History>>> {
         let Some(entry) = self.fri_entry().cloned() else {
             return Ok(None);
         };
@@ -40,7 +40,7 @@ impl Dataset {
 
     /// The decoded (not yet opened) FRI history of this version, if it has one: no row map
     /// is touched.
-    pub async fn fri_ledger(&self) -> Result<Option<lancet_reuse::Ledger>> {
+    pub(crate) async fn fri_ledger(&self) -> Result<Option<lancet_reuse::Ledger>> {
         match self.fri_entry().cloned() {
             Some(entry) => Ok(Some(self.decode_fri(&entry).await?)),
             None => Ok(None),
@@ -113,7 +113,7 @@ impl Dataset {
     /// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
     /// release builds refuse FRI there) and when the history has transitions lancet cannot
     /// interpret (it would have to carry them unread).
-    pub async fn upgrade_fri(&self) -> Result<Dataset> {
+    pub(crate) async fn upgrade_fri(&self) -> Result<crate::Committed> {
         let what = self.manifest_ref().object;
         let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
             ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))
@@ -122,6 +122,5 @@ impl Dataset {
         let ledger = History::new(ledger, &what)?.ledger;
         self.publish_history(None, ledger, crate::rewrite::Format::Tagged)
             .await
-            .map(|c| c.dataset)
     }
 }

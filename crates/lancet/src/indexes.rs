@@ -25,7 +25,7 @@ pub struct BTreeSegment {
 
 impl BTreeSegment {
     /// Whether its `ids` are row addresses (index_version >= 1, or no stable row ids).
-    pub fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
+    pub(crate) fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
         self.metadata.index_version.unwrap_or(0) >= 1 || !stable_row_ids
     }
 }
@@ -102,12 +102,12 @@ impl Dataset {
     }
 
     /// The BTree index entries, grouped by name (one entry per segment).
-    pub fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
+    pub(crate) fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
         lancet_btree::segments_by_name(self.indices())
     }
 
     /// The name of the BTree index on the field `field_id`, if any.
-    pub fn btree_on_field(&self, field_id: i32) -> Option<String> {
+    pub(crate) fn btree_on_field(&self, field_id: i32) -> Option<String> {
         lancet_btree::btree_on_field(self.indices(), field_id)
     }
 
@@ -115,7 +115,7 @@ impl Dataset {
     /// the session's page cache.
     /// The fragments an index entry covers (`None`: no bitmap stored), decoded strictly: one
     /// Roaring bitmap occupying the whole field, or a typed error naming the index.
-    pub fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
+    pub(crate) fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
         if meta.fragment_bitmap.is_empty() {
             return Ok(None);
         }
@@ -132,7 +132,7 @@ impl Dataset {
 
     /// The segments of this version's BTree index `name`, opened (kept in the session's
     /// structure cache per version: a hot search opens nothing).
-    pub async fn btree_segments(&self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
+    pub(crate) async fn btree_segments(&self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
         let key = StructureKey::BTreeSegments {
             uri: self.uri().to_string(),
             version: self.version(),
@@ -195,7 +195,7 @@ impl Dataset {
     /// are translated through the history (rows a rewrite deleted drop out). Without one, or
     /// for segments storing stable row ids (which rewrites do not change), the answer is the
     /// segment's own. See [`Dataset::answered_fragments`] for where the answers are complete.
-    pub async fn segment_answer(
+    pub(crate) async fn segment_answer(
         &self,
         segment: &BTreeSegment,
         answer: NullableIdSet,
@@ -214,7 +214,10 @@ impl Dataset {
     /// The fragments on which the segments' answers (through [`Dataset::segment_answer`])
     /// are complete: the fragments they cover, plus, through the FRI history, every fragment
     /// whose rows all came from covered fragments. The rest must be scanned.
-    pub async fn answered_fragments(&self, segments: &[BTreeSegment]) -> Result<RoaringBitmap> {
+    pub(crate) async fn answered_fragments(
+        &self,
+        segments: &[BTreeSegment],
+    ) -> Result<RoaringBitmap> {
         let mut covered = RoaringBitmap::new();
         for s in segments {
             covered |= &s.fragments;
@@ -286,7 +289,7 @@ impl Dataset {
     /// the next version under the name `{column}_idx`, replacing an index of that name.
     /// `page_rows`: rows per index page; Lance's default is 4,096
     /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]).
-    pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<Dataset> {
+    pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<crate::Committed> {
         let field = self
             .manifest()
             .fields
@@ -337,6 +340,6 @@ impl Dataset {
             new_indices: vec![entry],
             removed_indices,
         });
-        Ok(self.commit(op).await?.dataset)
+        self.commit(op).await
     }
 }

@@ -41,8 +41,9 @@
 //!
 //! # Write
 //!
-//! Every write publishes one new version, judged by `lancet-txn`'s invariants first; a
-//! refused write publishes nothing.
+//! Every write is judged by `lancet-txn`'s invariants before it publishes (a refused write
+//! publishes nothing) and returns one shape, [`Committed`]: the new version, the rows and
+//! fragments it changed, what it wrote and how many attempts it took.
 //!
 //! ```
 //! # use std::sync::Arc;
@@ -54,12 +55,14 @@
 //! # let uri = dir.path().to_str().unwrap();
 //! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
 //! # let rows = |r: std::ops::Range<i64>| RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(r))]);
-//! let ds = Dataset::create(uri, schema.clone(), futures::stream::iter([Ok(rows(0..100)?)]), CreateOptions::default()).await?;
+//! let ds = Dataset::create(uri, schema.clone(), futures::stream::iter([Ok(rows(0..100)?)]), CreateOptions::default()).await?.dataset;
 //! let ds = ds.append(futures::stream::iter([Ok(rows(100..150)?)])).await?.dataset;
-//! let ds = ds.delete(&Filter::parse("id < 10")?).await?.committed.dataset;
+//! let deleted = ds.delete(&Filter::parse("id < 10")?).await?;
+//! assert_eq!(deleted.rows, 10);
+//! let ds = deleted.dataset;
 //! let set = lancet::filter::parse_assignment("id = id + 1000")?;
-//! let ds = ds.update(&Filter::parse("id = 149")?, &[set]).await?.committed.dataset;
-//! let ds = ds.add_column("twice", &lancet::filter::parse_value("id * 2")?, Default::default()).await?;
+//! let ds = ds.update(&Filter::parse("id = 149")?, &[set]).await?.dataset;
+//! let ds = ds.add_column("twice", &lancet::filter::parse_value("id * 2")?, Default::default()).await?.dataset;
 //! assert_eq!(ds.num_rows(), Some(140));
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! # })?;
@@ -79,13 +82,13 @@
 //! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
 //! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..1000))])?;
 //! let options = CreateOptions { max_rows_per_file: 100, ..Default::default() };
-//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), options).await?;
-//! let ds = ds.build_btree("id", lancet::btree::DEFAULT_PAGE_ROWS).await?;
-//! let ds = ds.delete(&Filter::parse("id % 3 = 0")?).await?.committed.dataset;
+//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), options).await?.dataset;
+//! let ds = ds.build_btree("id", lancet::btree::DEFAULT_PAGE_ROWS).await?.dataset;
+//! let ds = ds.delete(&Filter::parse("id % 3 = 0")?).await?.dataset;
 //! // rewrite the fragments with deletions; the BTree is remapped in the same commit
 //! let compacted = ds.compact(&CompactionOptions::default()).await?;
-//! let ds = compacted.committed.map(|c| c.dataset).unwrap_or(ds);
-//! let ds = ds.optimize_indices(&Default::default()).await?;
+//! assert_eq!((compacted.versions, compacted.fragments_removed), (1, 10));
+//! let ds = compacted.dataset.optimize_indices(&Default::default()).await?.dataset;
 //! let report = ds.cleanup(&CleanupPolicy { retain_versions: Some(1), ..Default::default() }).await?;
 //! assert!(!report.removed_versions.is_empty());
 //! # Ok::<_, Box<dyn std::error::Error>>(())
@@ -105,12 +108,16 @@
 //! # let uri = dir.path().to_str().unwrap();
 //! # let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
 //! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..10))])?;
-//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), CreateOptions::default()).await?;
+//! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), CreateOptions::default()).await?.dataset;
 //! ds.verify().await?; // every invariant of the stored version
 //! ds.verify_data().await?; // and every data file's footer against its record
 //! for f in ds.fragments().await?.iter() {
 //!     println!("fragment {} holds {} rows", f.id, f.physical_rows);
 //! }
+//! // below the table API: the version as stored
+//! let storage = ds.storage();
+//! assert!(storage.tree().is_none()); // a flat table
+//! assert_eq!(storage.transaction().await?.map(|t| t.operation_name()).as_deref(), Some("Overwrite"));
 //! let missing = Dataset::open(&format!("{uri}/nothing-here")).await.unwrap_err();
 //! assert_eq!(missing.kind(), ErrorKind::NotFound);
 //! # Ok::<_, Box<dyn std::error::Error>>(())
@@ -140,6 +147,7 @@ mod rewrite;
 mod rowids;
 mod scan;
 mod search;
+mod storage;
 mod verify;
 mod write;
 
@@ -152,19 +160,20 @@ pub use cleanup::{
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
 pub use commit::Committed;
-pub use compaction::{Compacted, CompactionOptions, CompactionResult, CompactionTask};
-pub use dataset::{Dataset, FragmentSummary};
+pub use compaction::{CompactionOptions, CompactionResult, CompactionTask};
+pub use dataset::{file_store_for, Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
 pub use indexes::{BTreeSegment, IndexSummary};
 pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, Typing};
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
-pub use mutate::Changed;
+
 pub use optimize::OptimizeOptions;
 pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::ScanOptions;
 pub use search::{SearchOptions, SearchResult};
+pub use storage::Storage;
 pub use verify::VerifyReport;
 pub use write::{batches, batches_from_reader, AppendOptions, CreateOptions, Layout};
 

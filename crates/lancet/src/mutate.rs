@@ -22,37 +22,29 @@ use crate::commit::Committed;
 use crate::error::{Error, Result};
 use crate::Dataset;
 
-/// A delete or update: the new version, and the rows it changed.
-#[derive(Debug, Clone)]
-pub struct Changed {
-    pub committed: Committed,
-    pub rows: u64,
-}
-
 impl Dataset {
     /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
     /// fragment left with no live row is removed. A filter no row matches still commits (an
-    /// empty Delete), as Lance does.
-    pub async fn delete(&self, filter: &Filter) -> Result<Changed> {
+    /// empty Delete), as Lance does. [`Committed::rows`]: the rows deleted.
+    pub async fn delete(&self, filter: &Filter) -> Result<Committed> {
         let matched = self.search_addresses(filter).await?;
-        let rows = matched.values().map(RoaringBitmap::len).sum();
         let offsets: Vec<(u64, RoaringBitmap)> = matched
             .into_iter()
             .map(|(f, o)| (u64::from(f), o))
             .collect();
-        let committed = self.delete_rows(&offsets, filter.text()).await?;
-        Ok(Changed { committed, rows })
+        self.delete_rows(&offsets, filter.text()).await
     }
 
     /// Sets the columns of `assignments` (`column`, new value) on the live rows where
     /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
     /// new values (cast to each column's type; a value that does not fit is an error) and
     /// their old copies deleted. A filter no row matches commits an empty Update.
+    /// [`Committed::rows`]: the rows updated.
     pub async fn update(
         &self,
         filter: &Filter,
         assignments: &[(String, Scalar)],
-    ) -> Result<Changed> {
+    ) -> Result<Committed> {
         if assignments.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "update".into(),
@@ -114,8 +106,10 @@ impl Dataset {
             fields_for_preserving_frag_bitmap: preserving,
             update_mode: UpdateMode::RewriteRows as i32,
         };
-        let committed = self.commit(Operation::Update(update)).await?;
-        Ok(Changed { committed, rows })
+        Ok(self
+            .commit(Operation::Update(update))
+            .await?
+            .with_rows(rows))
     }
 }
 

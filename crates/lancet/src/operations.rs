@@ -38,7 +38,7 @@ pub(crate) struct Built {
 impl Dataset {
     /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
     /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
-    /// Restore (as [`Dataset::restore`]); a Rewrite through [`Dataset::commit_rewrite`] or
+    /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::Storage::commit_rewrite`] or
     /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the
@@ -46,7 +46,7 @@ impl Dataset {
     /// latest version) or fails typed.
     pub async fn commit(&self, operation: Operation) -> Result<Committed> {
         match &operation {
-            Operation::Restore(r) => return self.restore_measured(r.version).await,
+            Operation::Restore(r) => return self.restore(r.version).await,
             // its index entries and its history are written with it, by the paths that move rows
             Operation::Rewrite(_) => {
                 return Err(Error::Txn(TxnError::Unsupported {
@@ -71,20 +71,24 @@ impl Dataset {
 
     /// Deletes the rows at `offsets` of each fragment named (see
     /// [`Dataset::delete_operation`]), committing a Delete recording `predicate`.
-    pub async fn delete_rows(
+    pub(crate) async fn delete_rows(
         &self,
         offsets: &[(u64, RoaringBitmap)],
         predicate: &str,
     ) -> Result<Committed> {
         let delete = self.delete_operation(offsets, predicate).await?;
-        self.commit(Operation::Delete(delete)).await
+        let rows = offsets.iter().map(|(_, o)| o.len()).sum();
+        Ok(self
+            .commit(Operation::Delete(delete))
+            .await?
+            .with_rows(rows))
     }
 
     /// The Delete of the rows at `offsets` of each fragment named, merged with the rows its
     /// deletion file deletes already: the fragment with a new deletion file (written now, in
     /// Lance's choice of `.arrow` or `.bin`), or removed when no row is left. Not committed:
     /// an Update uses its fragments for the rows it moves.
-    pub async fn delete_operation(
+    pub(crate) async fn delete_operation(
         &self,
         offsets: &[(u64, RoaringBitmap)],
         predicate: &str,

@@ -18,6 +18,7 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::Translation;
 use roaring::RoaringBitmap;
 
+use crate::commit::Committed;
 use crate::error::{Error, Result};
 use crate::indexes::BTreeSegment;
 use crate::Dataset;
@@ -36,20 +37,19 @@ const CHUNK_ROWS: u64 = 64 * 1024;
 impl Dataset {
     /// Extends every BTree index over the fragments it does not cover, and rewrites segments
     /// that hold addresses from before deferred compactions (see the module docs). Returns
-    /// the latest version (this one when nothing needed doing).
-    pub async fn optimize_indices(&self, options: &OptimizeOptions) -> Result<Dataset> {
-        let mut ds = self.clone();
+    /// a version per index changed, and the trimmed history's (none when nothing needed doing).
+    pub async fn optimize_indices(&self, options: &OptimizeOptions) -> Result<Committed> {
+        let mut done = Committed::nothing(self.clone());
         for (name, _) in self.btree_indices() {
-            if let Some(next) = ds.optimize_index(&name, options).await? {
-                ds = next;
+            if let Some(next) = done.dataset.optimize_index(&name, options).await? {
+                done = done.then(next);
             }
         }
-        if ds.fri_entry().is_some() {
-            if let Some(trimmed) = ds.trim_fri().await? {
-                ds = trimmed;
-            }
+        if done.dataset.fri_entry().is_some() {
+            let trimmed = done.dataset.trim_fri().await?;
+            done = done.then(trimmed);
         }
-        Ok(ds)
+        Ok(done)
     }
 
     /// One index, optimized; `None` when it covers every fragment and needs no translation.
@@ -57,7 +57,7 @@ impl Dataset {
         &self,
         name: &str,
         options: &OptimizeOptions,
-    ) -> Result<Option<Dataset>> {
+    ) -> Result<Option<Committed>> {
         let segments = self.btree_segments(name).await?;
         let Some(first) = segments.first() else {
             return Ok(None);
@@ -120,7 +120,7 @@ impl Dataset {
             new_indices,
             removed_indices,
         });
-        Ok(Some(self.commit(op).await?.dataset))
+        Ok(Some(self.commit(op).await?))
     }
 
     /// Index `name` trained again from its column over every live fragment, in one segment
@@ -130,7 +130,7 @@ impl Dataset {
         name: &str,
         segments: &[BTreeSegment],
         live: &RoaringBitmap,
-    ) -> Result<Dataset> {
+    ) -> Result<Committed> {
         let Some(first) = segments.first() else {
             return Err(Error::Internal(format!("index {name:?} has no segment")));
         };
@@ -148,7 +148,7 @@ impl Dataset {
             new_indices: vec![segment],
             removed_indices: segments.iter().map(|s| s.metadata.clone()).collect(),
         });
-        Ok(self.commit(op).await?.dataset)
+        self.commit(op).await
     }
 
     /// The live fragments `segment` answers for now (through the history when there is one).

@@ -29,6 +29,7 @@ use lancet_txn::rebase::{judge_since, ConflictCause, IndexIntent};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::commit::Committed;
 use crate::error::Result;
 use crate::Dataset;
 
@@ -79,12 +80,12 @@ impl Dataset {
     /// Losing the race to compatible commits that took the destination ids prepares the
     /// rewrite again on the latest version (new ids, the latest history extended, the row
     /// map written again), at most eight times; other conflicts are returned.
-    pub async fn commit_rewrite(
+    pub(crate) async fn commit_rewrite(
         &self,
         sources: &[u32],
         destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
-    ) -> Result<Dataset> {
+    ) -> Result<Committed> {
         let group = RewriteGroup {
             sources: sources.to_vec(),
             destinations,
@@ -95,7 +96,6 @@ impl Dataset {
             async move {
                 base.commit_rewrite_groups(std::slice::from_ref(&group), Format::Tagged)
                     .await
-                    .map(|c| c.dataset)
             }
         })
         .await
@@ -147,7 +147,7 @@ impl Dataset {
         &self,
         groups: &[RewriteGroup<'_>],
         format: Format,
-    ) -> Result<crate::Committed> {
+    ) -> Result<Committed> {
         let what = self.manifest_ref().object;
         let mut ledger = self.extendable_history(&what).await?;
         let fragments = self.fragments().await?;
@@ -274,7 +274,7 @@ impl Dataset {
         rewrite: Option<Operation>,
         ledger: Ledger,
         format: Format,
-    ) -> Result<crate::Committed> {
+    ) -> Result<Committed> {
         let mut indices: Vec<IndexMetadata> = self
             .indices()
             .iter()
@@ -336,10 +336,10 @@ impl Dataset {
     /// rewrite moved it forward; when that version is gone, every ancestor of its bitmap's
     /// fragments counts. Transitions reachable from those fragments are kept (see
     /// `History::needed_for`), intermediates included.
-    pub async fn trim_fri(&self) -> Result<Option<Dataset>> {
+    pub(crate) async fn trim_fri(&self) -> Result<Committed> {
         let what = self.manifest_ref().object;
         let Some(ledger) = self.extendable_history(&what).await? else {
-            return Ok(None);
+            return Ok(Committed::nothing(self.clone()));
         };
         let history = History::new(ledger, &what)?;
         // each index's coverage and the fragments of the version it was built on (read
@@ -362,12 +362,9 @@ impl Dataset {
         }
         let indexed = history.indexed_fragments(indexes.iter().map(|(b, on)| (b, on.as_deref())));
         let Some(ledger) = history.trimmed(&indexed) else {
-            return Ok(None);
+            return Ok(Committed::nothing(self.clone()));
         };
-        let committed = self
-            .publish_history(None, ledger, Format::AsTheTable)
-            .await?;
-        Ok(Some(committed.dataset))
+        self.publish_history(None, ledger, Format::AsTheTable).await
     }
 
     /// Objects under the dataset root's `_fri/` that no version in `_versions/` references
@@ -379,7 +376,7 @@ impl Dataset {
     /// default to use). Maps that skipped (unmodelled) transitions name are referenced too.
     /// Row maps in other bases (`base_id` set) belong to those bases' tables and are not
     /// listed.
-    pub async fn unreferenced_fri_files(&self, older_than: Duration) -> Result<Vec<Path>> {
+    pub(crate) async fn unreferenced_fri_files(&self, older_than: Duration) -> Result<Vec<Path>> {
         let mut referenced: HashSet<String> = HashSet::new();
         for entry in lancet_paths::manifest::list_versions(self.store()).await? {
             let ds = self.checkout(entry.version).await?;
@@ -415,7 +412,7 @@ impl Dataset {
     /// Deletes [`Dataset::unreferenced_fri_files`] through cleanup's sweep (its concurrency,
     /// rate and failure rules: `policy`'s), returning what was deleted; a delete that failed
     /// is an `Unavailable` error naming the first (the others are deleted).
-    pub async fn delete_unreferenced_fri_files(
+    pub(crate) async fn delete_unreferenced_fri_files(
         &self,
         older_than: Duration,
         policy: &crate::CleanupPolicy,

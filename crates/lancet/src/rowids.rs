@@ -21,7 +21,7 @@ const DELETION_READ_CONCURRENCY: usize = 32;
 
 impl Dataset {
     /// The object store of the base a resolved location lives in.
-    pub fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
+    pub(crate) fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
         if base.base_id.is_none() {
             Ok(self.store().clone())
         } else {
@@ -30,12 +30,12 @@ impl Dataset {
     }
 
     /// The fragment's stable row id sequence, if it has one inline.
-    pub fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
+    pub(crate) fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
         Ok(lancet_rowid::row_ids_of(fragment, &self.manifest_path())?)
     }
 
     /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
-    pub fn version_sequences(
+    pub(crate) fn version_sequences(
         &self,
         fragment: &DataFragment,
     ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
@@ -43,7 +43,10 @@ impl Dataset {
     }
 
     /// The fragment's deleted offsets, if it has a deletion file.
-    pub async fn deletion_vector(&self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
+    pub(crate) async fn deletion_vector(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<Option<RoaringBitmap>> {
         Ok(self
             .cached_deletion_vector(fragment)
             .await?
@@ -68,7 +71,7 @@ impl Dataset {
 
     /// [`Dataset::deletion_vector`], kept in the session's structure cache (deletion files
     /// are immutable, so the key is the file alone).
-    pub async fn cached_deletion_vector(
+    pub(crate) async fn cached_deletion_vector(
         &self,
         fragment: &DataFragment,
     ) -> Result<Option<Arc<RoaringBitmap>>> {
@@ -99,7 +102,7 @@ impl Dataset {
 
     /// Every fragment's deletion vector (None where it has none), read concurrently, in
     /// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
-    pub async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
+    pub(crate) async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
         let fragments = self.fragments().await?;
         // by position, not by reference: a stream closure taking `&DataFragment` makes the
         // future unprovably `Send`
@@ -120,7 +123,7 @@ impl Dataset {
 
     /// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
     /// kept in the session's index cache.
-    pub async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
+    pub(crate) async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
         if !self.has_stable_row_ids() {
             return Err(Error::Unsupported {
                 uri: self.uri().to_string(),
@@ -144,7 +147,7 @@ impl Dataset {
     /// cached `RowIdIndex` when this version has one, otherwise answered lazily, reading only
     /// the deletion files of the fragments that hold the ids (what a first take after opening
     /// needs). Without them `_rowid` is the address: each id itself when live.
-    pub async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+    pub(crate) async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
         if !self.has_stable_row_ids() {
             return self.live_addresses(ids).await;
         }
@@ -211,7 +214,7 @@ impl Dataset {
 
     /// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
     /// stable row ids; otherwise each live address twice (`_rowid` is the address).
-    pub async fn live_row_ids(&self) -> Result<Vec<(u64, u64)>> {
+    pub(crate) async fn live_row_ids(&self) -> Result<Vec<(u64, u64)>> {
         if self.has_stable_row_ids() {
             return Ok(self.row_id_index().await?.iter().collect());
         }

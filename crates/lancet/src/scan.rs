@@ -172,7 +172,7 @@ impl Dataset {
     }
 
     /// The schema of the batches [`Dataset::scan`] returns for `options`.
-    pub fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
+    pub(crate) fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
         let projection = self.projection(options.columns.as_deref())?;
         Ok(output_schema(
             &projection,
@@ -422,7 +422,7 @@ impl Dataset {
 
     /// The live rows at `addresses`, in the order asked; an address that is not a live row
     /// is an error naming it.
-    pub async fn take_addresses(
+    pub(crate) async fn take_addresses(
         &self,
         addresses: &[u64],
         columns: Option<&[String]>,

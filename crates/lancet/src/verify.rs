@@ -195,7 +195,7 @@ impl Dataset {
     /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
     /// `max_fragment_id` and `next_row_id` never decrease); a broken one is `Corrupt` naming
     /// the invariant, as [`Dataset::verify`] reports them.
-    pub fn check_lineage(&self, previous: &Dataset) -> Result<()> {
+    pub(crate) fn check_lineage(&self, previous: &Dataset) -> Result<()> {
         lancet_txn::check_lineage(self.version(), previous.manifest(), self.manifest())
             .map_err(|e| self.invariant_broken(e))
     }

@@ -11,6 +11,7 @@ use futures::Stream;
 use lancet_file::{FileVersion, FragmentOptions};
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::DatasetStore;
+use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::{Append, Operation, Overwrite};
 use lancet_proto::table::DataFragment;
 use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
@@ -68,7 +69,7 @@ impl Dataset {
         schema: SchemaRef,
         batches: S,
         options: CreateOptions,
-    ) -> Result<Dataset>
+    ) -> Result<Committed>
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
@@ -135,7 +136,15 @@ impl Dataset {
         // the flags the layout needs, decided by lancet-txn
         lancet_txn::protocol::settle(&mut manifest, &[]);
         let txn = new_transaction(0, operation);
-        let (created, _) = publish(
+        let (rows, added) = (
+            changes
+                .iter()
+                .filter_map(|c| c.after.as_ref())
+                .map(|f| f.physical_rows)
+                .sum(),
+            changes.len(),
+        );
+        let (created, size) = publish(
             &store,
             &Caches::new(Default::default()),
             Publication {
@@ -160,7 +169,20 @@ impl Dataset {
             }
             e => e,
         })?;
-        Ok(created)
+        // the manifest and the transaction file (data files are the writer's, not counted)
+        let transaction = match lancet_txn::protocol::writes_transaction_file(&manifest) {
+            true => txn.encoded_len() as u64,
+            false => 0,
+        };
+        Ok(Committed {
+            objects_written: 1 + u64::from(transaction > 0),
+            bytes_written: size + transaction,
+            versions: 1,
+            attempts: 1,
+            rows,
+            fragments_added: added,
+            ..Committed::nothing(created)
+        })
     }
 
     /// Writes `batches` (the table's schema) as the data files of new fragments, without
@@ -238,7 +260,11 @@ impl Dataset {
                 reason: "no rows to append".into(),
             });
         }
-        self.commit(Operation::Append(Append { fragments })).await
+        let rows = fragments.iter().map(|f| f.physical_rows).sum();
+        Ok(self
+            .commit(Operation::Append(Append { fragments }))
+            .await?
+            .with_rows(rows))
     }
 
     /// The file version the table writes data files in (its manifest's data storage format).

@@ -37,7 +37,7 @@ fn now_policy() -> CleanupPolicy {
 async fn history(dir: &std::path::Path, config: Option<&TreeWriterConfig>) -> Dataset {
     let mut ds = flat_table(dir, 6).await;
     if let Some(config) = config {
-        ds = ds.convert_to_tree(config, |_, _| {}).await.unwrap();
+        ds = ds.convert_to_tree(config, |_, _| {}).await.unwrap().dataset;
     }
     let config = config.cloned().unwrap_or_default();
     materialize_files(dir, &ds).await;
@@ -90,9 +90,14 @@ async fn removes_exactly_what_no_kept_version_needs(config: Option<TreeWriterCon
     // a tree table has one more version: the conversion
     let (last, tagged) = (ds.version(), ds.version() - 3);
     let tag = ds.checkout(tagged).await.unwrap();
-    create_tag(ds.store(), "kept", tagged, tag.manifest_file().entry.size)
-        .await
-        .unwrap();
+    create_tag(
+        ds.storage().store(),
+        "kept",
+        tagged,
+        tag.storage().manifest_file().entry.size,
+    )
+    .await
+    .unwrap();
     // leftovers of attempts that never committed: no version names them
     let orphans = [
         "data/orphan.lance",
@@ -219,7 +224,8 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
         .await
         .convert_to_tree(&config, |_, _| {})
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     materialize_files(dir.path(), &ds).await;
     let extra = DataFile {
         path: "extra.lance".into(),
@@ -242,7 +248,7 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
         materialize_files(dir.path(), &ds).await;
     }
     // both mutations are still buffered in the latest version's root
-    let walk = ds.tree().unwrap().walk().await.unwrap();
+    let walk = ds.storage().tree().unwrap().walk().await.unwrap();
     assert!(walk.stats().root_buffer + walk.stats().mutations_since_root >= 2);
     assert!(dir.path().join("data/extra.lance").exists());
     settle().await;
@@ -258,7 +264,7 @@ async fn a_corrupt_version_stops_cleanup_before_any_delete() {
     let dir = tempfile::tempdir().unwrap();
     let ds = history(dir.path(), None).await;
     let v2 = ds.checkout(2).await.unwrap();
-    let path = dir.path().join(v2.manifest_path());
+    let path = dir.path().join(v2.storage().manifest_path());
     let mut bytes = std::fs::read(&path).unwrap();
     let n = bytes.len();
     bytes[n - 20] ^= 0xff;
@@ -288,14 +294,14 @@ async fn a_corrupt_version_stops_cleanup_before_any_delete() {
 async fn assert_resolves(ds: &Dataset) {
     ds.verify().await.unwrap();
     for f in ds.fragments().await.unwrap().iter() {
-        for l in ds.data_file_locations(f).unwrap() {
+        for l in ds.storage().data_file_locations(f).unwrap() {
             assert!(
                 std::path::Path::new(&l.display_uri()).exists(),
                 "{}",
                 l.display_uri()
             );
         }
-        if let Some(l) = ds.deletion_file_location(f).unwrap() {
+        if let Some(l) = ds.storage().deletion_file_location(f).unwrap() {
             assert!(std::path::Path::new(&l.display_uri()).exists());
         }
     }
@@ -309,7 +315,8 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
     let clone = src
         .shallow_clone(target.to_str().unwrap(), Some(5))
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     assert_eq!(
         clone.version(),
         5,
@@ -321,14 +328,14 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
         std::fs::canonicalize(&base.path).unwrap(),
         std::fs::canonicalize(src_dir.path()).unwrap()
     );
-    let txn = clone.transaction().await.unwrap().unwrap();
+    let txn = clone.storage().transaction().await.unwrap().unwrap();
     assert_eq!(txn.operation_name(), "Clone");
     assert_eq!(txn.transaction.read_version, 5);
     let source5 = src.checkout(5).await.unwrap();
     let uris = |ds: Dataset| async move {
         let mut out = Vec::new();
         for f in ds.fragments().await.unwrap().iter() {
-            for l in ds.data_file_locations(f).unwrap() {
+            for l in ds.storage().data_file_locations(f).unwrap() {
                 out.push(std::fs::canonicalize(l.display_uri()).unwrap());
             }
         }
@@ -387,7 +394,8 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
     let cc = c
         .shallow_clone(cc_dir.path().join("cc").to_str().unwrap(), None)
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let ids: Vec<u32> = cc.manifest().base_paths.iter().map(|b| b.id).collect();
     assert_eq!(ids, [base.id, base.id + 1]);
     assert_resolves(&cc).await;
@@ -427,13 +435,19 @@ async fn cleaning_the_source_keeps_a_tagged_cloned_version() {
     let (src_dir, clone_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let src = history(src_dir.path(), Some(&TreeWriterConfig::tiny())).await;
     let v4 = src.checkout(4).await.unwrap();
-    create_tag(src.store(), "cloned", 4, v4.manifest_file().entry.size)
-        .await
-        .unwrap();
+    create_tag(
+        src.storage().store(),
+        "cloned",
+        4,
+        v4.storage().manifest_file().entry.size,
+    )
+    .await
+    .unwrap();
     let clone = v4
         .shallow_clone(clone_dir.path().join("c").to_str().unwrap(), None)
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let report = src
         .cleanup(&CleanupPolicy {
             unverified_older_than: Duration::ZERO,
@@ -456,6 +470,7 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     };
     let ds = flat_table(src_dir.path(), 1).await;
     let ds = ds
+        .storage()
         .commit_manifest(
             lancet::proto::table::Manifest {
                 fragments: vec![rows(0, 15)],
@@ -464,7 +479,8 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
             &[],
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     // a stable partition writes a row map under the source's `_fri/`, named with no base_id
     let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
     let destinations = vec![
@@ -486,13 +502,15 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
         .await,
     ];
     let src = ds
+        .storage()
         .commit_rewrite(
             &[0],
             destinations,
             lancet::RewriteMapping::StablePartition { labels: &labels },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     assert_eq!(
         files(src_dir.path())
             .iter()
@@ -502,6 +520,7 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     );
     let probe = [13u64, 4];
     let want = src
+        .storage()
         .fri_history()
         .await
         .unwrap()
@@ -513,13 +532,15 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
     let clone = src
         .shallow_clone(clone_dir.path().join("c").to_str().unwrap(), None)
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     // the clone's own entry names the source's row map through the source's base id
     assert_ne!(
-        clone.fri_entry().unwrap().uuid,
-        src.fri_entry().unwrap().uuid
+        clone.storage().fri_entry().unwrap().uuid,
+        src.storage().fri_entry().unwrap().uuid
     );
     let got = clone
+        .storage()
         .fri_history()
         .await
         .unwrap()
@@ -541,7 +562,7 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
         src_files,
         "the source's row map is not the clone's"
     );
-    clone.fri_history().await.unwrap().unwrap();
+    clone.storage().fri_history().await.unwrap().unwrap();
 }
 
 /// The injected clock is what commits stamp and what cleanup's age rules judge by: versions
@@ -569,6 +590,7 @@ async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
         "the commit time is the clock's"
     );
     let ds = ds
+        .storage()
         .commit_manifest(ds.manifest().clone(), &[])
         .await
         .unwrap();
@@ -580,19 +602,19 @@ async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
         dry_run: true,
         ..Default::default()
     };
-    let report = ds.cleanup(&dry).await.unwrap();
+    let report = ds.dataset.cleanup(&dry).await.unwrap();
     assert!(
         report.removed_versions.is_empty() && !orphan(&report),
         "{report:?}"
     );
     assert_eq!(report.kept_young, 1);
     clock.advance(Duration::from_secs(13 * 24 * 3600));
-    let report = ds.cleanup(&dry).await.unwrap();
+    let report = ds.dataset.cleanup(&dry).await.unwrap();
     assert!(report.removed_versions.is_empty(), "{report:?}");
     assert!(orphan(&report), "13 days on, older than 7: {report:?}");
     clock.advance(Duration::from_secs(2 * 24 * 3600));
     // a handle checked out from this one shares its clock
-    let later = ds.checkout(ds.version()).await.unwrap();
+    let later = ds.dataset.checkout(ds.version()).await.unwrap();
     let report = later.cleanup(&Default::default()).await.unwrap();
     assert_eq!(report.removed_versions, [1, 2], "{report:?}");
     assert_eq!(report.kept_versions, [3]);

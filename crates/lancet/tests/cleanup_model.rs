@@ -90,7 +90,7 @@ async fn actions(rng: &mut Rng, ds: &Dataset, serial: &mut u64) -> Vec<(u64, Act
             }),
             2 => Action::Remove,
             _ => {
-                let f = ds.fragment(target).await.unwrap().unwrap();
+                let f = ds.storage().fragment(target).await.unwrap().unwrap();
                 Action::ReplaceDataFile {
                     expected_path: f.files[0].path.clone(),
                     path: format!("r{serial}.lance"),
@@ -124,7 +124,8 @@ async fn failed_attempt(t: &Table, actions: &[(u64, Action)], k: u64) {
     common::stage(&ds, actions).await;
     store.arm();
     let result = ds
-        .commit_with_actions(ds.manifest().clone(), &[], actions, &t.config)
+        .storage()
+        .commit_actions(ds.manifest().clone(), &[], actions, &t.config)
         .await;
     assert!(result.is_err(), "the attempt must fail");
 }
@@ -140,8 +141,8 @@ async fn check(t: &Table, cleaned: bool, what: &str) {
             .await
             .unwrap_or_else(|e| panic!("{what}: v{v} of {}: {e}", t.dir.display()));
         for f in ds.fragments().await.unwrap().iter() {
-            let mut named = ds.data_file_locations(f).unwrap();
-            named.extend(ds.deletion_file_location(f).unwrap());
+            let mut named = ds.storage().data_file_locations(f).unwrap();
+            named.extend(ds.storage().deletion_file_location(f).unwrap());
             for l in named {
                 assert!(
                     Path::new(&l.display_uri()).exists(),
@@ -175,7 +176,11 @@ async fn run(seed: u64, steps: u64) {
         };
         let mut ds = flat_table(&dir, 4).await;
         if tree {
-            ds = ds.convert_to_tree(&config, |_, _| {}).await.unwrap();
+            ds = ds
+                .convert_to_tree(&config, |_, _| {})
+                .await
+                .unwrap()
+                .dataset;
         }
         materialize_files(&dir, &ds).await;
         tables.push(Table {
@@ -207,9 +212,16 @@ async fn run(seed: u64, steps: u64) {
                 let t = &mut tables[i];
                 let vs = versions(&t.dir).await;
                 let v = *rng.pick(&vs);
-                let size = t.ds.checkout(v).await.unwrap().manifest_file().entry.size;
+                let size =
+                    t.ds.checkout(v)
+                        .await
+                        .unwrap()
+                        .storage()
+                        .manifest_file()
+                        .entry
+                        .size;
                 t.tags += 1;
-                create_tag(t.ds.store(), &format!("tag{}", t.tags), v, size)
+                create_tag(t.ds.storage().store(), &format!("tag{}", t.tags), v, size)
                     .await
                     .unwrap();
             }
@@ -219,16 +231,30 @@ async fn run(seed: u64, steps: u64) {
                 let v = *rng.pick(&vs);
                 let dir = root.path().join(format!("t{}", tables.len()));
                 let src = &mut tables[i];
-                let size = src.ds.checkout(v).await.unwrap().manifest_file().entry.size;
-                src.tags += 1;
-                create_tag(src.ds.store(), &format!("clone{}", src.tags), v, size)
+                let size = src
+                    .ds
+                    .checkout(v)
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .storage()
+                    .manifest_file()
+                    .entry
+                    .size;
+                src.tags += 1;
+                create_tag(
+                    src.ds.storage().store(),
+                    &format!("clone{}", src.tags),
+                    v,
+                    size,
+                )
+                .await
+                .unwrap();
                 let ds = src
                     .ds
                     .shallow_clone(dir.to_str().unwrap(), Some(v))
                     .await
-                    .unwrap_or_else(|e| panic!("{what}: clone: {e}"));
+                    .unwrap_or_else(|e| panic!("{what}: clone: {e}"))
+                    .dataset;
                 let config = src.config.clone();
                 tables.push(Table {
                     dir,
@@ -240,7 +266,7 @@ async fn run(seed: u64, steps: u64) {
             _ => {
                 let t = &tables[i];
                 let before = versions(&t.dir).await;
-                let tagged: BTreeSet<u64> = lancet::paths::refs::list_tags(t.ds.store())
+                let tagged: BTreeSet<u64> = lancet::paths::refs::list_tags(t.ds.storage().store())
                     .await
                     .unwrap()
                     .iter()

@@ -18,8 +18,9 @@ async fn tree_and_flat_commits_agree() {
         .await
         .convert_to_tree(&tiny, |_, _| {})
         .await
-        .unwrap();
-    assert!(tree.tree().is_some());
+        .unwrap()
+        .dataset;
+    assert!(tree.storage().tree().is_some());
     assert_eq!(
         tree.fragments().await.unwrap(),
         flat.fragments().await.unwrap()
@@ -61,8 +62,8 @@ async fn tree_and_flat_commits_agree() {
         assert_eq!(tree.num_rows(), flat.num_rows());
     }
     // flattening publishes the same fragments flat
-    let back = tree.flatten().await.unwrap();
-    assert!(back.tree().is_none());
+    let back = tree.flatten().await.unwrap().dataset;
+    assert!(back.storage().tree().is_none());
     assert_eq!(
         back.fragments().await.unwrap(),
         flat.fragments().await.unwrap()
@@ -87,7 +88,8 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
         .await
         .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let append = |ds: &Dataset| {
         let ds = ds.clone();
         async move {
@@ -114,7 +116,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
         .collect();
     assert_eq!(ids, vec![0, 1, 2, 3, 4]);
     assert_eq!(second.manifest().max_fragment_id, Some(4));
-    let txn = second.transaction().await.unwrap().unwrap();
+    let txn = second.storage().transaction().await.unwrap().unwrap();
     assert_eq!(txn.operation_name(), "Append");
     assert_eq!(txn.transaction.read_version, base.version());
 
@@ -198,8 +200,9 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
         .await
         .convert_to_tree(&config, |_, _| {})
         .await
-        .unwrap();
-    let root = |ds: &Dataset| ds.tree().unwrap().root_info().clone();
+        .unwrap()
+        .dataset;
+    let root = |ds: &Dataset| ds.storage().tree().unwrap().root_info().clone();
     assert!(matches!(
         root(&base),
         lancet::tree::RootInfo::External { .. }
@@ -207,19 +210,21 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
     let append = |id: u64| vec![(id, Action::Upsert(Box::new(fragment(id))))];
     common::stage(&base, &append(10)).await;
     let won = base
-        .commit_measured(base.manifest().clone(), &[], &append(10), &config)
+        .storage()
+        .commit_actions(base.manifest().clone(), &[], &append(10), &config)
         .await
         .unwrap();
     // a tree table inlines its transactions (flag 32): the manifest is the only object
     assert_eq!((won.attempts, won.objects_written), (1, 1));
     assert!(won.dataset.manifest().transaction_file.is_empty());
     assert!(
-        won.dataset.transaction().await.unwrap().is_some(),
+        won.dataset.storage().transaction().await.unwrap().is_some(),
         "the transaction is read from the manifest's inline section"
     );
     // prepared on the same version: loses the race, rebases onto the winner's tree
     let rebased = base
-        .commit_measured(base.manifest().clone(), &[], &append(10), &config)
+        .storage()
+        .commit_actions(base.manifest().clone(), &[], &append(10), &config)
         .await
         .unwrap();
     assert_eq!(rebased.attempts, 2);
@@ -255,7 +260,8 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
         .await
         .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let config = TreeWriterConfig::default();
     let deleted = base
         .commit_staged(
@@ -286,7 +292,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
         .await
         .unwrap();
     assert_eq!(filled.version(), deleted.version() + 1);
-    let txn = filled.transaction().await.unwrap().unwrap();
+    let txn = filled.storage().transaction().await.unwrap().unwrap();
     assert_eq!(txn.operation_name(), "DataReplacement");
     let f = &filled.fragments().await.unwrap()[1];
     assert_eq!(f.files.len(), 2);
@@ -323,7 +329,8 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             base = base
                 .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
                 .await
-                .unwrap();
+                .unwrap()
+                .dataset;
         }
         let config = TreeWriterConfig::default();
         let field = |id: i32, name: &str| Field {
@@ -336,11 +343,12 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         };
         let mut with_a = base.manifest().clone();
         with_a.fields = vec![field(0, "a")];
-        let base = base.commit_manifest(with_a, &[]).await.unwrap();
+        let base = base.storage().commit_manifest(with_a, &[]).await.unwrap();
         // another writer deletes rows of fragment 2 first
         let deleted = base
+            .dataset
             .commit_staged(
-                base.manifest().clone(),
+                base.dataset.manifest().clone(),
                 &[],
                 &[(
                     2,
@@ -355,12 +363,13 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             .await
             .unwrap();
         // prepared on `base`: column w (field 1) and its file on fragment 1
-        let mut with_w = base.manifest().clone();
+        let mut with_w = base.dataset.manifest().clone();
         with_w.fields.push(field(1, "w"));
         let mut file = fragment(1).files[0].clone();
         file.path = "w1.lance".into();
         file.fields = vec![1];
         let filled = base
+            .dataset
             .commit_staged(
                 with_w.clone(),
                 &[],
@@ -379,9 +388,9 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         assert_eq!(names, ["a", "w"], "tree={tree}");
         assert!(filled.fragments().await.unwrap()[2].deletion_file.is_some());
         // a second schema change prepared on `base` conflicts: the schema changed since
-        let mut with_x = base.manifest().clone();
+        let mut with_x = base.dataset.manifest().clone();
         with_x.fields.push(field(1, "x"));
-        let lost = base.commit_staged(with_x, &[], &[], &config).await;
+        let lost = base.dataset.commit_staged(with_x, &[], &[], &config).await;
         assert!(
             matches!(
                 lost,

@@ -56,8 +56,9 @@ async fn table(dir: &std::path::Path, stable: bool) -> Dataset {
         },
     )
     .await
-    .unwrap();
-    ds.build_btree("id", 64).await.unwrap()
+    .unwrap()
+    .dataset;
+    ds.build_btree("id", 64).await.unwrap().dataset
 }
 
 fn options() -> CompactionOptions {
@@ -89,10 +90,9 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
             .delete(&Filter::parse("id >= 840").unwrap())
             .await
             .unwrap()
-            .committed
             .dataset;
         let compacted = ds.commit_compaction(&results).await.unwrap();
-        let latest = compacted.committed.unwrap().dataset;
+        let latest = compacted.dataset;
         assert_eq!(latest.version(), deleted.version() + 1);
         let want: Vec<i64> = (0..840).collect();
         assert_eq!(ids(&latest).await, want, "stable={stable}");
@@ -121,7 +121,6 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
         .delete(&Filter::parse("id < 10").unwrap())
         .await
         .unwrap()
-        .committed
         .dataset;
     let err = ds.commit_compaction(&results).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
@@ -141,7 +140,7 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
     assert_eq!(ids(&latest).await, (10..800).collect::<Vec<i64>>());
     // planned again on the latest version, it lands
     let again = latest.compact(&options()).await.unwrap();
-    let compacted = again.committed.unwrap().dataset;
+    let compacted = again.dataset;
     assert_eq!(ids(&compacted).await, (10..800).collect::<Vec<i64>>());
 }
 
@@ -213,11 +212,19 @@ async fn a_legacy_row_id_segment_is_rebuilt_never_mixed() {
     let reopened = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
     assert_eq!(reopened.version(), ds.version());
     // optimize rebuilds one address segment over all nine fragments
-    let optimized = ds.optimize_indices(&Default::default()).await.unwrap();
+    let optimized = ds
+        .optimize_indices(&Default::default())
+        .await
+        .unwrap()
+        .dataset;
     let segments: Vec<_> = optimized.indices().to_vec();
     assert_eq!(segments.len(), 1);
     assert_eq!(segments[0].index_version, Some(1));
-    let covered = optimized.index_fragments(&segments[0]).unwrap().unwrap();
+    let covered = optimized
+        .storage()
+        .index_fragments(&segments[0])
+        .unwrap()
+        .unwrap();
     assert_eq!(covered.len(), 9);
     for f in ["id = 850", "id < 10", "id >= 795 AND id < 805"] {
         let filter = Filter::parse(f).unwrap();

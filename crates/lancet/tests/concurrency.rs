@@ -54,6 +54,7 @@ async fn table(dir: &std::path::Path, fragments: u64, tree: bool) -> Dataset {
         ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
             .await
             .unwrap()
+            .dataset
     } else {
         ds
     }
@@ -135,7 +136,10 @@ async fn disjoint_writers_all_land(tree: bool) {
             .await
             .unwrap_or_else(|e| panic!("version {v}: {e}"));
         if v > start.version() {
-            assert!(ds.transaction().await.unwrap().is_some(), "version {v}");
+            assert!(
+                ds.storage().transaction().await.unwrap().is_some(),
+                "version {v}"
+            );
         }
     }
     let fragments = latest.fragments().await.unwrap();

@@ -40,7 +40,7 @@ fn batches(list: Vec<RecordBatch>) -> impl futures::Stream<Item = lancet::Result
 }
 
 async fn scan(ds: &Dataset, options: ScanOptions) -> RecordBatch {
-    let schema = ds.scan_schema(&options).unwrap();
+    let schema = ds.storage().scan_schema(&options).unwrap();
     let got: Vec<RecordBatch> = ds.scan(options).await.unwrap().try_collect().await.unwrap();
     arrow_select::concat::concat_batches(&schema, &got).unwrap()
 }
@@ -81,9 +81,10 @@ async fn flat_and_tree_tables_change_and_read_alike() {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
         assert_eq!(ds.fragments().await.unwrap().len(), 4);
-        assert_eq!(ds.tree().is_some(), layout == Layout::Tree);
+        assert_eq!(ds.storage().tree().is_some(), layout == Layout::Tree);
         let ds = ds
             .append(batches(vec![rows(100, 10)]))
             .await
@@ -94,14 +95,14 @@ async fn flat_and_tree_tables_change_and_read_alike() {
             .await
             .unwrap();
         assert_eq!(changed.rows, 28);
-        let ds = changed.committed.dataset;
+        let ds = changed.dataset;
         let set = lancet::filter::parse_assignment("x = x + 0.5").unwrap();
         let changed = ds
             .update(&Filter::parse("id >= 20 AND id < 30").unwrap(), &[set])
             .await
             .unwrap();
         assert_eq!(changed.rows, 7);
-        let ds = changed.committed.dataset;
+        let ds = changed.dataset;
         ds.verify_data().await.unwrap();
         let all = scan(
             &ds,
@@ -158,7 +159,8 @@ async fn bad_calls_are_typed_errors_and_change_nothing() {
         CreateOptions::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .dataset;
     let before = listing(&uri);
     let other = RecordBatch::try_new(
         Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)])),
@@ -216,14 +218,16 @@ async fn a_filter_reads_a_column_no_file_holds_as_null_as_a_scan_does() {
         };
         let ds = Dataset::create(uri, schema(), batches(vec![rows(0, 30)]), options)
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
         // `w` filled in the first two fragments; then a schema-only Merge adds `v`, which no
         // data file holds, and a backfill of `w` on a third fragment appended without it
         let value = lancet::filter::parse_value("id * 2").unwrap();
         let ds = ds
             .add_column("w", &value, Default::default())
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
         let mut fields = ds.manifest().fields.clone();
         let next = fields.iter().map(|f| f.id).max().unwrap() + 1;
         let mut v = lancet::file::manifest_fields(&Schema::new(vec![Field::new(
@@ -301,7 +305,8 @@ async fn no_table_here_is_not_found() {
         CreateOptions::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .dataset;
     let err = ds.checkout(9).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     let err = Dataset::open_version(uri.to_str().unwrap(), 9)
@@ -342,14 +347,14 @@ async fn row_ids_without_stable_ids_are_live_addresses() {
         },
     )
     .await
-    .unwrap();
+    .unwrap()
+    .dataset;
     let ds = ds
         .delete(&Filter::parse("id = 3 OR id = 12").unwrap())
         .await
         .unwrap()
-        .committed
         .dataset;
-    let live = ds.live_row_ids().await.unwrap();
+    let live = ds.storage().live_row_ids().await.unwrap();
     assert_eq!(live.len(), 18);
     assert!(live.iter().all(|(id, addr)| id == addr));
     let addr = |f: u32, o: u32| lancet::RowAddress::new(f, o).as_u64();
@@ -357,6 +362,7 @@ async fn row_ids_without_stable_ids_are_live_addresses() {
         .iter()
         .any(|(id, _)| *id == addr(0, 3) || *id == addr(1, 2)));
     let found = ds
+        .storage()
         .lookup_row_ids(&[addr(0, 2), addr(0, 3), addr(1, 9), addr(1, 10), addr(7, 0)])
         .await
         .unwrap();
@@ -380,12 +386,12 @@ async fn a_whole_fragment_scan_is_cut_into_bounded_batches() {
         CreateOptions::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .dataset;
     let ds = ds
         .delete(&Filter::parse("id % 1000 = 5").unwrap())
         .await
         .unwrap()
-        .committed
         .dataset;
     let got: Vec<RecordBatch> = ds
         .scan(ScanOptions {
@@ -441,7 +447,8 @@ async fn writers_take_batches_in_memory_or_from_a_reader() {
         CreateOptions::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .dataset;
     let reader =
         arrow_array::RecordBatchIterator::new(vec![Ok(rows(15, 5)), Ok(rows(20, 5))], schema());
     let ds = ds

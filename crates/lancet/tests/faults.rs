@@ -27,6 +27,7 @@ async fn tree_table(dir: &std::path::Path) -> Dataset {
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
+        .dataset
 }
 
 fn actions() -> Vec<(u64, Action)> {
@@ -105,11 +106,19 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
     let clean = Dataset::open(clean_dir.path().to_str().unwrap())
         .await
         .unwrap()
-        .commit_measured(base.manifest().clone(), &[], &actions(), &config)
+        .storage()
+        .commit_actions(base.manifest().clone(), &[], &actions(), &config)
         .await
         .unwrap();
     assert!(clean.objects_written >= 6, "{}", clean.objects_written);
-    let stats = clean.dataset.tree().unwrap().verify().await.unwrap();
+    let stats = clean
+        .dataset
+        .storage()
+        .tree()
+        .unwrap()
+        .verify()
+        .await
+        .unwrap();
     assert!(stats.height >= 2 && stats.leaves > 10, "{stats:?}");
     let expected = clean.dataset.fragments().await.unwrap();
     let clean_added = added(&template_files, clean_dir.path());
@@ -125,7 +134,8 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
         let count_dir = tempfile::tempdir().unwrap();
         copy(template.path(), count_dir.path());
         let (ds, store) = faulty(count_dir.path(), request, 0, Mode::Before).await;
-        ds.commit_with_actions(ds.manifest().clone(), &[], &actions(), &config)
+        ds.storage()
+            .commit_actions(ds.manifest().clone(), &[], &actions(), &config)
             .await
             .unwrap();
         let n = store.matching();
@@ -142,7 +152,8 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
                 copy(template.path(), dir.path());
                 let (ds, _) = faulty(dir.path(), request, k, mode).await;
                 let result = ds
-                    .commit_with_actions(ds.manifest().clone(), &[], &actions(), &config)
+                    .storage()
+                    .commit_actions(ds.manifest().clone(), &[], &actions(), &config)
                     .await;
                 let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
                 let what = format!("{request:?} #{k} {mode:?}: {result:?}");
@@ -211,14 +222,16 @@ async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs
         let actions = vec![(60 + round, Action::Upsert(Box::new(fragment(60 + round))))];
         common::stage(&ds, &actions).await;
         ds = ds
-            .commit_with_actions(
+            .storage()
+            .commit_actions(
                 ds.manifest().clone(),
                 &[],
                 &actions,
                 &TreeWriterConfig::tiny(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
     }
     let everything = CleanupPolicy {
         older_than: Some(Duration::ZERO),

@@ -41,10 +41,12 @@ enum Layout {
 async fn layout(ds: Dataset, layout: Layout) -> Dataset {
     match layout {
         Layout::Flat => ds,
-        Layout::Tree => ds
-            .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
-            .await
-            .unwrap(),
+        Layout::Tree => {
+            ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+                .await
+                .unwrap()
+                .dataset
+        }
     }
 }
 
@@ -78,7 +80,8 @@ async fn refused(
         .collect();
     common::stage(ds, &data_only).await;
     let err = ds
-        .commit_with_actions(manifest, indices, actions, &TreeWriterConfig::tiny())
+        .storage()
+        .commit_actions(manifest, indices, actions, &TreeWriterConfig::tiny())
         .await
         .unwrap_err();
     assert_eq!(err.invariant(), Some(want), "{err}");
@@ -145,7 +148,12 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         .await;
         let mut advanced = ds.manifest().clone();
         advanced.next_row_id = 100;
-        let ds = ds.commit_manifest(advanced, &[]).await.unwrap();
+        let ds = ds
+            .storage()
+            .commit_manifest(advanced, &[])
+            .await
+            .unwrap()
+            .dataset;
         refused(
             d,
             &ds,
@@ -249,7 +257,12 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         let mut with_fri = ds.manifest().clone();
         with_fri.reader_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
         with_fri.writer_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
-        let ds = ds.commit_manifest(with_fri, &[]).await.unwrap();
+        let ds = ds
+            .storage()
+            .commit_manifest(with_fri, &[])
+            .await
+            .unwrap()
+            .dataset;
         refused(
             d,
             &ds,
@@ -450,7 +463,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
             .await
             .unwrap();
         // restore from an old handle: it publishes after the latest
-        let restored = start.restore(start.version()).await.unwrap();
+        let restored = start.restore(start.version()).await.unwrap().dataset;
         assert_eq!(restored.version(), appended.version() + 1, "{l:?}");
         let ids: Vec<u64> = restored
             .fragments()
@@ -461,7 +474,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
             .collect();
         assert_eq!(ids, vec![0, 1, 2, 3], "{l:?}");
         assert_eq!(restored.manifest().max_fragment_id, Some(4), "{l:?}");
-        let txn = restored.transaction().await.unwrap().unwrap();
+        let txn = restored.storage().transaction().await.unwrap().unwrap();
         assert_eq!(txn.operation_name(), "Restore");
         restored.verify().await.unwrap();
         // id 4 was handed out and stays dead; the next new fragment takes 5
@@ -514,7 +527,7 @@ async fn into_raw_tree(ds: &Dataset, m: &mut Manifest) {
         records: std::mem::take(&mut m.fragments),
         ..Default::default()
     }
-    .build(ds.store())
+    .build(ds.storage().store())
     .await
     .unwrap();
     m.fragment_tree = Some(built.metadata);
@@ -539,11 +552,11 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             if l == Layout::Tree {
                 into_raw_tree(&ds, &mut m).await;
             }
-            write_manifest(ds.store(), &ManifestContent::new(&m))
+            write_manifest(ds.storage().store(), &ManifestContent::new(&m))
                 .await
                 .unwrap();
             let bad = ds.checkout(2).await.unwrap();
-            assert_eq!(bad.tree().is_some(), l == Layout::Tree);
+            assert_eq!(bad.storage().tree().is_some(), l == Layout::Tree);
             let err = bad.verify().await.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
             // a tree's reader refuses a record naming an unknown base itself
@@ -576,7 +589,7 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
             if !to_tree {
                 into_raw_tree(&ds, &mut m).await;
             }
-            write_manifest(ds.store(), &ManifestContent::new(&m))
+            write_manifest(ds.storage().store(), &ManifestContent::new(&m))
                 .await
                 .unwrap();
             let bad = ds.checkout(2).await.unwrap();
@@ -601,7 +614,13 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
     // a valid table converts both ways
     let dir = tempfile::tempdir().unwrap();
     let tree = layout(stable_table(dir.path(), 3).await, Layout::Tree).await;
-    tree.flatten().await.unwrap().verify().await.unwrap();
+    tree.flatten()
+        .await
+        .unwrap()
+        .dataset
+        .verify()
+        .await
+        .unwrap();
 }
 
 /// Issue 30's index and schema invariants, broken through the public API on flat and tree
@@ -637,9 +656,11 @@ async fn index_coverage_and_schema_rules_refuse_without_writing() {
         };
         // an index on fragments 0 and 1 (committed as the index build it is)
         let ds = ds
+            .storage()
             .commit_manifest(schema, &[covering(1, &[0, 1])])
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
         // an append that also claims the index covers its fragment
         refused(
             d,
@@ -703,7 +724,8 @@ async fn storage_actions_are_judged_by_the_files_they_add() {
             async move {
                 let before = versions_dir(d);
                 let err = ds
-                    .commit_with_actions(ds.manifest().clone(), &[], &actions, &config)
+                    .storage()
+                    .commit_actions(ds.manifest().clone(), &[], &actions, &config)
                     .await
                     .unwrap_err();
                 assert_eq!(err.invariant(), Some(want), "{l:?}: {err}");

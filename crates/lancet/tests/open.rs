@@ -48,7 +48,7 @@ async fn tree_versions_are_read_and_never_empty_by_mistake() {
     let ds = open_with_flags(tree_manifest(empty_root.clone(), t, t))
         .await
         .unwrap();
-    assert!(ds.tree().is_some());
+    assert!(ds.storage().tree().is_some());
     assert!(ds.fragments().await.unwrap().is_empty());
     assert_eq!(ds.num_rows(), Some(0));
     // no root arm: corrupt
@@ -153,7 +153,7 @@ async fn tree_objects_load_once_through_the_node_cache() {
     let ds = Dataset::open_with(store, None, caches.clone())
         .await
         .unwrap();
-    let resolves = (0..8).map(|_| ds.fragment(17));
+    let resolves = (0..8).map(|_| ds.storage().fragment(17));
     for got in futures::future::join_all(resolves).await {
         assert_eq!(got.unwrap().as_ref(), Some(&records[17]));
     }
@@ -162,7 +162,7 @@ async fn tree_objects_load_once_through_the_node_cache() {
     assert_eq!(stats.misses, 2, "{stats:?}");
     assert_eq!(stats.hits, 14, "{stats:?}");
     assert_eq!(ds.fragments().await.unwrap().to_vec(), records);
-    assert_eq!(ds.fragment(40).await.unwrap(), None);
+    assert_eq!(ds.storage().fragment(40).await.unwrap(), None);
 }
 
 /// A tree whose leaves do not fit the node cache: commits point-read the records they change
@@ -260,10 +260,16 @@ async fn index_fragment_bitmaps_decode_strictly() {
     let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
         .await
         .unwrap();
-    assert_eq!(ds.index_fragments(&ds.indices()[0]).unwrap(), Some(good));
-    assert_eq!(ds.index_fragments(&ds.indices()[1]).unwrap(), None);
+    assert_eq!(
+        ds.storage().index_fragments(&ds.indices()[0]).unwrap(),
+        Some(good)
+    );
+    assert_eq!(
+        ds.storage().index_fragments(&ds.indices()[1]).unwrap(),
+        None
+    );
     for i in [2, 3] {
-        let err = ds.index_fragments(&ds.indices()[i]).unwrap_err();
+        let err = ds.storage().index_fragments(&ds.indices()[i]).unwrap_err();
         assert_eq!(err.kind(), lancet::ErrorKind::Corrupt, "{err}");
         let err = err.to_string();
         assert!(err.contains(&ds.indices()[i].name), "{err}");

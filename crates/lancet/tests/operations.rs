@@ -27,7 +27,7 @@ fn schema() -> Schema {
 /// A fragment at id 0 (numbered at commit) of `rows` rows in a new Lance file under `dir`.
 async fn written(dir: &Path, name: &str, rows: i64) -> DataFragment {
     let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let column: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows));
     let batch = RecordBatch::try_from_iter([("a", column)]).unwrap();
     let file = write_file(
@@ -89,6 +89,7 @@ async fn table_with_flags(dir: &Path, feature_flags: u64, tree: bool) -> Dataset
     ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
+        .dataset
 }
 
 fn versions_dir(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -112,8 +113,13 @@ fn append(fragments: Vec<DataFragment>) -> Operation {
 async fn row_ids(ds: &Dataset) -> Vec<(u64, Vec<u64>)> {
     let mut out = Vec::new();
     for f in ds.fragments().await.unwrap().iter() {
-        let ids = ds.row_id_sequence(f).unwrap().unwrap();
-        let deleted = ds.deletion_vector(f).await.unwrap().unwrap_or_default();
+        let ids = ds.storage().row_id_sequence(f).unwrap().unwrap();
+        let deleted = ds
+            .storage()
+            .deletion_vector(f)
+            .await
+            .unwrap()
+            .unwrap_or_default();
         let live = ids
             .iter()
             .enumerate()
@@ -136,7 +142,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
             written(d, "b.lance", 20).await,
         ]);
         let one = ds.commit(op).await.unwrap().dataset;
-        assert_eq!(one.tree().is_some(), tree);
+        assert_eq!(one.storage().tree().is_some(), tree);
         let ids = row_ids(&one).await;
         assert_eq!(
             ids,
@@ -145,11 +151,11 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         );
         assert_eq!(one.manifest().next_row_id, 50);
         assert_eq!(one.manifest().max_fragment_id, Some(1));
-        let f = one.fragment(1).await.unwrap().unwrap();
-        let (created, updated) = one.version_sequences(&f).unwrap();
+        let f = one.storage().fragment(1).await.unwrap().unwrap();
+        let (created, updated) = one.storage().version_sequences(&f).unwrap();
         assert_eq!(created.unwrap().version_at(19), Some(one.version()));
         assert_eq!(updated.unwrap().version_at(0), Some(one.version()));
-        let txn = one.transaction().await.unwrap().unwrap();
+        let txn = one.storage().transaction().await.unwrap().unwrap();
         assert_eq!(txn.operation_name(), "Append");
         match txn.transaction.operation {
             // recorded as the caller gave it, as Lance records it
@@ -165,11 +171,13 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         // deletions merge with the fragment's; a fragment left with no row is removed
         let gone: RoaringBitmap = (0..20).collect();
         let two = one
+            .storage()
             .delete_rows(&[(0, [3u32, 4].into_iter().collect()), (1, gone)], "p")
             .await
             .unwrap()
             .dataset;
         let three = two
+            .storage()
             .delete_rows(&[(0, [5u32].into_iter().collect())], "q")
             .await
             .unwrap()
@@ -178,7 +186,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         assert_eq!(live.len(), 1, "fragment 1 lost every row: removed");
         let expect: Vec<u64> = (0..30).filter(|i| ![3, 4, 5].contains(i)).collect();
         assert_eq!(live[0], (0, expect));
-        let f0 = three.fragment(0).await.unwrap().unwrap();
+        let f0 = three.storage().fragment(0).await.unwrap().unwrap();
         assert_eq!(f0.deletion_file.unwrap().num_deleted_rows, 3);
         three.verify_data().await.unwrap();
 
@@ -190,6 +198,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
             ),
         );
         let tomb = three
+            .storage()
             .delete_operation(&[(0, [7u32].into_iter().collect())], "")
             .await
             .unwrap();
@@ -209,8 +218,8 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
             50,
             "a moved row takes no new id"
         );
-        let f2 = four.fragment(2).await.unwrap().unwrap();
-        let (created, updated) = four.version_sequences(&f2).unwrap();
+        let f2 = four.storage().fragment(2).await.unwrap().unwrap();
+        let (created, updated) = four.storage().version_sequences(&f2).unwrap();
         assert_eq!(created.unwrap().version_at(0), Some(one.version()));
         assert_eq!(updated.unwrap().version_at(0), Some(four.version()));
         four.verify_data().await.unwrap();
@@ -330,7 +339,7 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
             .await
             .unwrap()
             .dataset;
-        assert!(five.fragment(5).await.unwrap().is_some());
+        assert!(five.storage().fragment(5).await.unwrap().is_some());
         let five = five
             .commit(Operation::Delete(Delete {
                 deleted_fragment_ids: vec![0],
@@ -351,13 +360,13 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         .await;
         dead.id = 0; // numbered: 6
         let six = five.commit(append(vec![dead])).await.unwrap().dataset;
-        assert!(six.fragment(6).await.unwrap().is_some());
+        assert!(six.storage().fragment(6).await.unwrap().is_some());
         // an id the reservation left unused may still be taken (Lance's reserve-then-commit;
         // `reserved_fragment_ids_can_be_used_once` refuses the used ones)
         let mut reserved_id = written(d, "i.lance", 2).await;
         reserved_id.id = 3;
         let five = six.commit(append(vec![reserved_id])).await.unwrap().dataset;
-        assert!(five.fragment(3).await.unwrap().is_some());
+        assert!(five.storage().fragment(3).await.unwrap().is_some());
 
         // operations committed elsewhere, or not yet
         refused(
@@ -415,13 +424,13 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let ds = table_with_flags(d, 0, false).await;
-    assert!(!ds.has_stable_row_ids());
+    assert!(!ds.storage().has_stable_row_ids());
     let ds = ds
         .commit(append(vec![written(d, "a.lance", 10).await]))
         .await
         .unwrap()
         .dataset;
-    let mut f = ds.fragment(0).await.unwrap().unwrap();
+    let mut f = ds.storage().fragment(0).await.unwrap().unwrap();
     f.deletion_file = Some(lancet::proto::table::DeletionFile {
         num_deleted_rows: 2,
         id: 99,
@@ -435,6 +444,7 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
     refused(d, &ds, ghost, ErrorKind::InvalidInput, "DeletionFileExists").await;
     // the same rows deleted through delete_rows: the file is written, and the delete lands
     let two = ds
+        .storage()
         .delete_rows(&[(0, [1u32, 2].into_iter().collect())], "a in (1, 2)")
         .await
         .unwrap()
@@ -463,8 +473,8 @@ async fn merge_and_data_replacement_keep_lances_rules() {
             .await
             .unwrap()
             .dataset;
-        let zero = ds.fragment(0).await.unwrap().unwrap();
-        let keep = ds.fragment(1).await.unwrap().unwrap();
+        let zero = ds.storage().fragment(0).await.unwrap().unwrap();
+        let keep = ds.storage().fragment(1).await.unwrap().unwrap();
         let op = Operation::Merge(Merge {
             fragments: vec![keep.clone()],
             ..Default::default()
@@ -522,7 +532,7 @@ async fn merge_and_data_replacement_keep_lances_rules() {
         });
         let replaced = merged.commit(op).await.unwrap().dataset;
         assert_eq!(
-            replaced.fragment(1).await.unwrap().unwrap().files,
+            replaced.storage().fragment(1).await.unwrap().unwrap().files,
             vec![same]
         );
         replaced.verify_data().await.unwrap();
@@ -641,8 +651,9 @@ async fn a_column_rewritten_in_place_leaves_its_index() {
             },
         )
         .await
-        .unwrap();
-        let ds = ds.build_btree("a", 64).await.unwrap();
+        .unwrap()
+        .dataset;
+        let ds = ds.build_btree("a", 64).await.unwrap().dataset;
         // fragment 0's column rewritten: values 0..10 where 1000..1010 were
         let new_file = written(d, "r.lance", 10).await.files.remove(0);
         let ds = ds
@@ -655,7 +666,11 @@ async fn a_column_rewritten_in_place_leaves_its_index() {
             .await
             .unwrap()
             .dataset;
-        let covered = ds.index_fragments(&ds.indices()[0]).unwrap().unwrap();
+        let covered = ds
+            .storage()
+            .index_fragments(&ds.indices()[0])
+            .unwrap()
+            .unwrap();
         assert_eq!(covered.iter().collect::<Vec<_>>(), [1], "{layout:?}");
         let found = |f: &str| {
             let ds = ds.clone();

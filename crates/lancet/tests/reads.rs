@@ -51,8 +51,9 @@ async fn table(dir: &std::path::Path, layout: Layout, rows_per_file: i64) -> Str
         },
     )
     .await
-    .unwrap();
-    let ds = ds.build_btree("id", 64).await.unwrap();
+    .unwrap()
+    .dataset;
+    let ds = ds.build_btree("id", 64).await.unwrap().dataset;
     ds.delete(&Filter::parse("id % 100 = 7").unwrap())
         .await
         .unwrap();

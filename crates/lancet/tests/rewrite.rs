@@ -53,7 +53,7 @@ fn two_fragments() -> Manifest {
     }
 }
 
-fn invalid(r: Result<Dataset, Error>, needle: &str) {
+fn invalid(r: Result<lancet::Committed, Error>, needle: &str) {
     match r {
         Err(Error::Reuse(ReuseError::InvalidInput(m))) => assert!(m.contains(needle), "{m}"),
         other => panic!("expected InvalidInput({needle}), got {other:?}"),
@@ -65,13 +65,15 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
     let ds = table(two_fragments(), &[]).await;
     let destination = common::written(&ds, fragment(99, 15)).await;
     let ds = ds
+        .storage()
         .commit_rewrite(
             &[0, 1],
             vec![destination],
             RewriteMapping::OrderedCompaction,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     assert_eq!(ds.version(), 2);
     let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
     assert_eq!(ids, vec![2], "ids are assigned after the largest used");
@@ -81,7 +83,7 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
     ] {
         assert_ne!(word & flags::FRAGMENT_REUSE_INDEX, 0);
     }
-    assert_eq!(ds.fri_entry().unwrap().index_version, Some(1));
+    assert_eq!(ds.storage().fri_entry().unwrap().index_version, Some(1));
     // stable partition of fragment 2: even rows to destination 0, odd to destination 1
     let labels: Vec<u16> = (0..15).map(|i| i % 2).collect();
     let mut halves = vec![fragment(0, 8), fragment(0, 7)];
@@ -91,16 +93,18 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
         destinations.push(common::written(&ds, f).await);
     }
     let ds = ds
+        .storage()
         .commit_rewrite(
             &[2],
             destinations,
             RewriteMapping::StablePartition { labels: &labels },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
     assert_eq!(ids, vec![3, 4]);
-    let history = ds.fri_history().await.unwrap().unwrap();
+    let history = ds.storage().fri_history().await.unwrap().unwrap();
     assert_eq!(history.ledger.transitions.len(), 2);
     // row 3 of fragment 1 was row 13 of fragment 2: odd, the 7th odd row of destination 4
     let got = history.translate(&[(1 << 32) | 3, 4]).await.unwrap();
@@ -112,96 +116,107 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
         ]
     );
     // nothing indexes anything: the whole history can go, the flags stay
-    let trimmed = ds.trim_fri().await.unwrap().unwrap();
-    assert!(trimmed.fri_entry().is_none());
+    let trimmed = ds.storage().trim_fri().await.unwrap();
+    assert_eq!(trimmed.versions, 1);
+    let trimmed = trimmed.dataset;
+    assert!(trimmed.storage().fri_entry().is_none());
     assert_ne!(
         trimmed.manifest().reader_feature_flags & flags::FRAGMENT_REUSE_INDEX,
         0
     );
-    assert!(trimmed.trim_fri().await.unwrap().is_none());
+    assert_eq!(trimmed.storage().trim_fri().await.unwrap().versions, 0);
 }
 
 #[tokio::test]
 async fn bad_rewrites_are_refused_and_nothing_is_committed() {
     let ds = table(two_fragments(), &[]).await;
     invalid(
-        ds.commit_rewrite(
-            &[0, 0],
-            vec![fragment(0, 10)],
-            RewriteMapping::OrderedCompaction,
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 0],
+                vec![fragment(0, 10)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await,
         "source twice",
     );
     invalid(
-        ds.commit_rewrite(
-            &[7],
-            vec![fragment(0, 10)],
-            RewriteMapping::OrderedCompaction,
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[7],
+                vec![fragment(0, 10)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await,
         "not in",
     );
     invalid(
-        ds.commit_rewrite(&[], vec![], RewriteMapping::OrderedCompaction)
+        ds.storage()
+            .commit_rewrite(&[], vec![], RewriteMapping::OrderedCompaction)
             .await,
         "at least one source",
     );
     invalid(
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 14)],
-            RewriteMapping::OrderedCompaction,
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 14)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await,
         "15 surviving source rows but 14 destination rows",
     );
     let mut deleted = fragment(0, 15);
     deleted.deletion_file = Some(DeletionFile::default());
     invalid(
-        ds.commit_rewrite(&[0, 1], vec![deleted], RewriteMapping::OrderedCompaction)
+        ds.storage()
+            .commit_rewrite(&[0, 1], vec![deleted], RewriteMapping::OrderedCompaction)
             .await,
         "deletion file",
     );
     invalid(
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 15), fragment(0, 0)],
-            RewriteMapping::OrderedCompaction,
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 15), fragment(0, 0)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await,
         "must hold rows",
     );
     let short: Vec<u16> = vec![0; 14];
     invalid(
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 15)],
-            RewriteMapping::StablePartition { labels: &short },
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 15)],
+                RewriteMapping::StablePartition { labels: &short },
+            )
+            .await,
         "fewer labels than live rows",
     );
     let out_of_range: Vec<u16> = vec![1; 15];
     invalid(
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 15)],
-            RewriteMapping::StablePartition {
-                labels: &out_of_range,
-            },
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 15)],
+                RewriteMapping::StablePartition {
+                    labels: &out_of_range,
+                },
+            )
+            .await,
         "label 1 with 1 destinations",
     );
     let skewed: Vec<u16> = (0..15).map(|i| u16::from(i < 10)).collect();
     invalid(
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 8), fragment(0, 7)],
-            RewriteMapping::StablePartition { labels: &skewed },
-        )
-        .await,
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 8), fragment(0, 7)],
+                RewriteMapping::StablePartition { labels: &skewed },
+            )
+            .await,
         "labels send [5, 10] rows",
     );
     // the partition refused after its row map was complete left the map behind, which no
@@ -209,11 +224,27 @@ async fn bad_rewrites_are_refused_and_nothing_is_committed() {
     // than the in-progress age, so only a zero age lists it
     let zero = std::time::Duration::ZERO;
     let week = lancet::DEFAULT_UNVERIFIED_OLDER_THAN;
-    assert!(ds.unreferenced_fri_files(week).await.unwrap().is_empty());
-    assert_eq!(ds.unreferenced_fri_files(zero).await.unwrap().len(), 1);
-    let again = Dataset::open_with(ds.store().clone(), None, Caches::new(Default::default()))
+    assert!(ds
+        .storage()
+        .unreferenced_fri_files(week)
         .await
-        .unwrap();
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        ds.storage()
+            .unreferenced_fri_files(zero)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let again = Dataset::open_with(
+        ds.storage().store().clone(),
+        None,
+        Caches::new(Default::default()),
+    )
+    .await
+    .unwrap();
     assert_eq!(again.version(), 1, "nothing was committed");
 }
 
@@ -251,13 +282,15 @@ async fn a_flat_rewrite_is_rebased_over_other_writers() {
             .unwrap();
         let destination = common::written(&ds, fragment(99, 15)).await;
         let rewritten = ds
+            .storage()
             .commit_rewrite(
                 &[0, 1],
                 vec![destination],
                 RewriteMapping::OrderedCompaction,
             )
             .await
-            .unwrap();
+            .unwrap()
+            .dataset;
         assert_eq!(rewritten.version(), changed.version() + 1);
         let ids: Vec<u64> = rewritten
             .fragments()
@@ -267,12 +300,12 @@ async fn a_flat_rewrite_is_rebased_over_other_writers() {
             .map(|f| f.id)
             .collect();
         assert_eq!(ids, want, "the other change kept, the destination after it");
-        let kept = rewritten.fragment(2).await.unwrap().unwrap();
+        let kept = rewritten.storage().fragment(2).await.unwrap().unwrap();
         assert_eq!(kept.deletion_file.is_some(), read_version == 1);
-        let txn = rewritten.transaction().await.unwrap().unwrap();
+        let txn = rewritten.storage().transaction().await.unwrap().unwrap();
         assert_eq!(txn.operation_name(), "Rewrite");
         assert_eq!(txn.transaction.read_version, read_version);
-        let history = rewritten.fri_history().await.unwrap().unwrap();
+        let history = rewritten.storage().fri_history().await.unwrap().unwrap();
         let dst: Vec<u32> = history
             .ledger
             .transitions
@@ -299,6 +332,7 @@ async fn stable_row_id_tables_are_refused() {
     }
     let ds = table(m, &[]).await;
     match ds
+        .storage()
         .commit_rewrite(
             &[0, 1],
             vec![fragment(0, 15)],
@@ -336,15 +370,23 @@ async fn histories_with_unsupported_transitions_are_not_extended() {
     m.reader_feature_flags = flags::FRAGMENT_REUSE_INDEX;
     m.writer_feature_flags = flags::FRAGMENT_REUSE_INDEX;
     let ds = table(m, &[entry]).await;
-    assert!(ds.fri_ledger().await.unwrap().unwrap().has_unsupported);
+    assert!(
+        ds.storage()
+            .fri_ledger()
+            .await
+            .unwrap()
+            .unwrap()
+            .has_unsupported
+    );
     for r in [
-        ds.commit_rewrite(
-            &[0, 1],
-            vec![fragment(0, 15)],
-            RewriteMapping::OrderedCompaction,
-        )
-        .await,
-        ds.trim_fri().await.map(|o| o.unwrap()),
+        ds.storage()
+            .commit_rewrite(
+                &[0, 1],
+                vec![fragment(0, 15)],
+                RewriteMapping::OrderedCompaction,
+            )
+            .await,
+        ds.storage().trim_fri().await,
     ] {
         match r {
             Err(Error::Reuse(ReuseError::Unsupported { rule, .. })) => {
@@ -383,7 +425,7 @@ async fn stable_row_ids_with_an_fri_need_flag_512_and_v0() {
     };
     let both = flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
     let ok = table(with_flags(both), &[entry(0)]).await;
-    assert!(ok.fri_ledger().await.unwrap().is_some());
+    assert!(ok.storage().fri_ledger().await.unwrap().is_some());
     for (m, e, needle) in [
         (with_flags(0), entry(0), "flag 512"),
         (
@@ -393,7 +435,7 @@ async fn stable_row_ids_with_an_fri_need_flag_512_and_v0() {
         ),
     ] {
         let ds = table(m, &[e]).await;
-        match ds.fri_ledger().await {
+        match ds.storage().fri_ledger().await {
             Err(Error::Reuse(ReuseError::Corrupt { rule, .. })) => {
                 assert!(rule.contains(needle), "{rule}")
             }
@@ -408,6 +450,7 @@ async fn stable_row_ids_with_an_fri_need_flag_512_and_v0() {
 async fn a_rewrite_into_a_missing_file_is_refused() {
     let ds = table(two_fragments(), &[]).await;
     let err = ds
+        .storage()
         .commit_rewrite(
             &[0, 1],
             vec![fragment(99, 15)],
@@ -420,7 +463,7 @@ async fn a_rewrite_into_a_missing_file_is_refused() {
         Some(lancet::Invariant::DataFileOpens),
         "{err}"
     );
-    let latest = lancet::paths::manifest::list_versions(ds.store())
+    let latest = lancet::paths::manifest::list_versions(ds.storage().store())
         .await
         .unwrap();
     assert_eq!(latest.iter().map(|v| v.version).max(), Some(1));

@@ -15,9 +15,9 @@ fn assert_send<T: Send>(_: &T) {}
 fn futures_are_send(ds: &Dataset, filter: &Filter) {
     assert_send(&ds.search(filter));
     assert_send(&ds.fragments());
-    assert_send(&ds.deletion_vectors());
-    assert_send(&ds.row_id_index());
-    assert_send(&ds.fri_history());
+    assert_send(&ds.storage().deletion_vectors());
+    assert_send(&ds.storage().row_id_index());
+    assert_send(&ds.storage().fri_history());
     assert_send(&ds.verify());
 }
 
@@ -100,7 +100,7 @@ async fn search_cache_statistics_count_hits_and_misses() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().to_str().unwrap().to_string();
     let store = DatasetStore::create(&uri).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let schema = Schema::new(vec![ArrowField::new("v", DataType::Int64, false)]);
     let (major, minor) = FileVersion::V2_1.data_file_version();
     let mut fragments = Vec::new();
@@ -148,7 +148,8 @@ async fn search_cache_statistics_count_hits_and_misses() {
         .unwrap()
         .build_btree("v", 256)
         .await
-        .unwrap();
+        .unwrap()
+        .dataset;
     let ds = Dataset::open_with(store, Some(built.version()), caches.clone())
         .await
         .unwrap();

@@ -17,7 +17,7 @@ use lancet::{Dataset, ErrorKind, Invariant};
 /// (id 1), written under `dir`.
 async fn written_fragment(dir: &std::path::Path, id: u64, name: &str, rows: i64) -> DataFragment {
     let store = DatasetStore::create(dir.to_str().unwrap()).unwrap();
-    let fs = Dataset::file_store_for(&store).unwrap();
+    let fs = lancet::file_store_for(&store).unwrap();
     let column =
         |r: std::ops::Range<i64>| -> ArrayRef { Arc::new(Int64Array::from_iter_values(r)) };
     let batch = RecordBatch::try_from_iter([("a", column(0..rows)), ("b", column(rows..2 * rows))])

@@ -258,6 +258,7 @@ async fn a_rebased_delete_does_not_bring_back_a_dropped_column() {
     let dropped = peer(&["drop-columns", &mine, "w"]);
     let offsets: roaring::RoaringBitmap = [1u32, 2, 3].into_iter().collect();
     let committed = stale
+        .storage()
         .delete_rows(&[(0, offsets)], "id in (1, 2, 3)")
         .await
         .unwrap();

@@ -95,12 +95,12 @@ pub fn files(dir: &Path) -> BTreeSet<String> {
 /// files of its resolved fragments that live in this dataset (no `base_id`).
 pub async fn needed_by(ds: &Dataset) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    out.insert(ds.manifest_path());
+    out.insert(ds.storage().manifest_path());
     let tf = &ds.manifest().transaction_file;
     if !tf.is_empty() {
         out.insert(format!("_transactions/{tf}"));
     }
-    let fragments: Vec<DataFragment> = match ds.tree() {
+    let fragments: Vec<DataFragment> = match ds.storage().tree() {
         Some(tree) => {
             let walk = tree.walk().await.unwrap();
             for o in walk.objects() {
@@ -113,12 +113,12 @@ pub async fn needed_by(ds: &Dataset) -> BTreeSet<String> {
         None => ds.manifest().fragments.clone(),
     };
     for f in &fragments {
-        for l in ds.data_file_locations(f).unwrap() {
+        for l in ds.storage().data_file_locations(f).unwrap() {
             if l.base.base_id.is_none() {
                 out.insert(l.path);
             }
         }
-        if let Some(l) = ds.deletion_file_location(f).unwrap() {
+        if let Some(l) = ds.storage().deletion_file_location(f).unwrap() {
             if l.base.base_id.is_none() {
                 out.insert(l.path);
             }
@@ -181,9 +181,9 @@ pub async fn written(ds: &Dataset, mut fragment: DataFragment) -> DataFragment {
         Arc::new(arrow_array::Int64Array::from_iter_values(0..rows));
     let batch = arrow_array::RecordBatch::try_from_iter([("a", column)]).unwrap();
     for file in &mut fragment.files {
-        let path = ds.store().path(&format!("data/{}", file.path));
+        let path = ds.storage().store().path(&format!("data/{}", file.path));
         let written = lancet::file::write_file(
-            ds.file_store(),
+            ds.storage().file_store(),
             &path,
             &schema,
             std::slice::from_ref(&batch),
@@ -209,7 +209,7 @@ pub async fn stage(ds: &Dataset, actions: &[(u64, lancet::tree::Action)]) {
             Action::Upsert(f) => stage_fragment(ds, f).await,
             Action::AddDeletionFile(d) => stage_deletion_file(ds, *id, d).await,
             Action::AddDataFile(_) | Action::ReplaceDataFile { .. } => {
-                let Some(f) = ds.fragment(*id).await.unwrap() else {
+                let Some(f) = ds.storage().fragment(*id).await.unwrap() else {
                     continue;
                 };
                 let file = match action {
@@ -251,8 +251,8 @@ pub async fn stage_fragment(ds: &Dataset, f: &DataFragment) {
         if file.base_id.is_some() {
             continue;
         }
-        let path = ds.store().path(&format!("data/{}", file.path));
-        if ds.store().size(&path).await.is_ok() {
+        let path = ds.storage().store().path(&format!("data/{}", file.path));
+        if ds.storage().store().size(&path).await.is_ok() {
             continue;
         }
         let fields: Vec<i32> = file.fields.iter().copied().filter(|f| *f >= 0).collect();
@@ -275,7 +275,7 @@ pub async fn stage_fragment(ds: &Dataset, f: &DataFragment) {
         let batch = arrow_array::RecordBatch::try_new(std::sync::Arc::new(schema.clone()), columns)
             .unwrap();
         lancet::file::write_file(
-            ds.file_store(),
+            ds.storage().file_store(),
             &path,
             &schema,
             std::slice::from_ref(&batch),
@@ -300,8 +300,8 @@ pub async fn stage_deletion_file(
     d: &lancet::proto::table::DeletionFile,
 ) {
     let name = lancet::paths::files::deletion_file_name(fragment, d).unwrap();
-    let path = ds.store().path(&format!("_deletions/{name}"));
-    if ds.store().size(&path).await.is_ok() {
+    let path = ds.storage().store().path(&format!("_deletions/{name}"));
+    if ds.storage().store().size(&path).await.is_ok() {
         return;
     }
     let deleted: roaring::RoaringBitmap = (0..d.num_deleted_rows.max(1) as u32).collect();
@@ -309,10 +309,10 @@ pub async fn stage_deletion_file(
         1 => lancet::rowid::deletion::encode_bitmap(&deleted),
         _ => lancet::rowid::deletion::encode_arrow(&deleted).unwrap(),
     };
-    ds.store().put(&path, bytes.into()).await.unwrap();
+    ds.storage().store().put(&path, bytes.into()).await.unwrap();
 }
 
-/// `commit_with_actions` after [`stage`]: the files the actions add are written first, as a
+/// `Storage::commit_actions` after [`stage`]: the files the actions add are written first, as a
 /// writer writes them before it commits.
 #[allow(async_fn_in_trait)]
 pub trait CommitStaged {
@@ -334,7 +334,9 @@ impl CommitStaged for Dataset {
         config: &lancet::tree::TreeWriterConfig,
     ) -> lancet::Result<Dataset> {
         stage(self, actions).await;
-        self.commit_with_actions(manifest, indices, actions, config)
+        self.storage()
+            .commit_actions(manifest, indices, actions, config)
             .await
+            .map(|c| c.dataset)
     }
 }

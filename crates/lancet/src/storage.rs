@@ -1,0 +1,295 @@
+//! A version as stored, for engines and tools that work below the table API: its manifest
+//! file and objects, its fragment tree, the row-id and deletion structures of its fragments,
+//! its BTree segments and Fragment Reuse Index history, and the expert writes that name
+//! fragments and storage actions directly. [`Dataset::storage`] gives the view; everything
+//! here is also what the `lancet` command's inspection and repair commands use.
+//!
+//! The view borrows the handle and adds nothing: each method is the handle's own, kept off
+//! [`Dataset`]'s everyday API (open and read, write, maintain, inspect).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use lancet_file::FileStore;
+use lancet_paths::manifest::{ManifestFile, NamingScheme};
+use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ResolvedBase, StoredTransaction};
+use lancet_proto::table::transaction::Delete;
+use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use lancet_reuse::History;
+use lancet_rowid::{RowIdIndex, RowIdSequence, VersionSequence};
+use lancet_tree::{Action, TreeReader, TreeWriterConfig};
+use object_store::path::Path;
+use roaring::RoaringBitmap;
+
+use crate::error::Result;
+use crate::{BTreeSegment, CleanupPolicy, Committed, Dataset, RewriteMapping, ScanOptions};
+
+/// One version as stored (see the module docs). Cheap to make: a reference.
+#[derive(Debug, Clone, Copy)]
+pub struct Storage<'a> {
+    ds: &'a Dataset,
+}
+
+impl Dataset {
+    /// This version as stored: objects, structures and expert writes below the table API.
+    pub fn storage(&self) -> Storage<'_> {
+        Storage { ds: self }
+    }
+}
+
+/// Objects and locations.
+impl<'a> Storage<'a> {
+    /// The manifest file read for this version (its path, size, naming scheme, raw fields).
+    pub fn manifest_file(&self) -> &'a ManifestFile {
+        self.ds.manifest_file()
+    }
+
+    /// The manifest's path relative to the dataset root.
+    pub fn manifest_path(&self) -> String {
+        self.ds.manifest_path()
+    }
+
+    /// The manifest object, for errors about what it holds.
+    pub fn manifest_ref(&self) -> lancet_proto::ObjectRef {
+        self.ds.manifest_ref()
+    }
+
+    /// How the table names its manifest files.
+    pub fn naming_scheme(&self) -> NamingScheme {
+        self.ds.naming_scheme()
+    }
+
+    /// The dataset root's object store.
+    pub fn store(&self) -> &'a DatasetStore {
+        self.ds.store()
+    }
+
+    /// The Lance-file store over the dataset root.
+    pub fn file_store(&self) -> &'a FileStore {
+        self.ds.file_store()
+    }
+
+    /// The version's base paths, resolved.
+    pub fn bases(&self) -> &'a BaseTable {
+        self.ds.bases()
+    }
+
+    /// The dataset root as a base.
+    pub fn root(&self) -> ResolvedBase {
+        self.ds.root()
+    }
+
+    /// The fragment tree of a tree version; `None` on a flat one.
+    pub fn tree(&self) -> Option<&'a TreeReader> {
+        self.ds.tree()
+    }
+
+    /// Fragment `id`, or `None` when the version has no such fragment.
+    pub async fn fragment(self, id: u64) -> Result<Option<DataFragment>> {
+        self.ds.fragment(id).await
+    }
+
+    /// Where each data file of `fragment` lives.
+    pub fn data_file_locations(&self, fragment: &DataFragment) -> Result<Vec<ObjectLocation>> {
+        self.ds.data_file_locations(fragment)
+    }
+
+    /// Where the deletion file of `fragment` lives, if it has one.
+    pub fn deletion_file_location(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<Option<ObjectLocation>> {
+        self.ds.deletion_file_location(fragment)
+    }
+
+    /// The transaction that made this version, if it records one.
+    pub async fn transaction(self) -> Result<Option<StoredTransaction>> {
+        self.ds.transaction().await
+    }
+}
+
+/// Rows: ids, versions, deletions, addresses.
+impl Storage<'_> {
+    /// Whether the table assigns stable row ids.
+    pub fn has_stable_row_ids(&self) -> bool {
+        self.ds.has_stable_row_ids()
+    }
+
+    /// The row-id sequence of `fragment`, where stored inline.
+    pub fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
+        self.ds.row_id_sequence(fragment)
+    }
+
+    /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
+    pub fn version_sequences(
+        &self,
+        fragment: &DataFragment,
+    ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
+        self.ds.version_sequences(fragment)
+    }
+
+    /// The rows `fragment`'s deletion file deletes (read through the session cache).
+    pub async fn deletion_vector(self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
+        self.ds.deletion_vector(fragment).await
+    }
+
+    /// Every fragment's deletion vector, in fragment order.
+    pub async fn deletion_vectors(self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
+        self.ds.deletion_vectors().await
+    }
+
+    /// The row-id index of a stable-row-id version.
+    pub async fn row_id_index(self) -> Result<Arc<RowIdIndex>> {
+        self.ds.row_id_index().await
+    }
+
+    /// The address of each of `ids` (`_rowid` values), `None` for a row not live.
+    pub async fn lookup_row_ids(self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.ds.lookup_row_ids(ids).await
+    }
+
+    /// Every live row as `(_rowid, address)`.
+    pub async fn live_row_ids(self) -> Result<Vec<(u64, u64)>> {
+        self.ds.live_row_ids().await
+    }
+
+    /// The rows at `addresses`, in that order.
+    pub async fn take_addresses(
+        &self,
+        addresses: &[u64],
+        columns: Option<&[String]>,
+    ) -> Result<RecordBatch> {
+        self.ds.take_addresses(addresses, columns).await
+    }
+
+    /// The schema [`Dataset::scan`] produces with `options`.
+    pub fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
+        self.ds.scan_schema(options)
+    }
+}
+
+/// Indexes and the Fragment Reuse Index.
+impl<'a> Storage<'a> {
+    /// The BTree indexes, each with its segments' entries.
+    pub fn btree_indices(&self) -> Vec<(String, Vec<&'a IndexMetadata>)> {
+        self.ds.btree_indices()
+    }
+
+    /// The fragments an index entry covers (`None`: every fragment).
+    pub fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
+        self.ds.index_fragments(meta)
+    }
+
+    /// The segments of BTree index `name`, opened (cached per version).
+    pub async fn btree_segments(self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
+        self.ds.btree_segments(name).await
+    }
+
+    /// The Fragment Reuse Index entry, if the version has one.
+    pub fn fri_entry(&self) -> Option<&'a IndexMetadata> {
+        self.ds.fri_entry()
+    }
+
+    /// The FRI history, validated and ready to translate (cached per version).
+    pub async fn fri_history(self) -> Result<Option<Arc<History>>> {
+        self.ds.fri_history().await
+    }
+
+    /// The FRI history as stored.
+    pub async fn fri_ledger(self) -> Result<Option<lancet_reuse::Ledger>> {
+        self.ds.fri_ledger().await
+    }
+
+    /// Objects under `_fri/` no version references, older than `older_than`.
+    pub async fn unreferenced_fri_files(self, older_than: Duration) -> Result<Vec<Path>> {
+        self.ds.unreferenced_fri_files(older_than).await
+    }
+}
+
+/// Checks and expert writes.
+impl Storage<'_> {
+    /// The rules between `previous` and this version (ids and flags never go back).
+    pub fn check_lineage(&self, previous: &Dataset) -> Result<()> {
+        self.ds.check_lineage(previous)
+    }
+
+    /// Commits `actions` (the fragment tree's storage actions) with `manifest` and `indices`
+    /// as the rest of the next version; the data and deletion files they add must be
+    /// stored already (their footers are judged with the candidate). See
+    /// `Dataset::commit_with_actions` in `commit.rs` for the rebase rules.
+    pub async fn commit_actions(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+        actions: &[(u64, Action)],
+        config: &TreeWriterConfig,
+    ) -> Result<Committed> {
+        self.ds
+            .commit_with_actions(manifest, indices, actions, config)
+            .await
+    }
+
+    /// Commits `manifest` and `indices` as the next version, the fragments unchanged.
+    pub async fn commit_manifest(
+        &self,
+        manifest: Manifest,
+        indices: &[IndexMetadata],
+    ) -> Result<Committed> {
+        self.ds.commit_manifest(manifest, indices).await
+    }
+
+    /// The Delete of the rows at `offsets` of each fragment named, deletion files written,
+    /// not committed.
+    pub async fn delete_operation(
+        &self,
+        offsets: &[(u64, RoaringBitmap)],
+        predicate: &str,
+    ) -> Result<Delete> {
+        self.ds.delete_operation(offsets, predicate).await
+    }
+
+    /// Deletes the rows at `offsets` of each fragment named, as one Delete recording
+    /// `predicate`.
+    pub async fn delete_rows(
+        &self,
+        offsets: &[(u64, RoaringBitmap)],
+        predicate: &str,
+    ) -> Result<Committed> {
+        self.ds.delete_rows(offsets, predicate).await
+    }
+
+    /// Commits a rewrite of `sources` into `destinations` recorded in the Fragment Reuse
+    /// Index (indexes answer through translation until optimized).
+    pub async fn commit_rewrite(
+        &self,
+        sources: &[u32],
+        destinations: Vec<DataFragment>,
+        mapping: RewriteMapping<'_>,
+    ) -> Result<Committed> {
+        self.ds.commit_rewrite(sources, destinations, mapping).await
+    }
+
+    /// Drops the FRI transitions no index needs (nothing published when none can go).
+    pub async fn trim_fri(self) -> Result<Committed> {
+        self.ds.trim_fri().await
+    }
+
+    /// Re-publishes the FRI history as a tagged (index_version 1) entry.
+    pub async fn upgrade_fri(self) -> Result<Committed> {
+        self.ds.upgrade_fri().await
+    }
+
+    /// Deletes the `_fri/` objects [`Storage::unreferenced_fri_files`] lists, as the cleanup
+    /// sweep of `policy` would.
+    pub async fn delete_unreferenced_fri_files(
+        &self,
+        older_than: Duration,
+        policy: &CleanupPolicy,
+    ) -> Result<Vec<Path>> {
+        self.ds
+            .delete_unreferenced_fri_files(older_than, policy)
+            .await
+    }
+}
