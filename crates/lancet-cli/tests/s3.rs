@@ -1133,6 +1133,8 @@ async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
         );
         let over = counting.over_budget();
         assert!(over.is_empty(), "{what}: read over budget: {over:?}");
+        let back = counting.read_back();
+        assert!(back.is_empty(), "{what}: read back what it wrote: {back:?}");
         for (prefix, n) in counting.lists() {
             assert!(n <= 1, "{what}: {prefix} listed {n} times");
         }

@@ -24,6 +24,7 @@ pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     reads: Mutex<BTreeMap<String, u64>>,
     lists: Mutex<BTreeMap<String, u64>>,
+    writes: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl CountingStore {
@@ -32,6 +33,7 @@ impl CountingStore {
             inner,
             reads: Mutex::default(),
             lists: Mutex::default(),
+            writes: Mutex::default(),
         }
     }
 
@@ -62,10 +64,28 @@ impl CountingStore {
             .collect()
     }
 
+    /// The objects written since the last reset that were also read since: what a command
+    /// wrote it knows, so it reads none of it back.
+    pub fn read_back(&self) -> Vec<String> {
+        let reads = self.reads();
+        self.writes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| reads.contains_key(*p))
+            .cloned()
+            .collect()
+    }
+
     /// Forgets every count.
     pub fn reset(&self) {
         self.reads.lock().unwrap().clear();
         self.lists.lock().unwrap().clear();
+        self.writes.lock().unwrap().clear();
+    }
+
+    fn wrote(&self, path: &Path) {
+        self.writes.lock().unwrap().insert(path.to_string());
     }
 
     fn read(&self, path: &Path) {
@@ -92,6 +112,7 @@ impl fmt::Display for CountingStore {
 #[async_trait]
 impl ObjectStore for CountingStore {
     async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> Result<PutResult> {
+        self.wrote(l);
         self.inner.put_opts(l, p, o).await
     }
 
@@ -100,6 +121,7 @@ impl ObjectStore for CountingStore {
         l: &Path,
         o: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        self.wrote(l);
         self.inner.put_multipart_opts(l, o).await
     }
 

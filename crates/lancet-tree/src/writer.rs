@@ -255,6 +255,7 @@ impl TreeWriter {
             max_fragment_id: max_id,
         };
         let (root_buffer, mut since) = reader.root_buffers();
+        let mut external_root: Option<(String, bytes::Bytes)> = None;
         let external = matches!(reader.root_info(), crate::reader::RootInfo::External { .. });
         since.extend(mutations.iter().cloned());
         let tree = if external && buffer_bytes(&since) <= self.config.since_root_max_bytes {
@@ -286,7 +287,9 @@ impl TreeWriter {
             } else {
                 let uuid = ObjectUuid::new_v4();
                 let path = tree_object_path(TreeObjectKind::Root, &uuid);
-                commit.put(&path, bytes.into()).await?;
+                let bytes = bytes::Bytes::from(bytes);
+                commit.put(&path, bytes.clone()).await?;
+                external_root = Some((path, bytes));
                 Root::RootUuid(uuid.as_bytes().to_vec())
             };
             FragmentTree {
@@ -296,6 +299,15 @@ impl TreeWriter {
             }
         };
         commit.upload().await?;
+        // the version this commit makes is opened next (to be judged, then used): its root
+        // is known, not read back
+        if let Some((path, bytes)) = external_root {
+            let location = ObjectLocation {
+                base: ResolvedBase::current_dataset(self.store.uri()),
+                path,
+            };
+            reader.keep_root(&location, bytes).await;
+        }
         Ok(TreeCommit {
             metadata: FragmentTreeMetadata {
                 layout: Some(Layout::Tree(tree)),

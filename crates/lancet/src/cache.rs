@@ -329,6 +329,18 @@ impl lancet_btree::PageCache for MokaPageCache {
 pub struct TreeNodeCache {
     objects: ByteCache<lancet_tree::ObjectKey, Arc<lancet_tree::TreeObject>>,
     outlines: ByteCache<lancet_tree::ObjectKey, lancet_file::FileOutline>,
+    /// External roots' bytes (within the outlines' budget: a root is a few KB to a few MB).
+    roots: ByteCache<lancet_tree::ObjectKey, RootBytes>,
+}
+
+/// An external root's bytes, as kept.
+#[derive(Debug, Clone)]
+struct RootBytes(bytes::Bytes);
+
+impl Weighted for RootBytes {
+    fn weight_bytes(&self) -> u64 {
+        (self.0.len() as u64).max(1)
+    }
 }
 
 impl Weighted for lancet_file::FileOutline {
@@ -353,6 +365,7 @@ impl TreeNodeCache {
         Self {
             objects: ByteCache::new(capacity_bytes),
             outlines: ByteCache::new(outlines),
+            roots: ByteCache::new(outlines),
         }
     }
 
@@ -401,6 +414,21 @@ impl lancet_tree::NodeCache for TreeNodeCache {
         outline: lancet_file::FileOutline,
     ) -> futures::future::BoxFuture<'a, ()> {
         Box::pin(async move { self.outlines.insert(key, outline).await })
+    }
+
+    fn root<'a>(
+        &'a self,
+        key: &'a lancet_tree::ObjectKey,
+    ) -> futures::future::BoxFuture<'a, Option<bytes::Bytes>> {
+        Box::pin(async move { self.roots.get(key).await.map(|r| r.0) })
+    }
+
+    fn keep_root<'a>(
+        &'a self,
+        key: lancet_tree::ObjectKey,
+        bytes: bytes::Bytes,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async move { self.roots.insert(key, RootBytes(bytes)).await })
     }
 
     fn capacity_bytes(&self) -> u64 {

@@ -587,9 +587,7 @@ impl Dataset {
     /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
     /// it a retryable conflict). The way back from a bad version.
     pub async fn restore(&self, version: u64) -> Result<Committed> {
-        let latest = Dataset::open_with(self.store().clone(), None, self.caches().clone())
-            .await?
-            .with_clock(self.clock().clone());
+        let latest = self.open_sibling(None).await?;
         let old = latest.checkout(version).await?;
         let change = Change::new(restore_operation(version)).with_content(Content::Restored {
             manifest: Box::new(old.manifest().clone()),

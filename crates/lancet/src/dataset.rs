@@ -135,16 +135,19 @@ impl Dataset {
         caches: Arc<Caches>,
     ) -> Result<Self> {
         let manifest = Self::load_manifest(&store, version, &caches).await?;
-        Self::from_manifest(store, manifest, caches).await
+        Self::from_manifest(store, manifest, caches, None).await
     }
 
     /// The version `manifest` holds, checked as every open checks it (reader feature flags,
     /// base paths, the fragment tree's root): a candidate version is opened this way before
-    /// it is published.
+    /// it is published. `file_store`: the Lance-file store of another version of the same
+    /// table, shared (its tails of files already opened or written stay warm); a new one when
+    /// `None`.
     pub(crate) async fn from_manifest(
         store: DatasetStore,
         manifest: Arc<ManifestFile>,
         caches: Arc<Caches>,
+        file_store: Option<FileStore>,
     ) -> Result<Self> {
         let unsupported = manifest.decoded.manifest.reader_feature_flags
             & !lancet_paths::flags::LANCET_READER_SUPPORTED;
@@ -166,7 +169,10 @@ impl Dataset {
             });
         }
         let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
-        let file_store = file_store_for(&store)?;
+        let file_store = match file_store {
+            Some(shared) => shared,
+            None => file_store_for(&store)?,
+        };
         let source = if lancet_tree::is_tree_manifest(&manifest.decoded.manifest) {
             let manifest_object = manifest.entry.path.to_string();
             lancet_tree::check_raw_arms(&manifest_object, &manifest.decoded.manifest_bytes)?;
@@ -249,9 +255,21 @@ impl Dataset {
 
     /// Another version of the same table, sharing this handle's store, caches and clock.
     pub async fn checkout(&self, version: u64) -> Result<Self> {
-        Self::open_with(self.store.clone(), Some(version), self.caches.clone())
-            .await
-            .map(|d| d.with_clock(self.clock.clone()))
+        self.open_sibling(Some(version)).await
+    }
+
+    /// Version `version` of this table (the latest when `None`), sharing this handle's
+    /// store, caches, Lance-file store and clock.
+    pub(crate) async fn open_sibling(&self, version: Option<u64>) -> Result<Self> {
+        let manifest = Self::load_manifest(&self.store, version, &self.caches).await?;
+        Self::from_manifest(
+            self.store.clone(),
+            manifest,
+            self.caches.clone(),
+            Some(self.file_store.clone()),
+        )
+        .await
+        .map(|d| d.with_clock(self.clock.clone()))
     }
 
     /// This handle with `clock` as the time its commits stamp and its age rules (cleanup,

@@ -126,6 +126,7 @@ impl Dataset {
             )
             .await?;
             updated.deletion_file = Some(file);
+            self.remember_deletion_vector(&updated, &deleted).await?;
             delete.updated_fragments.push(updated);
         }
         Ok(delete)

@@ -133,6 +133,7 @@ pub(crate) async fn publish(
         store.clone(),
         Arc::new(prepared.file.clone()),
         caches.clone(),
+        p.previous.map(|prev| prev.file_store().clone()),
     )
     .await
     .map_err(refused)?;
@@ -185,6 +186,10 @@ async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> R
         let Some(after) = &c.after else { continue };
         let before = c.before.as_ref().and_then(|b| b.deletion_file.as_ref());
         if after.deletion_file.is_none() || after.deletion_file.as_ref() == before {
+            continue;
+        }
+        // one this session wrote (or read) is stored
+        if prev.deletion_vector_known(after).await? {
             continue;
         }
         if let Some(location) = prev.deletion_file_location(after)? {

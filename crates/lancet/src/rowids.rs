@@ -100,6 +100,43 @@ impl Dataset {
         Ok(Some(d))
     }
 
+    /// Remembers `deleted` as the deletion vector of `fragment`'s deletion file, which this
+    /// session has just written: reading it again, or checking before a commit that it is
+    /// stored, needs no request.
+    pub(crate) async fn remember_deletion_vector(
+        &self,
+        fragment: &DataFragment,
+        deleted: &RoaringBitmap,
+    ) -> Result<()> {
+        let Some(loc) = self.deletion_file_location(fragment)? else {
+            return Ok(());
+        };
+        let key = StructureKey::DeletionVector {
+            file: loc.display_uri(),
+        };
+        let known = Arc::new(deleted.clone());
+        self.caches()
+            .structure::<RoaringBitmap>(key, Box::pin(async { Ok(known) }))
+            .await?;
+        Ok(())
+    }
+
+    /// Whether this session holds `fragment`'s deletion vector (read or written here): then
+    /// its deletion file is stored.
+    pub(crate) async fn deletion_vector_known(&self, fragment: &DataFragment) -> Result<bool> {
+        let Some(loc) = self.deletion_file_location(fragment)? else {
+            return Ok(false);
+        };
+        let key = StructureKey::DeletionVector {
+            file: loc.display_uri(),
+        };
+        Ok(self
+            .caches()
+            .cached_structure::<RoaringBitmap>(&key)
+            .await
+            .is_some())
+    }
+
     /// Every fragment's deletion vector (None where it has none), read concurrently, in
     /// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
     pub(crate) async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {

@@ -499,3 +499,110 @@ async fn writers_take_batches_in_memory_or_from_a_reader() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert_eq!(listing(dir.path()), before);
 }
+
+/// Every write returns one shape, `Committed`, saying what it did: the version it published
+/// (or the one it was called on when it had nothing to do), how many versions, the rows it
+/// appended, deleted or updated, the fragments it removed and added.
+#[tokio::test]
+async fn every_write_reports_what_it_did_in_one_shape() {
+    for layout in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_str().unwrap();
+        let options = CreateOptions {
+            max_rows_per_file: 10,
+            layout,
+            ..Default::default()
+        };
+        let created = Dataset::create(uri, schema(), batches(vec![rows(0, 40)]), options)
+            .await
+            .unwrap();
+        assert_eq!(
+            (created.versions, created.rows, created.fragments_added),
+            (1, 40, 4),
+            "{layout:?} create"
+        );
+        assert_eq!(created.version(), 1);
+        let appended = created
+            .dataset
+            .append(batches(vec![rows(40, 5)]))
+            .await
+            .unwrap();
+        assert_eq!(
+            (appended.versions, appended.rows, appended.fragments_added),
+            (1, 5, 1),
+            "{layout:?} append"
+        );
+        // a delete that empties fragment 0 and cuts into fragment 1
+        let deleted = appended
+            .dataset
+            .delete(&Filter::parse("id < 13").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            (deleted.versions, deleted.rows, deleted.fragments_removed),
+            (1, 13, 1),
+            "{layout:?} delete"
+        );
+        let set = lancet::filter::parse_assignment("x = 0").unwrap();
+        let updated = deleted
+            .dataset
+            .update(&Filter::parse("id >= 40").unwrap(), &[set])
+            .await
+            .unwrap();
+        assert_eq!(
+            (updated.versions, updated.rows),
+            (1, 5),
+            "{layout:?} update"
+        );
+        assert_eq!(updated.version(), deleted.version() + 1);
+        // an index build changes no row
+        let indexed = updated.dataset.build_btree("id", 64).await.unwrap();
+        assert_eq!((indexed.versions, indexed.rows), (1, 0), "{layout:?} index");
+        // nothing to optimize: nothing published, the same version
+        let optimized = indexed
+            .dataset
+            .optimize_indices(&Default::default())
+            .await
+            .unwrap();
+        assert_eq!(optimized.versions, 0, "{layout:?} optimize");
+        // a backfill one fragment per commit: the schema, then a replacement per fragment
+        let live = optimized.dataset.fragments().await.unwrap().len() as u64;
+        let filled = optimized
+            .dataset
+            .add_column(
+                "w",
+                &lancet::filter::parse_value("id * 2").unwrap(),
+                lancet::AddColumnOptions {
+                    fragments_per_commit: 1,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(filled.versions, 1 + live, "{layout:?} add-column");
+        assert_eq!(filled.version(), optimized.version() + 1 + live);
+        assert!(filled.attempts >= filled.versions as u32);
+        // a compaction of the small fragments, then nothing left to compact
+        let compacted = filled
+            .dataset
+            .compact(&lancet::CompactionOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(compacted.versions, 1, "{layout:?} compact");
+        assert_eq!(
+            (compacted.fragments_removed, compacted.fragments_added),
+            (live as usize, 1)
+        );
+        let again = compacted
+            .dataset
+            .compact(&lancet::CompactionOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.versions, again.version()),
+            (0, compacted.version()),
+            "{layout:?} nothing to compact"
+        );
+        again.dataset.verify().await.unwrap();
+    }
+}

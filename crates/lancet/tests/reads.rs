@@ -163,6 +163,11 @@ async fn reads_per_object_of_each_command() {
                         counting.reset();
                         ds.optimize_indices(&Default::default()).await.unwrap();
                     }
+                    "append" => {
+                        ds.append(futures::stream::iter([Ok(rows(1_000_000, 10))]))
+                            .await
+                            .unwrap();
+                    }
                     "add-column" => {
                         let v = lancet::filter::parse_value("id * 2").unwrap();
                         ds.add_column("w", &v, Default::default()).await.unwrap();
@@ -184,6 +189,11 @@ async fn reads_per_object_of_each_command() {
                 // too large to fetch whole: its chunk metadata, then its chunks)
                 let over = counting.over_budget();
                 assert!(over.is_empty(), "{what}: read over budget: {over:?}");
+                // what the command wrote it knows: no data file, deletion file, index file or
+                // manifest it wrote is read back (a commit judges the files it adds from the
+                // tails kept as they were written)
+                let back = counting.read_back();
+                assert!(back.is_empty(), "{what}: read back what it wrote: {back:?}");
                 // a listing once per command; a cleanup lists `_versions/` again for its plan
                 // (the open's listing may be stale by then) and in its sweep (for temporary
                 // files), as Lance's cleanup does
@@ -207,6 +217,7 @@ async fn reads_per_object_of_each_command() {
             "take",
             "compact",
             "optimize",
+            "append",
             "add-column",
             "cleanup",
         ] {

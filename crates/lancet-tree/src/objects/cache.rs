@@ -40,6 +40,19 @@ pub trait NodeCache: Send + Sync + std::fmt::Debug {
         Box::pin(async {})
     }
 
+    /// The bytes of the external root under `key` (its `size` 0: a root is opened before its
+    /// size is known), when kept: a version opened again, or opened right after the commit
+    /// that wrote its root, reads no root. The default keeps none.
+    fn root<'a>(&'a self, _key: &'a ObjectKey) -> BoxFuture<'a, Option<bytes::Bytes>> {
+        Box::pin(async { None })
+    }
+
+    /// Keeps an external root's bytes (roots are small, and immutable under their uuid
+    /// names). The default keeps nothing.
+    fn keep_root<'a>(&'a self, _key: ObjectKey, _bytes: bytes::Bytes) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// How many bytes (by [`TreeObject::weight_bytes`]) the cache holds at most. A writer
     /// decodes and caches whole leaves while a tree's leaves fit, and point-reads the one
     /// record it needs from a cold leaf when they do not. The default caches nothing.

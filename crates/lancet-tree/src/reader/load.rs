@@ -58,6 +58,15 @@ impl TreeReader {
         estimate <= u128::from(self.inner.cache.capacity_bytes())
     }
 
+    /// Keeps the bytes of an external root a commit wrote at `location`, for the version it
+    /// makes (see [`NodeCache::root`]).
+    pub(crate) async fn keep_root(&self, location: &ObjectLocation, bytes: bytes::Bytes) {
+        self.inner
+            .cache
+            .keep_root(super::open::root_key(location), bytes)
+            .await;
+    }
+
     pub(super) fn key(child: &ChildRef) -> ObjectKey {
         ObjectKey {
             uri: child.location.base.uri.clone(),

@@ -30,11 +30,19 @@ impl TreeReader {
                     path: path.clone(),
                 };
                 let object = ctx.fetcher.display_path(&location);
-                let bytes = ctx
-                    .fetcher
-                    .fetch(&location, None)
-                    .await
-                    .map_err(|e| fetch_error(&object, e))?;
+                let key = root_key(&location);
+                let bytes = match ctx.cache.root(&key).await {
+                    Some(kept) => kept,
+                    None => {
+                        let bytes = ctx
+                            .fetcher
+                            .fetch(&location, None)
+                            .await
+                            .map_err(|e| fetch_error(&object, e))?;
+                        ctx.cache.keep_root(key, bytes.clone()).await;
+                        bytes
+                    }
+                };
                 let root = FragmentTreeRoot::decode(bytes.as_ref()).map_err(|e| {
                     TreeError::corrupt(
                         &object,
@@ -127,5 +135,15 @@ impl TreeReader {
                 totals,
             }),
         })
+    }
+}
+
+/// The node-cache key of an external root at `location` (size 0: opened before it is known).
+pub(crate) fn root_key(location: &ObjectLocation) -> ObjectKey {
+    ObjectKey {
+        uri: location.base.uri.clone(),
+        base_id: location.base.base_id,
+        path: location.path.clone(),
+        size: 0,
     }
 }
