@@ -46,7 +46,6 @@ use lancet_proto::transaction::operation_name;
 
 use crate::error::{Result, TxnError};
 use crate::invariants::{Invariant, Version};
-use crate::operation::restored_manifest;
 use crate::rebase::IndexIntent;
 
 /// A change to commit, described once: the Lance operation the version records, with what
@@ -328,6 +327,23 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
         }
     }
     Ok(plan)
+}
+
+/// The manifest a restore of `old` publishes after `latest`: `old`'s content with
+/// `max_fragment_id`, `next_row_id` and `max_allocated_field_id` not lowered (ids handed
+/// out since stay dead) and `latest`'s sticky flags kept ([`crate::STICKY_FLAGS`]).
+pub fn restored_manifest(old: &Manifest, latest: &Manifest) -> Manifest {
+    let mut m = old.clone();
+    m.max_fragment_id = m.max_fragment_id.max(latest.max_fragment_id);
+    m.next_row_id = m.next_row_id.max(latest.next_row_id);
+    let sticky = crate::STICKY_FLAGS.iter().fold(0, |a, f| a | f);
+    m.reader_feature_flags |= latest.reader_feature_flags & sticky;
+    let writer_sticky = sticky | flags::NON_REUSABLE_FIELD_IDS;
+    m.writer_feature_flags |= latest.writer_feature_flags & writer_sticky;
+    if m.writer_feature_flags & flags::NON_REUSABLE_FIELD_IDS != 0 {
+        m.max_allocated_field_id = m.max_allocated_field_id.max(latest.max_allocated_field_id);
+    }
+    m
 }
 
 /// The id a new fragment of `manifest`'s next version takes: past `max_fragment_id`, or, as
@@ -853,6 +869,27 @@ mod tests {
         // a Rewrite with no group is a conversion, which needs its content
         let conversion = crate::operation::conversion_operation();
         assert!(plan(on(&m, &[]), &conversion).is_err());
+    }
+
+    #[test]
+    fn a_restore_never_lowers_ids_or_drops_sticky_flags() {
+        let old = Manifest {
+            max_fragment_id: Some(3),
+            next_row_id: 10,
+            ..Default::default()
+        };
+        let latest = Manifest {
+            max_fragment_id: Some(7),
+            next_row_id: 40,
+            reader_feature_flags: flags::FRAGMENT_REUSE_INDEX | flags::DELETION_FILES,
+            writer_feature_flags: flags::FRAGMENT_REUSE_INDEX | flags::DELETION_FILES,
+            ..Default::default()
+        };
+        let m = restored_manifest(&old, &latest);
+        assert_eq!((m.max_fragment_id, m.next_row_id), (Some(7), 40));
+        // 1024 is sticky; deletion files are the old content's business
+        assert_eq!(m.reader_feature_flags, flags::FRAGMENT_REUSE_INDEX);
+        assert_eq!(m.writer_feature_flags, flags::FRAGMENT_REUSE_INDEX);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Me
 use lancet_proto::table::{DataFile, DataFragment};
 
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 /// How [`Dataset::add_column`] commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

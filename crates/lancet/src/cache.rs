@@ -191,7 +191,7 @@ pub(crate) enum Structure {
     RowIdIndex(Arc<lancet_rowid::RowIdIndex>),
     BTreeSegment(Arc<lancet_btree::BTreeIndex>),
     DeletionVector(Arc<roaring::RoaringBitmap>),
-    BTreeSegments(Arc<Vec<crate::BTreeSegment>>),
+    BTreeSegments(Arc<Vec<crate::segment::BTreeSegment>>),
 }
 
 impl Weighted for Structure {
@@ -243,7 +243,7 @@ cached_structure!(FriHistory, lancet_reuse::History);
 cached_structure!(RowIdIndex, lancet_rowid::RowIdIndex);
 cached_structure!(BTreeSegment, lancet_btree::BTreeIndex);
 cached_structure!(DeletionVector, roaring::RoaringBitmap);
-cached_structure!(BTreeSegments, Vec<crate::BTreeSegment>);
+cached_structure!(BTreeSegments, Vec<crate::segment::BTreeSegment>);
 
 /// The BTree page cache: moka's synchronous cache, weighted by decoded page bytes, with hit
 /// and miss counters. lancet-btree serializes cold loads itself, so a page loads once.
@@ -454,8 +454,8 @@ impl Caches {
     pub(crate) async fn structure<T>(
         &self,
         key: StructureKey,
-        load: futures::future::BoxFuture<'_, crate::Result<Arc<T>>>,
-    ) -> crate::Result<Arc<T>>
+        load: futures::future::BoxFuture<'_, crate::error::Result<Arc<T>>>,
+    ) -> crate::error::Result<Arc<T>>
     where
         T: CachedStructure + ?Sized,
     {
@@ -466,7 +466,7 @@ impl Caches {
             .await
             .map_err(crate::error::unshare)?;
         T::unwrap(cached).ok_or_else(|| {
-            crate::Error::Internal(format!("the cache holds another kind under {what}"))
+            crate::error::Error::Internal(format!("the cache holds another kind under {what}"))
         })
     }
 
@@ -576,7 +576,7 @@ mod tests {
             .await;
         assert_eq!(
             wrong.err().map(|e| e.kind()),
-            Some(crate::ErrorKind::Internal)
+            Some(crate::error::ErrorKind::Internal)
         );
         // BTree segments are keyed by directory alone: no version in the key
         let segment = StructureKey::BTreeSegment {

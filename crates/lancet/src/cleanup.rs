@@ -33,8 +33,8 @@ use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
 use tracing::Instrument;
 
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 const READ_CONCURRENCY: usize = 16;
 

@@ -24,8 +24,8 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::is_fri_entry;
 use tracing::Instrument;
 
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 use lancet_txn::operation::new_transaction;
 
 impl Dataset {
@@ -35,7 +35,7 @@ impl Dataset {
         &self,
         target: &str,
         version: Option<u64>,
-    ) -> Result<crate::Committed> {
+    ) -> Result<crate::commit::Committed> {
         let span = tracing::info_span!("shallow_clone", source = %self.uri(), target, ?version);
         self.shallow_clone_inner(target, version)
             .instrument(span)
@@ -46,7 +46,7 @@ impl Dataset {
         &self,
         target: &str,
         version: Option<u64>,
-    ) -> Result<crate::Committed> {
+    ) -> Result<crate::commit::Committed> {
         let source = match version {
             Some(v) if v != self.version() => self.checkout(v).await?,
             _ => self.clone(),
@@ -118,13 +118,13 @@ impl Dataset {
         )
         .await?;
         tracing::info!(version = clone.version(), "shallow clone committed");
-        Ok(crate::Committed {
+        Ok(crate::commit::Committed {
             versions: 1,
             attempts: 1,
             // the manifest and its transaction file
             objects_written: 2,
             bytes_written: size,
-            ..crate::Committed::nothing(clone.with_clock(self.clock().clone()))
+            ..crate::commit::Committed::nothing(clone.with_clock(self.clock().clone()))
         })
     }
 

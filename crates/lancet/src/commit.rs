@@ -29,9 +29,9 @@ use lancet_txn::rebase::{
 };
 use tracing::Instrument;
 
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::publish::{publish, Publication};
-use crate::Dataset;
 
 /// What a write did: the shape every write returns (append, delete, update, add-column, a
 /// compaction, an index build or optimization, a restore, a conversion, a commit of an

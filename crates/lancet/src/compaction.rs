@@ -29,9 +29,9 @@ use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::rewrite::{RewriteGroup, RewriteMapping};
-use crate::Dataset;
 
 /// One group of fragments to rewrite together, as planned on `read_version`. Serializes
 /// (JSON), so any process or machine can execute it.

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 ///   [`Dataset::checkout`], [`Dataset::with_clock`], [`Dataset::uri`], [`Dataset::version`],
 ///   [`Dataset::schema`], [`Dataset::num_rows`], [`Dataset::scan`], [`Dataset::take`],
 ///   [`Dataset::search`], [`Dataset::search_with`].
-/// - **Write** (each returns [`crate::Committed`]): [`Dataset::create`], [`Dataset::append`],
+/// - **Write** (each returns [`crate::commit::Committed`]): [`Dataset::create`], [`Dataset::append`],
 ///   [`Dataset::append_with`], [`Dataset::write_fragments`] (a distributed write's files),
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
 ///   [`Dataset::add_column`], [`Dataset::restore`].

@@ -10,8 +10,8 @@ use lancet_reuse::{content_location, is_fri_entry, ContentLocation};
 use lancet_reuse::{History, ReuseError};
 
 use crate::cache::StructureKey;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 impl Dataset {
     /// The `__lance_frag_reuse` entry, if the version has one.
@@ -113,7 +113,7 @@ impl Dataset {
     /// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
     /// release builds refuse FRI there) and when the history has transitions lancet cannot
     /// interpret (it would have to carry them unread).
-    pub(crate) async fn upgrade_fri(&self) -> Result<crate::Committed> {
+    pub(crate) async fn upgrade_fri(&self) -> Result<crate::commit::Committed> {
         let what = self.manifest_ref().object;
         let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
             ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))

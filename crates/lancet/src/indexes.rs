@@ -11,24 +11,9 @@ use lancet_proto::table::{DataFragment, IndexMetadata};
 use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
-
-/// One segment of a named BTree index, opened.
-#[derive(Debug, Clone)]
-pub struct BTreeSegment {
-    pub metadata: IndexMetadata,
-    pub index: Arc<BTreeIndex>,
-    /// Fragments it covers (empty bitmap: unknown, treated as none).
-    pub fragments: RoaringBitmap,
-}
-
-impl BTreeSegment {
-    /// Whether its `ids` are row addresses (index_version >= 1, or no stable row ids).
-    pub(crate) fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
-        self.metadata.index_version.unwrap_or(0) >= 1 || !stable_row_ids
-    }
-}
+use crate::segment::BTreeSegment;
 
 fn uuid_of(meta: &IndexMetadata) -> Result<ObjectUuid> {
     let bytes = meta
@@ -289,7 +274,11 @@ impl Dataset {
     /// the next version under the name `{column}_idx`, replacing an index of that name.
     /// `page_rows`: rows per index page; Lance's default is 4,096
     /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]).
-    pub async fn build_btree(&self, column: &str, page_rows: u64) -> Result<crate::Committed> {
+    pub async fn build_btree(
+        &self,
+        column: &str,
+        page_rows: u64,
+    ) -> Result<crate::commit::Committed> {
         let field = self
             .manifest()
             .fields

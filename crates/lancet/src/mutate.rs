@@ -19,8 +19,8 @@ use lancet_rowid::RowIdSequence;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 impl Dataset {
     /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A

@@ -19,8 +19,8 @@ use roaring::RoaringBitmap;
 use tracing::Instrument;
 
 use crate::commit::{Committed, Intent};
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 /// An operation applied to one version, ready for the commit loop.
 pub(crate) struct Built {
@@ -38,7 +38,7 @@ pub(crate) struct Built {
 impl Dataset {
     /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
     /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
-    /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::Storage::commit_rewrite`] or
+    /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
     /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the

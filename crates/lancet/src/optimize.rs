@@ -19,9 +19,9 @@ use lancet_reuse::Translation;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::indexes::BTreeSegment;
-use crate::Dataset;
+use crate::segment::BTreeSegment;
 
 /// How [`Dataset::optimize_indices`] extends indexes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

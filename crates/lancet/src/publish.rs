@@ -24,8 +24,8 @@ use lancet_txn::{Candidate, FragmentChange, FragmentRowIds, Invariant, RowIdChan
 use roaring::RoaringTreemap;
 
 use crate::cache::Caches;
+use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
-use crate::Dataset;
 
 /// A version about to be published.
 pub(crate) struct Publication<'a> {

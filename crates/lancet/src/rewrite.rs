@@ -30,8 +30,8 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::Result;
-use crate::Dataset;
 
 /// How a history is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub enum RewriteMapping<'a> {
     StablePartition { labels: &'a [u16] },
 }
 
-fn invalid(rule: impl Into<String>) -> crate::Error {
+fn invalid(rule: impl Into<String>) -> crate::error::Error {
     ReuseError::InvalidInput(rule.into()).into()
 }
 
@@ -114,7 +114,7 @@ impl Dataset {
         loop {
             tries += 1;
             match attempt(base.clone()).await {
-                Err(crate::Error::CommitConflict {
+                Err(crate::error::Error::CommitConflict {
                     cause: ConflictCause::IdsTaken,
                     version,
                     uri,
@@ -126,7 +126,7 @@ impl Dataset {
                         base.checkout(version).await?.transactions_since().await?;
                     let mine = rewrite_of(sources);
                     if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
-                        return Err(crate::Error::CommitConflict {
+                        return Err(crate::error::Error::CommitConflict {
                             uri,
                             version: c.version,
                             reason: c.reason,
@@ -372,7 +372,7 @@ impl Dataset {
     /// and that were last modified more than `older_than` ago: safe to delete while those
     /// versions are the ones kept. The age is the in-progress guard: a rewrite writes its row
     /// map before its manifest, so a map younger than any commit could take may belong to a
-    /// version about to land (cleanup's [`crate::DEFAULT_UNVERIFIED_OLDER_THAN`] is the
+    /// version about to land (cleanup's [`crate::cleanup::DEFAULT_UNVERIFIED_OLDER_THAN`] is the
     /// default to use). Maps that skipped (unmodelled) transitions name are referenced too.
     /// Row maps in other bases (`base_id` set) belong to those bases' tables and are not
     /// listed.
@@ -415,7 +415,7 @@ impl Dataset {
     pub(crate) async fn delete_unreferenced_fri_files(
         &self,
         older_than: Duration,
-        policy: &crate::CleanupPolicy,
+        policy: &crate::cleanup::CleanupPolicy,
     ) -> Result<Vec<Path>> {
         let files = self.unreferenced_fri_files(older_than).await?;
         let mut locations = std::collections::HashMap::new();

@@ -13,8 +13,8 @@ use lancet_rowid::{
 use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 /// How many deletion files are read at once while building an index.
 const DELETION_READ_CONCURRENCY: usize = 32;

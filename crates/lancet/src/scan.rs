@@ -19,8 +19,8 @@ use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::RoaringBitmap;
 
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 /// Rows read per batch of a scan.
 const SCAN_BATCH_ROWS: u64 = 64 * 1024;

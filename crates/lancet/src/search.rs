@@ -21,7 +21,9 @@ use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
 
-use crate::{Dataset, Error, Result};
+use crate::dataset::Dataset;
+use crate::error::Error;
+use crate::error::Result;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
 /// What [`Dataset::search`] found.

@@ -23,8 +23,13 @@ use lancet_tree::{Action, TreeReader, TreeWriterConfig};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::cleanup::CleanupPolicy;
+use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::Result;
-use crate::{BTreeSegment, CleanupPolicy, Committed, Dataset, RewriteMapping, ScanOptions};
+use crate::rewrite::RewriteMapping;
+use crate::scan::ScanOptions;
+use crate::segment::BTreeSegment;
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]

@@ -21,8 +21,8 @@ use lancet_txn::{
     Candidate, DataFileFacts, FragmentChange, RowIdChanges, StoredDataFile, TxnError,
 };
 
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::Dataset;
 
 /// What a successful verify saw.
 #[derive(Debug, Clone, Default)]

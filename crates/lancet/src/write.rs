@@ -18,10 +18,11 @@ use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::new_transaction;
 use tracing::Instrument;
 
+use crate::cache::Caches;
 use crate::commit::Committed;
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::publish::{publish, Publication};
-use crate::{Caches, Dataset};
 
 /// Where a table keeps its fragment records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -574,7 +574,6 @@ async fn every_write_reports_what_it_did_in_one_shape() {
                 &lancet::filter::parse_value("id * 2").unwrap(),
                 lancet::AddColumnOptions {
                     fragments_per_commit: 1,
-                    ..Default::default()
                 },
             )
             .await
