@@ -595,9 +595,26 @@ def coverage(uri):
     return {"indices": sorted(out), "fragments": [f.physical_rows for f in ds.get_fragments()]}
 
 
+def tags(uri, action, name=None, version=None):
+    """pylance's `ds.tags`: `list` ({name: version}), `create`/`update` NAME VERSION, `delete`
+    NAME, or `open` NAME (the version a tag names, opened by pylance, and its rows)."""
+    ds = lance.dataset(uri)
+    if action == "create":
+        ds.tags.create(name, int(version))
+    elif action == "update":
+        ds.tags.update(name, int(version))
+    elif action == "delete":
+        ds.tags.delete(name)
+    elif action == "open":
+        at = lance.dataset(uri, version=name)
+        cols, rows = rows_of(at.to_table())
+        return {"version": at.version, "columns": cols, "rows": rows}
+    return {"tags": {k: v["version"] for k, v in lance.dataset(uri).tags.list().items()}}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

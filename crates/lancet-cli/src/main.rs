@@ -14,6 +14,7 @@ mod io;
 mod restore;
 mod rowid;
 mod search_bench;
+mod tag;
 mod tree;
 mod verify;
 mod workload;
@@ -148,6 +149,9 @@ enum Command {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Columns to print, comma-separated, in this order.
         #[arg(long, value_delimiter = ',')]
         columns: Option<Vec<String>>,
@@ -175,6 +179,9 @@ enum Command {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         #[arg(long = "row-ids", num_args = 1.., required = true)]
         row_ids: Vec<u64>,
         #[arg(long, value_delimiter = ',')]
@@ -184,6 +191,12 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<std::path::PathBuf>,
     },
+    /// Tags: names for versions, in Lance's `_refs/tags/` (pylance's `ds.tags`). A tagged
+    /// version is kept by every cleanup; read commands open one with `--tag NAME`.
+    Tag {
+        #[command(subcommand)]
+        command: tag::TagCommand,
+    },
     /// Show one version of a table: flags, fragments, indices.
     Inspect {
         /// Dataset URI or local path.
@@ -191,6 +204,9 @@ enum Command {
         /// Version to show (default: latest).
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Print one JSON object instead of a summary.
         #[arg(long)]
         json: bool,
@@ -202,6 +218,9 @@ enum Command {
         /// Version (default: latest).
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -233,6 +252,9 @@ enum Command {
         /// Version to check (default: latest).
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Print `{"valid","version","rule","object","detail"}` on stdout.
         #[arg(long)]
         json: bool,
@@ -262,6 +284,9 @@ enum Command {
         /// Version to clone (default: latest).
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
     },
     /// Publish the next version with version N's content (Lance's Restore): the way back from
     /// a bad version. max_fragment_id and next_row_id are not lowered.
@@ -426,6 +451,9 @@ enum TreeCommand {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -438,6 +466,9 @@ enum FriCommand {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -462,6 +493,9 @@ enum FriCommand {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -475,6 +509,9 @@ enum IndexCommand {
         dataset: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -489,6 +526,9 @@ enum IndexCommand {
         filter: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Open the version this tag names (`lancet tag list`) instead.
+        #[arg(long, conflicts_with = "version")]
+        tag: Option<String>,
         #[arg(long)]
         json: bool,
         /// The index's raw answer, without applying deletion vectors.
@@ -523,16 +563,24 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
         Command::Verify {
             dataset,
             version,
+            tag,
             json,
             check_previous,
             data,
-        } => verify::run(&dataset, version, json, check_previous, data).await,
+        } => {
+            let version = tag::at(&dataset, version, tag).await?;
+            verify::run(&dataset, version, json, check_previous, data).await
+        }
         Command::Tree { command } => done(match command {
             TreeCommand::Show {
                 dataset,
                 version,
+                tag,
                 json,
-            } => tree::show(&dataset, version, json).await,
+            } => match tag::at(&dataset, version, tag).await {
+                Ok(version) => tree::show(&dataset, version, json).await,
+                Err(e) => Err(e),
+            },
             TreeCommand::Convert {
                 dataset,
                 leaf_records,
@@ -740,6 +788,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
         Command::Scan {
             dataset,
             version,
+            tag,
             columns,
             filter,
             with_row_id,
@@ -750,7 +799,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             output,
         } => {
             let scan = data::Scan {
-                version,
+                version: tag::at(&dataset, version, tag).await?,
                 filter,
                 with_row_id,
                 with_row_address,
@@ -767,6 +816,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
         Command::Take {
             dataset,
             version,
+            tag,
             row_ids,
             columns,
             format,
@@ -777,35 +827,53 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 format,
                 path: output.as_deref(),
             };
+            let version = tag::at(&dataset, version, tag).await?;
             data::take(&dataset, version, &row_ids, out).await
         }
         Command::Restore { dataset, version } => restore::run(&dataset, version).await,
         Command::Inspect {
             dataset,
             version,
+            tag,
             json,
-        } => inspect::run(&dataset, version, json).await,
+        } => {
+            let version = tag::at(&dataset, version, tag).await?;
+            inspect::run(&dataset, version, json).await
+        }
         Command::Rowid {
             dataset,
             version,
+            tag,
             json,
             lookup,
             segments,
             versions,
-        } => rowid::run(&dataset, version, json, &lookup, segments, versions).await,
+        } => {
+            let version = tag::at(&dataset, version, tag).await?;
+            rowid::run(&dataset, version, json, &lookup, segments, versions).await
+        }
+        Command::Tag { command } => tag::run(command).await,
         Command::Index { command } => match command {
             IndexCommand::List {
                 dataset,
                 version,
+                tag,
                 json,
-            } => index::list(&dataset, version, json).await,
+            } => {
+                let version = tag::at(&dataset, version, tag).await?;
+                index::list(&dataset, version, json).await
+            }
             IndexCommand::Search {
                 dataset,
                 filter,
                 version,
+                tag,
                 json,
                 no_deletions,
-            } => index::search(&dataset, version, &filter, json, no_deletions).await,
+            } => {
+                let version = tag::at(&dataset, version, tag).await?;
+                index::search(&dataset, version, &filter, json, no_deletions).await
+            }
             IndexCommand::Build {
                 dataset,
                 column,
@@ -819,11 +887,23 @@ async fn run_other(command: Command) -> Result<(), CliError> {
         },
         Command::Fri { command } => match command {
             FriCommand::Show {
-                dataset, version, ..
-            } => fri::show(&dataset, version).await,
+                dataset,
+                version,
+                tag,
+                ..
+            } => {
+                let version = tag::at(&dataset, version, tag).await?;
+                fri::show(&dataset, version).await
+            }
             FriCommand::Translate {
-                dataset, version, ..
-            } => fri::translate(&dataset, version).await,
+                dataset,
+                version,
+                tag,
+                ..
+            } => {
+                let version = tag::at(&dataset, version, tag).await?;
+                fri::translate(&dataset, version).await
+            }
             FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
             FriCommand::Trim { dataset } => fri::trim(&dataset).await,
             FriCommand::Unreferenced {
@@ -837,7 +917,11 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             source,
             target,
             version,
-        } => cleanup::clone(&source, &target, version).await,
+            tag,
+        } => {
+            let version = tag::at(&source, version, tag).await?;
+            cleanup::clone(&source, &target, version).await
+        }
         Command::Verify { .. }
         | Command::Tree { .. }
         | Command::Bench { .. }

@@ -25,6 +25,8 @@ mod data;
 mod filters;
 #[path = "interop/fragments.rs"]
 mod fragments;
+#[path = "interop/tags.rs"]
+mod tags;
 use fragments::fragments_of;
 
 fn interop_dir() -> PathBuf {

@@ -71,6 +71,15 @@ pub enum PathsError {
     /// The requested version does not exist.
     #[error("version {version} not found under {}", shown(path.as_ref()))]
     VersionNotFound { path: Path, version: u64 },
+    /// A tag or branch name Lance 14 refuses.
+    #[error("invalid reference name {name:?}: {rule}")]
+    InvalidRef { name: String, rule: &'static str },
+    /// A tag that does not exist.
+    #[error("tag {name:?} does not exist")]
+    RefNotFound { name: String },
+    /// A tag that exists already.
+    #[error("tag {name:?} already exists")]
+    RefExists { name: String },
 }
 
 impl PathsError {
@@ -107,12 +116,15 @@ impl PathsError {
     pub fn kind(&self) -> lancet_proto::ErrorKind {
         use lancet_proto::ErrorKind;
         match self {
-            PathsError::InvalidUri { .. } | PathsError::TooLarge { .. } => ErrorKind::InvalidInput,
+            PathsError::InvalidUri { .. }
+            | PathsError::TooLarge { .. }
+            | PathsError::InvalidRef { .. } => ErrorKind::InvalidInput,
             PathsError::NoVersions { .. }
             | PathsError::NoTable { .. }
-            | PathsError::VersionNotFound { .. } => ErrorKind::NotFound,
+            | PathsError::VersionNotFound { .. }
+            | PathsError::RefNotFound { .. } => ErrorKind::NotFound,
             PathsError::Store { .. } => ErrorKind::Unavailable,
-            PathsError::AlreadyExists { .. } => ErrorKind::Conflict,
+            PathsError::AlreadyExists { .. } | PathsError::RefExists { .. } => ErrorKind::Conflict,
             _ => ErrorKind::Corrupt,
         }
     }

@@ -162,39 +162,157 @@ pub async fn list_branches(store: &DatasetStore) -> Result<Vec<Branch>> {
     Ok(out)
 }
 
-/// Creates tag `name` on `version` of the main line (put-if-absent: an existing tag is
-/// [`PathsError::AlreadyExists`]), in the JSON Lance writes.
+/// Whether `name` may name a tag, by Lance 14.0.2's rules (`check_valid_tag`): not empty;
+/// only letters, digits, `.`, `-` and `_`; no leading or trailing dot, no `..`, not ending in
+/// `.lock`. Refused names are [`PathsError::InvalidRef`].
+pub fn check_tag_name(name: &str) -> Result<()> {
+    let rule = if name.is_empty() {
+        Some("a tag name cannot be empty")
+    } else if !name
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '_')
+    {
+        Some("a tag name holds only letters, digits, '.', '-' and '_'")
+    } else if name.starts_with('.') {
+        Some("a tag name cannot begin with a dot")
+    } else if name.ends_with('.') {
+        Some("a tag name cannot end with a dot")
+    } else if name.ends_with(".lock") {
+        Some("a tag name cannot end with .lock")
+    } else if name.contains("..") {
+        Some("a tag name cannot hold two consecutive dots")
+    } else {
+        None
+    };
+    match rule {
+        Some(rule) => Err(PathsError::InvalidRef {
+            name: name.to_string(),
+            rule,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn tag_path(store: &DatasetStore, name: &str) -> Result<object_store::path::Path> {
+    check_tag_name(name)?;
+    Ok(store.path(&format!("{TAGS_DIR}/{name}.json")))
+}
+
+/// The bytes of tag file `path` (a missing one is [`PathsError::RefNotFound`], one over
+/// [`MAX_REF_BYTES`] corrupt and not read).
+async fn read_tag_file(
+    store: &DatasetStore,
+    name: &str,
+    path: &object_store::path::Path,
+) -> Result<Bytes> {
+    let size = match store.size(path).await {
+        Ok(size) => size,
+        Err(PathsError::NotFound { .. }) => {
+            return Err(PathsError::RefNotFound {
+                name: name.to_string(),
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    if size > MAX_REF_BYTES {
+        return Err(corrupt(
+            path,
+            format!("{size} bytes, more than a reference holds ({MAX_REF_BYTES})"),
+        ));
+    }
+    store.get(path, Some(size)).await
+}
+
+/// Tag `name`, read (a missing one is [`PathsError::RefNotFound`]).
+pub async fn get_tag(store: &DatasetStore, name: &str) -> Result<Tag> {
+    let path = tag_path(store, name)?;
+    let bytes = read_tag_file(store, name, &path).await?;
+    decode_tag(name, &path, &bytes)
+}
+
+/// Creates tag `name` on `version` of the main line, whose manifest is `manifest_size`
+/// bytes (put-if-absent: an existing tag is [`PathsError::RefExists`]), in the JSON Lance
+/// writes. The caller checks that the version exists.
 pub async fn create_tag(
     store: &DatasetStore,
     name: &str,
     version: u64,
     manifest_size: u64,
 ) -> Result<Tag> {
-    if name.is_empty() || name.contains("..") || name.starts_with('/') || name.contains('\\') {
-        return Err(PathsError::InvalidRelativePath {
-            path: name.to_string(),
-            rule: "a tag name is a non-empty relative name",
-        });
-    }
+    let path = tag_path(store, name)?;
     let now = chrono_like_now();
-    let body = serde_json::to_vec_pretty(&TagFile {
-        branch: None,
-        version,
-        created_at: Some(now.clone()),
-        updated_at: Some(now),
-        manifest_size: Some(manifest_size),
-        metadata: serde_json::Map::new(),
-    })
-    .map_err(|e| PathsError::InvalidUri {
-        uri: name.to_string(),
-        reason: format!("tag JSON: {e}"),
-    })?;
-    let path = store.path(&format!("{TAGS_DIR}/{name}.json"));
-    store.put_if_absent(&path, Bytes::from(body)).await?;
+    let body = tag_json(name, version, manifest_size, now.clone(), now, None)?;
+    match store.put_if_absent(&path, Bytes::from(body)).await {
+        Err(PathsError::AlreadyExists { .. }) => {
+            return Err(PathsError::RefExists {
+                name: name.to_string(),
+            })
+        }
+        other => other?,
+    };
     Ok(Tag {
         name: name.to_string(),
         version,
         branch: None,
+    })
+}
+
+/// Moves tag `name` to `version` (its creation time and metadata kept, its update time now),
+/// as Lance's `tags.update`; a missing tag is [`PathsError::RefNotFound`].
+pub async fn update_tag(
+    store: &DatasetStore,
+    name: &str,
+    version: u64,
+    manifest_size: u64,
+) -> Result<Tag> {
+    let path = tag_path(store, name)?;
+    let bytes = read_tag_file(store, name, &path).await?;
+    let old: TagFile = serde_json::from_slice(&bytes)
+        .map_err(|e| corrupt(&path, format!("not a tag document: {e}")))?;
+    let created = old.created_at.clone().unwrap_or_else(chrono_like_now);
+    let body = tag_json(
+        name,
+        version,
+        manifest_size,
+        created,
+        chrono_like_now(),
+        Some(old.metadata),
+    )?;
+    store.put(&path, Bytes::from(body)).await?;
+    Ok(Tag {
+        name: name.to_string(),
+        version,
+        branch: None,
+    })
+}
+
+/// Deletes tag `name` (a missing one is [`PathsError::RefNotFound`]), as Lance's
+/// `tags.delete`: the version it named is then kept only by the cleanup policy.
+pub async fn delete_tag(store: &DatasetStore, name: &str) -> Result<()> {
+    let path = tag_path(store, name)?;
+    read_tag_file(store, name, &path).await?;
+    store.delete(&path).await
+}
+
+fn tag_json(
+    name: &str,
+    version: u64,
+    manifest_size: u64,
+    created: String,
+    updated: String,
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(&TagFile {
+        branch: None,
+        version,
+        created_at: Some(created),
+        updated_at: Some(updated),
+        manifest_size: Some(manifest_size),
+        metadata: metadata.unwrap_or_default(),
+    })
+    .map_err(|e| PathsError::InvalidUri {
+        uri: name.to_string(),
+        reason: format!("tag JSON: {e}"),
     })
 }
 
@@ -274,6 +392,20 @@ mod tests {
     }
 
     #[test]
+    fn tag_names_follow_lances_rules() {
+        for ok in ["v1", "release-1.0", "a_b", "é"] {
+            assert!(check_tag_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "a/b", "../x", ".a", "a.", "a.lock", "a..b", "a b", "a\\b",
+        ] {
+            let e = check_tag_name(bad).unwrap_err();
+            assert!(matches!(e, PathsError::InvalidRef { .. }), "{bad}");
+            assert_eq!(e.kind(), lancet_proto::ErrorKind::InvalidInput);
+        }
+    }
+
+    #[test]
     fn dates_are_civil() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_788), (2026, 12, 1));
@@ -285,16 +417,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
         assert!(list_tags(&store).await.unwrap().is_empty());
-        create_tag(&store, "release/1", 3, 100).await.unwrap();
+        create_tag(&store, "release-1.0", 3, 100).await.unwrap();
         create_tag(&store, "a", 1, 100).await.unwrap();
         assert!(matches!(
             create_tag(&store, "a", 2, 100).await,
-            Err(PathsError::AlreadyExists { .. })
+            Err(PathsError::RefExists { .. })
         ));
-        assert!(create_tag(&store, "../x", 2, 100).await.is_err());
         let tags = list_tags(&store).await.unwrap();
         let names: Vec<_> = tags.iter().map(|t| (t.name.as_str(), t.version)).collect();
-        assert_eq!(names, [("a", 1), ("release/1", 3)]);
+        assert_eq!(names, [("a", 1), ("release-1.0", 3)]);
+        // moved, read, deleted; a missing tag is NotFound
+        update_tag(&store, "a", 2, 120).await.unwrap();
+        assert_eq!(get_tag(&store, "a").await.unwrap().version, 2);
+        delete_tag(&store, "a").await.unwrap();
+        for missing in [
+            get_tag(&store, "a").await.map(|_| ()),
+            delete_tag(&store, "a").await,
+            update_tag(&store, "a", 1, 1).await.map(|_| ()),
+        ] {
+            let e = missing.unwrap_err();
+            assert!(matches!(e, PathsError::RefNotFound { .. }), "{e}");
+            assert_eq!(e.kind(), lancet_proto::ErrorKind::NotFound);
+        }
         assert!(list_branches(&store).await.unwrap().is_empty());
         // an oversized reference is corrupt, never read whole
         let big = store.path("_refs/tags/big.json");

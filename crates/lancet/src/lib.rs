@@ -149,6 +149,7 @@ mod scan;
 mod search;
 mod segment;
 mod storage;
+mod tags;
 mod verify;
 mod write;
 
@@ -171,11 +172,13 @@ pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use segment::BTreeSegment;
 
+pub use lancet_paths::refs::Tag;
 pub use optimize::OptimizeOptions;
 pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::ScanOptions;
 pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;
+pub use tags::Tags;
 pub use verify::VerifyReport;
 pub use write::{batches, batches_from_reader, AppendOptions, CreateOptions, Layout};
 

@@ -1,0 +1,95 @@
+//! `lancet tag create|update|delete|list`, and `--tag NAME` on the read commands.
+
+use clap::Subcommand;
+use lancet::Dataset;
+
+use crate::error::CliError;
+
+#[derive(Subcommand)]
+pub enum TagCommand {
+    /// Tag a version (the latest when `--version` is not given).
+    Create {
+        dataset: String,
+        name: String,
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Move a tag to another version (the latest when `--version` is not given).
+    Update {
+        dataset: String,
+        name: String,
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Delete a tag (the version it named is then kept only by the cleanup policy).
+    Delete { dataset: String, name: String },
+    /// Every tag: one JSON line each, `{"name", "version", "branch"}`.
+    List { dataset: String },
+}
+
+/// `lancet tag ...`.
+pub async fn run(command: TagCommand) -> Result<(), CliError> {
+    match command {
+        TagCommand::Create {
+            dataset,
+            name,
+            version,
+        } => {
+            let tag = Dataset::open(&dataset)
+                .await?
+                .tags()
+                .create(&name, version)
+                .await?;
+            print(&tag);
+        }
+        TagCommand::Update {
+            dataset,
+            name,
+            version,
+        } => {
+            let tag = Dataset::open(&dataset)
+                .await?
+                .tags()
+                .update(&name, version)
+                .await?;
+            print(&tag);
+        }
+        TagCommand::Delete { dataset, name } => {
+            Dataset::open(&dataset).await?.tags().delete(&name).await?;
+        }
+        TagCommand::List { dataset } => {
+            for tag in Dataset::open(&dataset).await?.tags().list().await? {
+                print(&tag);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print(tag: &lancet::Tag) {
+    println!(
+        "{}",
+        serde_json::json!({ "name": tag.name, "version": tag.version, "branch": tag.branch })
+    );
+}
+
+/// The version a read command opens: `version`, or the one tag `tag` names.
+pub async fn at(
+    uri: &str,
+    version: Option<u64>,
+    tag: Option<String>,
+) -> Result<Option<u64>, CliError> {
+    match tag {
+        None => Ok(version),
+        Some(name) => {
+            let tag = Dataset::open(uri).await?.tags().get(&name).await?;
+            if let Some(branch) = tag.branch {
+                return Err(CliError::Usage(format!(
+                    "tag {name:?} names version {} of branch {branch:?}; lancet reads tags of the main line",
+                    tag.version
+                )));
+            }
+            Ok(Some(tag.version))
+        }
+    }
+}

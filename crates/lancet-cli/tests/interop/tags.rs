@@ -1,0 +1,126 @@
+//! Issue 32: tags written by lancet are pylance's, and the reverse; read commands open a
+//! version by its tag; bad names and missing tags are refused with nothing written.
+
+use super::*;
+
+fn tag_map(v: &Value) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = v["tags"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+fn lancet_tags(uri: &str) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = lancet(&["tag", "list", uri])
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["name"].as_str().unwrap().to_string(),
+                v["version"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn tags_are_shared_with_pylance_and_name_versions_for_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let uri = uri.to_str().unwrap();
+    // two versions: created, then rows deleted
+    let latest = peer(&["create", uri, "30"])["version"].as_u64().unwrap();
+    assert_eq!(latest, 2);
+    let rows_at = |version: &str| {
+        let v = peer(&["scan", uri, version]);
+        v["rows"].clone()
+    };
+    // lancet tags version 1 and the latest; pylance sees both
+    lancet(&["tag", "create", uri, "first", "--version", "1"]);
+    lancet(&["tag", "create", uri, "latest"]);
+    let theirs = peer(&["tags", uri, "list"]);
+    assert_eq!(
+        tag_map(&theirs),
+        [("first".to_string(), 1), ("latest".to_string(), latest)]
+    );
+    let opened = peer(&["tags", uri, "open", "first"]);
+    assert_eq!(opened["version"], 1);
+    assert_eq!(opened["rows"], rows_at("1"));
+    // pylance tags a version; lancet lists it and reads by it
+    peer(&["tags", uri, "create", "py", "1"]);
+    assert_eq!(
+        lancet_tags(uri),
+        [
+            ("first".to_string(), 1),
+            ("latest".to_string(), latest),
+            ("py".to_string(), 1)
+        ]
+    );
+    let by_tag = lancet(&["scan", uri, "--tag", "py", "--format", "jsonl"]);
+    let by_version = lancet(&["scan", uri, "--version", "1", "--format", "jsonl"]);
+    assert_eq!(by_tag, by_version);
+    assert!(lancet(&["inspect", uri, "--tag", "py", "--json"]).contains("\"version\":1"));
+    // moved and deleted by lancet, as pylance then sees
+    lancet(&["tag", "update", uri, "py", "--version", &latest.to_string()]);
+    lancet(&["tag", "delete", uri, "first"]);
+    assert_eq!(
+        tag_map(&peer(&["tags", uri, "list"])),
+        [("latest".to_string(), latest), ("py".to_string(), latest)]
+    );
+    // and the reverse
+    peer(&["tags", uri, "update", "latest", "1"]);
+    peer(&["tags", uri, "delete", "py"]);
+    assert_eq!(lancet_tags(uri), [("latest".to_string(), 1)]);
+
+    // refused, typed, with nothing written
+    let before = std::fs::read_dir(dir.path().join("t/_refs/tags"))
+        .unwrap()
+        .count();
+    for (args, says) in [
+        (
+            vec!["tag", "create", uri, "latest"],
+            "tag \"latest\" already exists",
+        ),
+        (vec!["tag", "create", uri, "a/b"], "invalid reference name"),
+        (vec!["tag", "create", uri, ".x"], "invalid reference name"),
+        (
+            vec!["tag", "create", uri, "far", "--version", "99"],
+            "version 99 not found",
+        ),
+        (
+            vec!["tag", "delete", uri, "nope"],
+            "tag \"nope\" does not exist",
+        ),
+        (
+            vec!["tag", "update", uri, "nope"],
+            "tag \"nope\" does not exist",
+        ),
+        (
+            vec!["scan", uri, "--tag", "nope"],
+            "tag \"nope\" does not exist",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("lancet: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    let after = std::fs::read_dir(dir.path().join("t/_refs/tags"))
+        .unwrap()
+        .count();
+    assert_eq!(before, after);
+    assert_eq!(lancet_tags(uri), [("latest".to_string(), 1)]);
+}
