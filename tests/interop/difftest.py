@@ -2,7 +2,8 @@
 
 Random operation sequences (append, write_fragments + one commit, delete, update, compact with
 or without a deferred remap, BTree build, index optimize with or without merge, add-column,
-restore, cleanup, shallow clone, tree convert and flatten, two lancet writers racing), each
+drop-column, tags, restore, cleanup, shallow clone, tree convert and flatten, two lancet writers
+racing), each
 step done by pylance or by lancet (the CLI), on one table. On a tree table (created as one,
 or converted) lancet takes every turn, and each step is also checked through `tree flatten`
 into a copy that pylance reads. After every step:
@@ -10,6 +11,8 @@ into a copy that pylance reads. After every step:
 - filters answered through pylance's scalar indexes, and through lancet's `index search`,
   equal the model;
 - with stable row ids, every row keeps the `_rowid` it was first seen with;
+- every tag names the version it was made on (both engines list the same), every cleanup kept
+  it, and reading by the tag gives that version's rows;
 - `lancet verify --data` passes.
 
 A failing run prints its seed, shrinks the sequence to a minimal one that still fails, and
@@ -43,7 +46,7 @@ class Failure(Exception):
 KINDS = {
     "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
-    "convert": 2, "flatten": 2,
+    "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
 }
 
 
@@ -80,6 +83,10 @@ def gen_ops(rng, steps, stable, tree=False):
             op["name"] = f"c{rng.randrange(1000)}"
         elif kind == "restore":
             op["back"] = rng.randint(1, 3)
+        elif kind == "drop_column":
+            op["pick"] = rng.randrange(1000)
+        elif kind == "tag":
+            op["name"] = f"t{rng.randrange(1000)}"
         ops.append(op)
     return ops
 
@@ -106,6 +113,7 @@ class Run:
         self.tree = False
         self.had_tree = False
         self.history = []  # model after each version, by version number
+        self.tags = {}  # tag name -> version
         self.log = log
         self.copies = 0
 
@@ -258,7 +266,8 @@ class Run:
             if by == "lance":
                 import datetime
                 lance.dataset(self.uri).cleanup_old_versions(
-                    older_than=datetime.timedelta(0), delete_unverified=True)
+                    older_than=datetime.timedelta(0), delete_unverified=True,
+                    error_if_tagged_old_versions=False)
             else:
                 self.lancet("cleanup", self.uri, "--older-than", "0s", "--delete-unverified")
         elif kind == "clone":
@@ -266,6 +275,30 @@ class Run:
             target = os.path.join(self.root, f"clone{self.copies}")
             self.lancet("clone", self.uri, target)
             self.check_rows(self.readable(target), "the clone")
+            return
+        elif kind == "drop_column":
+            # an added column goes (id and v stay: the model is over them)
+            if not self.extra:
+                return
+            name = self.extra[op["pick"] % len(self.extra)]
+            if by == "lance":
+                lance.dataset(self.uri).drop_columns([name])
+            else:
+                self.lancet("drop-columns", self.uri, "--columns", name)
+            self.extra.remove(name)
+        elif kind == "tag":
+            # a name once: `tag create` of an existing one is refused (checked typed)
+            v = self.version()
+            if op["name"] in self.tags:
+                out = self.lancet("tag", "create", self.uri, op["name"], ok=False)
+                if out.returncode == 0 or "already exists" not in out.stderr:
+                    raise Failure(f"a second tag {op['name']} was not refused: {out.stderr}")
+                return
+            if by == "lance":
+                lance.dataset(self.uri).tags.create(op["name"], v)
+            else:
+                self.lancet("tag", "create", self.uri, op["name"])
+            self.tags[op["name"]] = v
             return
         elif kind == "convert":
             if self.tree:
@@ -339,7 +372,33 @@ class Run:
         if got != want:
             raise Failure(f"pylance's scan of {what} differs from the model: {diff(got, want)}")
 
+    def check_tags(self):
+        """Every tag names the version it was made on, which every cleanup kept, and reading
+        by the tag (lancet; pylance too where the version is flat) gives that version's rows."""
+        theirs = None
+        if not self.tree:
+            theirs = {k: v["version"] for k, v in lance.dataset(self.uri).tags.list().items()}
+        mine = {}
+        for line in self.lancet("tag", "list", self.uri).stdout.splitlines():
+            t = json.loads(line)
+            mine[t["name"]] = t["version"]
+        if mine != self.tags or (theirs is not None and theirs != self.tags):
+            raise Failure(f"tags differ: lancet {mine}, pylance {theirs}, model {self.tags}")
+        for name, v in self.tags.items():
+            want = sorted(self.history[v][0].items())
+            out = self.lancet("scan", self.uri, "--tag", name, "--columns", "id,v",
+                              "--format", "jsonl").stdout
+            got = sorted((r["id"], r["v"]) for r in map(json.loads, out.splitlines()) if r)
+            if got != want:
+                raise Failure(f"lancet's scan of tag {name} (version {v}): {diff(got, want)}")
+            if not self.tree and not self.history_tree(v):
+                t = lance.dataset(self.uri, version=name).to_table(columns=["id", "v"])
+                got = sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
+                if got != want:
+                    raise Failure(f"pylance's read of tag {name} (version {v}): {diff(got, want)}")
+
     def check(self):
+        self.check_tags()
         want = sorted(self.model.items())
         uri = self.readable()
         ds = lance.dataset(uri)

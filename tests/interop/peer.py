@@ -595,6 +595,20 @@ def coverage(uri):
     return {"indices": sorted(out), "fragments": [f.physical_rows for f in ds.get_fragments()]}
 
 
+def add_columns(uri, name, expr):
+    """pylance's add_columns with one SQL expression."""
+    ds = lance.dataset(uri)
+    ds.add_columns({name: expr})
+    return {"version": lance.dataset(uri).version}
+
+
+def files(uri):
+    """Each fragment's data files: the field ids each lists."""
+    ds = lance.dataset(uri)
+    return {"version": ds.version,
+            "files": [[list(df.fields) for df in f.data_files()] for f in ds.get_fragments()]}
+
+
 def tags(uri, action, name=None, version=None):
     """pylance's `ds.tags`: `list` ({name: version}), `create`/`update` NAME VERSION, `delete`
     NAME, or `open` NAME (the version a tag names, opened by pylance, and its rows)."""
@@ -614,7 +628,7 @@ def tags(uri, action, name=None, version=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -130,6 +130,22 @@ pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError>
     Ok(())
 }
 
+/// `lancet drop-columns`.
+pub async fn drop_columns(uri: &str, columns: &[String], json: bool) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let done = ds.drop_columns(&names).await?;
+    match json {
+        true => println!("{}", serde_json::json!({ "version": done.version() })),
+        false => println!(
+            "dropped {} (version {})",
+            columns.join(", "),
+            done.version()
+        ),
+    }
+    Ok(())
+}
+
 pub async fn update(uri: &str, filter: &str, set: &[String], json: bool) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
     let filter = Filter::parse(filter)?;

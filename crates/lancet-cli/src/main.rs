@@ -124,6 +124,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Drop columns (Lance's `drop_columns`: no data rewritten, indexes on them dropped).
+    DropColumns {
+        dataset: String,
+        #[arg(long, value_delimiter = ',', required = true)]
+        columns: Vec<String>,
+        /// Print exactly `{"version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete the rows where a filter is TRUE.
     Delete {
         dataset: String,
@@ -779,6 +788,11 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             filter,
             json,
         } => data::delete(&dataset, &filter, json).await,
+        Command::DropColumns {
+            dataset,
+            columns,
+            json,
+        } => data::drop_columns(&dataset, &columns, json).await,
         Command::Update {
             dataset,
             filter,

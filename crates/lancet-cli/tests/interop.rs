@@ -25,6 +25,8 @@ mod data;
 mod filters;
 #[path = "interop/fragments.rs"]
 mod fragments;
+#[path = "interop/schema.rs"]
+mod schema;
 #[path = "interop/tags.rs"]
 mod tags;
 use fragments::fragments_of;

@@ -168,6 +168,9 @@ pub struct Plan {
     /// The manifest holds the change's own fragments or tree (a restore, a conversion): no
     /// fragment edit applies.
     pub replaces_content: bool,
+    /// A Project's remaining field ids, to be applied to every fragment of the base with
+    /// [`Plan::apply_project`].
+    pub project: Option<Vec<i32>>,
 }
 
 /// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
@@ -322,7 +325,18 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                 "a clone is made with Dataset::shallow_clone",
             ))
         }
-        Operation::Project(_) | Operation::UpdateMemWalState(_) | Operation::DataOverlay(_) => {
+        Operation::Project(p) => {
+            if p.schema.is_empty() {
+                return Err(TxnError::operation(
+                    name,
+                    "Cannot drop all columns from a dataset",
+                ));
+            }
+            plan.manifest.fields = p.schema.clone();
+            // field ids are never handed out twice: the allocation mark stays
+            plan.project = Some(p.schema.iter().map(|f| f.id).collect());
+        }
+        Operation::UpdateMemWalState(_) | Operation::DataOverlay(_) => {
             return Err(TxnError::unsupported(name, "lancet does not commit it yet"))
         }
     }
@@ -390,6 +404,120 @@ pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result
             Ok(f)
         }
     }
+}
+
+/// The indexes a Project keeps, as Lance 14.0.2's `retain_relevant_indices`: an entry on a
+/// field the schema no longer holds goes (the Fragment Reuse Index and other system indexes
+/// stay); of the segments of one index, those covering no live fragment (`live`) go unless
+/// every segment does, when the earliest created stays (an empty definition still answers by
+/// scanning); a segment with no bitmap, a lone segment, and every segment under a tagged FRI
+/// history stay.
+pub fn retain_relevant_indices(
+    indices: &mut Vec<IndexMetadata>,
+    fields: &[i32],
+    live: &[u32],
+) -> Result<()> {
+    let system = |i: &IndexMetadata| i.name == crate::FRI_INDEX_NAME || i.name == "__lance_mem_wal";
+    indices.retain(|i| i.fields.iter().all(|f| fields.contains(f)) || system(i));
+    let tagged = indices
+        .iter()
+        .any(|i| i.name == crate::FRI_INDEX_NAME && i.index_version.unwrap_or(0) >= 1);
+    if tagged {
+        return Ok(());
+    }
+    let live: roaring::RoaringBitmap = live.iter().copied().collect();
+    let mut keep: Vec<bool> = vec![true; indices.len()];
+    let mut names: Vec<String> = indices
+        .iter()
+        .filter(|i| i.name != crate::FRI_INDEX_NAME)
+        .map(|i| i.name.clone())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let measured: Vec<usize> = (0..indices.len())
+            .filter(|&k| {
+                indices
+                    .get(k)
+                    .is_some_and(|i| i.name == name && !i.fragment_bitmap.is_empty())
+            })
+            .collect();
+        if measured.len() <= 1 {
+            continue;
+        }
+        let mut empty = Vec::new();
+        for &k in &measured {
+            let Some(index) = indices.get(k) else {
+                continue;
+            };
+            let covered = crate::coverage::index_bitmap(index, "Project")?.unwrap_or_default();
+            if (covered & &live).is_empty() {
+                empty.push(k);
+            }
+        }
+        // every segment empty: the earliest created stays
+        let oldest = match empty.len() == measured.len() {
+            true => empty.iter().copied().min_by_key(|&k| {
+                indices
+                    .get(k)
+                    .map(|i| (i.created_at.is_none(), i.created_at, i.dataset_version))
+            }),
+            false => None,
+        };
+        for &k in &empty {
+            if Some(k) != oldest {
+                if let Some(slot) = keep.get_mut(k) {
+                    *slot = false;
+                }
+            }
+        }
+    }
+    let mut flags = keep.into_iter();
+    indices.retain(|_| flags.next().unwrap_or(true));
+    Ok(())
+}
+
+/// `fields` (a manifest's flat field list) without the top-level columns named `columns`
+/// and everything under them, as Lance 14.0.2's `drop_columns` plans it: a column the schema
+/// does not hold is refused, and so is dropping every column.
+pub fn drop_fields(fields: &[Field], columns: &[&str]) -> Result<Vec<Field>> {
+    let name = "Project";
+    let mut dropped: Vec<i32> = Vec::new();
+    for column in columns {
+        let field = fields
+            .iter()
+            .find(|f| f.parent_id == -1 && f.name == *column)
+            .ok_or_else(|| {
+                TxnError::operation(
+                    name,
+                    format!("Column {column} does not exist in the dataset"),
+                )
+            })?;
+        dropped.push(field.id);
+    }
+    // descendants follow their parents: a field whose parent goes, goes
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for f in fields {
+            if dropped.contains(&f.parent_id) && !dropped.contains(&f.id) {
+                dropped.push(f.id);
+                changed = true;
+            }
+        }
+    }
+    let kept: Vec<Field> = fields
+        .iter()
+        .filter(|f| !dropped.contains(&f.id))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return Err(TxnError::operation(
+            name,
+            "Cannot drop all columns from a dataset",
+        ));
+    }
+    Ok(kept)
 }
 
 /// Withdraws `fragment` from every index on one of `fields` (a column whose data the commit
@@ -661,7 +789,37 @@ impl Plan {
             replacements: Vec::new(),
             merge_listing: None,
             replaces_content: false,
+            project: None,
         }
+    }
+
+    /// Applies a Project to `base` (every fragment of the base version): each fragment keeps
+    /// the data files holding a remaining field (Lance 14.0.2 removes a file none of whose
+    /// fields remains, and keeps the others as they are, listing the dropped ids), and the index
+    /// list keeps what [`retain_relevant_indices`] keeps. Fragments whose files do not change
+    /// are not edited (a tree rewrites no leaf for them).
+    pub fn apply_project(&mut self, base: &[DataFragment]) -> Result<()> {
+        let Some(remaining) = self.project.take() else {
+            return Ok(());
+        };
+        for f in base {
+            let kept: Vec<DataFile> = f
+                .files
+                .iter()
+                .filter(|d| d.fields.iter().any(|id| remaining.contains(id)))
+                .cloned()
+                .collect();
+            if kept.len() != f.files.len() {
+                let mut f = f.clone();
+                f.files = kept;
+                self.updated.push(f);
+            }
+        }
+        let live: Vec<u32> = base
+            .iter()
+            .filter_map(|f| u32::try_from(f.id).ok())
+            .collect();
+        retain_relevant_indices(&mut self.indices, &remaining, &live)
     }
 
     /// Judges a Merge's listing against `base` (every fragment of the base version, in id

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 /// - **Write** (each returns [`crate::commit::Committed`]): [`Dataset::create`], [`Dataset::append`],
 ///   [`Dataset::append_with`], [`Dataset::write_fragments`] (a distributed write's files),
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
-///   [`Dataset::add_column`], [`Dataset::restore`].
+///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::restore`].
 /// - **Maintain**: [`Dataset::compact`] (or [`Dataset::plan_compaction`],
 ///   [`Dataset::execute_compaction`] and [`Dataset::commit_compaction`] on many workers),
 ///   [`Dataset::build_btree`], [`Dataset::optimize_indices`], [`Dataset::cleanup`],

@@ -146,6 +146,7 @@ mod publish;
 mod rewrite;
 mod rowids;
 mod scan;
+mod schema_change;
 mod search;
 mod segment;
 mod storage;

@@ -182,13 +182,15 @@ impl Dataset {
             true => Vec::new(),
             false => self.reserved_ids(&explicit).await?,
         };
-        // a merge lists every fragment: read them once rather than one by one
-        let all = match plan.remove_all || plan.merge_listing.is_some() {
+        // a merge lists every fragment, a projection edits any: read them once rather than
+        // one by one
+        let all = match plan.remove_all || plan.merge_listing.is_some() || plan.project.is_some() {
             true => Some(self.fragments().await?),
             false => None,
         };
         if let Some(all) = &all {
             plan.apply_merge(all)?;
+            plan.apply_project(all)?;
         }
         for (id, file) in std::mem::take(&mut plan.replacements) {
             let current = match plan.updated.iter().position(|f| f.id == id) {

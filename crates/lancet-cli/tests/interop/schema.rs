@@ -1,0 +1,101 @@
+//! Issue 32: dropping columns as pylance's `drop_columns` does (a Project: no data rewritten,
+//! a file of dropped columns only leaves its fragments, indexes on them go), on twins; a tree
+//! table drops the same and flattens to what pylance reads; bad input publishes nothing.
+
+use serde_json::{json, Value};
+
+use super::{lancet, peer};
+
+fn twins(dir: &std::path::Path, spec: Value) -> (String, String) {
+    let mine = dir.join("mine").to_str().unwrap().to_string();
+    let twin = dir.join("twin").to_str().unwrap().to_string();
+    peer(&["twin-table", &mine, &twin, &spec.to_string()]);
+    (mine, twin)
+}
+
+fn same_table(mine: &str, twin: &str, what: &str) {
+    let (m, t) = (peer(&["scan", mine]), peer(&["scan", twin]));
+    assert_eq!(m["columns"], t["columns"], "{what}");
+    assert_eq!(m["rows"], t["rows"], "{what}");
+    assert_eq!(m["indices"], t["indices"], "{what}");
+    assert_eq!(
+        peer(&["files", mine])["files"],
+        peer(&["files", twin])["files"],
+        "{what}"
+    );
+    assert_eq!(
+        peer(&["coverage", mine]),
+        peer(&["coverage", twin]),
+        "{what}"
+    );
+}
+
+fn versions(uri: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(format!("{uri}/_versions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn refused(args: &[&str], says: &str, uri: &str) {
+    let before = versions(uri);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(
+        err.starts_with("lancet: ") && err.contains(says),
+        "{args:?}: {err}"
+    );
+    assert_eq!(versions(uri), before, "{args:?} wrote a version");
+}
+
+#[test]
+fn dropped_columns_match_pylances_on_twins_flat_and_tree() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = json!({"rows": 100, "files": 3, "index": "v", "stable": stable});
+        let (mine, twin) = twins(dir.path(), spec);
+        // a column in files of its own, then dropped: those files leave their fragments
+        lancet(&["add-column", &mine, "--name", "w", "--expr", "id * 2"]);
+        peer(&["add-columns", &twin, "w", "id * 2"]);
+        lancet(&["drop-columns", &mine, "--columns", "w"]);
+        peer(&["drop-columns", &twin, "w"]);
+        same_table(&mine, &twin, &format!("stable={stable} drop w"));
+        // an indexed column in the shared file: the file stays, the index goes
+        lancet(&["drop-columns", &mine, "--columns", "v"]);
+        peer(&["drop-columns", &twin, "v"]);
+        same_table(&mine, &twin, &format!("stable={stable} drop v"));
+        // bad input: typed, one line, no version written
+        refused(
+            &["drop-columns", &mine, "--columns", "nope"],
+            "Column nope does not exist",
+            &mine,
+        );
+        refused(
+            &["drop-columns", &mine, "--columns", "id"],
+            "Cannot drop all columns",
+            &mine,
+        );
+        lancet(&["verify", &mine, "--data"]);
+    }
+
+    // a tree table drops the same columns and flattens to what pylance reads
+    let dir = tempfile::tempdir().unwrap();
+    let spec = json!({"rows": 100, "files": 3, "index": "v"});
+    let (mine, twin) = twins(dir.path(), spec);
+    lancet(&["add-column", &mine, "--name", "w", "--expr", "id * 2"]);
+    peer(&["add-columns", &twin, "w", "id * 2"]);
+    lancet(&["tree", "convert", &mine]);
+    lancet(&["drop-columns", &mine, "--columns", "w,v"]);
+    peer(&["drop-columns", &twin, "w,v"]);
+    let tree_rows = lancet(&["scan", &mine, "--format", "jsonl"]);
+    lancet(&["tree", "flatten", &mine]);
+    assert_eq!(lancet(&["scan", &mine, "--format", "jsonl"]), tree_rows);
+    same_table(&mine, &twin, "tree, flattened");
+}
