@@ -796,19 +796,21 @@ impl Checker<'_, '_> {
         let schema: BTreeSet<i32> = self.next().fields.iter().map(|f| f.id).collect();
         // (a manifest that records no schema, as hand-built test manifests do, names none)
         // A stored version judged whole (no previous version, no operation: `verify`) may
-        // hold files listing a column a Project dropped since, as Lance leaves them: only
-        // files a commit adds are judged.
+        // hold files listing a column a Project dropped since, as Lance leaves them: there a
+        // field id is judged against the ids ever allocated (`max_allocated_field_id`), and
+        // not at all where the table does not record them (pylance's default).
         let stored = self.c.previous.is_none() && self.c.operation.is_none();
-        for c in self
-            .c
-            .changes
-            .iter()
-            .filter(|_| !schema.is_empty() && !stored)
-        {
+        let allocated = self.next().max_allocated_field_id;
+        let foreign = |f: &i32| match (stored, allocated) {
+            (true, Some(a)) => *f > a,
+            (true, None) => false,
+            (false, _) => !schema.contains(f),
+        };
+        for c in self.c.changes.iter().filter(|_| !schema.is_empty()) {
             let Some(after) = &c.after else { continue };
             let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
             for file in after.files.iter().filter(|f| !old.contains(f)) {
-                if let Some(field) = file.fields.iter().find(|f| **f >= 0 && !schema.contains(f)) {
+                if let Some(field) = file.fields.iter().find(|f| **f >= 0 && foreign(f)) {
                     return Err(self.fail(
                         Invariant::DataFileFieldsInSchema,
                         format!("fragment {} data file {}", c.id, file.path),

@@ -372,9 +372,18 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
         refused(
             d,
             &five,
-            Operation::Project(Default::default()),
+            Operation::UpdateMemWalState(Default::default()),
             ErrorKind::Unsupported,
-            "Project",
+            "UpdateMemWalState",
+        )
+        .await;
+        // a Project keeping no column drops every column: refused, as Lance refuses it
+        refused(
+            d,
+            &five,
+            Operation::Project(Default::default()),
+            ErrorKind::InvalidInput,
+            "Cannot drop all columns",
         )
         .await;
         refused(

@@ -59,6 +59,14 @@ fn schema() -> Schema {
 async fn table_with(
     broken: impl FnOnce(&std::path::Path, &mut DataFragment),
 ) -> (tempfile::TempDir, Dataset) {
+    table_allocating(None, broken).await
+}
+
+/// [`table_with`], the manifest recording `allocated` as its highest field id ever allocated.
+async fn table_allocating(
+    allocated: Option<i32>,
+    broken: impl FnOnce(&std::path::Path, &mut DataFragment),
+) -> (tempfile::TempDir, Dataset) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let good = written_fragment(&dir, 0, "good.lance", 40).await;
@@ -68,6 +76,12 @@ async fn table_with(
         fields: manifest_fields(&schema()).unwrap(),
         fragments: vec![good, second],
         max_fragment_id: Some(1),
+        max_allocated_field_id: allocated,
+        // the flag that goes with the field (Lance's non-reusable field ids)
+        writer_feature_flags: match allocated {
+            Some(_) => lancet::proto::flags::NON_REUSABLE_FIELD_IDS,
+            None => 0,
+        },
         ..Default::default()
     };
     (tmp, common::table_of(&dir, m).await)
@@ -130,8 +144,15 @@ async fn other_field_ids_than_the_data_file_lists_break_data_file_fields() {
     // a file of another schema: the fragment says it holds only field 0
     let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0]).await;
     assert_eq!(broken_invariant(&ds).await.0, Invariant::DataFileFields);
-    // a field the schema does not hold is found without opening the file
+    // a field the schema does not hold may be a column a Project dropped (Lance leaves its
+    // id in the files that held it): the stored version alone cannot tell, so only the file
+    // can, and does
     let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0, 2]).await;
+    ds.verify().await.unwrap();
+    assert_eq!(broken_invariant(&ds).await.0, Invariant::DataFileFields);
+    // where the table records the ids it allocated, one beyond them is found without
+    // opening the file
+    let (_dir, ds) = table_allocating(Some(1), |_, f| f.files[0].fields = vec![0, 2]).await;
     let err = ds.verify().await.unwrap_err();
     assert!(err.to_string().contains("DataFileFieldsInSchema"), "{err}");
     // a tombstoned column (-2) is not a field the file must hold
