@@ -2,8 +2,8 @@
 
 Random operation sequences (append, write_fragments + one commit, delete, update, compact with
 or without a deferred remap, BTree build, index optimize with or without merge, add-column,
-drop-column, tags, restore, cleanup, shallow clone, tree convert and flatten, two lancet writers
-racing), each
+drop-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
+lancet writers racing), each
 step done by pylance or by lancet (the CLI), on one table. On a tree table (created as one,
 or converted) lancet takes every turn, and each step is also checked through `tree flatten`
 into a copy that pylance reads. After every step:
@@ -47,6 +47,7 @@ KINDS = {
     "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
+    "overwrite": 2,
 }
 
 
@@ -60,7 +61,11 @@ def gen_ops(rng, steps, stable, tree=False):
         by = rng.choice(["lance", "lancet"])
         kind = rng.choices(kinds, weights=weights)[0]
         op = {"op": kind, "by": by}
-        if kind in ("append", "write_fragments"):
+        if kind == "overwrite":
+            op["start"], op["n"] = next_id, rng.choice([30, 200])
+            op["rows"] = rng.choice([50, 120])
+            next_id += op["n"]
+        elif kind in ("append", "write_fragments"):
             op["start"], op["n"] = next_id, rng.choice([1, 40, 150])
             next_id += op["n"]
         elif kind == "race":
@@ -164,6 +169,18 @@ class Run:
             else:
                 self.lancet("append", self.uri, "--from", self.parquet(t))
             self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+        elif kind == "overwrite":
+            # every row replaced by new ones of the base schema (added columns go)
+            self.extra = []
+            t = self.table(op["start"], op["n"])
+            if by == "lance":
+                lance.write_dataset(t, self.uri, mode="overwrite", max_rows_per_file=op["rows"])
+            else:
+                self.lancet("create", self.uri, "--from", self.parquet(t), "--mode", "overwrite",
+                            "--max-rows-per-file", str(op["rows"]))
+            self.model = {i: i for i in range(op["start"], op["start"] + op["n"])}
+            # new rows: new row ids (past every id handed out before)
+            self.rowids = {}
         elif kind == "write_fragments":
             t = self.table(op["start"], op["n"])
             if by == "lance":

@@ -609,6 +609,30 @@ def files(uri):
             "files": [[list(df.fields) for df in f.data_files()] for f in ds.get_fragments()]}
 
 
+def overwrite_twin(twin, path, start, n, max_rows):
+    """Writes rows [start, start+n) of another schema (`k` utf8, `n` int64) to Parquet at
+    `path`, and overwrites `twin` with them through pylance."""
+    import pyarrow.parquet as pq
+    ids = range(int(start), int(start) + int(n))
+    t = pa.table({"k": pa.array([f"k{i}" for i in ids], pa.utf8()),
+                  "n": pa.array(ids, pa.int64())})
+    pq.write_table(t, path)
+    lance.write_dataset(t, twin, mode="overwrite", max_rows_per_file=int(max_rows))
+    return {"version": lance.dataset(twin).version}
+
+
+def identity(uri):
+    """What an overwrite must make equal: schema (names, types, field ids), rows with their
+    `_rowid`s, fragment ids and rows, indexes, and the next ids handed out."""
+    ds = lance.dataset(uri)
+    t = ds.to_table(with_row_id=True)
+    cols, rows = rows_of(t)
+    return {"columns": cols, "rows": rows,
+            "fields": [[f.name(), f.id()] for f in ds.lance_schema.fields()],
+            "fragments": [[f.fragment_id, f.count_rows()] for f in ds.get_fragments()],
+            "indices": sorted(i["name"] for i in ds.list_indices())}
+
+
 def tags(uri, action, name=None, version=None):
     """pylance's `ds.tags`: `list` ({name: version}), `create`/`update` NAME VERSION, `delete`
     NAME, or `open` NAME (the version a tag names, opened by pylance, and its rows)."""
@@ -628,7 +652,7 @@ def tags(uri, action, name=None, version=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -14,6 +14,7 @@ pub struct Create {
     pub tree: bool,
     pub data_storage_version: String,
     pub max_rows_per_file: u64,
+    pub overwrite: bool,
 }
 
 fn file_version(v: &str) -> Result<lancet::file::FileVersion, CliError> {
@@ -26,6 +27,28 @@ fn file_version(v: &str) -> Result<lancet::file::FileVersion, CliError> {
 
 pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliError> {
     let (schema, rows) = read_rows(from, None)?;
+    if options.overwrite {
+        match Dataset::open(uri).await {
+            Ok(ds) => {
+                let append = lancet::AppendOptions {
+                    max_rows_per_file: options.max_rows_per_file,
+                    ..Default::default()
+                };
+                let done = ds.overwrite(schema, counted(rows), &append).await?;
+                println!(
+                    "overwrote {} (version {}, {} fragments, {} rows)",
+                    done.dataset.uri(),
+                    done.version(),
+                    done.fragments_added,
+                    done.rows
+                );
+                return Ok(());
+            }
+            // no table there: overwriting creates it, as pylance does
+            Err(e) if e.kind() == lancet::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let created = Dataset::create(
         uri,
         schema,

@@ -58,6 +58,11 @@ enum Command {
         /// A new data file (and fragment) every this many rows.
         #[arg(long, default_value_t = 1024 * 1024)]
         max_rows_per_file: u64,
+        /// `create` refuses a location holding a table; `overwrite` replaces its rows (and
+        /// schema) in a new version, as pylance's `mode="overwrite"` (creating the table when
+        /// there is none).
+        #[arg(long, value_parser = ["create", "overwrite"], default_value = "create")]
+        mode: String,
     },
     /// Append the rows of a file (read with the table's schema) in one commit, or commit
     /// fragments `write-fragments` wrote (Lance's distributed write) in one Append.
@@ -730,12 +735,14 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             layout,
             data_storage_version,
             max_rows_per_file,
+            mode,
         } => {
             let options = data::Create {
                 stable_row_ids,
                 tree: layout == "tree",
                 data_storage_version,
                 max_rows_per_file,
+                overwrite: mode == "overwrite",
             };
             data::create(&dataset, &from, options).await
         }

@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 ///   [`Dataset::schema`], [`Dataset::num_rows`], [`Dataset::scan`], [`Dataset::take`],
 ///   [`Dataset::search`], [`Dataset::search_with`].
 /// - **Write** (each returns [`crate::commit::Committed`]): [`Dataset::create`], [`Dataset::append`],
-///   [`Dataset::append_with`], [`Dataset::write_fragments`] (a distributed write's files),
+///   [`Dataset::append_with`], [`Dataset::overwrite`], [`Dataset::write_fragments`] (a
+///   distributed write's files),
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
 ///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::restore`].
 /// - **Maintain**: [`Dataset::compact`] (or [`Dataset::plan_compaction`],

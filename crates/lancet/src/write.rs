@@ -186,6 +186,52 @@ impl Dataset {
         })
     }
 
+    /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
+    /// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new
+    /// columns, data files in the table's file version, new fragments numbered after
+    /// `max_fragment_id` and, with stable row ids, row ids from `next_row_id` (no id is handed
+    /// out twice); the indexes go, as Lance leaves them. No rows is an empty table (a
+    /// truncation). The table's layout stays (a tree holds the new fragments).
+    /// [`Committed::rows`]: the rows written.
+    pub async fn overwrite<S>(
+        &self,
+        schema: SchemaRef,
+        batches: S,
+        options: &AppendOptions,
+    ) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+            return Err(Error::InvalidArgument {
+                what: "overwrite options".into(),
+                reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+            });
+        }
+        let fields = lancet_file::manifest_fields(&schema)?;
+        let fragments = write_data(
+            self.file_store(),
+            self.store(),
+            &schema,
+            &field_ids(&fields),
+            batches,
+            FragmentOptions {
+                version: self.data_file_version()?,
+                max_rows_per_file: options.max_rows_per_file,
+                max_rows_per_group: options.max_rows_per_group,
+                ..Default::default()
+            },
+        )
+        .await?;
+        let rows = fragments.iter().map(|f| f.physical_rows).sum();
+        let operation = Operation::Overwrite(Overwrite {
+            fragments,
+            schema: fields,
+            ..Default::default()
+        });
+        Ok(self.commit(operation).await?.with_rows(rows))
+    }
+
     /// Writes `batches` (the table's schema) as the data files of new fragments, without
     /// committing them: Lance's distributed write. Many workers write; one commits
     /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).

@@ -99,3 +99,54 @@ fn dropped_columns_match_pylances_on_twins_flat_and_tree() {
     assert_eq!(lancet(&["scan", &mine, "--format", "jsonl"]), tree_rows);
     same_table(&mine, &twin, "tree, flattened");
 }
+
+/// An overwrite with rows of another schema, by lancet (`create --mode overwrite`) and by
+/// pylance (`write_dataset(mode="overwrite")`) on twins: the same schema and field ids, rows
+/// and `_rowid`s (ids continue past `next_row_id`), fragment ids (after `max_fragment_id`),
+/// no index left; on a tree table the same rows, flattened to what pylance reads.
+#[test]
+fn an_overwrite_matches_pylances_on_twins() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = json!({"rows": 100, "files": 3, "index": "v", "append": 1, "delete": "id % 7 = 0", "stable": stable});
+        let (mine, twin) = twins(dir.path(), spec);
+        let parquet = dir.path().join("rows.parquet");
+        let parquet = parquet.to_str().unwrap();
+        peer(&["overwrite-twin", &twin, parquet, "1000", "250", "100"]);
+        lancet(&[
+            "create",
+            &mine,
+            "--from",
+            parquet,
+            "--mode",
+            "overwrite",
+            "--max-rows-per-file",
+            "100",
+        ]);
+        let (m, t) = (peer(&["identity", &mine]), peer(&["identity", &twin]));
+        assert_eq!(m, t, "stable={stable}");
+        assert_eq!(m["fragments"].as_array().unwrap().len(), 3);
+        lancet(&["verify", &mine, "--data"]);
+    }
+    // a tree table overwritten keeps its layout and flattens to pylance's rows
+    let dir = tempfile::tempdir().unwrap();
+    let spec = json!({"rows": 100, "files": 3});
+    let (mine, twin) = twins(dir.path(), spec);
+    lancet(&["tree", "convert", &mine]);
+    let parquet = dir.path().join("rows.parquet");
+    let parquet = parquet.to_str().unwrap();
+    peer(&["overwrite-twin", &twin, parquet, "0", "120", "50"]);
+    lancet(&[
+        "create",
+        &mine,
+        "--from",
+        parquet,
+        "--mode",
+        "overwrite",
+        "--max-rows-per-file",
+        "50",
+    ]);
+    assert!(lancet(&["tree", "show", &mine, "--json"]).contains("\"root\""));
+    lancet(&["tree", "flatten", &mine]);
+    assert_eq!(peer(&["identity", &mine]), peer(&["identity", &twin]));
+}
