@@ -629,8 +629,15 @@ def identity(uri):
     cols, rows = rows_of(t)
     return {"columns": cols, "rows": rows,
             "fields": [[f.name(), f.id()] for f in ds.lance_schema.fields()],
+            "nullable": [[f.name, f.nullable] for f in ds.schema],
             "fragments": [[f.fragment_id, f.count_rows()] for f in ds.get_fragments()],
             "indices": sorted(i["name"] for i in ds.list_indices())}
+
+
+def alter(uri, alterations):
+    """pylance's alter_columns with the JSON list of alterations."""
+    lance.dataset(uri).alter_columns(*json.loads(alterations))
+    return {"version": lance.dataset(uri).version}
 
 
 def tags(uri, action, name=None, version=None):
@@ -652,7 +659,7 @@ def tags(uri, action, name=None, version=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

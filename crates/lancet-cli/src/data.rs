@@ -153,6 +153,21 @@ pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError>
     Ok(())
 }
 
+/// `lancet alter-column`.
+pub async fn alter_column(
+    uri: &str,
+    alteration: lancet::ColumnAlteration,
+    json: bool,
+) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let done = ds.alter_columns(std::slice::from_ref(&alteration)).await?;
+    match json {
+        true => println!("{}", serde_json::json!({ "version": done.version() })),
+        false => println!("altered {} (version {})", alteration.path, done.version()),
+    }
+    Ok(())
+}
+
 /// `lancet drop-columns`.
 pub async fn drop_columns(uri: &str, columns: &[String], json: bool) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;

@@ -129,6 +129,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Rename a column or change its nullability (Lance's `alter_columns`: no data
+    /// rewritten, the field keeps its id and its indexes).
+    AlterColumn {
+        dataset: String,
+        #[arg(long)]
+        column: String,
+        #[arg(long)]
+        rename: Option<String>,
+        #[arg(long)]
+        nullable: Option<bool>,
+        /// A new type (a cast): not done by lancet yet, refused.
+        #[arg(long = "type")]
+        data_type: Option<String>,
+        /// Print exactly `{"version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Drop columns (Lance's `drop_columns`: no data rewritten, indexes on them dropped).
     DropColumns {
         dataset: String,
@@ -800,6 +817,26 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             columns,
             json,
         } => data::drop_columns(&dataset, &columns, json).await,
+        Command::AlterColumn {
+            dataset,
+            column,
+            rename,
+            nullable,
+            data_type,
+            json,
+        } => {
+            if let Some(t) = data_type {
+                return Err(CliError::Usage(format!(
+                    "alter-column --type {t}: lancet does not cast columns yet (pylance's alter_columns does)"
+                )));
+            }
+            let alteration = lancet::ColumnAlteration {
+                path: column,
+                rename,
+                nullable,
+            };
+            data::alter_column(&dataset, alteration, json).await
+        }
         Command::Update {
             dataset,
             filter,

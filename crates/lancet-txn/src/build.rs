@@ -520,6 +520,60 @@ pub fn drop_fields(fields: &[Field], columns: &[&str]) -> Result<Vec<Field>> {
     Ok(kept)
 }
 
+/// One column's change for [`alter_fields`]: a new name, a new nullability.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ColumnAlteration {
+    /// The column (a top-level name).
+    pub path: String,
+    pub rename: Option<String>,
+    pub nullable: Option<bool>,
+}
+
+/// `fields` with `alterations` applied, as Lance 14.0.2's `alter_columns` without a cast: the
+/// field keeps its id (its data is untouched), takes the new name or nullability. A column
+/// the schema does not hold, or a name another column of the same parent has, is refused.
+/// Returns the fields and whether a column was made non-nullable (the caller checks it holds
+/// no NULL; the Project then does not assert `preserves_nullability`).
+pub fn alter_fields(
+    fields: &[Field],
+    alterations: &[ColumnAlteration],
+) -> Result<(Vec<Field>, bool)> {
+    let name = "Project";
+    let mut out = fields.to_vec();
+    let mut tightens = false;
+    for a in alterations {
+        let field = out
+            .iter_mut()
+            .find(|f| f.parent_id == -1 && f.name == a.path)
+            .ok_or_else(|| {
+                TxnError::operation(
+                    name,
+                    format!("Column \"{}\" does not exist in the dataset", a.path),
+                )
+            })?;
+        if let Some(rename) = &a.rename {
+            if rename.is_empty() {
+                return Err(TxnError::operation(name, "a column name cannot be empty"));
+            }
+            field.name.clone_from(rename);
+        }
+        if let Some(nullable) = a.nullable {
+            tightens |= field.nullable && !nullable;
+            field.nullable = nullable;
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in &out {
+        if !seen.insert((f.parent_id, f.name.as_str())) {
+            return Err(TxnError::operation(
+                name,
+                format!("Duplicate field name \"{}\" in schema", f.name),
+            ));
+        }
+    }
+    Ok((out, tightens))
+}
+
 /// Withdraws `fragment` from every index on one of `fields` (a column whose data the commit
 /// rewrites in place: DataReplacement, an Update's `fields_modified`, a Merge replacing a
 /// file), as Lance 14.0.2's `prune_updated_fields_from_indices` does: the entry stays, its

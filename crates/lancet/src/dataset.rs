@@ -26,7 +26,8 @@ use crate::error::{Error, Result};
 ///   [`Dataset::append_with`], [`Dataset::overwrite`], [`Dataset::write_fragments`] (a
 ///   distributed write's files),
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
-///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::restore`].
+///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::alter_columns`],
+///   [`Dataset::restore`].
 /// - **Maintain**: [`Dataset::compact`] (or [`Dataset::plan_compaction`],
 ///   [`Dataset::execute_compaction`] and [`Dataset::commit_compaction`] on many workers),
 ///   [`Dataset::build_btree`], [`Dataset::optimize_indices`], [`Dataset::cleanup`],

@@ -177,6 +177,7 @@ pub use lancet_paths::refs::Tag;
 pub use optimize::OptimizeOptions;
 pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::ScanOptions;
+pub use schema_change::ColumnAlteration;
 pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;
 pub use tags::Tags;

@@ -605,3 +605,51 @@ async fn every_write_reports_what_it_did_in_one_shape() {
         again.dataset.verify().await.unwrap();
     }
 }
+
+/// A column holding a NULL is not made non-nullable (nothing published); one without is, and
+/// keeps its rows; a rename to an empty name is refused.
+#[tokio::test]
+async fn a_column_with_nulls_stays_nullable() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 20)]),
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let before = listing(dir.path());
+    let tighten = |column: &str| lancet::ColumnAlteration {
+        path: column.into(),
+        nullable: Some(false),
+        ..Default::default()
+    };
+    // `s` is NULL on every fifth row
+    let err = ds.alter_columns(&[tighten("s")]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("NULL"), "{err}");
+    let empty = lancet::ColumnAlteration {
+        path: "x".into(),
+        rename: Some(String::new()),
+        ..Default::default()
+    };
+    let err = ds.alter_columns(&[empty]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(listing(dir.path()), before);
+    let done = ds.alter_columns(&[tighten("x")]).await.unwrap();
+    let x = done
+        .dataset
+        .manifest()
+        .fields
+        .iter()
+        .find(|f| f.name == "x")
+        .unwrap();
+    assert!(!x.nullable);
+    assert_eq!(
+        column_i64(&scan(&done.dataset, ScanOptions::default()).await, "id"),
+        (0..20).collect::<Vec<_>>()
+    );
+}
