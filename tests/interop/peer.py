@@ -640,6 +640,19 @@ def alter(uri, alterations):
     return {"version": lance.dataset(uri).version}
 
 
+def delta(uri, begin, end):
+    """pylance's delta of (begin, end], read through version `end`: inserted and updated rows
+    (every column with _rowid and the version columns), deleted row ids sorted."""
+    ds = lance.dataset(uri, version=int(end))
+    d = ds.delta(begin_version=int(begin), end_version=int(end))
+    out = {}
+    for name, reader in [("inserted", d.get_inserted_rows()), ("updated", d.get_updated_rows())]:
+        cols, rows = rows_of(reader.read_all())
+        out[name] = {"columns": cols, "rows": rows}
+    out["deleted"] = sorted(d.get_deleted_row_ids().read_all().column("_rowid").to_pylist())
+    return out
+
+
 def tags(uri, action, name=None, version=None):
     """pylance's `ds.tags`: `list` ({name: version}), `create`/`update` NAME VERSION, `delete`
     NAME, or `open` NAME (the version a tag names, opened by pylance, and its rows)."""
@@ -659,7 +672,7 @@ def tags(uri, action, name=None, version=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -297,6 +297,67 @@ pub async fn take(
     writer.finish()
 }
 
+/// `lancet changes`: inserted and updated rows, then deleted row ids, each led by `_change`.
+pub async fn changes(
+    uri: &str,
+    since: u64,
+    until: Option<u64>,
+    out: Output<'_>,
+) -> Result<(), CliError> {
+    use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+    let ds = open_at(uri, until).await?;
+    let changes = ds.changes(since, ds.version()).await?;
+    let led = |batch: &RecordBatch, what: &str| -> Result<RecordBatch, CliError> {
+        let mut fields = vec![std::sync::Arc::new(arrow_schema::Field::new(
+            "_change",
+            arrow_schema::DataType::Utf8,
+            false,
+        ))];
+        fields.extend(batch.schema().fields().iter().cloned());
+        let mut columns: Vec<ArrayRef> =
+            vec![std::sync::Arc::new(StringArray::from(vec![
+                what;
+                batch.num_rows()
+            ]))];
+        columns.extend(batch.columns().iter().cloned());
+        // the data columns may be NULL in a deleted row's line
+        let fields: Vec<_> = fields
+            .into_iter()
+            .map(|f| std::sync::Arc::new(f.as_ref().clone().with_nullable(f.name() != "_change")))
+            .collect();
+        RecordBatch::try_new(
+            std::sync::Arc::new(arrow_schema::Schema::new(fields)),
+            columns,
+        )
+        .map_err(|e| CliError::Usage(e.to_string()))
+    };
+    let inserted = led(&changes.inserted, "inserted")?;
+    let updated = led(&changes.updated, "updated")?;
+    // deleted ids: `_rowid` set, every other column NULL
+    let schema = inserted.schema();
+    let n = changes.deleted_row_ids.len();
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| -> ArrayRef {
+            match f.name().as_str() {
+                "_change" => std::sync::Arc::new(StringArray::from(vec!["deleted"; n])),
+                "_rowid" => std::sync::Arc::new(UInt64Array::from(changes.deleted_row_ids.clone())),
+                _ => arrow_array::new_null_array(f.data_type(), n),
+            }
+        })
+        .collect();
+    let deleted = RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut writer = RowWriter::new(out.format(), &schema, out.path)?;
+    for batch in [&inserted, &updated, &deleted] {
+        if batch.num_rows() > 0 {
+            writer.write(batch)?;
+        }
+    }
+    writer.finish()
+}
+
 async fn open_at(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
     let ds = Dataset::open(uri).await?;
     Ok(match version {

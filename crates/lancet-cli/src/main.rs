@@ -205,6 +205,21 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<std::path::PathBuf>,
     },
+    /// What changed after version `--since` up to `--until` (the latest by default), on a
+    /// stable-row-id table, as pylance's `delta`: one table of the rows inserted and updated
+    /// (every column, `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version`)
+    /// and the row ids deleted, each row led by `_change` (inserted, updated, deleted).
+    Changes {
+        dataset: String,
+        #[arg(long)]
+        since: u64,
+        #[arg(long)]
+        until: Option<u64>,
+        #[arg(long, value_enum)]
+        format: Option<io::OutFormat>,
+        #[arg(short = 'o', long = "output")]
+        output: Option<std::path::PathBuf>,
+    },
     /// Print the rows with these row ids, in the order given.
     Take {
         dataset: String,
@@ -887,6 +902,20 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             };
             let version = tag::at(&dataset, version, tag).await?;
             data::take(&dataset, version, &row_ids, out).await
+        }
+        Command::Changes {
+            dataset,
+            since,
+            until,
+            format,
+            output,
+        } => {
+            let out = data::Output {
+                columns: None,
+                format,
+                path: output.as_deref(),
+            };
+            data::changes(&dataset, since, until, out).await
         }
         Command::Restore { dataset, version } => restore::run(&dataset, version).await,
         Command::Inspect {

@@ -17,6 +17,8 @@ use lancet::Dataset;
 use prost::Message;
 use serde_json::{json, Value};
 
+#[path = "interop/changes.rs"]
+mod changes;
 #[path = "interop/compaction.rs"]
 mod compaction;
 #[path = "interop/data.rs"]

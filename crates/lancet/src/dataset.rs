@@ -34,7 +34,8 @@ use crate::error::{Error, Result};
 ///   [`Dataset::cleanup_with_progress`], [`Dataset::convert_to_tree`], [`Dataset::flatten`],
 ///   [`Dataset::shallow_clone`].
 /// - **Inspect**: [`Dataset::manifest`], [`Dataset::indices`], [`Dataset::fragments`],
-///   [`Dataset::index_summaries`], [`Dataset::verify`], [`Dataset::verify_data`],
+///   [`Dataset::index_summaries`], [`Dataset::changes`] (what changed between versions),
+///   [`Dataset::verify`], [`Dataset::verify_data`],
 ///   [`Dataset::tags`] (Lance's tags: list, create, move, delete, open by tag), and
 ///   [`Dataset::storage`]: the version as stored (objects, row ids, deletion vectors, BTree
 ///   segments, the Fragment Reuse Index, expert writes of storage actions and rewrites).

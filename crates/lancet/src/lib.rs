@@ -131,6 +131,7 @@
 
 mod backfill;
 mod cache;
+mod changes;
 mod cleanup;
 mod clone;
 mod commit;
@@ -158,6 +159,7 @@ pub use backfill::AddColumnOptions;
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
 };
+pub use changes::Changes;
 pub use cleanup::{
     CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
     DEFAULT_UNVERIFIED_OLDER_THAN,
