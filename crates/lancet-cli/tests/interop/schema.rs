@@ -4,14 +4,8 @@
 
 use serde_json::{json, Value};
 
+use super::trust::twins;
 use super::{lancet, peer};
-
-fn twins(dir: &std::path::Path, spec: Value) -> (String, String) {
-    let mine = dir.join("mine").to_str().unwrap().to_string();
-    let twin = dir.join("twin").to_str().unwrap().to_string();
-    peer(&["twin-table", &mine, &twin, &spec.to_string()]);
-    (mine, twin)
-}
 
 fn same_table(mine: &str, twin: &str, what: &str) {
     let (m, t) = (peer(&["scan", mine]), peer(&["scan", twin]));

@@ -5,7 +5,9 @@ use serde_json::{json, Value};
 
 use super::{lancet, lancet_search, peer};
 
-fn twins(dir: &std::path::Path, spec: Value) -> (String, String) {
+/// Two copies of one table pylance writes from `spec` (`peer.py twin-table`): lancet works on
+/// the first, pylance on the second.
+pub(super) fn twins(dir: &std::path::Path, spec: Value) -> (String, String) {
     let mine = dir.join("mine").to_str().unwrap().to_string();
     let twin = dir.join("twin").to_str().unwrap().to_string();
     peer(&["twin-table", &mine, &twin, &spec.to_string()]);
