@@ -52,7 +52,7 @@ pub async fn run(
     let ds = Dataset::open(uri).await?;
     let compacted = match step {
         Step::Plan => {
-            let tasks = ds.plan_compaction(&options).await?;
+            let tasks = ds.compaction().plan(&options).await?;
             println!("{}", json(&tasks)?);
             return Ok(());
         }
@@ -68,7 +68,7 @@ pub async fn run(
                 }
                 Err(_) => read_json(&task)?,
             };
-            println!("{}", json(&ds.execute_compaction(&task).await?)?);
+            println!("{}", json(&ds.compaction().execute(&task).await?)?);
             return Ok(());
         }
         Step::Commit(files) => {
@@ -76,19 +76,19 @@ pub async fn run(
                 .iter()
                 .map(read_json::<CompactionResult>)
                 .collect::<Result<Vec<_>, _>>()?;
-            ds.commit_compaction(&results).await?
+            ds.compaction().commit(&results).await?
         }
         Step::All => {
             // the library's compact, one task at a time, with progress on a terminal
-            let tasks = ds.plan_compaction(&options).await?;
+            let tasks = ds.compaction().plan(&options).await?;
             let bar = progress(tasks.len() as u64);
             let mut results = Vec::with_capacity(tasks.len());
             for task in &tasks {
-                results.push(ds.execute_compaction(task).await?);
+                results.push(ds.compaction().execute(task).await?);
                 bar.inc(1);
             }
             bar.finish_and_clear();
-            ds.commit_compaction(&results).await?
+            ds.compaction().commit(&results).await?
         }
     };
     let version = compacted.version();

@@ -54,7 +54,7 @@ pub struct CompactionResult {
 impl Dataset {
     /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
     /// needs compacting).
-    pub async fn plan_compaction(
+    pub(crate) async fn plan_compaction(
         &self,
         options: &CompactionOptions,
     ) -> Result<Vec<CompactionTask>> {
@@ -88,7 +88,10 @@ impl Dataset {
     /// Executes `task` on this table (any handle; the task's version is read): its fragments'
     /// live rows, in order, written as new fragments of balanced sizes near the target
     /// (lancet-txn's `output_rows`).
-    pub async fn execute_compaction(&self, task: &CompactionTask) -> Result<CompactionResult> {
+    pub(crate) async fn execute_compaction(
+        &self,
+        task: &CompactionTask,
+    ) -> Result<CompactionResult> {
         let at = match self.version() == task.read_version {
             true => self.clone(),
             false => self.checkout(task.read_version).await?,
@@ -146,7 +149,10 @@ impl Dataset {
 
     /// Commits the `results` of tasks planned on one version in one Rewrite (see the module
     /// docs), judged against every version published since they were planned.
-    pub async fn commit_compaction(&self, results: &[CompactionResult]) -> Result<Committed> {
+    pub(crate) async fn commit_compaction(
+        &self,
+        results: &[CompactionResult],
+    ) -> Result<Committed> {
         let Some(first) = results.first() else {
             return Ok(Committed::nothing(self.clone()));
         };
@@ -218,6 +224,12 @@ impl Dataset {
             fragments_added: groups.iter().map(|g| g.destinations.len()).sum(),
             ..committed
         })
+    }
+
+    /// Lance's distributed compaction: the tasks planned on this version, each executed
+    /// anywhere, every result committed once.
+    pub fn compaction(&self) -> Compaction<'_> {
+        Compaction { ds: self }
     }
 
     /// Plans, executes every task here, and commits: `compact_files` in one call.
@@ -415,5 +427,32 @@ mod fragments_b64 {
                 DataFragment::decode(bytes.as_slice()).map_err(serde::de::Error::custom)
             })
             .collect()
+    }
+}
+
+/// Lance's distributed compaction through one handle ([`Dataset::compaction`]): [`Compaction::plan`]
+/// on one version, [`Compaction::execute`] of each task in any process (tasks and results are
+/// serializable), [`Compaction::commit`] of every result in one Rewrite.
+#[derive(Debug, Clone, Copy)]
+pub struct Compaction<'a> {
+    ds: &'a Dataset,
+}
+
+impl Compaction<'_> {
+    /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
+    /// needs compacting).
+    pub async fn plan(self, options: &CompactionOptions) -> Result<Vec<CompactionTask>> {
+        self.ds.plan_compaction(options).await
+    }
+
+    /// Executes one task: its fragments' live rows written as new fragments, not committed.
+    pub async fn execute(self, task: &CompactionTask) -> Result<CompactionResult> {
+        self.ds.execute_compaction(task).await
+    }
+
+    /// Commits the results of tasks planned on one version in one Rewrite, judged against
+    /// every version published since they were planned.
+    pub async fn commit(self, results: &[CompactionResult]) -> Result<Committed> {
+        self.ds.commit_compaction(results).await
     }
 }

@@ -28,8 +28,8 @@ use crate::error::{Error, Result};
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
 ///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::alter_columns`],
 ///   [`Dataset::restore`].
-/// - **Maintain**: [`Dataset::compact`] (or [`Dataset::plan_compaction`],
-///   [`Dataset::execute_compaction`] and [`Dataset::commit_compaction`] on many workers),
+/// - **Maintain**: [`Dataset::compact`] (or [`Dataset::compaction`]: plan, execute each
+///   task on many workers, commit once),
 ///   [`Dataset::build_btree`], [`Dataset::optimize_indices`], [`Dataset::cleanup`],
 ///   [`Dataset::cleanup_with_progress`], [`Dataset::convert_to_tree`], [`Dataset::flatten`],
 ///   [`Dataset::shallow_clone`].

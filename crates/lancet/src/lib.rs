@@ -165,7 +165,7 @@ pub use cleanup::{
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
 pub use commit::Committed;
-pub use compaction::{CompactionOptions, CompactionResult, CompactionTask};
+pub use compaction::{Compaction, CompactionOptions, CompactionResult, CompactionTask};
 pub use dataset::{file_store_for, Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
 pub use indexes::IndexSummary;

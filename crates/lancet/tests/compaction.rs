@@ -73,11 +73,11 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
     for stable in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let ds = table(dir.path(), stable).await;
-        let tasks = ds.plan_compaction(&options()).await.unwrap();
+        let tasks = ds.compaction().plan(&options()).await.unwrap();
         assert_eq!(tasks.len(), 2);
         let mut results = Vec::new();
         for t in &tasks {
-            results.push(ds.execute_compaction(t).await.unwrap());
+            results.push(ds.compaction().execute(t).await.unwrap());
         }
         // meanwhile: an append, and a delete in a fragment no task rewrites... there is none
         // here, so delete in the appended fragment
@@ -91,7 +91,7 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
             .await
             .unwrap()
             .dataset;
-        let compacted = ds.commit_compaction(&results).await.unwrap();
+        let compacted = ds.compaction().commit(&results).await.unwrap();
         let latest = compacted.dataset;
         assert_eq!(latest.version(), deleted.version() + 1);
         let want: Vec<i64> = (0..840).collect();
@@ -111,10 +111,10 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
 async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), true).await;
-    let tasks = ds.plan_compaction(&options()).await.unwrap();
+    let tasks = ds.compaction().plan(&options()).await.unwrap();
     let mut results = Vec::new();
     for t in &tasks {
-        results.push(ds.execute_compaction(t).await.unwrap());
+        results.push(ds.compaction().execute(t).await.unwrap());
     }
     // a delete of rows the compaction already copied
     let deleted = ds
@@ -122,7 +122,7 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
         .await
         .unwrap()
         .dataset;
-    let err = ds.commit_compaction(&results).await.unwrap_err();
+    let err = ds.compaction().commit(&results).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     assert!(
         matches!(
