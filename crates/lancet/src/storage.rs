@@ -222,8 +222,9 @@ impl Storage<'_> {
 
     /// Commits `actions` (the fragment tree's storage actions) with `manifest` and `indices`
     /// as the rest of the next version; the data and deletion files they add must be
-    /// stored already (their footers are judged with the candidate). See
-    /// `Dataset::commit_with_actions` in `commit.rs` for the rebase rules.
+    /// stored already (their footers are judged with the candidate). After a lost race the
+    /// caller's manifest and index changes are carried onto the latest version and new
+    /// fragment ids moved past its `max_fragment_id`.
     pub async fn commit_actions(
         &self,
         manifest: Manifest,
