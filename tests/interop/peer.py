@@ -653,6 +653,27 @@ def delta(uri, begin, end):
     return out
 
 
+def branches(uri, action, name=None, version=None):
+    """pylance's branches: `list` ({name: parent_version}), `create` NAME VERSION, `rows` NAME
+    (the branch's latest version, opened through the main dataset), `append` NAME START N (rows
+    of the `create` peer's columns appended to the branch)."""
+    ds = lance.dataset(uri)
+    if action == "create":
+        ds.create_branch(name, int(version))
+    elif action == "rows":
+        b = ds.checkout_version((name, None))
+        cols, rows = rows_of(b.to_table())
+        return {"version": b.version, "columns": cols, "rows": rows}
+    elif action == "append":
+        b = ds.checkout_version((name, None))
+        ids = list(range(int(version), int(version) + 5))
+        t = pa.table({"id": pa.array(ids, pa.int64()),
+                      "name": pa.array([f"name-{i}" for i in ids], pa.utf8()),
+                      "value": pa.array([i * 0.5 for i in ids], pa.float64())})
+        lance.write_dataset(t, b, mode="append")
+    return {"branches": {k: v["parent_version"] for k, v in lance.dataset(uri).branches.list().items()}}
+
+
 def tags(uri, action, name=None, version=None):
     """pylance's `ds.tags`: `list` ({name: version}), `create`/`update` NAME VERSION, `delete`
     NAME, or `open` NAME (the version a tag names, opened by pylance, and its rows)."""
@@ -672,7 +693,7 @@ def tags(uri, action, name=None, version=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -243,6 +243,12 @@ enum Command {
         #[command(subcommand)]
         command: tag::TagCommand,
     },
+    /// Branches in Lance's layout (`_refs/branches/`, versions under `tree/NAME`): pylance's
+    /// `create_branch` and `branches.list()` see lancet's, and the reverse.
+    Branch {
+        #[command(subcommand)]
+        command: tag::BranchCommand,
+    },
     /// Show one version of a table: flags, fragments, indices.
     Inspect {
         /// Dataset URI or local path.
@@ -940,6 +946,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             rowid::run(&dataset, version, json, &lookup, segments, versions).await
         }
         Command::Tag { command } => tag::run(command).await,
+        Command::Branch { command } => tag::branch(command).await,
         Command::Index { command } => match command {
             IndexCommand::List {
                 dataset,

@@ -73,6 +73,51 @@ fn print(tag: &lancet::Tag) {
     );
 }
 
+#[derive(Subcommand)]
+pub enum BranchCommand {
+    /// Create a branch from a version of the main line (the latest when `--version` is not
+    /// given): its versions live under `<dataset>/tree/NAME`, which every command opens.
+    Create {
+        dataset: String,
+        name: String,
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Every branch: one JSON line each, `{"name", "parent_branch", "parent_version"}`.
+    List { dataset: String },
+}
+
+/// `lancet branch ...`.
+pub async fn branch(command: BranchCommand) -> Result<(), CliError> {
+    match command {
+        BranchCommand::Create {
+            dataset,
+            name,
+            version,
+        } => {
+            let ds = Dataset::open(&dataset).await?;
+            let made = ds.branches().create(&name, version).await?;
+            println!(
+                "{}",
+                serde_json::json!({ "name": name, "uri": made.dataset.uri(), "version": made.version() })
+            );
+        }
+        BranchCommand::List { dataset } => {
+            for b in Dataset::open(&dataset).await?.branches().list().await? {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "name": b.name,
+                        "parent_branch": b.parent_branch,
+                        "parent_version": b.parent_version,
+                    })
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The version a read command opens: `version`, or the one tag `tag` names.
 pub async fn at(
     uri: &str,

@@ -77,9 +77,9 @@ pub enum PathsError {
     /// A tag that does not exist.
     #[error("tag {name:?} does not exist")]
     RefNotFound { name: String },
-    /// A tag that exists already.
-    #[error("tag {name:?} already exists")]
-    RefExists { name: String },
+    /// A tag or branch that exists already (`what`: "tag" or "branch").
+    #[error("{what} {name:?} already exists")]
+    RefExists { what: &'static str, name: String },
 }
 
 impl PathsError {

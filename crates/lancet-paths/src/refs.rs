@@ -245,6 +245,7 @@ pub async fn create_tag(
     match store.put_if_absent(&path, Bytes::from(body)).await {
         Err(PathsError::AlreadyExists { .. }) => {
             return Err(PathsError::RefExists {
+                what: "tag",
                 name: name.to_string(),
             })
         }
@@ -314,6 +315,96 @@ fn tag_json(
         uri: name.to_string(),
         reason: format!("tag JSON: {e}"),
     })
+}
+
+/// Whether `name` may name a branch, by Lance 14.0.2's rules (`check_valid_branch`):
+/// `/`-separated segments of letters, digits, `.`, `-` and `_`, none empty, no `..`, not ending
+/// in `.lock`, and not `main` (the default branch).
+pub fn check_branch_name(name: &str) -> Result<()> {
+    let bad = |rule: &'static str| {
+        Err(PathsError::InvalidRef {
+            name: name.to_string(),
+            rule,
+        })
+    };
+    if name.is_empty() {
+        return bad("a branch name cannot be empty");
+    }
+    if name.contains("..") || name.contains('\\') {
+        return bad("a branch name cannot hold '..' or '\\'");
+    }
+    for segment in name.split('/') {
+        if segment.is_empty() {
+            return bad("a branch name cannot have empty segments between '/'");
+        }
+        if !segment
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '_')
+        {
+            return bad("a branch name holds only letters, digits, '.', '-', '_' and '/'");
+        }
+    }
+    if name.ends_with(".lock") {
+        return bad("a branch name cannot end with .lock");
+    }
+    if name == "main" {
+        return bad("\"main\" is reserved for the default branch");
+    }
+    Ok(())
+}
+
+/// Where branch `name`'s reference file lives.
+pub fn branch_ref_path(store: &DatasetStore, name: &str) -> Result<object_store::path::Path> {
+    check_branch_name(name)?;
+    Ok(store.path(&format!("{BRANCHES_DIR}/{name}.json")))
+}
+
+/// Records branch `name`, forked from `parent_version` of the main line whose manifest is
+/// `manifest_size` bytes, in the JSON Lance writes (put-if-absent: an existing branch is
+/// [`PathsError::RefExists`]). The branch's versions are written under
+/// [`Branch::root`] by the caller.
+pub async fn create_branch_ref(
+    store: &DatasetStore,
+    name: &str,
+    parent_version: u64,
+    manifest_size: u64,
+) -> Result<Branch> {
+    let path = branch_ref_path(store, name)?;
+    let identifier = crate::ObjectUuid::new_v4().as_bytes().iter().fold(
+        String::with_capacity(32),
+        |mut s, b| {
+            s.push_str(&format!("{b:02x}"));
+            s
+        },
+    );
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let body = serde_json::json!({
+        "parentBranch": null,
+        "identifier": {"version_mapping": [[parent_version, identifier]]},
+        "parentVersion": parent_version,
+        "createAt": secs,
+        "manifestSize": manifest_size,
+        "metadata": {},
+    });
+    let bytes = serde_json::to_vec_pretty(&body).map_err(|e| PathsError::InvalidUri {
+        uri: name.to_string(),
+        reason: format!("branch JSON: {e}"),
+    })?;
+    match store.put_if_absent(&path, Bytes::from(bytes)).await {
+        Err(PathsError::AlreadyExists { .. }) => Err(PathsError::RefExists {
+            what: "branch",
+            name: name.to_string(),
+        }),
+        Err(e) => Err(e),
+        Ok(_) => Ok(Branch {
+            name: name.to_string(),
+            parent_branch: None,
+            parent_version,
+        }),
+    }
 }
 
 /// RFC 3339 UTC time of now, with seconds precision (what Lance's `createdAt` holds).
@@ -403,6 +494,37 @@ mod tests {
             assert!(matches!(e, PathsError::InvalidRef { .. }), "{bad}");
             assert_eq!(e.kind(), lancet_proto::ErrorKind::InvalidInput);
         }
+    }
+
+    #[test]
+    fn branch_names_follow_lances_rules() {
+        for ok in ["dev", "feature/x-1", "a.b_c"] {
+            assert!(check_branch_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "main", "/a", "a/", "a//b", "a..b", "a b", "x.lock", "a\\b",
+        ] {
+            let e = check_branch_name(bad).unwrap_err();
+            assert!(matches!(e, PathsError::InvalidRef { .. }), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_branch_is_recorded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
+        create_branch_ref(&store, "dev", 3, 100).await.unwrap();
+        let e = create_branch_ref(&store, "dev", 4, 100).await.unwrap_err();
+        assert!(
+            matches!(e, PathsError::RefExists { what: "branch", .. }),
+            "{e}"
+        );
+        let listed = list_branches(&store).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (listed[0].parent_version, listed[0].root()),
+            (3, "tree/dev".into())
+        );
     }
 
     #[test]

@@ -37,15 +37,19 @@ impl Dataset {
         version: Option<u64>,
     ) -> Result<crate::commit::Committed> {
         let span = tracing::info_span!("shallow_clone", source = %self.uri(), target, ?version);
-        self.shallow_clone_inner(target, version)
+        self.shallow_clone_inner(target, version, None)
             .instrument(span)
             .await
     }
 
-    async fn shallow_clone_inner(
+    /// The clone, as a branch's first version when `branch` names one (Lance 14.0.2's
+    /// `create_branch`: the same shallow clone under `tree/{branch}`, its manifest and its
+    /// Clone transaction naming the branch).
+    pub(crate) async fn shallow_clone_inner(
         &self,
         target: &str,
         version: Option<u64>,
+        branch: Option<&str>,
     ) -> Result<crate::commit::Committed> {
         let source = match version {
             Some(v) if v != self.version() => self.checkout(v).await?,
@@ -63,10 +67,11 @@ impl Dataset {
         let (mut bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
         // a clone of a branch's version names the branch (as Lance does) and is itself a
         // main line
-        let branch = manifest.branch.take();
+        let parent_branch = manifest.branch.take();
         if let Some(source) = bases.iter_mut().find(|b| b.id == id) {
-            source.name.clone_from(&branch);
+            source.name.clone_from(&parent_branch);
         }
+        manifest.branch = branch.map(str::to_string);
         manifest.base_paths = bases;
         for f in &mut manifest.fragments {
             inherit_fragment_from(f, id);
@@ -95,10 +100,10 @@ impl Dataset {
             source.version(),
             Operation::Clone(CloneOp {
                 is_shallow: true,
-                ref_name: branch,
+                ref_name: parent_branch,
                 ref_version: source.version(),
                 ref_path: source_uri.clone(),
-                branch_name: None,
+                branch_name: branch.map(str::to_string),
             }),
         );
         let (clone, size) = crate::publish::publish(

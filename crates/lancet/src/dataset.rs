@@ -36,7 +36,8 @@ use crate::error::{Error, Result};
 /// - **Inspect**: [`Dataset::manifest`], [`Dataset::indices`], [`Dataset::fragments`],
 ///   [`Dataset::index_summaries`], [`Dataset::changes`] (what changed between versions),
 ///   [`Dataset::verify`], [`Dataset::verify_data`],
-///   [`Dataset::tags`] (Lance's tags: list, create, move, delete, open by tag), and
+///   [`Dataset::tags`] (Lance's tags: list, create, move, delete, open by tag),
+///   [`Dataset::branches`] (Lance's branches: list, create, open), and
 ///   [`Dataset::storage`]: the version as stored (objects, row ids, deletion vectors, BTree
 ///   segments, the Fragment Reuse Index, expert writes of storage actions and rewrites).
 #[derive(Debug, Clone)]

@@ -130,6 +130,7 @@
 )]
 
 mod backfill;
+mod branches;
 mod cache;
 mod changes;
 mod cleanup;
@@ -156,6 +157,7 @@ mod verify;
 mod write;
 
 pub use backfill::AddColumnOptions;
+pub use branches::Branches;
 pub use cache::{
     ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
 };
@@ -170,6 +172,7 @@ pub use dataset::{file_store_for, Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
 pub use indexes::IndexSummary;
 pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, Typing};
+pub use lancet_paths::refs::Branch;
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};

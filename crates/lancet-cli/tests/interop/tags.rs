@@ -124,3 +124,92 @@ fn tags_are_shared_with_pylance_and_name_versions_for_reads() {
     assert_eq!(before, after);
     assert_eq!(lancet_tags(uri), [("latest".to_string(), 1)]);
 }
+
+/// Branches in Lance's layout: a branch lancet creates is pylance's (listed, read, and
+/// written through `checkout_version((name, None))`), one pylance creates is lancet's (listed,
+/// read and written at `tree/NAME`); bad names and an existing branch are refused.
+#[test]
+fn branches_are_shared_with_pylance_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let uri = uri.to_str().unwrap();
+    peer(&["create", uri, "30"]);
+    let v1 = peer(&["scan", uri, "1"]);
+    // lancet branches version 1; pylance lists it and reads version 1's rows there
+    lancet(&["branch", "create", uri, "feat", "--version", "1"]);
+    let theirs = peer(&["branches", uri, "list"]);
+    assert_eq!(theirs["branches"]["feat"], 1, "{theirs}");
+    let rows = peer(&["branches", uri, "rows", "feat"]);
+    assert_eq!(rows["rows"], v1["rows"]);
+    // lancet writes on its branch (a dataset root of its own); pylance reads the new rows
+    let feat = format!("{uri}/tree/feat");
+    let extra = dir.path().join("rows.csv");
+    std::fs::write(&extra, "id,name,value\n1000,x,1.5\n").unwrap();
+    lancet(&["append", &feat, "--from", extra.to_str().unwrap()]);
+    let rows = peer(&["branches", uri, "rows", "feat"]);
+    assert_eq!(rows["version"], 2);
+    assert_eq!(
+        rows["rows"].as_array().unwrap().len(),
+        v1["rows"].as_array().unwrap().len() + 1
+    );
+    // the main line is untouched
+    assert_eq!(peer(&["scan", uri])["version"], 2);
+    // pylance branches version 2 and writes on it; lancet lists and reads it
+    peer(&["branches", uri, "create", "dev", "2"]);
+    peer(&["branches", uri, "append", "dev", "500"]);
+    let listed: Vec<Value> = lancet(&["branch", "list", uri])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<(&str, u64)> = listed
+        .iter()
+        .map(|b| {
+            (
+                b["name"].as_str().unwrap(),
+                b["parent_version"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("dev", 2), ("feat", 1)]);
+    let dev = format!("{uri}/tree/dev");
+    let mine = lancet(&["scan", &dev, "--format", "jsonl"]);
+    let theirs = peer(&["branches", uri, "rows", "dev"]);
+    assert_eq!(
+        mine.lines().count(),
+        theirs["rows"].as_array().unwrap().len()
+    );
+    lancet(&["verify", &dev, "--data"]);
+    // refused, typed, one line, nothing written
+    for (args, says) in [
+        (
+            vec!["branch", "create", uri, "feat"],
+            "branch \"feat\" already exists",
+        ),
+        (
+            vec!["branch", "create", uri, "main"],
+            "reserved for the default branch",
+        ),
+        (
+            vec!["branch", "create", uri, "a//b"],
+            "invalid reference name",
+        ),
+        (
+            vec!["branch", "create", uri, "far", "--version", "99"],
+            "version 99 not found",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("lancet: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("t/tree/far").exists());
+    assert!(!dir.path().join("t/tree/main").exists());
+}
