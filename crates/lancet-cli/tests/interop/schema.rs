@@ -33,7 +33,9 @@ fn versions(uri: &str) -> Vec<String> {
     v
 }
 
-fn refused(args: &[&str], says: &str, uri: &str) {
+/// Runs `lancet args`, expecting one line `lancet: ...` naming `says`, and no version of the
+/// table at `uri` written.
+pub(super) fn refused(args: &[&str], says: &str, uri: &str) {
     let before = versions(uri);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lancet"))
         .args(args)
