@@ -34,26 +34,24 @@ pub async fn run(command: TagCommand) -> Result<(), CliError> {
             dataset,
             name,
             version,
-        } => {
-            let tag = Dataset::open(&dataset)
+        } => print(
+            &Dataset::open(&dataset)
                 .await?
                 .tags()
                 .create(&name, version)
-                .await?;
-            print(&tag);
-        }
+                .await?,
+        ),
         TagCommand::Update {
             dataset,
             name,
             version,
-        } => {
-            let tag = Dataset::open(&dataset)
+        } => print(
+            &Dataset::open(&dataset)
                 .await?
                 .tags()
                 .update(&name, version)
-                .await?;
-            print(&tag);
-        }
+                .await?,
+        ),
         TagCommand::Delete { dataset, name } => {
             Dataset::open(&dataset).await?.tags().delete(&name).await?;
         }

@@ -299,6 +299,14 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                     "a Rewrite with no group is a layout conversion: it needs the content it publishes",
                 ));
             }
+            // lancet carries a rewrite's remapped entries whole ([`Change::indices`]); entries
+            // named only by uuid would be left covering removed fragments, so none is guessed
+            if !r.rewritten_indices.is_empty() {
+                return Err(TxnError::unsupported(
+                    name,
+                    "rewritten_indices are not applied: give the remapped entries as the change's indices",
+                ));
+            }
             let max = base.manifest.max_fragment_id.map(u64::from);
             for g in &r.groups {
                 plan.removed.extend(g.old_fragments.iter().map(|f| f.id));
@@ -1081,6 +1089,13 @@ mod tests {
         // a Rewrite with no group is a conversion, which needs its content
         let conversion = crate::operation::conversion_operation();
         assert!(plan(on(&m, &[]), &conversion).is_err());
+        // remapped entries named by uuid alone are refused, not ignored
+        let mut named = rewrite(&[1], &[8]);
+        if let Operation::Rewrite(r) = &mut named {
+            r.rewritten_indices.push(Default::default());
+        }
+        let err = plan(on(&m, &[]), &named).unwrap_err();
+        assert!(matches!(err, TxnError::Unsupported { .. }), "{err}");
     }
 
     #[test]
