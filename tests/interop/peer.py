@@ -33,6 +33,7 @@ Every subcommand prints one JSON object on stdout.
   append-iv URI START N         appends rows START..START+N of (id, v)
 """
 import json
+import os
 import sys
 
 import lance
@@ -691,9 +692,59 @@ def tags(uri, action, name=None, version=None):
     return {"tags": {k: v["version"] for k, v in lance.dataset(uri).tags.list().items()}}
 
 
+def merge_source(path, keys_json, tag):
+    """Writes a merge source to Parquet at `path`: `id` the keys (JSON, null allowed) and
+    `v` = 1000000 * tag + id (0 for a NULL key), columns in the order `v`, `id`."""
+    import pyarrow.parquet as pq
+    keys = json.loads(keys_json)
+    v = [1000000 * int(tag) + (k or 0) for k in keys]
+    pq.write_table(pa.table({"v": pa.array(v, pa.int64()), "id": pa.array(keys, pa.int64())}), path)
+    return {"rows": len(keys)}
+
+
+def merge_insert(uri, path, on, opts_json):
+    """pylance's merge_insert of the Parquet rows at `path` keyed on `on` (comma-separated):
+    opts `matched` (update|delete|nothing|fail), `not_matched` (insert|nothing),
+    `by_source` (keep|delete), `by_source_filter`, `use_index`. Run on one core: pylance's
+    row order for updated rows follows its scan's partitions (one per core)."""
+    import pyarrow.parquet as pq
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    o = json.loads(opts_json)
+    b = lance.dataset(uri).merge_insert(on.split(","))
+    m = o.get("matched", "update")
+    if m == "update":
+        b = b.when_matched_update_all()
+    elif m == "delete":
+        b = b.when_matched_delete()
+    elif m == "fail":
+        b = b.when_matched_fail()
+    if o.get("not_matched", "insert") == "insert":
+        b = b.when_not_matched_insert_all()
+    if o.get("by_source", "keep") == "delete":
+        b = b.when_not_matched_by_source_delete(o.get("by_source_filter"))
+    if "use_index" in o:
+        b = b.use_index(o["use_index"])
+    r = b.execute(pq.read_table(path))
+    return {"inserted_rows": r["num_inserted_rows"], "updated_rows": r["num_updated_rows"],
+            "deleted_rows": r["num_deleted_rows"], "version": lance.dataset(uri).version}
+
+
+def lineage(uri):
+    """Every row with `_rowid` and, on stable-row-id tables, its version columns, in scan
+    order; the fragments' ids and physical rows."""
+    ds = lance.dataset(uri)
+    columns = ["id", "v"]
+    if ds.has_stable_row_ids:
+        columns += ["_row_created_at_version", "_row_last_updated_at_version"]
+    t = ds.to_table(columns=columns, with_row_id=True)
+    rows = [[json_value(v) for v in r.values()] for r in t.to_pylist()]
+    return {"columns": t.column_names, "rows": rows,
+            "fragments": [[f.fragment_id, f.physical_rows] for f in ds.get_fragments()]}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

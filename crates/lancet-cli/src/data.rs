@@ -93,6 +93,91 @@ fn appended(ds: &Dataset) {
     );
 }
 
+/// What a match does (`lancet merge-insert --when-matched`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhenMatched {
+    Update,
+    Delete,
+    Nothing,
+    Fail,
+}
+
+/// What an unmatched source row does (`--when-not-matched`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhenNotMatched {
+    Insert,
+    Nothing,
+}
+
+/// What a target row no source row matches does (`--when-not-matched-by-source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BySource {
+    Keep,
+    Delete,
+}
+
+/// `lancet merge-insert`'s rules.
+pub struct MergeHow {
+    pub on: Vec<String>,
+    pub when_matched: WhenMatched,
+    pub when_not_matched: WhenNotMatched,
+    pub by_source: BySource,
+    pub by_source_filter: Option<String>,
+    pub use_index: bool,
+}
+
+/// `lancet merge-insert`.
+pub async fn merge_insert(
+    uri: &str,
+    from: &Path,
+    how: MergeHow,
+    json: bool,
+) -> Result<(), CliError> {
+    let ds = Dataset::open(uri).await?;
+    let (_, rows) = read_rows(from, Some(ds.schema()?))?;
+    let mut merge = ds.merge_insert(&how.on).use_index(how.use_index);
+    merge = match how.when_matched {
+        WhenMatched::Update => merge.when_matched_update_all(),
+        WhenMatched::Delete => merge.when_matched_delete(),
+        WhenMatched::Nothing => merge,
+        WhenMatched::Fail => merge.when_matched_fail(),
+    };
+    if how.when_not_matched == WhenNotMatched::Insert {
+        merge = merge.when_not_matched_insert_all();
+    }
+    match (how.by_source, how.by_source_filter) {
+        (BySource::Delete, filter) => {
+            let filter = filter.map(|f| Filter::parse(&f)).transpose()?;
+            merge = merge.when_not_matched_by_source_delete(filter);
+        }
+        (BySource::Keep, Some(_)) => {
+            return Err(CliError::Usage(
+                "--by-source-filter needs --when-not-matched-by-source delete".into(),
+            ))
+        }
+        (BySource::Keep, None) => {}
+    }
+    let merged = merge.execute(rows).await?;
+    let version = merged.committed.version();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "inserted_rows": merged.inserted_rows,
+                "updated_rows": merged.updated_rows,
+                "deleted_rows": merged.deleted_rows,
+                "version": version,
+            })
+        );
+    } else {
+        println!(
+            "merged into {uri}: {} inserted, {} updated, {} deleted; version {version}",
+            merged.inserted_rows, merged.updated_rows, merged.deleted_rows
+        );
+    }
+    Ok(())
+}
+
 /// `lancet write-fragments`: the fragments, each its `DataFragment` protobuf in base64.
 pub async fn write_fragments(uri: &str, from: &Path) -> Result<(), CliError> {
     use base64::Engine;

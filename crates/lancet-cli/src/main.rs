@@ -164,6 +164,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Upsert the rows of a file keyed on columns (Lance's merge_insert): by default a
+    /// matched row is updated, an unmatched one inserted, and no other row deleted.
+    MergeInsert {
+        dataset: String,
+        #[arg(long)]
+        from: std::path::PathBuf,
+        /// The key columns, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        on: Vec<String>,
+        #[arg(long, value_enum, default_value_t = data::WhenMatched::Update)]
+        when_matched: data::WhenMatched,
+        #[arg(long, value_enum, default_value_t = data::WhenNotMatched::Insert)]
+        when_not_matched: data::WhenNotMatched,
+        #[arg(long, value_enum, default_value_t = data::BySource::Keep)]
+        when_not_matched_by_source: data::BySource,
+        /// With `--when-not-matched-by-source delete`: delete only where this filter is TRUE.
+        #[arg(long, requires = "when_not_matched_by_source")]
+        by_source_filter: Option<String>,
+        /// Look keys up by scanning even where a BTree covers the key column.
+        #[arg(long)]
+        no_index: bool,
+        /// Print exactly `{"inserted_rows": I, "updated_rows": U, "deleted_rows": D, "version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Set columns on the rows where a filter is TRUE (`--set 'x = x * 2'`, repeatable).
     Update {
         dataset: String,
@@ -827,6 +852,27 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             Some(from) => data::append(&dataset, &from).await,
             None => data::append_fragments(&dataset, &fragments).await,
         },
+        Command::MergeInsert {
+            dataset,
+            from,
+            on,
+            when_matched,
+            when_not_matched,
+            when_not_matched_by_source,
+            by_source_filter,
+            no_index,
+            json,
+        } => {
+            let how = data::MergeHow {
+                on,
+                when_matched,
+                when_not_matched,
+                by_source: when_not_matched_by_source,
+                by_source_filter,
+                use_index: !no_index,
+            };
+            data::merge_insert(&dataset, &from, how, json).await
+        }
         Command::WriteFragments { dataset, from } => data::write_fragments(&dataset, &from).await,
         Command::Delete {
             dataset,

@@ -27,6 +27,8 @@ mod data;
 mod filters;
 #[path = "interop/fragments.rs"]
 mod fragments;
+#[path = "interop/merge.rs"]
+mod merge;
 #[path = "interop/schema.rs"]
 mod schema;
 #[path = "interop/tags.rs"]

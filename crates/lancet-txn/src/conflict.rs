@@ -94,6 +94,37 @@ fn no_bitmap(index: &IndexMetadata) -> &'static str {
     }
 }
 
+/// Why a merge_insert that inserted keys (`mine` records them) cannot be rebased over
+/// `other`: another merge inserting one of its keys (or keys it cannot compare), an update
+/// that does not say what it inserted, or an append. Lance 14.0.2's primary-key rule
+/// (`check_update_txn`), applied by lancet to every merge that inserts, so two merges racing
+/// to insert one key never both land: the loser redoes its merge on the newer version, where
+/// the key is a match.
+fn inserted_key_race(mine: &Operation, other: &Operation, name: &str) -> Option<String> {
+    let Operation::Update(u) = mine else {
+        return None;
+    };
+    let keys = u.inserted_rows.as_ref()?;
+    match other {
+        Operation::Update(theirs) => match theirs.inserted_rows.as_ref() {
+            None => Some(format!(
+                "{name} may have inserted keys this merge inserts (it records none)"
+            )),
+            Some(t) => match crate::merge::keys_intersect(keys, t) {
+                Some(false) => None,
+                Some(true) => Some(format!("{name} inserted a key this merge also inserts")),
+                None => Some(format!(
+                    "{name} inserted keys this merge cannot compare with its own"
+                )),
+            },
+        },
+        Operation::Append(_) => Some(format!(
+            "{name} appended rows that may hold keys this merge inserts"
+        )),
+        _ => None,
+    }
+}
+
 /// Lance 14's answer for committing `mine` over `theirs` (published since `mine` was
 /// prepared). `stable_row_ids`: the table assigns row ids and `mine`'s new fragments took
 /// theirs before the race (storage actions), so a rebase would reuse them; false for a
@@ -144,6 +175,9 @@ pub fn compatibility(
             Rebase
         }
         Operation::Delete(_) | Operation::Update(_) => {
+            if let Some(reason) = inserted_key_race(mine, other, name) {
+                return Retryable(reason);
+            }
             let mut mine_ids = touched(mine);
             if let Operation::Update(u) = mine {
                 mine_ids.extend(u.new_fragments.iter().map(|f| f.id));
@@ -432,6 +466,46 @@ mod tests {
             ..Default::default()
         })
     }
+    fn merge(keys: &[i64]) -> Operation {
+        let column: arrow_array::ArrayRef =
+            std::sync::Arc::new(arrow_array::Int64Array::from(keys.to_vec()));
+        Operation::Update(Update {
+            new_fragments: vec![frag(20)],
+            inserted_rows: Some(
+                crate::merge::inserted_keys(&[0], &[column], 0..keys.len()).unwrap(),
+            ),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn merges_inserting_one_key_never_both_land() {
+        let rebase =
+            |mine: &Operation, other: Operation| compatibility(mine, &theirs(other), false);
+        let mine = merge(&[1, 2, 3]);
+        assert!(
+            matches!(rebase(&mine, merge(&[3, 4])), Compatibility::Retryable(r) if r.contains("also inserts"))
+        );
+        assert_eq!(rebase(&mine, merge(&[4, 5])), Compatibility::Rebase);
+        // an update that records no keys, or an append, may have inserted one of them
+        assert!(matches!(
+            rebase(&mine, update(&[], &[], true)),
+            Compatibility::Retryable(_)
+        ));
+        assert!(matches!(
+            rebase(&mine, append()),
+            Compatibility::Retryable(_)
+        ));
+        // a merge that inserted nothing records nothing and rebases over both
+        assert_eq!(
+            rebase(&update(&[], &[], true), append()),
+            Compatibility::Rebase
+        );
+        // deletes and rewrites of other fragments create no key
+        assert_eq!(rebase(&mine, delete(&[4])), Compatibility::Rebase);
+        assert_eq!(rebase(&mine, rewrite(&[4])), Compatibility::Rebase);
+    }
+
     fn rewrite(ids: &[u64]) -> Operation {
         Operation::Rewrite(Rewrite {
             groups: vec![RewriteGroup {

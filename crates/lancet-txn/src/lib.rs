@@ -33,6 +33,7 @@ mod conflict;
 pub mod coverage;
 mod error;
 mod invariants;
+pub mod merge;
 pub mod operation;
 pub mod protocol;
 pub mod rebase;

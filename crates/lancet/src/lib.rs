@@ -141,6 +141,7 @@ mod dataset;
 mod error;
 mod fri;
 mod indexes;
+mod merge;
 mod mutate;
 mod operations;
 mod optimize;
@@ -176,6 +177,7 @@ pub use lancet_paths::refs::Branch;
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
+pub use merge::{MergeInsert, Merged};
 pub use segment::BTreeSegment;
 
 pub use lancet_paths::refs::Tag;

@@ -105,6 +105,7 @@ impl Dataset {
             fields_modified: Vec::new(),
             fields_for_preserving_frag_bitmap: preserving,
             update_mode: UpdateMode::RewriteRows as i32,
+            inserted_rows: None,
         };
         Ok(self
             .commit(Operation::Update(update))

@@ -1,0 +1,483 @@
+//! Upserts keyed on columns: [`Dataset::merge_insert`].
+//!
+//! Composition only. lancet-txn's [`merge`](lancet_txn::merge) decides what the merge does
+//! (matches, the ambiguity and `Fail` rules, insert order, the inserted keys it records);
+//! this module reads the target's keys — through a BTree on a single key column for the
+//! fragments it covers, by reading the column elsewhere — writes the updated and inserted rows
+//! as new fragments and deletes the rows they replace, as one Update (`RewriteRows`), as
+//! Lance 14.0.2 commits a merge_insert. With stable row ids an updated row keeps its `_rowid`
+//! and its created-at version.
+//!
+//! A merge that inserted keys records them; a concurrent merge inserting one of them (or an
+//! append) makes the later one redo its merge on the newer version, where the key matches
+//! (retried up to [`MergeInsert::conflict_retries`] times, then a retryable conflict).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow_schema::Schema;
+use futures::{Stream, TryStreamExt};
+use lancet_btree::Query;
+use lancet_file::Rows;
+use lancet_filter::Filter;
+use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
+use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
+use lancet_proto::table::DataFragment;
+use lancet_proto::RowAddress;
+use lancet_rowid::RowIdSequence;
+use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+use crate::commit::Committed;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+
+/// What a merge_insert did.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub inserted_rows: u64,
+    pub updated_rows: u64,
+    pub deleted_rows: u64,
+    /// The version it published ([`Committed::rows`]: rows inserted, updated and deleted).
+    pub committed: Committed,
+}
+
+/// A merge_insert being described; [`MergeInsert::execute`] runs it. By default a match
+/// does nothing, an unmatched source row is dropped and every target row is kept, as Lance's
+/// builder starts.
+#[derive(Debug, Clone)]
+pub struct MergeInsert<'a> {
+    ds: &'a Dataset,
+    on: Vec<String>,
+    when_matched: WhenMatched,
+    insert_not_matched: bool,
+    by_source: BySource,
+    use_index: bool,
+    retries: u32,
+}
+
+#[derive(Debug, Clone)]
+enum BySource {
+    Keep,
+    Delete,
+    DeleteIf(Filter),
+}
+
+impl Dataset {
+    /// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
+    pub fn merge_insert<S: AsRef<str>>(&self, on: &[S]) -> MergeInsert<'_> {
+        MergeInsert {
+            ds: self,
+            on: on.iter().map(|s| s.as_ref().to_string()).collect(),
+            when_matched: WhenMatched::DoNothing,
+            insert_not_matched: false,
+            by_source: BySource::Keep,
+            use_index: true,
+            retries: 10,
+        }
+    }
+}
+
+impl MergeInsert<'_> {
+    /// A matched target row is replaced by the source row.
+    pub fn when_matched_update_all(mut self) -> Self {
+        self.when_matched = WhenMatched::UpdateAll;
+        self
+    }
+
+    /// A matched target row is deleted.
+    pub fn when_matched_delete(mut self) -> Self {
+        self.when_matched = WhenMatched::Delete;
+        self
+    }
+
+    /// A match refuses the merge (insert-only merges that must not touch existing rows).
+    pub fn when_matched_fail(mut self) -> Self {
+        self.when_matched = WhenMatched::Fail;
+        self
+    }
+
+    /// A source row matching no target row is inserted.
+    pub fn when_not_matched_insert_all(mut self) -> Self {
+        self.insert_not_matched = true;
+        self
+    }
+
+    /// A target row no source row matches is deleted — when `filter` is TRUE on it, if given.
+    pub fn when_not_matched_by_source_delete(mut self, filter: Option<Filter>) -> Self {
+        self.by_source = match filter {
+            None => BySource::Delete,
+            Some(f) => BySource::DeleteIf(f),
+        };
+        self
+    }
+
+    /// Whether a BTree on the key column answers the lookup (default true).
+    pub fn use_index(mut self, use_index: bool) -> Self {
+        self.use_index = use_index;
+        self
+    }
+
+    /// How many times the merge is redone on a newer version after a retryable conflict
+    /// (default 10, as Lance's `conflict_retries`).
+    pub fn conflict_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Runs the merge with `source` (batches with every column of the table, by name, in
+    /// the table's types) and commits it.
+    pub async fn execute<S>(self, source: S) -> Result<Merged>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        let batches: Vec<RecordBatch> = source.try_collect().await?;
+        let source = self.conform(&batches)?;
+        let mut base = self.ds.clone();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            match self.attempt(&base, &source).await {
+                Err(Error::CommitConflict {
+                    retryable: true, ..
+                }) if attempt <= self.retries => {
+                    // a short, spread wait: racers that all lost to one winner do not all
+                    // come back at once
+                    let nanos = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.subsec_nanos());
+                    let wait = 5 * u64::from(attempt.min(20)) + u64::from(nanos % 25);
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    base = base.open_sibling(None).await?;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// The source as one batch in the table's schema (columns reordered by name).
+    fn conform(&self, batches: &[RecordBatch]) -> Result<RecordBatch> {
+        let table = self.ds.schema()?;
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: "merge_insert source".into(),
+            reason,
+        };
+        if self.on.is_empty() {
+            return Err(invalid("no key column is named (`on`)".into()));
+        }
+        for key in &self.on {
+            if table.field_with_name(key).is_err() {
+                return Err(invalid(format!(
+                    "key column {key:?} does not exist in the table's schema"
+                )));
+            }
+        }
+        let mut conformed = Vec::with_capacity(batches.len());
+        for b in batches {
+            let given = b.schema();
+            let mut columns: Vec<ArrayRef> = Vec::with_capacity(table.fields().len());
+            let mut fields = Vec::with_capacity(table.fields().len());
+            for f in table.fields() {
+                let (i, g) = given.column_with_name(f.name()).ok_or_else(|| {
+                    invalid(format!(
+                        "the source has no column {:?}; it must carry every column of the table",
+                        f.name()
+                    ))
+                })?;
+                fields.push(g.clone());
+                columns.extend(b.columns().get(i).cloned());
+            }
+            if given.fields().len() != table.fields().len() {
+                return Err(invalid(format!(
+                    "the source has {} columns; the table has {}",
+                    given.fields().len(),
+                    table.fields().len()
+                )));
+            }
+            let ordered = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+                .map_err(|e| invalid(e.to_string()))?;
+            conformed.push(lancet_file::conform(&ordered, &table).map_err(invalid)?);
+        }
+        arrow_select::concat::concat_batches(&table, &conformed).map_err(|e| invalid(e.to_string()))
+    }
+
+    /// The merge on `base` and its commit.
+    async fn attempt(&self, base: &Dataset, source: &RecordBatch) -> Result<Merged> {
+        let key_columns = self.key_columns(source)?;
+        let keys = SourceKeys::new(&self.on, &key_columns)?;
+        let rules = MergeRules {
+            when_matched: self.when_matched,
+            insert_not_matched: self.insert_not_matched,
+            collect_unmatched_target: !matches!(self.by_source, BySource::Keep),
+        };
+        let mut matching = keys.matching(rules);
+        let fragments = base.fragments().await?;
+        let projection = base.projection(Some(&self.on))?;
+        // a BTree on the one key column answers the fragments it covers, unless every
+        // target row must be seen (rows no source row matches are deleted)
+        let covered = match self.index_lookup(base, &key_columns).await? {
+            Some((covered, candidates)) if !rules.collect_unmatched_target => {
+                for (id, offsets) in candidates.bitmaps() {
+                    let Some(f) = find(&fragments, u64::from(id)) else {
+                        continue;
+                    };
+                    let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
+                    let batch = base.read_rows(f, &projection, Rows::At(&offsets)).await?;
+                    let addresses: Vec<u64> = offsets
+                        .iter()
+                        .map(|o| RowAddress::first_of(id) | o)
+                        .collect();
+                    matching.probe(batch.columns(), &addresses)?;
+                }
+                covered
+            }
+            _ => RoaringBitmap::new(),
+        };
+        for f in fragments.iter() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if covered.contains(id) || f.physical_rows == 0 {
+                continue;
+            }
+            let batch = base.read_rows(f, &projection, Rows::All).await?;
+            let deleted = base.cached_deletion_vector(f).await?;
+            let first = RowAddress::first_of(id);
+            let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
+                .filter(|o| !deleted.as_ref().is_some_and(|d| d.contains(*o)))
+                .collect();
+            let (columns, addresses) = if live.len() as u64 == f.physical_rows {
+                let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
+                (batch.columns().to_vec(), addresses)
+            } else {
+                let taken = take(&batch, live.clone())?;
+                let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
+                (taken.columns().to_vec(), addresses)
+            };
+            matching.probe(&columns, &addresses)?;
+        }
+        let matched = matching.finish();
+
+        let mut deletes: RoaringTreemap = matched.deletes.iter().copied().collect();
+        let mut deleted_rows = matched.deletes.len() as u64;
+        match &self.by_source {
+            BySource::Keep => {}
+            BySource::Delete => {
+                deleted_rows += matched.unmatched_target.len() as u64;
+                deletes.extend(matched.unmatched_target.iter().copied());
+            }
+            BySource::DeleteIf(filter) => {
+                let mut eligible = RoaringTreemap::new();
+                for (f, o) in base.search_addresses(filter).await? {
+                    eligible |= RoaringTreemap::from_bitmaps([(f, o)]);
+                }
+                for a in &matched.unmatched_target {
+                    if eligible.contains(*a) {
+                        deletes.insert(*a);
+                        deleted_rows += 1;
+                    }
+                }
+            }
+        }
+        deletes.extend(matched.updates.iter().map(|(a, _)| *a));
+
+        // updated rows in target order, then inserted rows in source order
+        let order: Vec<u32> = matched
+            .updates
+            .iter()
+            .map(|(_, s)| *s)
+            .chain(matched.inserts.iter().copied())
+            .collect();
+        let mut new_fragments = if order.is_empty() {
+            Vec::new()
+        } else {
+            let rows = take(source, order)?;
+            base.write_fragments(futures::stream::iter([Ok(rows)]))
+                .await?
+        };
+        if base.has_stable_row_ids() && !new_fragments.is_empty() {
+            let moved = moved_row_ids(base, &fragments, &matched.updates)?;
+            give_row_ids(&mut new_fragments, moved);
+        }
+        let offsets: Vec<(u64, RoaringBitmap)> = deletes
+            .bitmaps()
+            .map(|(f, o)| (u64::from(f), o.clone()))
+            .collect();
+        let delete = base.delete_operation(&offsets, "").await?;
+        let inserted_rows = if matched.inserts.is_empty() {
+            None
+        } else {
+            let field_ids: Vec<i32> = projection.iter().map(|c| c.id()).collect();
+            let rows = matched.inserts.iter().map(|s| *s as usize);
+            Some(inserted_keys(&field_ids, &key_columns, rows)?)
+        };
+        let update = Update {
+            removed_fragment_ids: delete.deleted_fragment_ids,
+            updated_fragments: delete.updated_fragments,
+            new_fragments,
+            fields_modified: Vec::new(),
+            // every field: a merge rewrites whole rows (Lance's `fields_pre_order`)
+            fields_for_preserving_frag_bitmap: base
+                .manifest()
+                .fields
+                .iter()
+                .filter_map(|f| u32::try_from(f.id).ok())
+                .collect(),
+            update_mode: UpdateMode::RewriteRows as i32,
+            inserted_rows,
+        };
+        let inserted = matched.inserts.len() as u64;
+        let updated = matched.updates.len() as u64;
+        let committed = base
+            .commit(Operation::Update(update))
+            .await?
+            .with_rows(inserted + updated + deleted_rows);
+        Ok(Merged {
+            inserted_rows: inserted,
+            updated_rows: updated,
+            deleted_rows,
+            committed,
+        })
+    }
+
+    fn key_columns(&self, source: &RecordBatch) -> Result<Vec<ArrayRef>> {
+        self.on
+            .iter()
+            .map(|k| {
+                source
+                    .column_by_name(k)
+                    .cloned()
+                    .ok_or_else(|| Error::Internal(format!("conformed source lacks {k:?}")))
+            })
+            .collect()
+    }
+
+    /// Through a BTree on the single key column: the fragments it answers and, among
+    /// them, the live rows whose key is one of the source's. `None` when no BTree covers
+    /// the column (or its values are of another type).
+    async fn index_lookup(
+        &self,
+        base: &Dataset,
+        key_columns: &[ArrayRef],
+    ) -> Result<Option<(RoaringBitmap, RoaringTreemap)>> {
+        let ([name], [values]) = (self.on.as_slice(), key_columns) else {
+            return Ok(None);
+        };
+        if !self.use_index {
+            return Ok(None);
+        }
+        let Some(field) = base
+            .manifest()
+            .fields
+            .iter()
+            .find(|f| &f.name == name && f.parent_id == -1)
+        else {
+            return Ok(None);
+        };
+        let Some(index) = base.btree_on_field(field.id) else {
+            return Ok(None);
+        };
+        let segments = base.btree_segments(&index).await?;
+        if segments
+            .iter()
+            .any(|s| s.index.lookup().value_type() != values.data_type())
+        {
+            return Ok(None);
+        }
+        let query = Query::IsIn(values.clone());
+        let mut found = RoaringTreemap::new();
+        for seg in segments.iter() {
+            let answer = seg.index.search(&query).await?;
+            let answer = base.segment_answer(seg, answer).await?;
+            if seg.ids_are_addresses(base.has_stable_row_ids()) {
+                found |= answer.true_ids;
+            } else {
+                let index = base.row_id_index().await?;
+                found.extend(answer.true_ids.iter().filter_map(|id| index.get(id)));
+            }
+        }
+        let covered = base.answered_fragments(&segments).await?;
+        // entries of rows outside the covered fragments, past a fragment's rows or deleted
+        // are not answers
+        let fragments = base.fragments().await?;
+        let mut candidates = RoaringTreemap::new();
+        for (id, offsets) in found.bitmaps() {
+            if !covered.contains(id) {
+                continue;
+            }
+            let Some(f) = find(&fragments, u64::from(id)) else {
+                continue;
+            };
+            let mut offsets = offsets.clone();
+            offsets.remove_range(u32::try_from(f.physical_rows).unwrap_or(u32::MAX)..);
+            if let Some(d) = base.cached_deletion_vector(f).await? {
+                offsets -= d.as_ref();
+            }
+            candidates |= RoaringTreemap::from_bitmaps([(id, offsets)]);
+        }
+        // fragments the version no longer has are not covered
+        let mut present = RoaringBitmap::new();
+        for f in fragments.iter() {
+            if let Ok(id) = u32::try_from(f.id) {
+                present.insert(id);
+            }
+        }
+        Ok(Some((covered & present, candidates)))
+    }
+}
+
+fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {
+    arrow_select::take::take_record_batch(batch, &UInt32Array::from(rows))
+        .map_err(|e| Error::Internal(format!("taking merged rows: {e}")))
+}
+
+fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
+    fragments
+        .binary_search_by_key(&id, |f| f.id)
+        .ok()
+        .and_then(|i| fragments.get(i))
+}
+
+/// The row ids of the updated target rows, in the order they are written.
+fn moved_row_ids(
+    base: &Dataset,
+    fragments: &[DataFragment],
+    updates: &[(u64, u32)],
+) -> Result<Vec<u64>> {
+    let mut ids = Vec::with_capacity(updates.len());
+    let mut current: Option<(u32, Option<RowIdSequence>)> = None;
+    for (address, _) in updates {
+        let (fragment, offset) = RowAddress::split(*address);
+        if current.as_ref().map(|(f, _)| *f) != Some(fragment) {
+            let sequence = match find(fragments, u64::from(fragment)) {
+                Some(f) => base.row_id_sequence(f)?,
+                None => None,
+            };
+            current = Some((fragment, sequence));
+        }
+        let id = current
+            .as_ref()
+            .and_then(|(_, s)| s.as_ref())
+            .and_then(|s| s.get(u64::from(offset)))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "no row id for the row at {address} a merge updates"
+                ))
+            })?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The moved rows keep their ids, in the order written; the rows after them (inserted) get
+/// theirs at commit.
+fn give_row_ids(fragments: &mut [DataFragment], moved: Vec<u64>) {
+    let mut ids = moved.into_iter();
+    for f in fragments {
+        let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
+        f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&mine).encode(),
+        ));
+    }
+}
