@@ -387,3 +387,21 @@ fn many_processes_write_one_table() {
     assert_eq!(manifests(&table), 6);
     ok(&["verify", uri]);
 }
+
+#[path = "race/merge.rs"]
+mod race;
+
+/// Issue 32: eight processes merge-insert overlapping keys into one local table.
+#[test]
+fn eight_processes_merge_insert_one_table() {
+    for extra in [&[][..], &["--stable-row-ids"][..]] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().join("t");
+        race::merge_race(
+            env!("CARGO_BIN_EXE_lancet"),
+            uri.to_str().unwrap(),
+            dir.path(),
+            extra,
+        );
+    }
+}

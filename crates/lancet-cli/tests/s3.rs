@@ -7,6 +7,8 @@
 mod common;
 #[path = "interop/fragments.rs"]
 mod fragments;
+#[path = "race/merge.rs"]
+mod race;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -1026,6 +1028,20 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     for layout in [lancet::Layout::Flat, lancet::Layout::Tree] {
         read_budgets_on_s3(&format!("s3://lancet/reads-{layout:?}"), layout).await;
     }
+
+    // 6. the merge_insert race (issue 32): eight processes upsert overlapping keys into one
+    //    S3 table; every key lands once, with the last committed merge's values
+    let dir = tempfile::tempdir().unwrap();
+    tokio::task::spawn_blocking(move || {
+        race::merge_race(
+            env!("CARGO_BIN_EXE_lancet"),
+            "s3://lancet/merge-race",
+            dir.path(),
+            &["--stable-row-ids"],
+        )
+    })
+    .await
+    .unwrap();
     drop(moto);
 }
 

@@ -140,8 +140,11 @@ impl MergeInsert<'_> {
             attempt += 1;
             match self.attempt(&base, &source).await {
                 Err(Error::CommitConflict {
-                    retryable: true, ..
+                    retryable: true,
+                    ref reason,
+                    ..
                 }) if attempt <= self.retries => {
+                    tracing::info!(attempt, %reason, "merge_insert redone on a newer version");
                     // a short, spread wait: racers that all lost to one winner do not all
                     // come back at once
                     let nanos = std::time::SystemTime::now()

@@ -653,3 +653,117 @@ async fn a_column_with_nulls_stays_nullable() {
         (0..20).collect::<Vec<_>>()
     );
 }
+
+/// A merge_insert prepared on an older version: over a delete of other rows it rebases; over
+/// a compaction of the rows it updates it is redone on the newer version; either way every
+/// key is once in the table with the merge's values. Bad merges are typed and publish nothing.
+#[tokio::test]
+async fn a_merge_insert_rebases_over_deletes_and_is_redone_over_compactions() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_str().unwrap();
+        let options = CreateOptions {
+            stable_row_ids: stable,
+            max_rows_per_file: 100,
+            ..Default::default()
+        };
+        let ds = Dataset::create(uri, schema(), batches(vec![rows(0, 300)]), options)
+            .await
+            .unwrap()
+            .dataset;
+        let source = |keys: std::ops::Range<i64>| {
+            let mut b = rows(keys.start, keys.end - keys.start);
+            // the merged values: x = -id
+            let x: Vec<f64> = column_i64(&b, "id").iter().map(|i| -(*i as f64)).collect();
+            let mut columns = b.columns().to_vec();
+            columns[1] = Arc::new(Float64Array::from(x));
+            b = RecordBatch::try_new(schema(), columns).unwrap();
+            batches(vec![b])
+        };
+        // 1. a delete in fragment 2 lands first; the merge (fragment 0 and new keys) rebases
+        let stale = ds.clone();
+        ds.delete(&Filter::parse("id >= 200 AND id < 210").unwrap())
+            .await
+            .unwrap();
+        let merged = stale
+            .merge_insert(&["id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(source(90..310))
+            .await
+            .unwrap();
+        assert_eq!((merged.updated_rows, merged.inserted_rows), (200, 20));
+        // prepared on version 1, published over the delete's version 2
+        assert_eq!(merged.committed.version(), 3, "stable={stable}");
+        // 2. a compaction of the fragments it updates lands first: the merge is redone
+        let stale = merged.committed.dataset.clone();
+        let compacted = merged
+            .committed
+            .dataset
+            .compact(&Default::default())
+            .await
+            .unwrap();
+        assert!(compacted.versions >= 1);
+        let again = stale
+            .merge_insert(&["id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(source(0..50))
+            .await
+            .unwrap();
+        assert_eq!((again.updated_rows, again.inserted_rows), (50, 0));
+        let end = again.committed.dataset;
+        let got = scan(&end, ScanOptions::default()).await;
+        let mut ids = column_i64(&got, "id");
+        let xs: Vec<f64> = got
+            .column(1)
+            .as_primitive::<Float64Type>()
+            .values()
+            .to_vec();
+        for (id, x) in ids.iter().zip(&xs) {
+            let merged = *id < 50 || (90..310).contains(id);
+            assert_eq!(
+                *x,
+                if merged { -(*id as f64) } else { *id as f64 },
+                "id {id}"
+            );
+        }
+        ids.sort_unstable();
+        // the deleted keys 200..210 were inserted again by the merge
+        let want: Vec<i64> = (0..310).collect();
+        assert_eq!(ids, want, "stable={stable}: every key once");
+        end.verify().await.unwrap();
+
+        // bad merges: typed, nothing published
+        let before = listing(dir.path());
+        let dup = RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 1])),
+                Arc::new(Float64Array::from(vec![0.0, 1.0])),
+                Arc::new(StringArray::from(vec!["a", "b"])),
+            ],
+        )
+        .unwrap();
+        let e = end
+            .merge_insert(&["id"])
+            .when_matched_update_all()
+            .execute(batches(vec![dup]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let e = end
+            .merge_insert(&["nope"])
+            .execute(source(0..1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let e = end
+            .merge_insert::<&str>(&[])
+            .execute(source(0..1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert_eq!(listing(dir.path()), before);
+    }
+}
