@@ -1,6 +1,7 @@
 """Differential tester: lancet and pylance 14.0.2 take turns on one table.
 
-Random operation sequences (append, write_fragments + one commit, delete, update, compact with
+Random operation sequences (append, write_fragments + one commit, delete, update, merge_insert
+(upsert or delete by key), compact with
 or without a deferred remap, BTree build, index optimize with or without merge, add-column,
 drop-column, rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
 lancet writers racing), each
@@ -49,7 +50,7 @@ KINDS = {
     "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
-    "overwrite": 2, "rename_column": 2,
+    "overwrite": 2, "rename_column": 2, "merge": 8,
 }
 
 
@@ -69,6 +70,12 @@ def gen_ops(rng, steps, stable, tree=False):
             next_id += op["n"]
         elif kind in ("append", "write_fragments"):
             op["start"], op["n"] = next_id, rng.choice([1, 40, 150])
+            next_id += op["n"]
+        elif kind == "merge":
+            # existing keys (drawn at run time from the model by `pick`) and new ones
+            op["start"], op["n"] = next_id, rng.choice([0, 1, 30])
+            op["k"], op["pick"] = rng.choice([0, 3, 40]), rng.randrange(1 << 30)
+            op["delete"] = rng.random() < 0.2
             next_id += op["n"]
         elif kind == "race":
             op["by"] = "lancet"
@@ -213,6 +220,38 @@ class Run:
                     raise Failure(f"a racing append failed: {err.strip()}")
             n2 = 2 * op["n"]
             self.model.update({i: i for i in range(op["start"], op["start"] + n2)})
+        elif kind == "merge":
+            # upsert (or delete when matched) keyed on id: matched rows get v + 7
+            live = sorted(self.model)
+            r = random.Random(op["pick"])
+            old = r.sample(live, min(len(live), op["k"]))
+            new = list(range(op["start"], op["start"] + op["n"]))
+            keys = old + new
+            r.shuffle(keys)
+            vals = [self.model[k] + 7 if k in self.model else k for k in keys]
+            cols = {"id": pa.array(keys, pa.int64()), "v": pa.array(vals, pa.int64())}
+            for c in self.extra:
+                cols[c] = pa.array([k * 3 for k in keys], pa.int64())
+            t = pa.table(cols)
+            if by == "lance":
+                b = lance.dataset(self.uri).merge_insert("id")
+                b = b.when_matched_delete() if op["delete"] else b.when_matched_update_all()
+                res = b.when_not_matched_insert_all().execute(t)
+                got = (res["num_inserted_rows"], res["num_updated_rows"], res["num_deleted_rows"])
+            else:
+                args = ["merge-insert", self.uri, "--from", self.parquet(t), "--on", "id", "--json"]
+                if op["delete"]:
+                    args += ["--when-matched", "delete"]
+                res = json.loads(self.lancet(*args).stdout)
+                got = (res["inserted_rows"], res["updated_rows"], res["deleted_rows"])
+            want = (len(new), 0 if op["delete"] else len(old), len(old) if op["delete"] else 0)
+            if got != want:
+                raise Failure(f"{by} merge-insert reported {got}, the model {want}")
+            for k, v in zip(keys, vals):
+                if op["delete"] and k in self.model:
+                    del self.model[k]
+                else:
+                    self.model[k] = v
         elif kind == "delete":
             hit = self.matching(op["filter"])
             if by == "lance":
