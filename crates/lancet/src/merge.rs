@@ -13,7 +13,6 @@
 //! (retried up to [`MergeInsert::conflict_retries`] times, then a retryable conflict).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::Schema;
@@ -138,6 +137,7 @@ impl MergeInsert<'_> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
+            let began = std::time::Instant::now();
             match self.attempt(&base, &source).await {
                 Err(Error::CommitConflict {
                     retryable: true,
@@ -145,13 +145,11 @@ impl MergeInsert<'_> {
                     ..
                 }) if attempt <= self.retries => {
                     tracing::info!(attempt, %reason, "merge_insert redone on a newer version");
-                    // a short, spread wait: racers that all lost to one winner do not all
-                    // come back at once
-                    let nanos = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.subsec_nanos());
-                    let wait = 5 * u64::from(attempt.min(20)) + u64::from(nanos % 25);
-                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    // spread over the lost attempt's length, as the commit loop waits
+                    let random = lancet_paths::ObjectUuid::new_v4().as_bytes()[0];
+                    let lost = began.elapsed();
+                    tokio::time::sleep(lancet_txn::rebase::backoff_delay(attempt, lost, random))
+                        .await;
                     base = base.open_sibling(None).await?;
                 }
                 done => return done,
