@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::{Array, UInt64Array};
+use arrow_schema::DataType;
 use lancet_file::{FileStore, LanceFile};
 use object_store::path::Path;
 use tokio::sync::{Mutex, OnceCell};
@@ -15,7 +16,7 @@ use crate::lookup::PageLookup;
 use crate::page::{IdLists, Page};
 use crate::query::Query;
 use crate::schema::{page_data_schema, page_lookup_schema, PAGE_DATA_FILE, PAGE_LOOKUP_FILE};
-use crate::select::select;
+use crate::select::{select, PageMatch};
 use lancet_filter::NullableIdSet;
 
 /// Cache key of one page: the segment (its directory) and the data page number.
@@ -263,6 +264,15 @@ impl BTreeIndex {
         if let Query::Equals(v) | Query::IsIn(v) = query {
             self.check_scalar(v)?;
         }
+        if let Query::IsIn(values) = query {
+            let float = matches!(
+                values.data_type(),
+                DataType::Float16 | DataType::Float32 | DataType::Float64
+            );
+            if values.null_count() == 0 && !float {
+                return self.search_in(values).await;
+            }
+        }
         let selection = select(&self.lookup, query)?;
         let data_pages: Vec<u32> = selection
             .keys()
@@ -281,6 +291,27 @@ impl BTreeIndex {
                 continue;
             };
             page.evaluate_into(self.lookup.value_type(), query, m, &mut ids)?;
+        }
+        Ok(ids.into_set())
+    }
+
+    /// `IN` a long list: sorted once, each page evaluated against the values within its
+    /// `[min, max]` only (a merge_insert asks for a hundred thousand keys at once).
+    async fn search_in(&self, values: &arrow_array::ArrayRef) -> Result<NullableIdSet> {
+        let sorted = arrow_ord::sort::sort(values.as_ref(), None)?;
+        let parts = crate::select::select_in(&self.lookup, &sorted)?;
+        let data_pages: Vec<u32> = parts
+            .iter()
+            .filter_map(|(i, _)| self.lookup.page_idx.get(*i).copied())
+            .collect();
+        let pages = self.pages(&data_pages).await?;
+        let mut ids = IdLists::default();
+        for (i, range) in parts {
+            let Some(page) = self.lookup.page_idx.get(i).and_then(|p| pages.get(p)) else {
+                continue;
+            };
+            let part = Query::IsIn(sorted.slice(range.start, range.len()));
+            page.evaluate_into(self.lookup.value_type(), &part, PageMatch::Some, &mut ids)?;
         }
         Ok(ids.into_set())
     }

@@ -38,6 +38,35 @@ impl PageMatch {
 /// Lookup rows to read, with how to evaluate each.
 pub type Selection = BTreeMap<usize, PageMatch>;
 
+/// `IN` over `sorted` (ascending, no NULL, not a float type): each page that may hold one of
+/// the values, with the part of `sorted` within the page's `[min, max]`, and each page
+/// holding NULLs (their rows answer NULL) — two binary searches a page, whatever the list's
+/// length.
+pub(crate) fn select_in(
+    lookup: &PageLookup,
+    sorted: &ArrayRef,
+) -> Result<Vec<(usize, std::ops::Range<usize>)>> {
+    let k = sorted.len();
+    let min = lookup.comparator(false, sorted)?;
+    let max = lookup.comparator(true, sorted)?;
+    let with_nulls = lookup.pages_with_nulls();
+    let mut out = Vec::new();
+    for i in 0..lookup.num_pages() {
+        let (lo, hi) = if lookup.maxs.is_null(i) {
+            (0, 0)
+        } else {
+            // the first value at or above the page's min; the first above its max
+            let lo = crate::partition_point(k, |j| min(i, j).is_gt());
+            let hi = crate::partition_point(k, |j| max(i, j).is_ge());
+            (lo, hi.max(lo))
+        };
+        if hi > lo || i < with_nulls {
+            out.push((i, lo..hi));
+        }
+    }
+    Ok(out)
+}
+
 /// A range with canonical float zero bounds.
 pub(crate) struct Bounds {
     pub lo: Bound<ArrayRef>,

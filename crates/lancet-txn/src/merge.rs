@@ -22,6 +22,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
 
 use arrow_array::cast::AsArray;
@@ -29,6 +30,7 @@ use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef};
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
+use hashbrown::HashTable;
 use lancet_proto::table::transaction::key_existence_filter::Data as FilterData;
 use lancet_proto::table::transaction::{ExactKeySetFilter, KeyExistenceFilter};
 
@@ -60,13 +62,55 @@ pub struct MergeRules {
     pub collect_unmatched_target: bool,
 }
 
-/// The source's keys, indexed for probing.
+/// The source's keys, indexed for probing. One integer key column is hashed as its values;
+/// any other key as its Arrow row encoding (no key copied: the table holds source row
+/// numbers and compares their encodings).
 pub struct SourceKeys {
-    converter: RowConverter,
     names: Vec<String>,
     rows: usize,
-    /// Source rows by key bytes (keys with a NULL part are not indexed).
-    index: HashMap<Box<[u8]>, Vec<u32>>,
+    index: KeyIndex,
+    /// Further source rows with the key of a first one (a source with duplicate keys).
+    more: HashMap<u32, Vec<u32>>,
+}
+
+enum KeyIndex {
+    /// The first source row of each value of one integer key column.
+    Int(hashbrown::HashMap<i64, u32>),
+    /// The first source row of each key, by its row encoding.
+    Rows {
+        converter: RowConverter,
+        converted: Rows,
+        state: hashbrown::DefaultHashBuilder,
+        first: HashTable<u32>,
+    },
+}
+
+/// One integer key column's values as i64 (an unsigned 64-bit value by its bits: equal
+/// values stay equal, distinct stay distinct).
+fn int_values(columns: &[ArrayRef]) -> Option<Vec<i64>> {
+    let [c] = columns else { return None };
+    Some(match c.data_type() {
+        DataType::Int64 => c.as_primitive::<Int64Type>().values().to_vec(),
+        DataType::Int32 => c
+            .as_primitive::<Int32Type>()
+            .values()
+            .iter()
+            .map(|v| i64::from(*v))
+            .collect(),
+        DataType::UInt32 => c
+            .as_primitive::<UInt32Type>()
+            .values()
+            .iter()
+            .map(|v| i64::from(*v))
+            .collect(),
+        DataType::UInt64 => c
+            .as_primitive::<UInt64Type>()
+            .values()
+            .iter()
+            .map(|v| *v as i64)
+            .collect(),
+        _ => return None,
+    })
 }
 
 /// What a merge does, once every target row that can match was probed.
@@ -96,22 +140,65 @@ impl SourceKeys {
         let rows32 = u32::try_from(rows).map_err(|_| {
             TxnError::operation(OP, format!("{rows} source rows: at most 2^32 in one merge"))
         })?;
-        let converter = converter(columns)?;
-        let converted = convert(&converter, columns)?;
-        let mut index: HashMap<Box<[u8]>, Vec<u32>> = HashMap::with_capacity(rows);
-        for i in 0..rows32 {
-            if has_null(columns, i as usize) {
-                continue;
+        let mut more: HashMap<u32, Vec<u32>> = HashMap::new();
+        let index = match int_values(columns) {
+            Some(values) => {
+                let mut first = hashbrown::HashMap::with_capacity(rows);
+                for (i, v) in (0..rows32).zip(values) {
+                    if has_null(columns, i as usize) {
+                        continue;
+                    }
+                    match first.entry(v) {
+                        hashbrown::hash_map::Entry::Occupied(e) => {
+                            more.entry(*e.get()).or_default().push(i)
+                        }
+                        hashbrown::hash_map::Entry::Vacant(e) => {
+                            e.insert(i);
+                        }
+                    }
+                }
+                KeyIndex::Int(first)
             }
-            let key: Box<[u8]> = converted.row(i as usize).as_ref().into();
-            index.entry(key).or_default().push(i);
-        }
+            None => {
+                let converter = converter(columns)?;
+                let converted = convert(&converter, columns)?;
+                let state = hashbrown::DefaultHashBuilder::default();
+                let mut first: HashTable<u32> = HashTable::with_capacity(rows);
+                for i in 0..rows32 {
+                    if has_null(columns, i as usize) {
+                        continue;
+                    }
+                    let key = converted.row(i as usize);
+                    let h = state.hash_one(key.as_ref());
+                    let same = |j: &u32| converted.row(*j as usize).as_ref() == key.as_ref();
+                    match first.find(h, same) {
+                        Some(j) => more.entry(*j).or_default().push(i),
+                        None => {
+                            first.insert_unique(h, i, |j| {
+                                state.hash_one(converted.row(*j as usize).as_ref())
+                            });
+                        }
+                    }
+                }
+                KeyIndex::Rows {
+                    converter,
+                    converted,
+                    state,
+                    first,
+                }
+            }
+        };
         Ok(SourceKeys {
-            converter,
             names: names.to_vec(),
             rows,
             index,
+            more,
         })
+    }
+
+    /// The source rows sharing `first`'s key, `first` first.
+    fn with_more(&self, first: u32) -> (u32, &[u32]) {
+        (first, self.more.get(&first).map_or(&[][..], Vec::as_slice))
     }
 
     /// The number of source rows.
@@ -154,21 +241,52 @@ impl Matching<'_> {
                 "target key columns do not match the source's",
             ));
         }
-        let converted = convert(&self.source.converter, columns)?;
+        // target keys in the source's form: values for an integer key, row encodings else
+        let (ints, converted) = match &self.source.index {
+            KeyIndex::Int(_) => (int_values(columns), None),
+            KeyIndex::Rows { converter, .. } => (None, Some(convert(converter, columns)?)),
+        };
         for (i, &address) in addresses.iter().enumerate() {
             let hits = if has_null(columns, i) {
                 None
             } else {
-                self.source.index.get(converted.row(i).as_ref())
+                match (&self.source.index, &ints, &converted) {
+                    (KeyIndex::Int(first), Some(values), _) => values
+                        .get(i)
+                        .and_then(|v| first.get(v))
+                        .map(|j| self.source.with_more(*j)),
+                    (
+                        KeyIndex::Rows {
+                            converted: source,
+                            state,
+                            first,
+                            ..
+                        },
+                        _,
+                        Some(target),
+                    ) => {
+                        let key = target.row(i);
+                        let h = state.hash_one(key.as_ref());
+                        first
+                            .find(h, |j| source.row(*j as usize).as_ref() == key.as_ref())
+                            .map(|j| self.source.with_more(*j))
+                    }
+                    _ => {
+                        return Err(TxnError::operation(
+                            OP,
+                            "target key columns are not of the source's types",
+                        ))
+                    }
+                }
             };
-            let Some(hits) = hits else {
+            let Some((first, others)) = hits else {
                 if self.rules.collect_unmatched_target {
                     self.out.unmatched_target.push(address);
                 }
                 continue;
             };
-            for &s in hits {
-                if let Some(m) = self.matched.get_mut(s as usize) {
+            for s in std::iter::once(&first).chain(others) {
+                if let Some(m) = self.matched.get_mut(*s as usize) {
                     *m = true;
                 }
             }
@@ -176,7 +294,7 @@ impl Matching<'_> {
                 self.rules.when_matched,
                 WhenMatched::UpdateAll | WhenMatched::Delete
             );
-            if writes && hits.len() > 1 {
+            if writes && !others.is_empty() {
                 return Err(TxnError::operation(
                     OP,
                     format!(
@@ -187,10 +305,10 @@ impl Matching<'_> {
                     ),
                 ));
             }
-            match (self.rules.when_matched, hits.first()) {
-                (WhenMatched::UpdateAll, Some(&s)) => self.out.updates.push((address, s)),
-                (WhenMatched::Delete, Some(_)) => self.out.deletes.push(address),
-                (WhenMatched::Fail, Some(_)) => {
+            match self.rules.when_matched {
+                WhenMatched::UpdateAll => self.out.updates.push((address, first)),
+                WhenMatched::Delete => self.out.deletes.push(address),
+                WhenMatched::Fail => {
                     return Err(TxnError::operation(
                         OP,
                         format!(
@@ -199,7 +317,7 @@ impl Matching<'_> {
                         ),
                     ))
                 }
-                _ => {}
+                WhenMatched::DoNothing => {}
             }
         }
         Ok(())

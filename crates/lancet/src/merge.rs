@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::Schema;
-use futures::{Stream, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use lancet_btree::Query;
 use lancet_file::Rows;
 use lancet_filter::Filter;
@@ -62,6 +62,9 @@ enum BySource {
     Delete,
     DeleteIf(Filter),
 }
+
+/// Fragments whose key columns are read ahead of the probe.
+const READS_AHEAD: usize = 3;
 
 impl Dataset {
     /// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
@@ -235,26 +238,42 @@ impl MergeInsert<'_> {
             }
             _ => RoaringBitmap::new(),
         };
-        for f in fragments.iter() {
-            let Ok(id) = u32::try_from(f.id) else {
-                continue;
-            };
-            if covered.contains(id) || f.physical_rows == 0 {
-                continue;
-            }
-            let batch = base.read_rows(f, &projection, Rows::All).await?;
-            let deleted = base.cached_deletion_vector(f).await?;
+        // the key columns of the other fragments, read a few at a time on the runtime's
+        // workers while this task probes them in fragment order
+        let scanned: Vec<DataFragment> = fragments
+            .iter()
+            .filter(|f| {
+                u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)) && f.physical_rows > 0
+            })
+            .cloned()
+            .collect();
+        let mut reads = futures::stream::iter(scanned)
+            .map(|f| {
+                let (base, projection) = (base.clone(), projection.clone());
+                tokio::spawn(async move {
+                    let batch = base.read_rows(&f, &projection, Rows::All).await?;
+                    let deleted = base.cached_deletion_vector(&f).await?;
+                    Ok::<_, Error>((f, batch, deleted))
+                })
+            })
+            .buffered(READS_AHEAD);
+        while let Some(read) = reads.next().await {
+            let (f, batch, deleted) =
+                read.map_err(|e| Error::Internal(format!("a key read failed: {e}")))??;
+            let id = u32::try_from(f.id).unwrap_or(u32::MAX);
             let first = RowAddress::first_of(id);
-            let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
-                .filter(|o| !deleted.as_ref().is_some_and(|d| d.contains(*o)))
-                .collect();
-            let (columns, addresses) = if live.len() as u64 == f.physical_rows {
-                let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
-                (batch.columns().to_vec(), addresses)
-            } else {
-                let taken = take(&batch, live.clone())?;
-                let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
-                (taken.columns().to_vec(), addresses)
+            let (columns, addresses) = match deleted {
+                None => {
+                    let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
+                    (batch.columns().to_vec(), addresses)
+                }
+                Some(deleted) => {
+                    let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
+                        .filter(|o| !deleted.contains(*o))
+                        .collect();
+                    let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
+                    (take(&batch, live)?.columns().to_vec(), addresses)
+                }
             };
             matching.probe(&columns, &addresses)?;
         }
