@@ -713,7 +713,7 @@ def merge_insert(uri, path, on, opts_json):
     b = lance.dataset(uri).merge_insert(on.split(","))
     m = o.get("matched", "update")
     if m == "update":
-        b = b.when_matched_update_all()
+        b = b.when_matched_update_all(o.get("condition"))
     elif m == "delete":
         b = b.when_matched_delete()
     elif m == "fail":

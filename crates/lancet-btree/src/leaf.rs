@@ -271,6 +271,79 @@ fn mask_to_set(mask: &BooleanArray, ids: &[u64]) -> NullableIdSet {
     NullableIdSet::new(true_ids, null_ids)
 }
 
+/// `filter` over the rows of `batch`, row `i` answering as id `i`: each leaf as
+/// [`evaluate_leaf`] answers it, comparisons of computed values on the batch's columns, with
+/// SQL's three-valued logic. (A merge_insert condition over `source.*` and `target.*`
+/// columns is answered so.)
+pub async fn evaluate_filter(
+    filter: &lancet_filter::Filter,
+    batch: &arrow_array::RecordBatch,
+) -> Result<NullableIdSet> {
+    struct OnBatch<'b> {
+        batch: &'b arrow_array::RecordBatch,
+        universe: RoaringTreemap,
+    }
+    impl lancet_filter::Answerer for OnBatch<'_> {
+        type Error = BTreeError;
+
+        fn universe(&self) -> &RoaringTreemap {
+            &self.universe
+        }
+
+        fn leaves<'a>(
+            &'a self,
+            column: &'a str,
+            leaves: &'a [&'a Leaf],
+            typing: Typing,
+        ) -> lancet_filter::Answering<'a, BTreeError> {
+            Box::pin(async move {
+                let values = self
+                    .batch
+                    .column_by_name(column)
+                    .cloned()
+                    .ok_or_else(|| invalid(format!("no column {column:?}")))?;
+                let mut out: Option<NullableIdSet> = None;
+                for leaf in leaves {
+                    let r = evaluate_leaf(column, leaf, typing, values.clone(), 0)?;
+                    out = Some(match out {
+                        None => r,
+                        Some(prev) => prev.and(&r),
+                    });
+                }
+                Ok(out.unwrap_or_default())
+            })
+        }
+
+        fn compare<'a>(
+            &'a self,
+            e: &'a lancet_filter::Expr,
+        ) -> lancet_filter::Answering<'a, BTreeError> {
+            Box::pin(async move {
+                let lancet_filter::Expr::Compare { left, op, right } = e else {
+                    return Err(invalid(format!("{e:?} is not a comparison")));
+                };
+                let truth = lancet_filter::scalar::compare(left, *op, right, self.batch)
+                    .map_err(invalid)?;
+                let mut true_ids = RoaringTreemap::new();
+                let mut null_ids = RoaringTreemap::new();
+                for (i, v) in truth.iter().enumerate() {
+                    match v {
+                        Some(true) => true_ids.insert(i as u64),
+                        Some(false) => false,
+                        None => null_ids.insert(i as u64),
+                    };
+                }
+                Ok(NullableIdSet::new(true_ids, null_ids))
+            })
+        }
+    }
+    let mut universe = RoaringTreemap::new();
+    universe.insert_range(0..batch.num_rows() as u64);
+    let on = OnBatch { batch, universe };
+    let expr = filter.expr().clone().push_not();
+    lancet_filter::answer(&on, &expr).await
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {

@@ -120,6 +120,7 @@ pub enum BySource {
 pub struct MergeHow {
     pub on: Vec<String>,
     pub when_matched: WhenMatched,
+    pub condition: Option<String>,
     pub when_not_matched: WhenNotMatched,
     pub by_source: BySource,
     pub by_source_filter: Option<String>,
@@ -136,11 +137,17 @@ pub async fn merge_insert(
     let ds = Dataset::open(uri).await?;
     let (_, rows) = read_rows(from, Some(ds.schema()?))?;
     let mut merge = ds.merge_insert(&how.on).use_index(how.use_index);
-    merge = match how.when_matched {
-        WhenMatched::Update => merge.when_matched_update_all(),
-        WhenMatched::Delete => merge.when_matched_delete(),
-        WhenMatched::Nothing => merge,
-        WhenMatched::Fail => merge.when_matched_fail(),
+    if how.condition.is_some() && how.when_matched != WhenMatched::Update {
+        return Err(CliError::Usage(
+            "--condition needs --when-matched update".into(),
+        ));
+    }
+    merge = match (how.when_matched, how.condition) {
+        (WhenMatched::Update, Some(c)) => merge.when_matched_update_if(Filter::parse(&c)?),
+        (WhenMatched::Update, None) => merge.when_matched_update_all(),
+        (WhenMatched::Delete, _) => merge.when_matched_delete(),
+        (WhenMatched::Nothing, _) => merge,
+        (WhenMatched::Fail, _) => merge.when_matched_fail(),
     };
     if how.when_not_matched == WhenNotMatched::Insert {
         merge = merge.when_not_matched_insert_all();

@@ -175,6 +175,10 @@ enum Command {
         on: Vec<String>,
         #[arg(long, value_enum, default_value_t = data::WhenMatched::Update)]
         when_matched: data::WhenMatched,
+        /// With `--when-matched update`: update only the pairs where this filter over
+        /// `source.COL` and `target.COL` is TRUE (e.g. `source.ts > target.ts`).
+        #[arg(long)]
+        condition: Option<String>,
         #[arg(long, value_enum, default_value_t = data::WhenNotMatched::Insert)]
         when_not_matched: data::WhenNotMatched,
         #[arg(long, value_enum, default_value_t = data::BySource::Keep)]
@@ -857,6 +861,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             from,
             on,
             when_matched,
+            condition,
             when_not_matched,
             when_not_matched_by_source,
             by_source_filter,
@@ -866,6 +871,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             let how = data::MergeHow {
                 on,
                 when_matched,
+                condition,
                 when_not_matched,
                 by_source: when_not_matched_by_source,
                 by_source_filter,

@@ -322,9 +322,15 @@ impl Expr {
 pub(crate) fn column(e: &Sql) -> Option<String> {
     match e {
         Sql::Identifier(id) => Some(id.value.clone()),
-        Sql::CompoundIdentifier(parts) if parts.len() == 1 => {
-            parts.first().map(|p| p.value.clone())
-        }
+        // `source.v`: the column named with its qualifier (a merge_insert condition's source
+        // and target columns are named so)
+        Sql::CompoundIdentifier(parts) if !parts.is_empty() => Some(
+            parts
+                .iter()
+                .map(|p| p.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
         Sql::Nested(inner) => column(inner),
         _ => None,
     }

@@ -43,6 +43,9 @@ const OP: &str = "merge_insert";
 pub enum WhenMatched {
     /// The target row is replaced by the source row (deleted, the source row written).
     UpdateAll,
+    /// As `UpdateAll` where the caller's condition holds on the pair: every matched pair is
+    /// a [`Matched::candidates`] entry, settled by [`Matched::settle`].
+    UpdateIf,
     /// The target row is kept as it is.
     DoNothing,
     /// The target row is deleted.
@@ -124,6 +127,55 @@ pub struct Matched {
     pub inserts: Vec<u32>,
     /// Target rows probed that matched no source row, ascending (collected on request).
     pub unmatched_target: Vec<u64>,
+    /// Under `UpdateIf`: every (target row address, source row) pair that matched, in the
+    /// order probed, for the caller's condition.
+    pub candidates: Vec<(u64, u32)>,
+}
+
+impl Matched {
+    /// Under `UpdateIf`: the candidates for which `holds` (one answer per candidate, in
+    /// order) become updates; a target row two holding candidates update is refused, as
+    /// Lance refuses it ("Ambiguous merge inserts are prohibited"). `names` and
+    /// `source_keys` name the key in that message.
+    pub fn settle(
+        mut self,
+        holds: &[bool],
+        names: &[String],
+        source_keys: &[ArrayRef],
+    ) -> Result<Matched> {
+        if holds.len() != self.candidates.len() {
+            return Err(TxnError::operation(
+                OP,
+                "one condition answer per matched pair is needed",
+            ));
+        }
+        let mut updates: Vec<(u64, u32)> = self
+            .candidates
+            .iter()
+            .zip(holds)
+            .filter(|(_, h)| **h)
+            .map(|(c, _)| *c)
+            .collect();
+        updates.sort_unstable();
+        if let Some(w) = updates
+            .windows(2)
+            .find(|w| w.first().map(|a| a.0) == w.get(1).map(|b| b.0))
+        {
+            let s = w.first().map_or(0, |p| p.1 as usize);
+            return Err(TxnError::operation(
+                OP,
+                format!(
+                    "Ambiguous merge inserts are prohibited: multiple source rows match the \
+                     same target row on ({}). Please ensure each target row is matched by at \
+                     most one source row.",
+                    key_text(names, source_keys, s)
+                ),
+            ));
+        }
+        self.updates = updates;
+        self.candidates = Vec::new();
+        Ok(self)
+    }
 }
 
 impl SourceKeys {
@@ -307,6 +359,11 @@ impl Matching<'_> {
             }
             match self.rules.when_matched {
                 WhenMatched::UpdateAll => self.out.updates.push((address, first)),
+                WhenMatched::UpdateIf => {
+                    for s in std::iter::once(&first).chain(others) {
+                        self.out.candidates.push((address, *s));
+                    }
+                }
                 WhenMatched::Delete => self.out.deletes.push(address),
                 WhenMatched::Fail => {
                     return Err(TxnError::operation(
@@ -573,6 +630,27 @@ mod tests {
         let mut m = source.matching(rules(WhenMatched::DoNothing));
         m.probe(&[ints(&[Some(2)])], &[0]).unwrap();
         assert!(m.finish().inserts.is_empty());
+    }
+
+    #[test]
+    fn a_conditional_update_settles_its_candidates() {
+        let names = vec!["id".to_string()];
+        let keys = ints(&[Some(2), Some(2), Some(3)]);
+        let source = SourceKeys::new(&names, std::slice::from_ref(&keys)).unwrap();
+        let mut m = source.matching(rules(WhenMatched::UpdateIf));
+        m.probe(&[ints(&[Some(3), Some(2)])], &[7, 8]).unwrap();
+        let out = m.finish();
+        assert_eq!(out.candidates, vec![(7, 2), (8, 0), (8, 1)]);
+        // one of the two pairs on row 8 holds: fine; both: ambiguous
+        let settled = out
+            .clone()
+            .settle(&[true, false, true], &names, std::slice::from_ref(&keys))
+            .unwrap();
+        assert_eq!(settled.updates, vec![(7, 2), (8, 1)]);
+        let e = out
+            .settle(&[false, true, true], &names, std::slice::from_ref(&keys))
+            .unwrap_err();
+        assert!(e.to_string().contains("(id = 2)"), "{e}");
     }
 
     #[test]

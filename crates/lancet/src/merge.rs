@@ -52,6 +52,8 @@ pub struct MergeInsert<'a> {
     when_matched: WhenMatched,
     insert_not_matched: bool,
     by_source: BySource,
+    /// The condition of `WhenMatched::UpdateIf`.
+    condition: Option<Filter>,
     use_index: bool,
     retries: u32,
 }
@@ -75,6 +77,7 @@ impl Dataset {
             when_matched: WhenMatched::DoNothing,
             insert_not_matched: false,
             by_source: BySource::Keep,
+            condition: None,
             use_index: true,
             retries: 10,
         }
@@ -85,6 +88,15 @@ impl MergeInsert<'_> {
     /// A matched target row is replaced by the source row.
     pub fn when_matched_update_all(mut self) -> Self {
         self.when_matched = WhenMatched::UpdateAll;
+        self
+    }
+
+    /// A matched target row is replaced by the source row where `condition` is TRUE on the
+    /// pair: a filter over `source.COL` and `target.COL` (Lance's `when_matched_update_all`
+    /// with a condition, e.g. `source.updated_at > target.updated_at`).
+    pub fn when_matched_update_if(mut self, condition: Filter) -> Self {
+        self.when_matched = WhenMatched::UpdateIf;
+        self.condition = Some(condition);
         self
     }
 
@@ -277,7 +289,13 @@ impl MergeInsert<'_> {
             };
             matching.probe(&columns, &addresses)?;
         }
-        let matched = matching.finish();
+        let mut matched = matching.finish();
+        if let (WhenMatched::UpdateIf, Some(condition)) = (self.when_matched, &self.condition) {
+            let holds = self
+                .condition_holds(base, &fragments, source, &matched.candidates, condition)
+                .await?;
+            matched = matched.settle(&holds, &self.on, &key_columns)?;
+        }
 
         let mut deletes: RoaringTreemap = matched.deletes.iter().copied().collect();
         let mut deleted_rows = matched.deletes.len() as u64;
@@ -359,6 +377,109 @@ impl MergeInsert<'_> {
             deleted_rows,
             committed,
         })
+    }
+
+    /// Whether `condition` is TRUE on each matched (target row, source row) pair: its
+    /// `source.COL` columns taken from the source, its `target.COL` columns read from the
+    /// target rows (once each).
+    async fn condition_holds(
+        &self,
+        base: &Dataset,
+        fragments: &[DataFragment],
+        source: &RecordBatch,
+        pairs: &[(u64, u32)],
+        condition: &Filter,
+    ) -> Result<Vec<bool>> {
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: format!("merge_insert condition {:?}", condition.text()),
+            reason,
+        };
+        let mut wanted_source = Vec::new();
+        let mut wanted_target = Vec::new();
+        for c in condition.columns() {
+            match c.split_once('.') {
+                Some(("source", name)) => wanted_source.push(name.to_string()),
+                Some(("target", name)) => wanted_target.push(name.to_string()),
+                _ => {
+                    return Err(invalid(format!(
+                        "column {c:?} is neither source.COL nor target.COL"
+                    )))
+                }
+            }
+        }
+        wanted_source.sort();
+        wanted_source.dedup();
+        wanted_target.sort();
+        wanted_target.dedup();
+        let mut fields = Vec::new();
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        let order: Vec<u32> = pairs.iter().map(|(_, s)| *s).collect();
+        let from_source = take(source, order)?;
+        for name in &wanted_source {
+            let (i, f) = from_source
+                .schema()
+                .column_with_name(name)
+                .map(|(i, f)| (i, f.clone()))
+                .ok_or_else(|| invalid(format!("the table has no column {name:?}")))?;
+            fields.push(f.with_name(format!("source.{name}")));
+            columns.extend(from_source.columns().get(i).cloned());
+        }
+        if !wanted_target.is_empty() {
+            let projection = base
+                .projection(Some(&wanted_target))
+                .map_err(|e| invalid(e.to_string()))?;
+            // each target row read once, by fragment, then lined up with the pairs
+            let mut rows: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            let mut parts = Vec::new();
+            for run in rows.chunk_by(|a, b| RowAddress::split(*a).0 == RowAddress::split(*b).0) {
+                let Some(&first) = run.first() else { continue };
+                let fragment = RowAddress::split(first).0;
+                let f = find(fragments, u64::from(fragment)).ok_or_else(|| {
+                    Error::Internal(format!("matched fragment {fragment} is gone"))
+                })?;
+                let offsets: Vec<u64> = run
+                    .iter()
+                    .map(|a| u64::from(RowAddress::split(*a).1))
+                    .collect();
+                parts.push(base.read_rows(f, &projection, Rows::At(&offsets)).await?);
+            }
+            let schema = Arc::new(Schema::new(
+                projection
+                    .iter()
+                    .map(|c| c.field.clone())
+                    .collect::<Vec<_>>(),
+            ));
+            let read = arrow_select::concat::concat_batches(&schema, &parts)
+                .map_err(|e| Error::Internal(format!("target rows: {e}")))?;
+            let at: Vec<u32> = pairs
+                .iter()
+                .map(|(a, _)| rows.binary_search(a).map_or(0, |i| i as u32))
+                .collect();
+            let lined = take(&read, at)?;
+            for (c, column) in projection.iter().zip(lined.columns()) {
+                fields.push(
+                    c.field
+                        .as_ref()
+                        .clone()
+                        .with_name(format!("target.{}", c.field.name())),
+                );
+                columns.push(column.clone());
+            }
+        }
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            columns,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(pairs.len())),
+        )
+        .map_err(|e| invalid(e.to_string()))?;
+        let truth = lancet_btree::evaluate_filter(condition, &batch)
+            .await
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok((0..pairs.len() as u64)
+            .map(|i| truth.true_ids.contains(i))
+            .collect())
     }
 
     fn key_columns(&self, source: &RecordBatch) -> Result<Vec<ArrayRef>> {

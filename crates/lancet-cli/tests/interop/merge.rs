@@ -141,6 +141,79 @@ fn deletes_and_insert_only_merges_equal_pylances() {
     );
 }
 
+/// `when_matched_update_all(condition)`: only the pairs where the condition over `source.*`
+/// and `target.*` holds are updated, as pylance updates them; a condition that holds for two
+/// source rows of one target row is ambiguous, one that holds for one of them is not.
+#[test]
+fn conditional_updates_equal_pylances() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, twin) = twins(
+            dir.path(),
+            json!({"rows": 100, "files": 3, "stable": stable}),
+        );
+        let keys: Vec<Value> = (0..400).step_by(3).map(|k| json!(k)).collect();
+        let from = source(dir.path(), "a.parquet", &Value::Array(keys), 1);
+        let condition = "target.v >= 50 AND source.v > target.v";
+        both(
+            &mine,
+            &twin,
+            &from,
+            json!({"condition": condition}),
+            &["--condition", condition],
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mine, _) = twins(dir.path(), json!({"rows": 50, "files": 1}));
+    // key 7 twice: tag 1 rows are `v = 1000007`; only one of them is above 1000010 - 3
+    let dup = source(dir.path(), "dup.parquet", &json!([7, 7, 8]), 1);
+    let m = mine.as_str();
+    refused(
+        &[
+            "merge-insert",
+            m,
+            "--from",
+            &dup,
+            "--on",
+            "id",
+            "--condition",
+            "source.v > target.v",
+        ],
+        "Ambiguous merge inserts are prohibited",
+        m,
+    );
+    refused(
+        &[
+            "merge-insert",
+            m,
+            "--from",
+            &dup,
+            "--on",
+            "id",
+            "--condition",
+            "v > 1",
+        ],
+        "neither source.COL nor target.COL",
+        m,
+    );
+    let out: Value = serde_json::from_str(&lancet(&[
+        "merge-insert",
+        m,
+        "--from",
+        &dup,
+        "--on",
+        "id",
+        "--condition",
+        "source.id > 7",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (out["updated_rows"].clone(), out["inserted_rows"].clone()),
+        (json!(1), json!(0))
+    );
+}
+
 #[test]
 fn bad_merges_are_refused_with_nothing_published() {
     let dir = tempfile::tempdir().unwrap();
