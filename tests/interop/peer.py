@@ -665,6 +665,14 @@ def branches(uri, action, name=None, version=None):
         b = ds.checkout_version((name, None))
         cols, rows = rows_of(b.to_table())
         return {"version": b.version, "columns": cols, "rows": rows}
+    elif action == "create-from":
+        # a branch of branch `version` ("PARENT:V"): pylance's create_branch((parent, v))
+        parent, v = version.split(":")
+        ds.create_branch(name, (parent, int(v)))
+    elif action == "tag":
+        # tag `name` on "BRANCH:V"
+        branch, v = version.split(":")
+        ds.tags.create(name, (branch, int(v)))
     elif action == "append":
         b = ds.checkout_version((name, None))
         ids = list(range(int(version), int(version) + 5))

@@ -212,6 +212,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Columns to print, comma-separated, in this order.
         #[arg(long, value_delimiter = ',')]
         columns: Option<Vec<String>>,
@@ -257,6 +260,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         #[arg(long = "row-ids", num_args = 1.., required = true)]
         row_ids: Vec<u64>,
         #[arg(long, value_delimiter = ',')]
@@ -288,6 +294,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Print one JSON object instead of a summary.
         #[arg(long)]
         json: bool,
@@ -302,6 +311,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -336,6 +348,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Print `{"valid","version","rule","object","detail"}` on stdout.
         #[arg(long)]
         json: bool,
@@ -368,6 +383,9 @@ enum Command {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
     },
     /// Publish the next version with version N's content (Lance's Restore): the way back from
     /// a bad version. max_fragment_id and next_row_id are not lowered.
@@ -535,6 +553,9 @@ enum TreeCommand {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -550,6 +571,9 @@ enum FriCommand {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -577,6 +601,9 @@ enum FriCommand {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -593,6 +620,9 @@ enum IndexCommand {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -610,6 +640,9 @@ enum IndexCommand {
         /// Open the version this tag names (`lancet tag list`) instead.
         #[arg(long, conflicts_with = "version")]
         tag: Option<String>,
+        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+        #[arg(long, conflicts_with = "tag")]
+        branch: Option<String>,
         #[arg(long)]
         json: bool,
         /// The index's raw answer, without applying deletion vectors.
@@ -645,11 +678,12 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
             dataset,
             version,
             tag,
+            branch,
             json,
             check_previous,
             data,
         } => {
-            let version = tag::at(&dataset, version, tag).await?;
+            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
             verify::run(&dataset, version, json, check_previous, data).await
         }
         Command::Tree { command } => done(match command {
@@ -657,9 +691,10 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
                 dataset,
                 version,
                 tag,
+                branch,
                 json,
-            } => match tag::at(&dataset, version, tag).await {
-                Ok(version) => tree::show(&dataset, version, json).await,
+            } => match tag::at(&dataset, version, tag, branch).await {
+                Ok((dataset, version)) => tree::show(&dataset, version, json).await,
                 Err(e) => Err(e),
             },
             TreeCommand::Convert {
@@ -920,6 +955,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             dataset,
             version,
             tag,
+            branch,
             columns,
             filter,
             with_row_id,
@@ -929,8 +965,9 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             format,
             output,
         } => {
+            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
             let scan = data::Scan {
-                version: tag::at(&dataset, version, tag).await?,
+                version,
                 filter,
                 with_row_id,
                 with_row_address,
@@ -948,6 +985,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             dataset,
             version,
             tag,
+            branch,
             row_ids,
             columns,
             format,
@@ -958,7 +996,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 format,
                 path: output.as_deref(),
             };
-            let version = tag::at(&dataset, version, tag).await?;
+            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
             data::take(&dataset, version, &row_ids, out).await
         }
         Command::Changes {
@@ -980,21 +1018,23 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             dataset,
             version,
             tag,
+            branch,
             json,
         } => {
-            let version = tag::at(&dataset, version, tag).await?;
+            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
             inspect::run(&dataset, version, json).await
         }
         Command::Rowid {
             dataset,
             version,
             tag,
+            branch,
             json,
             lookup,
             segments,
             versions,
         } => {
-            let version = tag::at(&dataset, version, tag).await?;
+            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
             rowid::run(&dataset, version, json, &lookup, segments, versions).await
         }
         Command::Tag { command } => tag::run(command).await,
@@ -1004,9 +1044,10 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 dataset,
                 version,
                 tag,
+                branch,
                 json,
             } => {
-                let version = tag::at(&dataset, version, tag).await?;
+                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
                 index::list(&dataset, version, json).await
             }
             IndexCommand::Search {
@@ -1014,10 +1055,11 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 filter,
                 version,
                 tag,
+                branch,
                 json,
                 no_deletions,
             } => {
-                let version = tag::at(&dataset, version, tag).await?;
+                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
                 index::search(&dataset, version, &filter, json, no_deletions).await
             }
             IndexCommand::Build {
@@ -1036,18 +1078,20 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 dataset,
                 version,
                 tag,
+                branch,
                 ..
             } => {
-                let version = tag::at(&dataset, version, tag).await?;
+                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
                 fri::show(&dataset, version).await
             }
             FriCommand::Translate {
                 dataset,
                 version,
                 tag,
+                branch,
                 ..
             } => {
-                let version = tag::at(&dataset, version, tag).await?;
+                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
                 fri::translate(&dataset, version).await
             }
             FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
@@ -1064,8 +1108,9 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             target,
             version,
             tag,
+            branch,
         } => {
-            let version = tag::at(&source, version, tag).await?;
+            let (source, version) = tag::at(&source, version, tag, branch).await?;
             cleanup::clone(&source, &target, version).await
         }
         Command::Verify { .. }

@@ -83,6 +83,9 @@ pub enum BranchCommand {
     },
     /// Every branch: one JSON line each, `{"name", "parent_branch", "parent_version"}`.
     List { dataset: String },
+    /// Delete a branch and its versions (refused while a branch forks from it or a tag
+    /// names one of its versions).
+    Delete { dataset: String, name: String },
 }
 
 /// `lancet branch ...`.
@@ -100,6 +103,14 @@ pub async fn branch(command: BranchCommand) -> Result<(), CliError> {
                 serde_json::json!({ "name": name, "uri": made.dataset.uri(), "version": made.version() })
             );
         }
+        BranchCommand::Delete { dataset, name } => {
+            Dataset::open(&dataset)
+                .await?
+                .branches()
+                .delete(&name)
+                .await?;
+            println!("{}", serde_json::json!({ "deleted": name }));
+        }
         BranchCommand::List { dataset } => {
             for b in Dataset::open(&dataset).await?.branches().list().await? {
                 println!(
@@ -116,23 +127,49 @@ pub async fn branch(command: BranchCommand) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The version a read command opens: `version`, or the one tag `tag` names.
+/// The table and version a read command opens: `version` of `uri`, or of branch `branch`
+/// (its root under `uri`), or the version tag `tag` names (on the main line or on the branch
+/// the tag records).
 pub async fn at(
     uri: &str,
     version: Option<u64>,
     tag: Option<String>,
-) -> Result<Option<u64>, CliError> {
-    match tag {
-        None => Ok(version),
-        Some(name) => {
-            let tag = Dataset::open(uri).await?.tags().get(&name).await?;
-            if let Some(branch) = tag.branch {
-                return Err(CliError::Usage(format!(
-                    "tag {name:?} names version {} of branch {branch:?}; lancet reads tags of the main line",
-                    tag.version
-                )));
+    branch: Option<String>,
+) -> Result<(String, Option<u64>), CliError> {
+    let root = |branch: &str| -> Result<String, CliError> {
+        lancet::paths::refs::check_branch_name(branch)?;
+        Ok(format!(
+            "{}/{}/{branch}",
+            uri.trim_end_matches('/'),
+            lancet::paths::refs::BRANCH_TREES_DIR
+        ))
+    };
+    match (tag, branch) {
+        (None, None) => Ok((uri.to_string(), version)),
+        (None, Some(branch)) => {
+            // a branch no reference names is not opened
+            let main = Dataset::open(uri).await?;
+            if !main
+                .branches()
+                .list()
+                .await?
+                .iter()
+                .any(|b| b.name == branch)
+            {
+                return Err(lancet::paths::PathsError::RefNotFound {
+                    what: "branch",
+                    name: branch,
+                }
+                .into());
             }
-            Ok(Some(tag.version))
+            Ok((root(&branch)?, version))
+        }
+        (Some(name), _) => {
+            let tag = Dataset::open(uri).await?.tags().get(&name).await?;
+            match tag.branch {
+                Some(branch) => Ok((root(&branch)?, Some(tag.version))),
+                None => Ok((uri.to_string(), Some(tag.version))),
+            }
         }
     }
 }

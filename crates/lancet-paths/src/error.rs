@@ -75,8 +75,16 @@ pub enum PathsError {
     #[error("invalid reference name {name:?}: {rule}")]
     InvalidRef { name: String, rule: &'static str },
     /// A tag that does not exist.
-    #[error("tag {name:?} does not exist")]
-    RefNotFound { name: String },
+    /// A tag or branch that does not exist (`what`: "tag" or "branch").
+    #[error("{what} {name:?} does not exist")]
+    RefNotFound { what: &'static str, name: String },
+    /// A tag or branch others depend on (`by` says which), not deleted.
+    #[error("{what} {name:?} is in use by {by}")]
+    RefInUse {
+        what: &'static str,
+        name: String,
+        by: String,
+    },
     /// A tag or branch that exists already (`what`: "tag" or "branch").
     #[error("{what} {name:?} already exists")]
     RefExists { what: &'static str, name: String },
@@ -124,7 +132,9 @@ impl PathsError {
             | PathsError::VersionNotFound { .. }
             | PathsError::RefNotFound { .. } => ErrorKind::NotFound,
             PathsError::Store { .. } => ErrorKind::Unavailable,
-            PathsError::AlreadyExists { .. } | PathsError::RefExists { .. } => ErrorKind::Conflict,
+            PathsError::AlreadyExists { .. }
+            | PathsError::RefExists { .. }
+            | PathsError::RefInUse { .. } => ErrorKind::Conflict,
             _ => ErrorKind::Corrupt,
         }
     }

@@ -209,6 +209,7 @@ async fn read_tag_file(
         Ok(size) => size,
         Err(PathsError::NotFound { .. }) => {
             return Err(PathsError::RefNotFound {
+                what: "tag",
                 name: name.to_string(),
             })
         }
@@ -404,6 +405,21 @@ pub async fn create_branch_ref(
             parent_branch: None,
             parent_version,
         }),
+    }
+}
+
+/// Deletes branch `name`'s reference (a missing one is [`PathsError::RefNotFound`]), as
+/// Lance's `branches.delete` does first; its versions under [`Branch::root`] are the caller's
+/// to delete.
+pub async fn delete_branch_ref(store: &DatasetStore, name: &str) -> Result<()> {
+    let path = branch_ref_path(store, name)?;
+    match store.size(&path).await {
+        Ok(_) => store.delete(&path).await,
+        Err(PathsError::NotFound { .. }) => Err(PathsError::RefNotFound {
+            what: "branch",
+            name: name.to_string(),
+        }),
+        Err(e) => Err(e),
     }
 }
 

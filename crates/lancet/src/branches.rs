@@ -2,8 +2,8 @@
 //! and the branch's own versions live under `tree/{name}/`, the first a shallow clone of the
 //! parent version (its manifest and Clone transaction naming the branch), so data files are
 //! shared through a base path. pylance lists, reads and writes lancet's branches, and lancet
-//! pylance's; a branch is opened as its own dataset root (`Branches::checkout`) and written
-//! like any table.
+//! pylance's; a branch is opened as its own dataset root (`Branches::checkout`), written
+//! like any table, and deleted with its versions (`Branches::delete`).
 
 use lancet_paths::refs::{self, Branch};
 
@@ -71,6 +71,71 @@ impl Branches<'_> {
         Ok(committed)
     }
 
+    /// Deletes branch `name`, as Lance 14.0.2's `branches.delete`: refused (`Conflict`, nothing
+    /// deleted) while another branch forks from it or a tag names one of its versions; else
+    /// its reference goes first (it is no longer listed, opened or kept by cleanup), then
+    /// every object under its root. A missing branch is `NotFound`.
+    pub async fn delete(self, name: &str) -> Result<()> {
+        refs::check_branch_name(name)?;
+        let store = self.ds.store();
+        let branches = refs::list_branches(store).await?;
+        if !branches.iter().any(|b| b.name == name) {
+            return Err(lancet_paths::PathsError::RefNotFound {
+                what: "branch",
+                name: name.to_string(),
+            }
+            .into());
+        }
+        let in_use = |by: String| -> crate::error::Error {
+            lancet_paths::PathsError::RefInUse {
+                what: "branch",
+                name: name.to_string(),
+                by,
+            }
+            .into()
+        };
+        if let Some(child) = branches
+            .iter()
+            .find(|b| b.parent_branch.as_deref() == Some(name))
+        {
+            return Err(in_use(format!(
+                "branch {:?}, which forks from it",
+                child.name
+            )));
+        }
+        if let Some(tag) = refs::list_tags(store)
+            .await?
+            .into_iter()
+            .find(|t| t.branch.as_deref() == Some(name))
+        {
+            return Err(in_use(format!(
+                "tag {:?} (version {})",
+                tag.name, tag.version
+            )));
+        }
+        refs::delete_branch_ref(store, name).await?;
+        // a branch named `{name}/...` keeps its versions, which live under this root
+        let nested: Vec<String> = branches
+            .iter()
+            .filter(|b| b.name.starts_with(&format!("{name}/")))
+            .map(|b| format!("{}/", b.root()))
+            .collect();
+        let root = format!("{}/{name}/", refs::BRANCH_TREES_DIR);
+        for object in store.list(&root).await? {
+            let kept = store
+                .relative(&object.location)
+                .is_some_and(|r| nested.iter().any(|n| r.starts_with(n.as_str())));
+            if !kept {
+                store.delete(&object.location).await?;
+            }
+        }
+        // a local table also loses the directories left empty (object stores have none)
+        if let Some(local) = store.local_root() {
+            remove_empty_dirs(&local.join(refs::BRANCH_TREES_DIR).join(name));
+        }
+        Ok(())
+    }
+
     /// The latest version of branch `name`, opened (a dataset root of its own).
     pub async fn checkout(self, name: &str) -> Result<Dataset> {
         refs::check_branch_name(name)?;
@@ -85,4 +150,18 @@ impl Branches<'_> {
             refs::BRANCH_TREES_DIR
         )
     }
+}
+
+/// Removes `dir` and the directories below it that hold nothing (bottom up); a directory
+/// still holding a file (a nested branch's) stays, as does anything that cannot be read.
+fn remove_empty_dirs(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&entry.path());
+            }
+        }
+    }
+    // fails, harmlessly, when the directory is not empty
+    let _ = std::fs::remove_dir(dir);
 }

@@ -193,3 +193,79 @@ fn branches_are_shared_with_pylance_both_ways() {
     assert!(!dir.path().join("t/tree/far").exists());
     assert!(!dir.path().join("t/tree/main").exists());
 }
+
+/// Issue 32, branches: pylance forks a branch from a branch and tags a branch's version;
+/// lancet reads either with `--branch` / `--tag` as pylance reads it; deleting a branch
+/// others fork from, or one a tag names, is refused with nothing deleted; deleting the rest
+/// removes their references and versions, and pylance lists none.
+#[test]
+fn branches_of_branches_tags_on_branches_and_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let uri = uri.to_str().unwrap();
+    peer(&["create", uri, "30"]);
+    lancet(&["branch", "create", uri, "feat"]);
+    peer(&["branches", uri, "append", "feat", "500"]);
+    // `create` makes versions 1 and 2: feat forks from 2 and its append is 3
+    peer(&["branches", uri, "create-from", "sub", "feat:3"]);
+    peer(&["branches", uri, "append", "sub", "600"]);
+    let count = |args: &[&str]| lancet(args).lines().count();
+    for (branch, version) in [("feat", "3"), ("sub", "4")] {
+        let theirs = peer(&["branches", uri, "rows", branch]);
+        assert_eq!(theirs["version"].to_string(), version);
+        let mine = count(&["scan", uri, "--branch", branch, "--format", "jsonl"]);
+        assert_eq!(mine, theirs["rows"].as_array().unwrap().len(), "{branch}");
+    }
+    // an older version of a branch, and a tag on one
+    let at_fork = count(&[
+        "scan",
+        uri,
+        "--branch",
+        "feat",
+        "--version",
+        "2",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(
+        at_fork,
+        peer(&["scan", uri, "2"])["rows"].as_array().unwrap().len()
+    );
+    peer(&["branches", uri, "tag", "t-sub", "sub:4"]);
+    assert_eq!(
+        count(&["scan", uri, "--tag", "t-sub", "--format", "jsonl"]),
+        count(&["scan", uri, "--branch", "sub", "--format", "jsonl"])
+    );
+    // refused while in use; a missing branch is not found
+    let refused = super::schema::refused;
+    refused(
+        &["branch", "delete", uri, "feat"],
+        "in use by branch \"sub\"",
+        uri,
+    );
+    refused(
+        &["branch", "delete", uri, "sub"],
+        "in use by tag \"t-sub\"",
+        uri,
+    );
+    refused(
+        &["branch", "delete", uri, "nope"],
+        "branch \"nope\" does not exist",
+        uri,
+    );
+    refused(
+        &["scan", uri, "--branch", "nope"],
+        "branch \"nope\" does not exist",
+        uri,
+    );
+    assert!(dir.path().join("t/tree/feat").exists());
+    lancet(&["tag", "delete", uri, "t-sub"]);
+    for b in ["sub", "feat"] {
+        lancet(&["branch", "delete", uri, b]);
+        assert!(!dir.path().join("t/tree").join(b).exists(), "{b}");
+    }
+    assert_eq!(peer(&["branches", uri, "list"])["branches"], json!({}));
+    // the main line is untouched
+    lancet(&["verify", uri, "--data"]);
+    assert_eq!(peer(&["scan", uri])["version"], 2);
+}
