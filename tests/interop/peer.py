@@ -669,6 +669,11 @@ def branches(uri, action, name=None, version=None):
         # a branch of branch `version` ("PARENT:V"): pylance's create_branch((parent, v))
         parent, v = version.split(":")
         ds.create_branch(name, (parent, int(v)))
+    elif action == "delete":
+        try:
+            ds.branches.delete(name)
+        except Exception as e:  # refused: its message
+            return {"refused": str(e)}
     elif action == "tag":
         # tag `name` on "BRANCH:V"
         branch, v = version.split(":")

@@ -80,6 +80,9 @@ pub enum BranchCommand {
         name: String,
         #[arg(long)]
         version: Option<u64>,
+        /// Fork from this branch (its `--version`, or latest) instead of the main line.
+        #[arg(long)]
+        from_branch: Option<String>,
     },
     /// Every branch: one JSON line each, `{"name", "parent_branch", "parent_version"}`.
     List { dataset: String },
@@ -95,9 +98,13 @@ pub async fn branch(command: BranchCommand) -> Result<(), CliError> {
             dataset,
             name,
             version,
+            from_branch,
         } => {
             let ds = Dataset::open(&dataset).await?;
-            let made = ds.branches().create(&name, version).await?;
+            let made = match from_branch {
+                None => ds.branches().create(&name, version).await?,
+                Some(parent) => ds.branches().create_from(&name, &parent, version).await?,
+            };
             println!(
                 "{}",
                 serde_json::json!({ "name": name, "uri": made.dataset.uri(), "version": made.version() })

@@ -360,31 +360,60 @@ pub fn branch_ref_path(store: &DatasetStore, name: &str) -> Result<object_store:
     Ok(store.path(&format!("{BRANCHES_DIR}/{name}.json")))
 }
 
-/// Records branch `name`, forked from `parent_version` of the main line whose manifest is
-/// `manifest_size` bytes, in the JSON Lance writes (put-if-absent: an existing branch is
-/// [`PathsError::RefExists`]). The branch's versions are written under
-/// [`Branch::root`] by the caller.
+/// Records branch `name`, forked from `parent_version` of `parent_branch` (the main line
+/// when `None`) whose manifest is `manifest_size` bytes, in the JSON Lance writes: its
+/// identifier is the parent's version mapping with this fork appended, as Lance's
+/// `BranchIdentifier::new` builds it (put-if-absent: an existing branch is
+/// [`PathsError::RefExists`]; a missing parent branch [`PathsError::RefNotFound`]). The
+/// branch's versions are written under [`Branch::root`] by the caller.
 pub async fn create_branch_ref(
     store: &DatasetStore,
     name: &str,
+    parent_branch: Option<&str>,
     parent_version: u64,
     manifest_size: u64,
 ) -> Result<Branch> {
     let path = branch_ref_path(store, name)?;
-    let identifier = crate::ObjectUuid::new_v4().as_bytes().iter().fold(
+    let fresh = crate::ObjectUuid::new_v4().as_bytes().iter().fold(
         String::with_capacity(32),
         |mut s, b| {
             s.push_str(&format!("{b:02x}"));
             s
         },
     );
+    let mut mapping: Vec<serde_json::Value> = match parent_branch {
+        None => Vec::new(),
+        Some(parent) => {
+            let parent_path = branch_ref_path(store, parent)?;
+            let bytes = match store.get(&parent_path, None).await {
+                Err(PathsError::NotFound { .. }) => {
+                    return Err(PathsError::RefNotFound {
+                        what: "branch",
+                        name: parent.to_string(),
+                    })
+                }
+                other => other?,
+            };
+            let parent_json: serde_json::Value =
+                serde_json::from_slice(&bytes).map_err(|e| PathsError::InvalidUri {
+                    uri: parent.to_string(),
+                    reason: format!("branch JSON: {e}"),
+                })?;
+            parent_json
+                .pointer("/identifier/version_mapping")
+                .and_then(|m| m.as_array())
+                .cloned()
+                .unwrap_or_default()
+        }
+    };
+    mapping.push(serde_json::json!([parent_version, fresh]));
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let body = serde_json::json!({
-        "parentBranch": null,
-        "identifier": {"version_mapping": [[parent_version, identifier]]},
+        "parentBranch": parent_branch,
+        "identifier": {"version_mapping": mapping},
         "parentVersion": parent_version,
         "createAt": secs,
         "manifestSize": manifest_size,
@@ -402,7 +431,7 @@ pub async fn create_branch_ref(
         Err(e) => Err(e),
         Ok(_) => Ok(Branch {
             name: name.to_string(),
-            parent_branch: None,
+            parent_branch: parent_branch.map(str::to_string),
             parent_version,
         }),
     }
@@ -529,8 +558,12 @@ mod tests {
     async fn a_branch_is_recorded_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
-        create_branch_ref(&store, "dev", 3, 100).await.unwrap();
-        let e = create_branch_ref(&store, "dev", 4, 100).await.unwrap_err();
+        create_branch_ref(&store, "dev", None, 3, 100)
+            .await
+            .unwrap();
+        let e = create_branch_ref(&store, "dev", None, 4, 100)
+            .await
+            .unwrap_err();
         assert!(
             matches!(e, PathsError::RefExists { what: "branch", .. }),
             "{e}"

@@ -30,22 +30,60 @@ impl Branches<'_> {
         Ok(refs::list_branches(self.ds.store()).await?)
     }
 
-    /// Creates branch `name` from `version` of the main line (this handle's when `None`; a
-    /// branch of a branch is `Unsupported`):
+    /// Creates branch `name` from `version` of the main line (this handle's when `None`):
     /// its first version under `tree/{name}/`, then its reference. A name Lance refuses is
     /// `InvalidInput`, an existing branch `Conflict`, a missing version `NotFound`, with
-    /// nothing written.
+    /// nothing written. Through a branch's handle, see [`Branches::create_from`].
     pub async fn create(self, name: &str, version: Option<u64>) -> Result<Committed> {
-        refs::check_branch_name(name)?;
         if let Some(branch) = &self.ds.manifest().branch {
             return Err(crate::error::Error::Unsupported {
                 uri: self.ds.uri().to_string(),
                 version: self.ds.version(),
                 rule: format!(
-                    "this handle is branch {branch:?}; lancet creates branches from the main line"
+                    "this handle is branch {branch:?}; create from the main line's handle, \
+                     with `create_from` for a branch of a branch"
                 ),
             });
         }
+        let parent = match version {
+            Some(v) if v != self.ds.version() => self.ds.checkout(v).await?,
+            _ => self.ds.clone(),
+        };
+        self.fork(name, None, parent).await
+    }
+
+    /// Creates branch `name` from `version` (its latest when `None`) of branch `parent`, as
+    /// pylance's `create_branch(name, (parent, version))`. A missing parent is `NotFound`.
+    pub async fn create_from(
+        self,
+        name: &str,
+        parent: &str,
+        version: Option<u64>,
+    ) -> Result<Committed> {
+        refs::check_branch_name(name)?;
+        if !refs::list_branches(self.ds.store())
+            .await?
+            .iter()
+            .any(|b| b.name == parent)
+        {
+            return Err(lancet_paths::PathsError::RefNotFound {
+                what: "branch",
+                name: parent.to_string(),
+            }
+            .into());
+        }
+        let head = Dataset::open(&self.root(parent)).await?;
+        let source = match version {
+            Some(v) if v != head.version() => head.checkout(v).await?,
+            _ => head,
+        };
+        self.fork(name, Some(parent), source).await
+    }
+
+    /// Branch `name`'s first version, a shallow clone of `source` (a version of `parent`, the
+    /// main line when `None`), then its reference.
+    async fn fork(self, name: &str, parent: Option<&str>, source: Dataset) -> Result<Committed> {
+        refs::check_branch_name(name)?;
         let path = refs::branch_ref_path(self.ds.store(), name)?;
         if self.ds.store().size(&path).await.is_ok() {
             return Err(lancet_paths::PathsError::RefExists {
@@ -54,18 +92,15 @@ impl Branches<'_> {
             }
             .into());
         }
-        let parent = match version {
-            Some(v) if v != self.ds.version() => self.ds.checkout(v).await?,
-            _ => self.ds.clone(),
-        };
-        let committed = parent
+        let committed = source
             .shallow_clone_inner(&self.root(name), None, Some(name))
             .await?;
         refs::create_branch_ref(
             self.ds.store(),
             name,
-            parent.version(),
-            parent.manifest_file().entry.size,
+            parent,
+            source.version(),
+            source.manifest_file().entry.size,
         )
         .await?;
         Ok(committed)

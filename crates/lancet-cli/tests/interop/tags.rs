@@ -236,6 +236,23 @@ fn branches_of_branches_tags_on_branches_and_deletion() {
         count(&["scan", uri, "--tag", "t-sub", "--format", "jsonl"]),
         count(&["scan", uri, "--branch", "sub", "--format", "jsonl"])
     );
+    // lancet forks a branch from pylance's branch: pylance reads it, and its identifier
+    // extends the parent's (pylance refuses to delete the parent while it exists)
+    lancet(&["branch", "create", uri, "sub2", "--from-branch", "sub"]);
+    let theirs = peer(&["branches", uri, "rows", "sub2"]);
+    assert_eq!(theirs["version"], 4);
+    assert_eq!(
+        count(&["scan", uri, "--branch", "sub2", "--format", "jsonl"]),
+        theirs["rows"].as_array().unwrap().len()
+    );
+    assert_eq!(peer(&["branches", uri, "list"])["branches"]["sub2"], 4);
+    let refusal = peer(&["branches", uri, "delete", "sub"]);
+    assert!(
+        refusal["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("referenced")),
+        "{refusal}"
+    );
     // refused while in use; a missing branch is not found
     let refused = super::schema::refused;
     refused(
@@ -243,6 +260,12 @@ fn branches_of_branches_tags_on_branches_and_deletion() {
         "in use by branch \"sub\"",
         uri,
     );
+    refused(
+        &["branch", "delete", uri, "sub"],
+        "in use by branch \"sub2\"",
+        uri,
+    );
+    lancet(&["branch", "delete", uri, "sub2"]);
     refused(
         &["branch", "delete", uri, "sub"],
         "in use by tag \"t-sub\"",
