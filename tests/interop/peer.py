@@ -755,9 +755,28 @@ def lineage(uri):
             "fragments": [[f.fragment_id, f.physical_rows] for f in ds.get_fragments()]}
 
 
+def maps(uri, action=None):
+    """The table's config, metadata, schema metadata and field metadata; with `action`
+    `pylance`, pylance makes the changes the interop test makes with lancet first."""
+    ds = lance.dataset(uri)
+    if action == "pylance":
+        ds.update_config({"lance.test": "1", "gone": "x"})
+        ds.update_config({"gone": None})
+        ds.update_metadata({"owner": "a", "team": "b"})
+        ds.update_metadata({"only": "c"}, replace=True)
+        ds.update_schema_metadata({"s": "1"})
+        ds.update_field_metadata({"v": {"unit": "ms"}})
+        ds = lance.dataset(uri)
+    fields = {f.name: {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+              for f in ds.schema}
+    schema = {k.decode(): v.decode() for k, v in (ds.schema.metadata or {}).items()}
+    return {"config": ds.config(), "metadata": ds.metadata, "schema": schema, "fields": fields,
+            "version": ds.version}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage, "maps": maps}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

@@ -245,6 +245,44 @@ pub async fn delete(uri: &str, filter: &str, json: bool) -> Result<(), CliError>
     Ok(())
 }
 
+/// `lancet metadata`.
+pub async fn update_metadata(
+    uri: &str,
+    target: lancet::MetadataTarget<'_>,
+    set: &[String],
+    remove: &[String],
+    replace: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let mut entries: Vec<(&str, Option<&str>)> = Vec::new();
+    for s in set {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| CliError::Usage(format!("--set {s:?}: expected KEY=VALUE")))?;
+        entries.push((k, Some(v)));
+    }
+    entries.extend(remove.iter().map(|k| (k.as_str(), None)));
+    if entries.is_empty() && !replace {
+        return Err(CliError::Usage(
+            "nothing to change: give --set, --remove or --replace".into(),
+        ));
+    }
+    let ds = Dataset::open(uri).await?;
+    let done = ds.update_metadata(target, &entries, replace).await?;
+    match json {
+        true => println!("{}", serde_json::json!({ "version": done.version() })),
+        false => println!("updated {uri} (version {})", done.version()),
+    }
+    Ok(())
+}
+
+/// `lancet truncate`.
+pub async fn truncate(uri: &str, json: bool) -> Result<(), CliError> {
+    let done = Dataset::open(uri).await?.truncate().await?;
+    report(json, "deleted_rows", done.rows, done.version());
+    Ok(())
+}
+
 /// `lancet alter-column`.
 pub async fn alter_column(
     uri: &str,

@@ -193,6 +193,40 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Set or remove keys of the table's config, its metadata, its schema's metadata or a
+    /// field's metadata (pylance's `update_config` / `update_metadata` /
+    /// `update_schema_metadata` / `update_field_metadata`), in one UpdateConfig.
+    Metadata {
+        dataset: String,
+        /// The config (Lance's settings) instead of the table metadata.
+        #[arg(long, conflicts_with_all = ["schema", "field"])]
+        config: bool,
+        /// The schema's metadata.
+        #[arg(long, conflicts_with = "field")]
+        schema: bool,
+        /// The metadata of the field at this path (`a.b`).
+        #[arg(long)]
+        field: Option<String>,
+        /// `KEY=VALUE`, repeatable.
+        #[arg(long = "set")]
+        set: Vec<String>,
+        /// `KEY`, repeatable.
+        #[arg(long = "remove")]
+        remove: Vec<String>,
+        /// Make the map exactly the `--set` entries.
+        #[arg(long)]
+        replace: bool,
+        /// Print exactly `{"version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete every row (pylance's `truncate_table`): schema, indexes and history stay.
+    Truncate {
+        dataset: String,
+        /// Print exactly `{"deleted_rows": N, "version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Set columns on the rows where a filter is TRUE (`--set 'x = x * 2'`, repeatable).
     Update {
         dataset: String,
@@ -914,6 +948,25 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             };
             data::merge_insert(&dataset, &from, how, json).await
         }
+        Command::Metadata {
+            dataset,
+            config,
+            schema,
+            field,
+            set,
+            remove,
+            replace,
+            json,
+        } => {
+            let target = match (config, schema, field.as_deref()) {
+                (true, _, _) => lancet::MetadataTarget::Config,
+                (_, true, _) => lancet::MetadataTarget::Schema,
+                (_, _, Some(path)) => lancet::MetadataTarget::Field(path),
+                _ => lancet::MetadataTarget::Table,
+            };
+            data::update_metadata(&dataset, target, &set, &remove, replace, json).await
+        }
+        Command::Truncate { dataset, json } => data::truncate(&dataset, json).await,
         Command::WriteFragments { dataset, from } => data::write_fragments(&dataset, &from).await,
         Command::Delete {
             dataset,

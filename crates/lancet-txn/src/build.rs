@@ -537,6 +537,21 @@ pub struct ColumnAlteration {
     pub nullable: Option<bool>,
 }
 
+/// The id of the field at `path` (`a.b`: field `b` under top-level field `a`), as Lance
+/// resolves a field path; `None` when the schema has no such field.
+pub fn field_id_by_path(fields: &[Field], path: &str) -> Option<i32> {
+    let mut parent = -1;
+    let mut id = None;
+    for part in path.split('.') {
+        let f = fields
+            .iter()
+            .find(|f| f.parent_id == parent && f.name == part)?;
+        parent = f.id;
+        id = Some(f.id);
+    }
+    id
+}
+
 /// `fields` with `alterations` applied, as Lance 14.0.2's `alter_columns` without a cast: the
 /// field keeps its id (its data is untouched), takes the new name or nullability. A column
 /// the schema does not hold, or a name another column of the same parent has, is refused.

@@ -142,6 +142,7 @@ mod error;
 mod fri;
 mod indexes;
 mod merge;
+mod metadata;
 mod mutate;
 mod operations;
 mod optimize;
@@ -178,6 +179,7 @@ pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use merge::{MergeInsert, Merged};
+pub use metadata::MetadataTarget;
 pub use segment::BTreeSegment;
 
 pub use lancet_paths::refs::Tag;

@@ -215,3 +215,35 @@ fn altered_columns_match_pylances_on_twins() {
     }
     lancet(&["verify", &mine, "--data"]);
 }
+
+/// Issue 32, step 3: config, table, schema and field metadata updates and truncate as
+/// pylance makes them: the same maps (pylance reads lancet's), the same rows left; an
+/// unknown field is refused with nothing published.
+#[test]
+fn metadata_updates_and_truncate_equal_pylances() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mine, twin) = twins(dir.path(), json!({"rows": 50, "files": 2, "index": "id"}));
+    let m = mine.as_str();
+    for args in [
+        vec!["--config", "--set", "lance.test=1", "--set", "gone=x"],
+        vec!["--config", "--remove", "gone"],
+        vec!["--set", "owner=a", "--set", "team=b"],
+        vec!["--set", "only=c", "--replace"],
+        vec!["--schema", "--set", "s=1"],
+        vec!["--field", "v", "--set", "unit=ms"],
+    ] {
+        let mut cmd = vec!["metadata", m];
+        cmd.extend(args);
+        lancet(&cmd);
+    }
+    assert_eq!(peer(&["maps", m]), peer(&["maps", &twin, "pylance"]));
+    refused(
+        &["metadata", m, "--field", "nope", "--set", "a=b"],
+        "field \"nope\"",
+        m,
+    );
+    let out: Value = serde_json::from_str(&lancet(&["truncate", m, "--json"])).unwrap();
+    assert_eq!(out["deleted_rows"], 100);
+    assert_eq!(peer(&["scan", m])["rows"], json!([]));
+    lancet(&["verify", m, "--data"]);
+}
