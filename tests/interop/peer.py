@@ -636,8 +636,13 @@ def identity(uri):
 
 
 def alter(uri, alterations):
-    """pylance's alter_columns with the JSON list of alterations."""
-    lance.dataset(uri).alter_columns(*json.loads(alterations))
+    """pylance's alter_columns with the JSON list of alterations (a `data_type` by its
+    pyarrow alias: "int32", "float32", "large_string", ...)."""
+    alts = json.loads(alterations)
+    for a in alts:
+        if "data_type" in a:
+            a["data_type"] = pa.type_for_alias(a["data_type"])
+    lance.dataset(uri).alter_columns(*alts)
     return {"version": lance.dataset(uri).version}
 
 

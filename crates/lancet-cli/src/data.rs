@@ -283,6 +283,18 @@ pub async fn truncate(uri: &str, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The Arrow type a SQL type name names, as Lance's filter language maps it (`INT`,
+/// `BIGINT`, `FLOAT`, `DOUBLE`, `VARCHAR`, `DATE`, `TIMESTAMP`, `DECIMAL(p, s)`, ...).
+pub fn sql_type(name: &str) -> Result<arrow_schema::DataType, CliError> {
+    // a cast of a column stays a cast (a constant one folds into a literal)
+    match lancet::filter::parse_value(&format!("CAST(c AS {name})")) {
+        Ok(lancet::filter::Scalar::Cast(_, t)) => Ok(t),
+        _ => Err(CliError::Usage(format!(
+            "--type {name:?}: not a SQL type name"
+        ))),
+    }
+}
+
 /// `lancet alter-column`.
 pub async fn alter_column(
     uri: &str,

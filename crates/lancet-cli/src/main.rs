@@ -986,15 +986,12 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             data_type,
             json,
         } => {
-            if let Some(t) = data_type {
-                return Err(CliError::Usage(format!(
-                    "alter-column --type {t}: lancet does not cast columns yet (pylance's alter_columns does)"
-                )));
-            }
+            let data_type = data_type.map(|t| data::sql_type(&t)).transpose()?;
             let alteration = lancet::ColumnAlteration {
                 path: column,
                 rename,
                 nullable,
+                data_type,
             };
             data::alter_column(&dataset, alteration, json).await
         }

@@ -535,6 +535,60 @@ pub struct ColumnAlteration {
     pub path: String,
     pub rename: Option<String>,
     pub nullable: Option<bool>,
+    /// A new type: the column is rewritten, cast, under a new field id (see [`cast_allowed`]).
+    pub data_type: Option<arrow_schema::DataType>,
+}
+
+/// Whether Lance 14.0.2's `alter_columns` casts a column of type `from` to `to`: Arrow can
+/// cast it, and it stays in its family (integers to integers, floats to floats, temporal to
+/// temporal, strings, binaries, decimals among themselves, lists by their items; a
+/// dictionary by its values) — `is_upcast_downcast` for Lance 2.x files.
+pub fn cast_allowed(from: &arrow_schema::DataType, to: &arrow_schema::DataType) -> bool {
+    fn family(from: &arrow_schema::DataType, to: &arrow_schema::DataType) -> bool {
+        use arrow_schema::DataType::*;
+        match (from, to) {
+            (Dictionary(_, v), _) => family(v, to),
+            (_, Dictionary(_, v)) => family(from, v),
+            (f, t) if f.is_integer() => t.is_integer(),
+            (f, t) if f.is_floating() => t.is_floating(),
+            (f, t) if f.is_temporal() => t.is_temporal(),
+            (Boolean, t) => matches!(t, Boolean),
+            (Utf8 | LargeUtf8, t) => matches!(t, Utf8 | LargeUtf8),
+            (Binary | LargeBinary, t) => matches!(t, Binary | LargeBinary),
+            (Decimal128(..) | Decimal256(..), t) => matches!(t, Decimal128(..) | Decimal256(..)),
+            (
+                List(a) | LargeList(a) | FixedSizeList(a, _),
+                List(b) | LargeList(b) | FixedSizeList(b, _),
+            ) => family(a.data_type(), b.data_type()),
+            _ => false,
+        }
+    }
+    arrow_cast::can_cast_types(from, to) && family(from, to)
+}
+
+/// `fields` with the field `old` (and its children) replaced, at its place, by `new` (a
+/// field and its children, with their new ids).
+pub fn replace_field(fields: &[Field], old: i32, new: &[Field]) -> Vec<Field> {
+    let mut gone = std::collections::HashSet::from([old]);
+    let mut out = Vec::with_capacity(fields.len() + new.len());
+    for f in fields {
+        if f.id == old {
+            out.extend(new.iter().cloned());
+        } else if gone.contains(&f.parent_id) {
+            gone.insert(f.id);
+        } else {
+            out.push(f.clone());
+        }
+    }
+    out
+}
+
+/// A fragment's data files once a cast rewrote columns into new files, as Lance 14.0.2's
+/// `alter_columns` leaves them: a file keeps listing the old field id (no longer in the
+/// schema, as after a drop: decision 0033), and a file left holding no field of `schema`
+/// leaves the fragment.
+pub fn keep_files_with_fields(files: &mut Vec<lancet_proto::table::DataFile>, schema: &[Field]) {
+    files.retain(|f| f.fields.iter().any(|id| schema.iter().any(|s| s.id == *id)));
 }
 
 /// The id of the field at `path` (`a.b`: field `b` under top-level field `a`), as Lance

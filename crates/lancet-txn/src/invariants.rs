@@ -111,8 +111,9 @@ pub enum Invariant {
     /// covers all of its rows; Lance addresses row `o` of the fragment as row `o` of each
     /// file). Not judged when `physical_rows` is 0, which Lance 14 reads as unknown.
     DataFileRows,
-    /// The field ids a data file's schema holds are the ids its `DataFile.fields` lists
-    /// (tombstones, -2, aside): a reader takes a column from the file whose `fields` name it.
+    /// The field ids a data file's schema holds are the ids its `DataFile.fields` lists, plus
+    /// one retired field per tombstone (-2, where a cast retired a column the file holds): a
+    /// reader takes a column from the file whose `fields` name it.
     DataFileFields,
     /// Index entries have distinct uuids (an entry is found by uuid: its files live under
     /// `_indices/{uuid}/`). Entries sharing a name are segments of one index and cover the
@@ -711,9 +712,12 @@ impl Checker<'_, '_> {
                     ),
                 ));
             }
+            // a tombstone (-2) stands for a field the file holds that a cast retired: the
+            // file may hold as many fields beyond those listed as the list has tombstones
             let listed: BTreeSet<i32> = file.fields.iter().copied().filter(|f| *f >= 0).collect();
+            let tombstones = file.fields.iter().filter(|f| **f == -2).count();
             let held: BTreeSet<i32> = stored.field_ids.iter().copied().collect();
-            if listed != held {
+            if !listed.is_subset(&held) || held.difference(&listed).count() > tombstones {
                 return Err(self.fail(
                     Invariant::DataFileFields,
                     subject(),
@@ -1407,8 +1411,10 @@ mod tests {
             broken(judge_files(file(9, &[0, 3]))),
             Invariant::DataFileRows
         );
+        // the tombstone stands for one retired column the file still holds
+        judge_files(file(10, &[0, 3, 4])).unwrap();
         assert_eq!(
-            broken(judge_files(file(10, &[0, 3, 4]))),
+            broken(judge_files(file(10, &[0, 3, 4, 5]))),
             Invariant::DataFileFields
         );
         assert_eq!(

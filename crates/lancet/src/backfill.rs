@@ -177,7 +177,7 @@ impl Dataset {
 
     /// Deletes data files this command wrote and did not publish (best effort: a file left
     /// behind is one no version names, which cleanup removes after its grace period).
-    async fn delete_unpublished(&self, files: impl Iterator<Item = &DataFile>) {
+    pub(crate) async fn delete_unpublished(&self, files: impl Iterator<Item = &DataFile>) {
         for file in files {
             let path = self
                 .store()
@@ -210,7 +210,7 @@ impl Dataset {
     }
 
     /// The data file of `value` for every physical row of `fragment`.
-    async fn backfill_file(
+    pub(crate) async fn backfill_file(
         &self,
         fragment: &DataFragment,
         value: &Scalar,
@@ -222,7 +222,7 @@ impl Dataset {
         let column = value
             .evaluate_as(&rows, schema.field(0).data_type())
             .map_err(|reason| Error::InvalidArgument {
-                what: format!("add column {:?}", schema.field(0).name()),
+                what: format!("values for column {:?}", schema.field(0).name()),
                 reason,
             })?;
         let batch = RecordBatch::try_new(schema.clone(), vec![column])

@@ -623,6 +623,7 @@ async fn a_column_with_nulls_stays_nullable() {
     .dataset;
     let before = listing(dir.path());
     let tighten = |column: &str| lancet::ColumnAlteration {
+        data_type: None,
         path: column.into(),
         nullable: Some(false),
         ..Default::default()
@@ -632,6 +633,7 @@ async fn a_column_with_nulls_stays_nullable() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert!(err.to_string().contains("NULL"), "{err}");
     let empty = lancet::ColumnAlteration {
+        data_type: None,
         path: "x".into(),
         rename: Some(String::new()),
         ..Default::default()

@@ -207,13 +207,80 @@ fn altered_columns_match_pylances_on_twins() {
             "Duplicate field name \"id\"",
         ),
         (
-            vec!["alter-column", &mine, "--column", "w", "--type", "int32"],
-            "does not cast columns yet",
+            vec!["alter-column", &mine, "--column", "w", "--type", "VARCHAR"],
+            "Cannot cast column \"w\" from Int64 to Utf8",
+        ),
+        (
+            vec!["alter-column", &mine, "--column", "w", "--type", "INT"],
+            "it has index \"v_idx\" attached",
+        ),
+        (
+            vec!["alter-column", &mine, "--column", "w", "--type", "NOPE"],
+            "not a SQL type name",
         ),
     ] {
         refused(&args, says, &mine);
     }
     lancet(&["verify", &mine, "--data"]);
+}
+
+/// Casts (`alter_columns` with a data type) on twins: the cast column under a new field id,
+/// its values rewritten in a new data file per fragment and the old id tombstoned in the
+/// files that listed it, exactly as pylance leaves them (schema, ids, rows, `_rowid`s, each
+/// file's field ids); a value that does not fit the new type publishes nothing.
+#[test]
+fn casts_match_pylances_on_twins() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = json!({"rows": 100, "files": 3, "delete": "id % 9 = 0", "stable": stable});
+        let (mine, twin) = twins(dir.path(), spec);
+        lancet(&["alter-column", &mine, "--column", "v", "--type", "INT"]);
+        peer(&[
+            "alter",
+            &twin,
+            &json!([{"path": "v", "data_type": "int32"}]).to_string(),
+        ]);
+        assert_eq!(
+            peer(&["identity", &mine]),
+            peer(&["identity", &twin]),
+            "stable={stable}"
+        );
+        assert_eq!(
+            peer(&["files", &mine])["files"],
+            peer(&["files", &twin])["files"]
+        );
+        // renamed and cast at once
+        lancet(&[
+            "alter-column",
+            &mine,
+            "--column",
+            "v",
+            "--rename",
+            "w",
+            "--type",
+            "BIGINT",
+        ]);
+        peer(&[
+            "alter",
+            &twin,
+            &json!([{"path": "v", "name": "w", "data_type": "int64"}]).to_string(),
+        ]);
+        assert_eq!(
+            peer(&["identity", &mine]),
+            peer(&["identity", &twin]),
+            "stable={stable}"
+        );
+        assert_eq!(
+            peer(&["files", &mine])["files"],
+            peer(&["files", &twin])["files"]
+        );
+        refused(
+            &["alter-column", &mine, "--column", "w", "--type", "TINYINT"],
+            "values for column \"w\"",
+            &mine,
+        );
+        lancet(&["verify", &mine, "--data"]);
+    }
 }
 
 /// Issue 32, step 3: config, table, schema and field metadata updates and truncate as
