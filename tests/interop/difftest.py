@@ -1,7 +1,7 @@
 """Differential tester: lancet and pylance 14.0.2 take turns on one table.
 
 Random operation sequences (append, write_fragments + one commit, delete, update, merge_insert
-(upsert or delete by key), compact with
+(upsert or delete by key), branch create/read/delete, compact with
 or without a deferred remap, BTree build, index optimize with or without merge, add-column,
 drop-column, rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
 lancet writers racing), each
@@ -50,7 +50,7 @@ KINDS = {
     "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
-    "overwrite": 2, "rename_column": 2, "merge": 8,
+    "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2,
 }
 
 
@@ -102,6 +102,9 @@ def gen_ops(rng, steps, stable, tree=False):
             op["name"] = f"r{rng.randrange(1000)}"
         elif kind == "tag":
             op["name"] = f"t{rng.randrange(1000)}"
+        elif kind == "branch":
+            op["name"] = f"b{rng.randrange(1000)}"
+            op["delete_by"] = rng.choice(["lance", "lancet"])
         ops.append(op)
     return ops
 
@@ -334,6 +337,34 @@ class Run:
             target = os.path.join(self.root, f"clone{self.copies}")
             self.lancet("clone", self.uri, target)
             self.check_rows(self.readable(target), "the clone")
+            return
+        elif kind == "branch":
+            # a branch of this version by either engine: both read the model's rows on it,
+            # then either engine deletes it and neither lists it any more
+            name = op["name"]
+            if by == "lance":
+                lance.dataset(self.uri).create_branch(name, self.version())
+            else:
+                self.lancet("branch", "create", self.uri, name)
+            want = sorted(self.model.items())
+            out = self.lancet("scan", self.uri, "--branch", name, "--columns", "id,v",
+                              "--format", "jsonl").stdout
+            got = sorted((r["id"], r["v"]) for r in map(json.loads, out.splitlines()) if r)
+            if got != want:
+                raise Failure(f"lancet's scan of branch {name}: {diff(got, want)}")
+            if not self.tree:
+                b = lance.dataset(self.uri).checkout_version((name, None))
+                t = b.to_table(columns=["id", "v"])
+                got = sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
+                if got != want:
+                    raise Failure(f"pylance's read of branch {name}: {diff(got, want)}")
+            if op["delete_by"] == "lance" and not self.tree:
+                lance.dataset(self.uri).branches.delete(name)
+            else:
+                self.lancet("branch", "delete", self.uri, name)
+            listed = self.lancet("branch", "list", self.uri).stdout
+            if name in listed or (not self.tree and name in lance.dataset(self.uri).branches.list()):
+                raise Failure(f"branch {name} is still listed after its deletion")
             return
         elif kind == "drop_column":
             # an added column goes (id and v stay: the model is over them)
@@ -653,6 +684,7 @@ def main():
         if f is not None:
             print(f"difftest: seed {seed} failed at step {f[0]} ({json.dumps(ops[f[0]])}): {f[1]}",
                   file=sys.stderr)
+            os.makedirs(a.out, exist_ok=True)
             path = os.path.join(a.out, f"difftest-repro-{seed}.json")
             with open(path, "w") as out:
                 json.dump({"seed": seed, "failure": f, "ops": ops}, out, indent=1)

@@ -774,12 +774,9 @@ impl Checker<'_, '_> {
         if let (Some(prev), false) = (self.c.previous, self.replaces_content()) {
             let p = prev.manifest;
             let old: BTreeSet<i32> = p.fields.iter().map(|f| f.id).collect();
-            let allocated = p
-                .fields
-                .iter()
-                .map(|f| f.id)
-                .chain(p.max_allocated_field_id)
-                .max();
+            // the ids the previous version's schema and data files name (a tree's fragments
+            // are not in its manifest: its schema and record then)
+            let allocated = crate::build::max_field_id(p, p.fragments.iter());
             if let Some(f) = self
                 .next()
                 .fields
@@ -1774,6 +1771,18 @@ mod tests {
         );
         reuse.fields[1].id = 4;
         judge(&prev, &reuse, &[], None, None).unwrap();
+        // without max_allocated_field_id, an id a data file still names (a dropped
+        // column's) counts as allocated
+        let mut unrecorded = prev.clone();
+        unrecorded.max_allocated_field_id = None;
+        unrecorded.writer_feature_flags = 0;
+        unrecorded.fragments[0].files[0].fields.push(9);
+        let mut takes_dropped = unrecorded.clone();
+        takes_dropped.fields.push(field(9));
+        assert_eq!(
+            broken(judge(&unrecorded, &takes_dropped, &[], None, None)),
+            Invariant::FieldIdFresh
+        );
         let mut stray = prev.clone();
         stray.fragments[1].files.push(DataFile {
             path: "x.lance".into(),

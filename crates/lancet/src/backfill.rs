@@ -74,7 +74,7 @@ impl Dataset {
         let (ids, added, pending): (Vec<i32>, _, Vec<&DataFragment>) =
             match schema.field_with_name(name) {
                 Err(_) => {
-                    let added = self.new_fields(&field)?;
+                    let added = self.new_fields(&field).await?;
                     let ids = added.iter().map(|f| f.id).collect();
                     (ids, Some(added), fragments.iter().collect())
                 }
@@ -190,16 +190,9 @@ impl Dataset {
 
     /// The new field (and its children) as the manifest records them, with ids after every
     /// id this table has allocated.
-    fn new_fields(&self, field: &Field) -> Result<Vec<lancet_proto::file::Field>> {
+    async fn new_fields(&self, field: &Field) -> Result<Vec<lancet_proto::file::Field>> {
         let mut fields = lancet_file::manifest_fields(&Schema::new(vec![field.clone()]))?;
-        let m = self.manifest();
-        let next = m
-            .fields
-            .iter()
-            .map(|f| f.id)
-            .chain(m.max_allocated_field_id)
-            .max()
-            .map_or(0, |id| id + 1);
+        let next = self.next_field_id().await?;
         for f in &mut fields {
             f.id += next;
             if f.parent_id >= 0 {
@@ -207,6 +200,16 @@ impl Dataset {
             }
         }
         Ok(fields)
+    }
+
+    /// The id the next new field takes: after every id the table has allocated, including
+    /// dropped columns' ids its data files still name (lancet-txn's `max_field_id`).
+    pub(crate) async fn next_field_id(&self) -> Result<i32> {
+        let fragments = self.fragments().await?;
+        Ok(
+            lancet_txn::build::max_field_id(self.manifest(), fragments.iter())
+                .map_or(0, |id| id + 1),
+        )
     }
 
     /// The data file of `value` for every physical row of `fragment`.

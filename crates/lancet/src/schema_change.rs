@@ -72,14 +72,7 @@ impl Dataset {
     ) -> Result<Committed> {
         let table = self.schema()?;
         let fragments = self.fragments().await?;
-        let mut next = self
-            .manifest()
-            .fields
-            .iter()
-            .map(|f| f.id)
-            .chain(self.manifest().max_allocated_field_id)
-            .max()
-            .map_or(0, |id| id + 1);
+        let mut next = self.next_field_id().await?;
         // (fragment id, its new data files), all written before anything is published
         let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();
         let mut required = false;
