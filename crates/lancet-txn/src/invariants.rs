@@ -776,7 +776,7 @@ impl Checker<'_, '_> {
             let old: BTreeSet<i32> = p.fields.iter().map(|f| f.id).collect();
             // the ids the previous version's schema and data files name (a tree's fragments
             // are not in its manifest: its schema and record then)
-            let allocated = crate::build::max_field_id(p, p.fragments.iter());
+            let allocated = crate::fields::max_field_id(p, p.fragments.iter());
             if let Some(f) = self
                 .next()
                 .fields

@@ -32,6 +32,7 @@ pub mod compaction;
 mod conflict;
 pub mod coverage;
 mod error;
+pub mod fields;
 mod invariants;
 pub mod merge;
 pub mod operation;

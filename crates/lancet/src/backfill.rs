@@ -207,7 +207,7 @@ impl Dataset {
     pub(crate) async fn next_field_id(&self) -> Result<i32> {
         let fragments = self.fragments().await?;
         Ok(
-            lancet_txn::build::max_field_id(self.manifest(), fragments.iter())
+            lancet_txn::fields::max_field_id(self.manifest(), fragments.iter())
                 .map_or(0, |id| id + 1),
         )
     }

@@ -52,7 +52,7 @@ impl Dataset {
             MetadataTarget::Table => update.table_metadata_updates = Some(map),
             MetadataTarget::Schema => update.schema_metadata_updates = Some(map),
             MetadataTarget::Field(path) => {
-                let id = lancet_txn::build::field_id_by_path(&self.manifest().fields, path)
+                let id = lancet_txn::fields::field_id_by_path(&self.manifest().fields, path)
                     .ok_or_else(|| Error::InvalidArgument {
                         what: format!("field {path:?}"),
                         reason: "the table has no such field".into(),

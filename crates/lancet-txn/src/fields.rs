@@ -1,0 +1,43 @@
+//! Field-id rules of a table's schema: which ids a table has handed out (never handed out
+//! again), and how a field path names a field.
+
+use lancet_proto::file::Field;
+
+/// The highest field id a table has allocated, as Lance 14.0.2's `Manifest::max_field_id`:
+/// `max_allocated_field_id` where the table records it, else the highest id its schema or any
+/// data file of `fragments` names — a dropped column's id stays in the files that hold its
+/// values, and a new column must never take it (it would read those values). `None` for a
+/// table with no field at all.
+pub fn max_field_id<'a>(
+    manifest: &lancet_proto::table::Manifest,
+    fragments: impl IntoIterator<Item = &'a lancet_proto::table::DataFragment>,
+) -> Option<i32> {
+    if let Some(allocated) = manifest.max_allocated_field_id {
+        return Some(allocated);
+    }
+    manifest
+        .fields
+        .iter()
+        .map(|f| f.id)
+        .chain(
+            fragments
+                .into_iter()
+                .flat_map(|f| f.files.iter().flat_map(|d| d.fields.iter().copied())),
+        )
+        .max()
+}
+
+/// The id of the field at `path` (`a.b`: field `b` under top-level field `a`), as Lance
+/// resolves a field path; `None` when the schema has no such field.
+pub fn field_id_by_path(fields: &[Field], path: &str) -> Option<i32> {
+    let mut parent = -1;
+    let mut id = None;
+    for part in path.split('.') {
+        let f = fields
+            .iter()
+            .find(|f| f.parent_id == parent && f.name == part)?;
+        parent = f.id;
+        id = Some(f.id);
+    }
+    id
+}
