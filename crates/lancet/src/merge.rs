@@ -232,8 +232,12 @@ impl MergeInsert<'_> {
         let projection = base.projection(Some(&self.on))?;
         // a BTree on the one key column answers the fragments it covers, unless every
         // target row must be seen (rows no source row matches are deleted)
-        let covered = match self.index_lookup(base, &key_columns).await? {
-            Some((covered, candidates)) if !rules.collect_unmatched_target => {
+        let lookup = match rules.collect_unmatched_target {
+            true => None,
+            false => self.index_lookup(base, &key_columns).await?,
+        };
+        let covered = match lookup {
+            Some((covered, candidates)) => {
                 for (id, offsets) in candidates.bitmaps() {
                     let Some(f) = find(&fragments, u64::from(id)) else {
                         continue;
@@ -248,7 +252,7 @@ impl MergeInsert<'_> {
                 }
                 covered
             }
-            _ => RoaringBitmap::new(),
+            None => RoaringBitmap::new(),
         };
         // the key columns of the other fragments, read a few at a time on the runtime's
         // workers while this task probes them in fragment order
