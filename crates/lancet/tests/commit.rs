@@ -4,8 +4,9 @@
 mod common;
 use common::CommitStaged;
 
-use common::{flat_table, fragment};
+use common::{flat_table, fragment, table_of};
 use lancet::proto::table::DeletionFile;
+use lancet::proto::table::Manifest;
 use lancet::tree::{Action, TreeWriterConfig};
 use lancet::{Dataset, Error};
 
@@ -324,15 +325,6 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
     use lancet::proto::file::Field;
     for tree in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        let mut base = flat_table(dir.path(), 3).await;
-        if tree {
-            base = base
-                .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
-                .await
-                .unwrap()
-                .dataset;
-        }
-        let config = TreeWriterConfig::default();
         let field = |id: i32, name: &str| Field {
             id,
             parent_id: -1,
@@ -341,9 +333,27 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             nullable: true,
             ..Default::default()
         };
-        let mut with_a = base.manifest().clone();
-        with_a.fields = vec![field(0, "a")];
-        let base = base.storage().commit_manifest(with_a, &[]).await.unwrap();
+        // column a (field 0) is the one the fragments' files hold
+        let mut base = table_of(
+            dir.path(),
+            Manifest {
+                fragments: (0..3).map(fragment).collect(),
+                max_fragment_id: Some(2),
+                fields: vec![field(0, "a")],
+                ..Default::default()
+            },
+        )
+        .await;
+        if tree {
+            base = base
+                .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
+                .await
+                .unwrap()
+                .dataset;
+        }
+        let config = TreeWriterConfig::default();
+        let same = base.manifest().clone();
+        let base = base.storage().commit_manifest(same, &[]).await.unwrap();
         // another writer deletes rows of fragment 2 first
         let deleted = base
             .dataset

@@ -632,7 +632,6 @@ async fn index_coverage_and_schema_rules_refuse_without_writing() {
     for l in [Layout::Flat, Layout::Tree] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let ds = layout(flat_table(d, 3).await, l).await;
         let field = |id: i32, name: &str| Field {
             id,
             parent_id: -1,
@@ -641,6 +640,14 @@ async fn index_coverage_and_schema_rules_refuse_without_writing() {
             nullable: true,
             ..Default::default()
         };
+        // column a (field 0) is the one the fragments' files hold
+        let holding_a = lancet::proto::table::Manifest {
+            fragments: (0..3).map(fragment).collect(),
+            max_fragment_id: Some(2),
+            fields: vec![field(0, "a")],
+            ..Default::default()
+        };
+        let ds = layout(common::table_of(d, holding_a).await, l).await;
         let mut schema = ds.manifest().clone();
         schema.fields = vec![field(0, "a")];
         schema.max_allocated_field_id = Some(2);
