@@ -604,15 +604,21 @@ pub fn alter_fields(
     let mut out = fields.to_vec();
     let mut tightens = false;
     for a in alterations {
-        let field = out
-            .iter_mut()
+        // a path names a column of the schema as it was, as Lance resolves it (a swap of two
+        // names is two renames, not a rename of the renamed)
+        let id = fields
+            .iter()
             .find(|f| f.parent_id == -1 && f.name == a.path)
+            .map(|f| f.id)
             .ok_or_else(|| {
                 TxnError::operation(
                     name,
                     format!("Column \"{}\" does not exist in the dataset", a.path),
                 )
             })?;
+        let field = out.iter_mut().find(|f| f.id == id).ok_or_else(|| {
+            TxnError::operation(name, format!("Column \"{}\" was altered away", a.path))
+        })?;
         if let Some(rename) = &a.rename {
             if rename.is_empty() {
                 return Err(TxnError::operation(name, "a column name cannot be empty"));
@@ -624,16 +630,23 @@ pub fn alter_fields(
             field.nullable = nullable;
         }
     }
+    check_unique_names(&out, name)?;
+    Ok((out, tightens))
+}
+
+/// Refuses a schema where two fields under one parent share a name (Lance's
+/// "Duplicate field name").
+pub fn check_unique_names(fields: &[Field], operation: &'static str) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
-    for f in &out {
+    for f in fields {
         if !seen.insert((f.parent_id, f.name.as_str())) {
             return Err(TxnError::operation(
-                name,
+                operation,
                 format!("Duplicate field name \"{}\" in schema", f.name),
             ));
         }
     }
-    Ok((out, tightens))
+    Ok(())
 }
 
 /// Withdraws `fragment` from every index on one of `fields` (a column whose data the commit
@@ -1560,5 +1573,27 @@ mod tests {
             ..entry("bad", 0, 0, &[])
         }];
         assert!(cover_moved_rows(&mut bad, &update, &[7]).is_err());
+    }
+
+    #[test]
+    fn alterations_name_columns_as_they_were() {
+        let field = |id: i32, name: &str| Field {
+            id,
+            parent_id: -1,
+            name: name.into(),
+            ..Default::default()
+        };
+        let fields = vec![field(0, "a"), field(1, "b")];
+        let alter = |path: &str, rename: &str| ColumnAlteration {
+            path: path.into(),
+            rename: Some(rename.into()),
+            ..Default::default()
+        };
+        // a swap: each path names the column it named before the call
+        let (out, _) = alter_fields(&fields, &[alter("a", "b"), alter("b", "a")]).unwrap();
+        assert_eq!(out, vec![field(0, "b"), field(1, "a")]);
+        // a rename onto a name another column keeps
+        let e = alter_fields(&fields, &[alter("a", "b")]).unwrap_err();
+        assert!(e.to_string().contains("Duplicate field name"), "{e}");
     }
 }

@@ -121,6 +121,20 @@ fn inserted_key_race(mine: &Operation, other: &Operation, name: &str) -> Option<
         Operation::Append(_) => Some(format!(
             "{name} appended rows that may hold keys this merge inserts"
         )),
+        // new values of a key column may be a key this merge inserts
+        Operation::DataReplacement(d) => d
+            .replacements
+            .iter()
+            .filter_map(|g| g.new_file.as_ref())
+            .any(|f| f.fields.iter().any(|id| keys.field_ids.contains(id)))
+            .then(|| format!("{name} rewrote a key column this merge inserts into")),
+        Operation::DataOverlay(d) => d
+            .groups
+            .iter()
+            .flat_map(|g| g.overlays.iter())
+            .filter_map(|o| o.data_file.as_ref())
+            .any(|f| f.fields.iter().any(|id| keys.field_ids.contains(id)))
+            .then(|| format!("{name} overlaid a key column this merge inserts into")),
         _ => None,
     }
 }
@@ -501,6 +515,23 @@ mod tests {
             rebase(&update(&[], &[], true), append()),
             Compatibility::Rebase
         );
+        // new values of the key column may create one; of another column, no
+        let replace = |field: i32| {
+            Operation::DataReplacement(DataReplacement {
+                replacements: vec![DataReplacementGroup {
+                    fragment_id: 4,
+                    new_file: Some(DataFile {
+                        fields: vec![field],
+                        ..Default::default()
+                    }),
+                }],
+            })
+        };
+        assert!(matches!(
+            rebase(&mine, replace(0)),
+            Compatibility::Retryable(_)
+        ));
+        assert_eq!(rebase(&mine, replace(5)), Compatibility::Rebase);
         // deletes and rewrites of other fragments create no key
         assert_eq!(rebase(&mine, delete(&[4])), Compatibility::Rebase);
         assert_eq!(rebase(&mine, rewrite(&[4])), Compatibility::Rebase);

@@ -4,21 +4,20 @@
 use lancet_proto::file::Field;
 
 /// The highest field id a table has allocated, as Lance 14.0.2's `Manifest::max_field_id`:
-/// `max_allocated_field_id` where the table records it, else the highest id its schema or any
-/// data file of `fragments` names — a dropped column's id stays in the files that hold its
-/// values, and a new column must never take it (it would read those values). `None` for a
-/// table with no field at all.
+/// the highest of `max_allocated_field_id` (where the table records it), the ids its schema
+/// holds and the ids any data file of `fragments` names — a dropped column's id stays in the
+/// files that hold its values, and a new column must never take it (it would read those
+/// values). `None` for a table with no field at all.
 pub fn max_field_id<'a>(
     manifest: &lancet_proto::table::Manifest,
     fragments: impl IntoIterator<Item = &'a lancet_proto::table::DataFragment>,
 ) -> Option<i32> {
-    if let Some(allocated) = manifest.max_allocated_field_id {
-        return Some(allocated);
-    }
+    // the recorded high-water mark, and never below an id in use (a stale or hostile record)
     manifest
         .fields
         .iter()
         .map(|f| f.id)
+        .chain(manifest.max_allocated_field_id)
         .chain(
             fragments
                 .into_iter()
@@ -40,4 +39,38 @@ pub fn field_id_by_path(fields: &[Field], path: &str) -> Option<i32> {
         id = Some(f.id);
     }
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lancet_proto::table::{DataFile, DataFragment, Manifest};
+
+    #[test]
+    fn the_highest_id_allocated_counts_schema_files_and_the_record() {
+        let field = |id| Field {
+            id,
+            ..Default::default()
+        };
+        let fragment = |ids: Vec<i32>| DataFragment {
+            files: vec![DataFile {
+                fields: ids,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut m = Manifest {
+            fields: vec![field(0), field(1)],
+            ..Default::default()
+        };
+        assert_eq!(max_field_id(&m, []), Some(1));
+        // a dropped column's id still named by a file
+        assert_eq!(max_field_id(&m, [&fragment(vec![0, 1, 4])]), Some(4));
+        // the record, and never below an id in use
+        m.max_allocated_field_id = Some(7);
+        assert_eq!(max_field_id(&m, []), Some(7));
+        m.max_allocated_field_id = Some(0);
+        assert_eq!(max_field_id(&m, []), Some(1));
+        assert_eq!(max_field_id(&Manifest::default(), []), None);
+    }
 }

@@ -147,12 +147,13 @@ impl MergeInsert<'_> {
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
         let batches: Vec<RecordBatch> = source.try_collect().await?;
-        let source = self.conform(&batches)?;
         let mut base = self.ds.clone();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let began = std::time::Instant::now();
+            // conformed to each attempt's version (a column added since is missing from it)
+            let source = self.conform(&base, &batches)?;
             match self.attempt(&base, &source).await {
                 Err(Error::CommitConflict {
                     retryable: true,
@@ -173,8 +174,8 @@ impl MergeInsert<'_> {
     }
 
     /// The source as one batch in the table's schema (columns reordered by name).
-    fn conform(&self, batches: &[RecordBatch]) -> Result<RecordBatch> {
-        let table = self.ds.schema()?;
+    fn conform(&self, base: &Dataset, batches: &[RecordBatch]) -> Result<RecordBatch> {
+        let table = base.schema()?;
         let invalid = |reason: String| Error::InvalidArgument {
             what: "merge_insert source".into(),
             reason,
@@ -229,6 +230,7 @@ impl MergeInsert<'_> {
         };
         let mut matching = keys.matching(rules);
         let fragments = base.fragments().await?;
+        require_known_rows(base, &fragments, "merge_insert")?;
         let projection = base.projection(Some(&self.on))?;
         // a BTree on the one key column answers the fragments it covers, unless every
         // target row must be seen (rows no source row matches are deleted)
@@ -569,6 +571,29 @@ impl MergeInsert<'_> {
             }
         }
         Ok(Some((covered & present, candidates)))
+    }
+}
+
+/// Refuses fragments whose row count is unknown (0 in a legacy manifest, which Lance 14
+/// reads as unknown): a key lookup or a rewrite that skipped them would miss their rows.
+pub(crate) fn require_known_rows(
+    base: &Dataset,
+    fragments: &[DataFragment],
+    what: &str,
+) -> Result<()> {
+    match fragments
+        .iter()
+        .find(|f| f.physical_rows == 0 && !f.files.is_empty())
+    {
+        Some(f) => Err(Error::Unsupported {
+            uri: base.uri().to_string(),
+            version: base.version(),
+            rule: format!(
+                "{what}: fragment {} records no row count (a legacy manifest); compact it first",
+                f.id
+            ),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -72,6 +72,7 @@ impl Dataset {
     ) -> Result<Committed> {
         let table = self.schema()?;
         let fragments = self.fragments().await?;
+        crate::merge::require_known_rows(self, &fragments, "a cast")?;
         let mut next = self.next_field_id().await?;
         // (fragment id, its new data files), all written before anything is published
         let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();
@@ -131,6 +132,11 @@ impl Dataset {
                     }
                 }
             }
+        }
+        if let Err(e) = lancet_txn::build::check_unique_names(&schema, "Merge") {
+            self.delete_unpublished(written.iter().map(|(_, d)| d))
+                .await;
+            return Err(e.into());
         }
         let listed: Vec<lancet_proto::table::DataFragment> = fragments
             .iter()

@@ -415,3 +415,52 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         assert_eq!(latest.version(), filled.version());
     }
 }
+
+/// A fragment whose row count is unknown (0 in a legacy manifest, as Lance 14 reads it) is
+/// not skipped by a merge_insert or a cast: both refuse it, typed, nothing published.
+#[tokio::test]
+async fn merges_and_casts_refuse_fragments_of_unknown_row_count() {
+    use arrow_array::{Int64Array, RecordBatch};
+    use lancet::proto::file::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let mut legacy = fragment(0);
+    legacy.physical_rows = 0;
+    let ds = table_of(
+        dir.path(),
+        Manifest {
+            fragments: vec![legacy],
+            max_fragment_id: Some(0),
+            fields: vec![Field {
+                id: 0,
+                parent_id: -1,
+                name: "id".into(),
+                logical_type: "int64".into(),
+                nullable: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    )
+    .await;
+    let batch = RecordBatch::try_new(
+        ds.schema().unwrap(),
+        vec![std::sync::Arc::new(Int64Array::from(vec![1]))],
+    )
+    .unwrap();
+    let e = ds
+        .merge_insert(&["id"])
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(futures::stream::iter([Ok(batch)]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), lancet::ErrorKind::Unsupported, "{e}");
+    let cast = lancet::ColumnAlteration {
+        path: "id".into(),
+        data_type: Some(arrow_schema::DataType::Int32),
+        ..Default::default()
+    };
+    let e = ds.alter_columns(&[cast]).await.unwrap_err();
+    assert_eq!(e.kind(), lancet::ErrorKind::Unsupported, "{e}");
+    assert_eq!(Dataset::open(ds.uri()).await.unwrap().version(), 1);
+}
