@@ -95,14 +95,19 @@ impl Branches<'_> {
         let committed = source
             .shallow_clone_inner(&self.root(name), None, Some(name))
             .await?;
-        refs::create_branch_ref(
+        let referenced = refs::create_branch_ref(
             self.ds.store(),
             name,
             parent,
             source.version(),
             source.manifest_file().entry.size,
         )
-        .await?;
+        .await;
+        if let Err(e) = referenced {
+            // no reference names the clone: remove it, so the name stays free
+            self.remove_root(name, &[]).await;
+            return Err(e.into());
+        }
         Ok(committed)
     }
 
@@ -155,20 +160,35 @@ impl Branches<'_> {
             .filter(|b| b.name.starts_with(&format!("{name}/")))
             .map(|b| format!("{}/", b.root()))
             .collect();
+        self.remove_root_strict(name, &nested).await
+    }
+
+    /// Deletes every object under branch `name`'s root but those under `kept` (roots of
+    /// nested branches), and on a local table the directories left empty.
+    async fn remove_root_strict(self, name: &str, kept: &[String]) -> Result<()> {
+        let store = self.ds.store();
         let root = format!("{}/{name}/", refs::BRANCH_TREES_DIR);
         for object in store.list(&root).await? {
-            let kept = store
+            let keep = store
                 .relative(&object.location)
-                .is_some_and(|r| nested.iter().any(|n| r.starts_with(n.as_str())));
-            if !kept {
+                .is_some_and(|r| kept.iter().any(|n| r.starts_with(n.as_str())));
+            if !keep {
                 store.delete(&object.location).await?;
             }
         }
-        // a local table also loses the directories left empty (object stores have none)
+        // object stores have no directories; a local table's are removed when left empty
         if let Some(local) = store.local_root() {
             remove_empty_dirs(&local.join(refs::BRANCH_TREES_DIR).join(name));
         }
         Ok(())
+    }
+
+    /// [`Branches::remove_root_strict`], best effort (what is left, no version names, and the
+    /// error that stopped it is logged).
+    async fn remove_root(self, name: &str, kept: &[String]) {
+        if let Err(e) = self.remove_root_strict(name, kept).await {
+            tracing::warn!(branch = name, error = %e, "an unreferenced branch root was left");
+        }
     }
 
     /// The latest version of branch `name`, opened (a dataset root of its own).

@@ -769,3 +769,29 @@ async fn a_merge_insert_rebases_over_deletes_and_is_redone_over_compactions() {
         assert_eq!(listing(dir.path()), before);
     }
 }
+
+/// A branch whose reference cannot be written leaves no version behind: its first version
+/// (written before the reference) is removed, so the name stays free.
+#[tokio::test]
+async fn a_branch_whose_reference_fails_leaves_no_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 10)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    // a file where the references' directory goes: the reference write fails
+    std::fs::create_dir_all(dir.path().join("_refs")).unwrap();
+    std::fs::write(dir.path().join("_refs/branches"), b"").unwrap();
+    let e = ds.branches().create("dev", None).await.unwrap_err();
+    assert!(!e.to_string().contains("already exists"), "{e}");
+    assert!(!dir.path().join("tree/dev").exists());
+    std::fs::remove_file(dir.path().join("_refs/branches")).unwrap();
+    let made = ds.branches().create("dev", None).await.unwrap();
+    assert_eq!(made.dataset.version(), ds.version());
+}
