@@ -1,7 +1,7 @@
 """Differential tester: lancet and pylance 14.0.2 take turns on one table.
 
 Random operation sequences (append, write_fragments + one commit, delete, update, merge_insert
-(upsert or delete by key), branch create/read/delete, compact with
+(upsert or delete by key), truncate, branch create/read/delete, compact with
 or without a deferred remap, BTree build, index optimize with or without merge, add-column,
 drop-column, rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
 lancet writers racing), each
@@ -50,7 +50,7 @@ KINDS = {
     "append": 18, "write_fragments": 6, "delete": 16, "update": 10, "compact": 12, "index": 9,
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
-    "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2,
+    "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
 }
 
 
@@ -255,6 +255,15 @@ class Run:
                     del self.model[k]
                 else:
                     self.model[k] = v
+        elif kind == "truncate":
+            # every row deleted (pylance's truncate_table, lancet truncate)
+            if by == "lance":
+                lance.dataset(self.uri).truncate_table()
+            else:
+                out = json.loads(self.lancet("truncate", self.uri, "--json").stdout)
+                if out["deleted_rows"] != len(self.model):
+                    raise Failure(f"lancet truncate reported {out['deleted_rows']} rows, the model {len(self.model)}")
+            self.model = {}
         elif kind == "delete":
             hit = self.matching(op["filter"])
             if by == "lance":

@@ -534,14 +534,20 @@ impl MergeInsert<'_> {
         }
         let query = Query::IsIn(values.clone());
         let mut found = RoaringTreemap::new();
+        let mut row_ids = None;
         for seg in segments.iter() {
             let answer = seg.index.search(&query).await?;
             let answer = base.segment_answer(seg, answer).await?;
             if seg.ids_are_addresses(base.has_stable_row_ids()) {
                 found |= answer.true_ids;
             } else {
-                let index = base.row_id_index().await?;
-                found.extend(answer.true_ids.iter().filter_map(|id| index.get(id)));
+                // a legacy segment stores row ids: their addresses, through one index
+                if row_ids.is_none() {
+                    row_ids = Some(base.row_id_index().await?);
+                }
+                if let Some(index) = &row_ids {
+                    found.extend(answer.true_ids.iter().filter_map(|id| index.get(id)));
+                }
             }
         }
         let covered = base.answered_fragments(&segments).await?;
