@@ -413,6 +413,7 @@ pub async fn scan(uri: &str, scan: Scan, out: Output<'_>) -> Result<(), CliError
         limit: scan.limit,
         offset: scan.offset,
         version: scan.version,
+        ..Default::default()
     };
     let schema = match scan.version {
         Some(v) if v != ds.version() => ds.checkout(v).await?.storage().scan_schema(&options)?,

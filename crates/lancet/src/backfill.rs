@@ -230,10 +230,22 @@ impl Dataset {
             })?;
         let batch = RecordBatch::try_new(schema.clone(), vec![column])
             .map_err(|e| Error::Internal(format!("backfill batch: {e}")))?;
+        self.write_fragment_file(fragment, batch, ids).await
+    }
+
+    /// One data file holding `batch` (one value per physical row of `fragment`) under the
+    /// field ids `ids`.
+    async fn write_fragment_file(
+        &self,
+        fragment: &DataFragment,
+        batch: RecordBatch,
+        ids: &[i32],
+    ) -> Result<DataFile> {
+        let schema = batch.schema();
         let written = lancet_file::write_fragments(
             self.file_store(),
             &self.store().path("data"),
-            schema,
+            &schema,
             ids,
             futures::stream::iter([Ok::<_, Error>(batch)]),
             FragmentOptions {
@@ -248,5 +260,149 @@ impl Dataset {
             .next()
             .and_then(|f| f.files.into_iter().next())
             .ok_or_else(|| Error::Internal(format!("fragment {} wrote no file", fragment.id)))
+    }
+
+    /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
+    /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
+    /// come from elsewhere ([`Dataset::write_column_file`], [`Dataset::replace_data_files`]).
+    /// A name the table has, or a non-nullable field, is refused with nothing published.
+    pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
+        let schema = self.schema()?;
+        let invalid = |name: &str, reason: &str| Error::InvalidArgument {
+            what: format!("add column {name:?}"),
+            reason: reason.to_string(),
+        };
+        let mut names = std::collections::HashSet::new();
+        for f in fields {
+            if schema.field_with_name(f.name()).is_ok() || !names.insert(f.name().as_str()) {
+                return Err(invalid(f.name(), "the table has a column of that name"));
+            }
+            if !f.is_nullable() {
+                return Err(invalid(
+                    f.name(),
+                    "a column added without values must be nullable",
+                ));
+            }
+        }
+        if fields.is_empty() {
+            return Err(invalid("", "no columns to add"));
+        }
+        let mut new = lancet_file::manifest_fields(&Schema::new(fields.to_vec()))?;
+        let next = self.next_field_id().await?;
+        for f in &mut new {
+            f.id += next;
+            if f.parent_id >= 0 {
+                f.parent_id += next;
+            }
+        }
+        let mut all = self.manifest().fields.clone();
+        all.extend(new);
+        self.commit(Operation::Merge(Merge {
+            fragments: self.fragments().await?.to_vec(),
+            schema: all,
+            schema_metadata: self.manifest().schema_metadata.clone(),
+            ..Default::default()
+        }))
+        .await
+    }
+
+    /// Fragments with no data file holding column `name` (it reads NULL there until
+    /// backfilled), in id order: what a stopped backfill has left to do.
+    pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
+        let column = self
+            .projection(Some(&[name.to_string()]))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
+        Ok(self
+            .fragments()
+            .await?
+            .iter()
+            .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+            .map(|f| f.id)
+            .collect())
+    }
+
+    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
+    /// them), the columns `columns` (every column when `None`): what a backfill computes a
+    /// new column's file from.
+    pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
+        let fragment = self.fragments_with_ids(&[id]).await?;
+        let fragment = fragment
+            .first()
+            .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
+        let projection = self.projection(columns)?;
+        self.read_rows(fragment, &projection, Rows::All).await
+    }
+
+    /// Writes `batch` (columns of the table, of their types, one value per physical row of
+    /// fragment `id`) as one data file for that fragment, and returns it unpublished:
+    /// [`Dataset::replace_data_files`] publishes it. A column the table lacks, of another
+    /// type, or a row count other than the fragment's is refused and nothing is written.
+    pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
+        let fragment = self.fragments_with_ids(&[id]).await?;
+        let fragment = fragment
+            .first()
+            .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: format!("a data file for fragment {id}"),
+            reason,
+        };
+        if batch.num_rows() as u64 != fragment.physical_rows {
+            return Err(invalid(format!(
+                "{} values for a fragment of {} rows (deleted rows included)",
+                batch.num_rows(),
+                fragment.physical_rows
+            )));
+        }
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let schema = self.schema()?;
+        for f in batch.schema().fields() {
+            match schema.field_with_name(f.name()) {
+                Ok(t) if t.data_type() == f.data_type() => {}
+                Ok(t) => {
+                    return Err(invalid(format!(
+                        "column {:?} is {} in the table and {} in the batch",
+                        f.name(),
+                        t.data_type(),
+                        f.data_type()
+                    )))
+                }
+                Err(_) => return Err(invalid(format!("the table has no column {:?}", f.name()))),
+            }
+        }
+        let ids: Vec<i32> = self
+            .projection(Some(&names))?
+            .iter()
+            .flat_map(|c| c.ids.iter().copied())
+            .collect();
+        let fields: Vec<Field> = names
+            .iter()
+            .filter_map(|n| schema.field_with_name(n).ok().cloned())
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec())
+            .map_err(|e| invalid(e.to_string()))?;
+        self.write_fragment_file(fragment, batch, &ids).await
+    }
+
+    /// Publishes data files written by [`Dataset::write_column_file`] in one
+    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
+    /// invariants judge the candidate; a refused commit publishes nothing and the caller
+    /// still owns the files.
+    pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
+        let replacements = files
+            .iter()
+            .map(|(id, file)| DataReplacementGroup {
+                fragment_id: *id,
+                new_file: Some(file.clone()),
+            })
+            .collect();
+        self.commit(Operation::DataReplacement(DataReplacement { replacements }))
+            .await
     }
 }

@@ -361,6 +361,27 @@ impl Dataset {
         }
     }
 
+    /// The fragments with `ids`, in id order (each looked up alone: on a tree only their
+    /// routing paths are read). An id the version does not have is refused.
+    pub(crate) async fn fragments_with_ids(&self, ids: &[u64]) -> Result<Arc<[DataFragment]>> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.fragment(id).await? {
+                Some(f) => out.push(f),
+                None => {
+                    return Err(Error::InvalidArgument {
+                        what: format!("fragment {id}"),
+                        reason: format!("version {} has no fragment {id}", self.version()),
+                    })
+                }
+            }
+        }
+        Ok(out.into())
+    }
+
     /// The fragment tree of this version, when it has one.
     pub(crate) fn tree(&self) -> Option<&TreeReader> {
         match &self.source {

@@ -185,7 +185,7 @@ pub use segment::BTreeSegment;
 pub use lancet_paths::refs::Tag;
 pub use optimize::OptimizeOptions;
 pub use rewrite::{RewriteGroup, RewriteMapping};
-pub use scan::ScanOptions;
+pub use scan::{ScanMetrics, ScanOptions};
 pub use schema_change::ColumnAlteration;
 pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;

@@ -8,6 +8,7 @@
 //! columns.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
@@ -48,6 +49,38 @@ pub struct ScanOptions {
     pub offset: u64,
     /// Read this version of the table (this handle's when `None`).
     pub version: Option<u64>,
+    /// Only these fragments (by id; read in the table's fragment order). An id the version
+    /// does not have is refused. A filter is answered over these fragments alone.
+    pub fragments: Option<Vec<u64>>,
+    /// Counts of what the scan read, added to as it runs (shared across scans when the
+    /// same counters are passed to several).
+    pub metrics: Option<Arc<ScanMetrics>>,
+}
+
+/// What scans read, counted: index pages a filter read, fragments whose column a filter read
+/// directly, and fragments whose rows the scan read.
+#[derive(Debug, Default)]
+pub struct ScanMetrics {
+    pages_read: AtomicU64,
+    scanned_fragments: AtomicU64,
+    fragments_read: AtomicU64,
+}
+
+impl ScanMetrics {
+    /// Index pages read answering filters.
+    pub fn pages_read(&self) -> u64 {
+        self.pages_read.load(Ordering::Relaxed)
+    }
+
+    /// Fragments whose column a filter read directly (summed over its predicates).
+    pub fn scanned_fragments(&self) -> u64 {
+        self.scanned_fragments.load(Ordering::Relaxed)
+    }
+
+    /// Fragments whose rows were read (a fragment read in several batches counts once).
+    pub fn fragments_read(&self) -> u64 {
+        self.fragments_read.load(Ordering::Relaxed)
+    }
 }
 
 /// One batch a scan reads: the rows `rows` of `fragment`.
@@ -61,6 +94,14 @@ struct Chunk {
 enum Read {
     Chunk(Chunk),
     Fragment(Chunk),
+}
+
+impl Read {
+    fn fragment_id(&self) -> u64 {
+        match self {
+            Read::Chunk(c) | Read::Fragment(c) => c.fragment.id,
+        }
+    }
 }
 
 /// `batch` cut into consecutive batches of at most `rows` rows (zero-copy slices).
@@ -197,14 +238,32 @@ impl Dataset {
         }
         let projection = self.projection(options.columns.as_deref())?;
         let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
+        let fragments = match &options.fragments {
+            None => self.fragments().await?,
+            Some(ids) => self.fragments_with_ids(ids).await?,
+        };
         let matched = match &options.filter {
-            Some(f) => Some(self.search_addresses(f).await?),
+            Some(f) => {
+                let (matched, pages, scanned) =
+                    self.search_addresses_in(f, fragments.clone()).await?;
+                if let Some(m) = &options.metrics {
+                    m.pages_read.fetch_add(pages, Ordering::Relaxed);
+                    m.scanned_fragments.fetch_add(scanned, Ordering::Relaxed);
+                }
+                Some(matched)
+            }
             None => None,
         };
-        let fragments = self.fragments().await?;
-        let deletions = match matched {
-            Some(_) => vec![None; fragments.len()],
-            None => self.deletion_vectors().await?,
+        let deletions = match (&matched, &options.fragments) {
+            (Some(_), _) => vec![None; fragments.len()],
+            (None, None) => self.deletion_vectors().await?,
+            (None, Some(_)) => {
+                let mut out = Vec::with_capacity(fragments.len());
+                for f in fragments.iter() {
+                    out.push(self.cached_deletion_vector(f).await?);
+                }
+                out
+            }
         };
         let mut skip = options.offset;
         let mut left = options.limit.unwrap_or(u64::MAX);
@@ -276,6 +335,12 @@ impl Dataset {
                     break;
                 }
             }
+        }
+        if let Some(m) = &options.metrics {
+            let mut ids: Vec<u64> = reads.iter().map(|r| r.fragment_id()).collect();
+            ids.dedup();
+            m.fragments_read
+                .fetch_add(ids.len() as u64, Ordering::Relaxed);
         }
         let ds = self.clone();
         let projection = Arc::new(projection);

@@ -90,12 +90,28 @@ impl Dataset {
 
     /// The live rows where `filter` is TRUE, by fragment and offset.
     pub(crate) async fn search_addresses(&self, filter: &Filter) -> Result<crate::scan::Matched> {
-        let (_, result) = self.answer(filter, true).await?;
-        Ok(result
+        let fragments = self.fragments().await?;
+        Ok(self.search_addresses_in(filter, fragments).await?.0)
+    }
+
+    /// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
+    /// fragment and offset; with the index pages and the fragments' columns it read.
+    pub(crate) async fn search_addresses_in(
+        &self,
+        filter: &Filter,
+        fragments: Arc<[DataFragment]>,
+    ) -> Result<(crate::scan::Matched, u64, u64)> {
+        let (search, result) = self.answer_over(filter, true, fragments).await?;
+        let matched = result
             .true_ids
             .bitmaps()
             .map(|(f, rows)| (f, rows.clone()))
-            .collect())
+            .collect();
+        Ok((
+            matched,
+            search.pages.load(Ordering::Relaxed),
+            search.scanned.load(Ordering::Relaxed),
+        ))
     }
 
     /// `filter` answered over this version's row addresses.
@@ -103,6 +119,17 @@ impl Dataset {
         &'a self,
         filter: &'a Filter,
         apply_deletions: bool,
+    ) -> Result<(Search<'a>, NullableIdSet)> {
+        self.answer_over(filter, apply_deletions, self.fragments().await?)
+            .await
+    }
+
+    /// `filter` answered over the row addresses of `fragments` (some of this version's).
+    async fn answer_over<'a>(
+        &'a self,
+        filter: &'a Filter,
+        apply_deletions: bool,
+        fragments: Arc<[DataFragment]>,
     ) -> Result<(Search<'a>, NullableIdSet)> {
         let expr = filter.expr().clone().push_not();
         let row_ids = if self.has_stable_row_ids() {
@@ -113,7 +140,7 @@ impl Dataset {
         let search = Search {
             ds: self,
             filter,
-            fragments: self.fragments().await?,
+            fragments,
             universe: OnceLock::new(),
             row_ids,
             pages: AtomicU64::new(0),

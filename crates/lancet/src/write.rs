@@ -61,6 +61,17 @@ impl Default for CreateOptions {
     }
 }
 
+/// Refuses a location that holds a table.
+async fn refuse_existing(store: &DatasetStore, uri: &str) -> Result<()> {
+    if !manifest::list_versions(store).await?.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: format!("create {uri}"),
+            reason: "it already holds a table".into(),
+        });
+    }
+    Ok(())
+}
+
 impl Dataset {
     /// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
     /// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
@@ -74,13 +85,55 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
+        let written = Dataset::write_new_fragments(uri, schema.clone(), batches, &options).await?;
+        Dataset::create_from_fragments(uri, schema, written, options).await
+    }
+
+    /// Writes `batches` of `schema` as the data files of fragments of a table not yet created
+    /// at `uri`, without committing: the distributed form of [`Dataset::create`]. Many
+    /// workers write with the same schema and options; one commits everything they wrote
+    /// with [`Dataset::create_from_fragments`]. Field ids are the schema's from 0, as the
+    /// new table's will be. A location that holds a table is refused.
+    pub async fn write_new_fragments<S>(
+        uri: &str,
+        schema: SchemaRef,
+        batches: S,
+        options: &CreateOptions,
+    ) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
         let store = DatasetStore::create(uri)?;
-        if !manifest::list_versions(&store).await?.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: format!("create {uri}"),
-                reason: "it already holds a table".into(),
-            });
-        }
+        refuse_existing(&store, uri).await?;
+        let fields = lancet_file::manifest_fields(&schema)?;
+        let fs = Dataset::file_store_for(&store)?;
+        write_data(
+            &fs,
+            &store,
+            &schema,
+            &field_ids(&fields),
+            batches,
+            FragmentOptions {
+                version: options.data_storage_version,
+                max_rows_per_file: options.max_rows_per_file,
+                max_rows_per_group: options.max_rows_per_group,
+                ..Default::default()
+            },
+        )
+        .await
+    }
+
+    /// Creates a table at `uri` (which must hold none) as version 1 holding `written`
+    /// (fragments [`Dataset::write_new_fragments`] wrote with the same `schema` and
+    /// options) in one Overwrite: fragments numbered from 0 in the order given.
+    pub async fn create_from_fragments(
+        uri: &str,
+        schema: SchemaRef,
+        written: Vec<DataFragment>,
+        options: CreateOptions,
+    ) -> Result<Committed> {
+        let store = DatasetStore::create(uri)?;
+        refuse_existing(&store, uri).await?;
         let fields = lancet_file::manifest_fields(&schema)?;
         let version = options.data_storage_version;
         let (major, minor) = version.data_file_version();
@@ -90,21 +143,6 @@ impl Dataset {
             options.stable_row_ids,
             env!("CARGO_PKG_VERSION"),
         );
-        let fs = Dataset::file_store_for(&store)?;
-        let written = write_data(
-            &fs,
-            &store,
-            &schema,
-            &field_ids(&fields),
-            batches,
-            FragmentOptions {
-                version,
-                max_rows_per_file: options.max_rows_per_file,
-                max_rows_per_group: options.max_rows_per_group,
-                ..Default::default()
-            },
-        )
-        .await?;
         let operation = Operation::Overwrite(Overwrite {
             fragments: written,
             schema: fields,

@@ -1,0 +1,53 @@
+"""What a write accepts, as one Arrow stream (no copies for Arrow data)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.dataset as pa_ds
+
+from .errors import InvalidInputError
+
+
+def to_reader(data, schema: pa.Schema | None = None):
+    """`data` as an object exporting an Arrow stream (``__arrow_c_stream__``): a pyarrow
+    Table, RecordBatch, RecordBatchReader or Dataset, a pandas or Polars DataFrame,
+    anything with the Arrow PyCapsule stream interface, or a list of RecordBatches."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        if schema is not None and data.schema != schema:
+            data = data.cast(schema)
+        return data
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa_ds.Dataset):
+        return data.scanner().to_reader()
+    try:
+        import pandas as pd
+
+        if isinstance(data, pd.DataFrame):
+            return pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+    except ImportError:
+        pass
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
+        if not data and schema is None:
+            raise InvalidInputError("no batches and no schema")
+        return pa.Table.from_batches(list(data), schema=schema)
+    if schema is not None and hasattr(data, "__iter__"):
+        return pa.RecordBatchReader.from_batches(schema, data)
+    raise InvalidInputError(
+        f"cannot write {type(data).__name__}: give Arrow data (a pyarrow Table or "
+        "RecordBatchReader, a pandas or Polars DataFrame, or anything with __arrow_c_stream__)"
+    )
+
+
+def schema_stream(schema: pa.Schema):
+    """A schema as the native half takes it: an empty table of it."""
+    return schema.empty_table()
+
+
+def read(stream) -> pa.RecordBatchReader:
+    """A native stream as a pyarrow reader."""
+    return pa.RecordBatchReader.from_stream(stream)

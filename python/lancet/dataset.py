@@ -1,0 +1,586 @@
+"""`LanceDataset`: a table version with pylance's names, over lancet's facade.
+
+It is a :class:`pyarrow.dataset.Dataset`, so DuckDB, Polars (``scan_pyarrow_dataset``) and
+DataFusion (``register_dataset``) query it with projection and filter pushdown: a pushed
+filter becomes Lance SQL (``lancet._expr``) answered through BTree indexes where they cover,
+and one lancet cannot translate is applied by pyarrow over the rows read.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Dict, Iterable, Iterator, List, Optional, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pa_ds
+
+from . import _lancet
+from ._data import read, schema_stream, to_reader
+from ._expr import Unsupported, to_sql
+from .errors import InvalidInputError
+
+__all__ = [
+    "LanceDataset",
+    "LanceFragment",
+    "LanceScanner",
+    "MergeInsertBuilder",
+    "DatasetOptimizer",
+    "Tags",
+    "CleanupStats",
+    "DatasetDelta",
+]
+
+
+def _filter(filter, columns) -> tuple[Optional[str], Optional[pc.Expression]]:
+    """A filter as (Lance SQL pushed down, pyarrow expression applied after)."""
+    if filter is None:
+        return None, None
+    if isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, pc.Expression):
+        try:
+            return to_sql(filter, columns), None
+        except Unsupported:
+            return None, filter
+    raise InvalidInputError(f"a filter is SQL text or a pyarrow Expression, not {type(filter).__name__}")
+
+
+class LanceDataset(pa_ds.Dataset):
+    """One version of a Lance table (flat or fragment-tree)."""
+
+    def __init__(self, uri, version: Optional[Union[int, str]] = None, *, tag: Optional[str] = None,
+                 branch: Optional[str] = None, _native=None):
+        if _native is None:
+            if isinstance(version, str):
+                version, tag = None, version
+            _native = _lancet.open(str(uri), version=version, tag=tag, branch=branch)
+        self._ds = _native
+        self._uri = str(uri)
+
+    def _moved(self, native) -> None:
+        self._ds = native
+
+    def __reduce__(self):
+        return (LanceDataset, (self._uri, self.version))
+
+    def __repr__(self) -> str:
+        return f"LanceDataset(uri={self._uri!r}, version={self.version})"
+
+    # --- what it is -----------------------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def version(self) -> int:
+        return self._ds.version
+
+    @property
+    def latest_version(self) -> int:
+        return self._ds.latest().version
+
+    @property
+    def schema(self) -> pa.Schema:
+        return read(self._ds.schema()).schema
+
+    @property
+    def is_tree(self) -> bool:
+        """Whether this version keeps its fragments in a fragment metadata tree."""
+        return self._ds.is_tree
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return self._ds.has_stable_row_ids
+
+    @property
+    def partition_expression(self):
+        return pc.scalar(True)
+
+    def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
+        if isinstance(version, str):
+            return LanceDataset(self._uri, tag=version)
+        return LanceDataset(self._uri, _native=self._ds.checkout(version))
+
+    def versions(self) -> List[dict]:
+        return [
+            {
+                "version": v,
+                "timestamp": _dt.datetime.fromtimestamp(ns / 1e9),
+                "metadata": {},
+            }
+            for v, ns in self._ds.versions()
+        ]
+
+    def scan_stats(self) -> dict:
+        """What this handle's scans read so far: index pages, fragments a filter read
+        directly, and fragments whose rows were read."""
+        pages, scanned, fragments = self._ds.scan_metrics()
+        return {"index_pages_read": pages, "filter_fragments_scanned": scanned, "fragments_read": fragments}
+
+    # --- reading --------------------------------------------------------------------------
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                with_row_address=False, batch_size=None, fragments=None, **kwargs) -> "LanceScanner":
+        if isinstance(columns, dict):
+            raise InvalidInputError("columns as SQL expressions are not supported; give names")
+        if fragments is not None:
+            fragments = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+        return LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, fragments)
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                 with_row_address=False, **kwargs) -> pa.Table:
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_table()
+
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                   with_row_address=False, **kwargs) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_batches()
+
+    def head(self, num_rows: int, columns=None, filter=None, **kwargs) -> pa.Table:
+        return self.to_table(columns=columns, filter=filter, limit=num_rows)
+
+    def count_rows(self, filter=None, **kwargs) -> int:
+        sql, post = _filter(filter, self.schema.names)
+        if post is not None:
+            return self.scanner(filter=filter).count_rows()
+        return self._ds.count_rows(sql)
+
+    def take(self, indices, columns=None, **kwargs) -> pa.Table:
+        """Rows by position (0 to count_rows() - 1), in the order given, as pylance's."""
+        if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+            indices = indices.to_pylist()
+        indices = [int(i) for i in indices]
+        if not indices:
+            return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
+        # positions -> row ids, one fragment's ids read per fragment touched
+        fragments = self._ds.fragments()
+        starts, total = [], 0
+        for fid, _, live in fragments:
+            starts.append((total, fid, live))
+            total += live
+        ids_of: Dict[int, list] = {}
+        row_ids = []
+        for i in indices:
+            if i < 0 or i >= total:
+                raise InvalidInputError(f"index {i} is out of range (the table has {total} rows)")
+            lo, hi = 0, len(starts) - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if starts[mid][0] <= i:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            start, fid, _ = starts[lo]
+            if fid not in ids_of:
+                t = read(self._ds.scan(columns=[], with_row_id=True, fragments=[fid])).read_all()
+                ids_of[fid] = t.column("_rowid").to_pylist()
+            row_ids.append(ids_of[fid][i - start])
+        return self.take_rows(row_ids, columns)
+
+    def take_rows(self, row_ids, columns=None) -> pa.Table:
+        """Rows by row id (stable row ids, or row addresses without them)."""
+        if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
+            row_ids = row_ids.to_pylist()
+        return read(self._ds.take([int(r) for r in row_ids], columns)).read_all()
+
+    _take_rows = take_rows
+
+    def search(self, filter: str) -> dict:
+        """`filter`'s matching row ids, with the index pages and fragments it read."""
+        return self._ds.search(filter)
+
+    def get_fragments(self, filter=None) -> List["LanceFragment"]:
+        return [LanceFragment(self, fid, physical, live) for fid, physical, live in self._ds.fragments()]
+
+    def get_fragment(self, fragment_id: int) -> Optional["LanceFragment"]:
+        for f in self.get_fragments():
+            if f.fragment_id == fragment_id:
+                return f
+        return None
+
+    def list_indices(self) -> List[dict]:
+        return [
+            {"name": n, "type": t, "fields": cols, "segments": segs, "fragment_ids": set(frags)}
+            for n, t, cols, segs, frags in self._ds.list_indices()
+        ]
+
+    def verify(self, data: bool = False) -> dict:
+        """Checks every invariant of this version (and with `data` every data file);
+        raises the typed error of the first broken one."""
+        version, fragments = self._ds.verify(data)
+        return {"version": version, "fragments": fragments}
+
+    # --- writing (each moves this handle to the new version, as pylance's) ----------------
+    def delete(self, predicate, **kwargs) -> dict:
+        sql, post = _filter(predicate, self.schema.names)
+        if post is not None:
+            raise InvalidInputError(f"cannot translate the filter {predicate} to Lance SQL")
+        native, c = self._ds.delete(sql)
+        self._moved(native)
+        return {"num_deleted_rows": c["rows"]}
+
+    def update(self, updates: Dict[str, str], where=None, **kwargs) -> dict:
+        sql, post = _filter(where, self.schema.names)
+        if post is not None:
+            raise InvalidInputError(f"cannot translate the filter {where} to Lance SQL")
+        native, c = self._ds.update(list(updates.items()), sql)
+        self._moved(native)
+        return {"num_rows_updated": c["rows"]}
+
+    def merge_insert(self, on: Union[str, Iterable[str]]) -> "MergeInsertBuilder":
+        return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
+
+    def add_columns(self, transforms, read_columns: Optional[List[str]] = None, **kwargs) -> None:
+        """New columns: a dict of name to SQL expression, a pyarrow Field, list of Fields or
+        Schema (columns reading NULL), or a function over batches of `read_columns` returning
+        a batch of the new columns (every fragment's file written, then published)."""
+        if isinstance(transforms, pa.Field):
+            transforms = [transforms]
+        if isinstance(transforms, list) and all(isinstance(f, pa.Field) for f in transforms):
+            transforms = pa.schema(transforms)
+        if isinstance(transforms, pa.Schema):
+            self._moved(self._ds.add_null_columns(schema_stream(transforms)))
+        elif isinstance(transforms, dict):
+            self._moved(self._ds.add_columns_sql(list(transforms.items())))
+        elif callable(transforms):
+            from .backfill import backfill
+
+            backfill(self, transforms, read_columns)
+        else:
+            raise InvalidInputError("add_columns takes a dict of SQL expressions, pyarrow fields or a function")
+
+    def drop_columns(self, columns: List[str]) -> None:
+        self._moved(self._ds.drop_columns(list(columns)))
+
+    def alter_columns(self, *alterations) -> None:
+        parsed = []
+        for a in alterations:
+            if "path" not in a:
+                raise InvalidInputError("each alteration names its column by 'path'")
+            dtype = a.get("data_type")
+            if dtype is not None:
+                dtype = schema_stream(pa.schema([pa.field("t", dtype)]))
+            parsed.append((a["path"], a.get("name"), a.get("nullable"), dtype))
+        self._moved(self._ds.alter_columns(parsed))
+
+    def create_scalar_index(self, column: str, index_type: str = "BTREE", name: Optional[str] = None,
+                            *, replace: bool = True, **kwargs) -> None:
+        if str(index_type).upper() != "BTREE":
+            raise InvalidInputError(f"lancet builds BTREE scalar indexes, not {index_type}")
+        if name is not None and name != f"{column}_idx":
+            raise InvalidInputError(f"lancet names a BTree {column}_idx")
+        self._moved(self._ds.create_scalar_index(column))
+
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        return DatasetOptimizer(self)
+
+    def restore(self) -> None:
+        """Makes this version the latest (a new version equal to it)."""
+        self._moved(self._ds.restore())
+
+    def cleanup_old_versions(self, older_than: Optional[_dt.timedelta] = None,
+                             retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
+                             error_if_tagged_old_versions: bool = True, dry_run: bool = False,
+                             **kwargs) -> "CleanupStats":
+        older = (older_than if older_than is not None else _dt.timedelta(days=14)).total_seconds()
+        report = self._ds.cleanup(older, retain_versions, delete_unverified, dry_run)
+        return CleanupStats(report)
+
+    @property
+    def tags(self) -> "Tags":
+        return Tags(self)
+
+    def delta(self, compared_against: Optional[int] = None, *, begin_version: Optional[int] = None,
+              end_version: Optional[int] = None) -> "DatasetDelta":
+        if compared_against is not None:
+            begin_version, end_version = compared_against, self.version
+        if begin_version is None or end_version is None:
+            raise InvalidInputError("give compared_against, or begin_version and end_version")
+        return DatasetDelta(*self._ds.delta(begin_version, end_version))
+
+    def convert_to_tree(self) -> None:
+        """Moves the fragments into a fragment metadata tree (a new version)."""
+        self._moved(self._ds.convert_to_tree())
+
+    def flatten(self) -> None:
+        """Lists every fragment in the manifest again (a new version pylance reads)."""
+        self._moved(self._ds.flatten())
+
+    @staticmethod
+    def commit(base_uri, operation, read_version: Optional[int] = None, **kwargs) -> "LanceDataset":
+        from .fragment import LanceOperation
+
+        return LanceOperation._commit(str(base_uri), operation, read_version)
+
+
+class LanceFragment(pa_ds.Fragment):
+    """One fragment of a table version."""
+
+    def __init__(self, dataset: LanceDataset, fragment_id: int, physical_rows: int, live_rows: int):
+        self._dataset = dataset
+        self._id = fragment_id
+        self._physical = physical_rows
+        self._live = live_rows
+
+    def __reduce__(self):
+        return (LanceFragment, (self._dataset, self._id, self._physical, self._live))
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self._id}, rows={self._live})"
+
+    @property
+    def fragment_id(self) -> int:
+        return self._id
+
+    @property
+    def physical_rows(self) -> int:
+        return self._physical
+
+    @property
+    def partition_expression(self):
+        return pc.scalar(True)
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    def count_rows(self, filter=None, **kwargs) -> int:
+        if filter is None:
+            return self._live
+        return self.scanner(filter=filter).count_rows()
+
+    def scanner(self, schema=None, columns=None, filter=None, limit=None, offset=None,
+                with_row_id=False, with_row_address=False, **kwargs) -> "LanceScanner":
+        return LanceScanner(self._dataset, columns, filter, limit, offset, with_row_id, with_row_address,
+                            [self._id])
+
+    def to_table(self, schema=None, columns=None, filter=None, **kwargs) -> pa.Table:
+        return self.scanner(columns=columns, filter=filter, **kwargs).to_table()
+
+    def to_batches(self, schema=None, columns=None, filter=None, **kwargs) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns=columns, filter=filter, **kwargs).to_batches()
+
+    def head(self, num_rows: int, columns=None, **kwargs) -> pa.Table:
+        return self.scanner(columns=columns, limit=num_rows).to_table()
+
+
+class LanceScanner(pa_ds.Scanner):
+    """A scan: the projection and filter pushed to lancet, the rest applied by pyarrow."""
+
+    def __init__(self, dataset: LanceDataset, columns, filter, limit, offset, with_row_id,
+                 with_row_address, fragments):
+        self._dataset = dataset
+        names = dataset.schema.names
+        if columns is not None:
+            columns = list(columns)
+            for c in columns:
+                if c not in names and c not in ("_rowid", "_rowaddr"):
+                    raise InvalidInputError(f"the table has no column {c!r}")
+            if "_rowid" in columns:
+                with_row_id = True
+            if "_rowaddr" in columns:
+                with_row_address = True
+        self._columns = columns
+        self._sql, self._post = _filter(filter, names)
+        self._limit, self._offset = limit, offset
+        self._with_row_id, self._with_row_address = with_row_id, with_row_address
+        self._fragments = fragments
+
+    def _native(self, columns):
+        return self._dataset._ds.scan(
+            columns=columns, filter=self._sql, limit=self._limit, offset=self._offset,
+            with_row_id=self._with_row_id, with_row_address=self._with_row_address,
+            fragments=self._fragments,
+        )
+
+    def _requested(self):
+        if self._columns is None:
+            return None
+        return [c for c in self._columns if c not in ("_rowid", "_rowaddr")]
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        if self._post is None:
+            reader = read(self._native(self._requested()))
+            if self._columns is not None and self._columns != reader.schema.names:
+                wanted = self._columns + [n for n in reader.schema.names if n not in self._columns]
+                schema = pa.schema([reader.schema.field(n) for n in wanted])
+                return pa.RecordBatchReader.from_batches(
+                    schema, (b.select(wanted) for b in reader))
+            return reader
+        # a filter lancet cannot translate: the rows read, pyarrow filters, then offset,
+        # limit and projection (a limit counts matching rows)
+        if self._limit is not None or self._offset:
+            t = self.to_table()
+            return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+        return self._filtered_reader()
+
+    def _filtered_reader(self) -> pa.RecordBatchReader:
+        reader = read(self._dataset._ds.scan(
+            columns=None, filter=None, with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address, fragments=self._fragments))
+        wanted = self._columns if self._columns is not None else reader.schema.names
+        schema = pa.schema([reader.schema.field(n) for n in wanted])
+
+        def batches():
+            for b in reader:
+                t = pa.Table.from_batches([b]).filter(self._post)
+                for out in t.select(wanted).to_batches():
+                    yield out
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def to_table(self) -> pa.Table:
+        if self._post is not None and (self._limit is not None or self._offset):
+            t = self._filtered_reader().read_all()
+            start = self._offset or 0
+            return t.slice(start, self._limit if self._limit is not None else None)
+        return self.to_reader().read_all()
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.to_reader())
+
+    def scan_batches(self):
+        return self.to_batches()
+
+    def count_rows(self) -> int:
+        if self._post is None and self._limit is None and not self._offset and self._fragments is None:
+            return self._dataset._ds.count_rows(self._sql)
+        return self.to_table().num_rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.to_table().slice(0, num_rows)
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self.to_reader().schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+
+class MergeInsertBuilder:
+    """pylance's merge_insert builder: what happens to matched rows, unmatched source rows
+    and target rows no source row matches; `execute(data)` runs it in one commit."""
+
+    def __init__(self, dataset: LanceDataset, on: List[str]):
+        self._dataset = dataset
+        self._on = on
+        self._matched = "nothing"
+        self._condition = None
+        self._insert = False
+        self._delete_by_source = False
+        self._by_source_filter = None
+        self._use_index = True
+
+    def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
+        self._matched, self._condition = "update_all", condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        self._matched = "delete"
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        self._matched = "fail"
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        self._insert = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: Optional[str] = None) -> "MergeInsertBuilder":
+        self._delete_by_source, self._by_source_filter = True, expr
+        return self
+
+    def use_index(self, use_index: bool) -> "MergeInsertBuilder":
+        self._use_index = use_index
+        return self
+
+    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+        return self
+
+    def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+        return self
+
+    def execute(self, data_obj, *, schema: Optional[pa.Schema] = None) -> dict:
+        native, c = self._dataset._ds.merge_insert(
+            self._on, to_reader(data_obj, schema), self._matched, self._condition, self._insert,
+            self._delete_by_source, self._by_source_filter, self._use_index)
+        self._dataset._moved(native)
+        return {
+            "num_inserted_rows": c["num_inserted_rows"],
+            "num_updated_rows": c["num_updated_rows"],
+            "num_deleted_rows": c["num_deleted_rows"],
+            "num_attempts": c["attempts"],
+        }
+
+
+class DatasetOptimizer:
+    def __init__(self, dataset: LanceDataset):
+        self._dataset = dataset
+
+    def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
+                      materialize_deletions: bool = True, materialize_deletions_threshold: float = 0.1,
+                      defer_index_remap: bool = False, **kwargs) -> dict:
+        native, c = self._dataset._ds.compact(
+            target_rows_per_fragment, max_rows_per_group, materialize_deletions,
+            materialize_deletions_threshold, defer_index_remap)
+        self._dataset._moved(native)
+        return {"fragments_removed": c["fragments_removed"], "fragments_added": c["fragments_added"],
+                "version": c["version"]}
+
+    def optimize_indices(self, **kwargs) -> None:
+        merge = kwargs.get("num_indices_to_merge", 0) not in (0, None)
+        self._dataset._moved(self._dataset._ds.optimize_indices(merge))
+
+
+class Tags:
+    def __init__(self, dataset: LanceDataset):
+        self._dataset = dataset
+
+    def list(self) -> Dict[str, dict]:
+        return {name: {"version": v} for name, v in self._dataset._ds.tags_list()}
+
+    def get_version(self, tag: str) -> int:
+        tags = self.list()
+        if tag not in tags:
+            from .errors import NotFoundError
+
+            raise NotFoundError(f"tag {tag!r} not found")
+        return tags[tag]["version"]
+
+    def create(self, tag: str, version: Optional[int] = None) -> None:
+        self._dataset._ds.tags_change("create", tag, version)
+
+    def update(self, tag: str, version: Optional[int] = None) -> None:
+        self._dataset._ds.tags_change("update", tag, version)
+
+    def delete(self, tag: str) -> None:
+        self._dataset._ds.tags_change("delete", tag)
+
+
+class CleanupStats:
+    def __init__(self, report: dict):
+        self.bytes_removed = report["bytes_removed"]
+        self.old_versions = report["old_versions"]
+        self.objects_removed = report["objects_removed"]
+        self.removed_versions = report["removed_versions"]
+
+    def __repr__(self) -> str:
+        return f"CleanupStats(bytes_removed={self.bytes_removed}, old_versions={self.old_versions})"
+
+
+class DatasetDelta:
+    def __init__(self, inserted, updated, deleted):
+        self._inserted, self._updated, self._deleted = inserted, updated, deleted
+
+    def get_inserted_rows(self) -> pa.RecordBatchReader:
+        return read(self._inserted)
+
+    def get_updated_rows(self) -> pa.RecordBatchReader:
+        return read(self._updated)
+
+    def get_deleted_row_ids(self) -> pa.RecordBatchReader:
+        t = pa.table({"_rowid": pa.array(self._deleted, pa.uint64())})
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())

@@ -1,0 +1,48 @@
+"""The exceptions lancet raises, one per kind of failure.
+
+Each is a :class:`LancetError`; those a pylance script already catches are also the
+built-in exception pylance raises for the same failure (``ValueError`` for bad input,
+``FileNotFoundError`` for a missing table, ``OSError`` for an unavailable store).
+"""
+
+
+class LancetError(Exception):
+    """Any failure lancet reports."""
+
+
+class InvalidInputError(LancetError, ValueError):
+    """The arguments: an unknown column, a filter that does not parse, data of the wrong
+    schema. Nothing was published."""
+
+
+class NotFoundError(LancetError, FileNotFoundError):
+    """No table (or no such version, tag or fragment) at the location named."""
+
+
+class CorruptTableError(LancetError):
+    """Stored bytes break a rule of the Lance format (or an object they name is missing)."""
+
+
+class UnsupportedError(LancetError):
+    """The table uses a feature lancet does not implement."""
+
+
+class CommitConflict(LancetError):
+    """Another writer committed first and this write could not land."""
+
+
+class RetryableCommitConflict(CommitConflict):
+    """Lost a commit race that a retry (on the new version) can win."""
+
+
+class IncompatibleCommitConflict(CommitConflict):
+    """A concurrent commit changed what this write depends on; redo it from the new
+    version's data."""
+
+
+class UnavailableError(LancetError, OSError):
+    """The object store failed; the same request may succeed later."""
+
+
+class InternalError(LancetError):
+    """A bug in lancet."""

@@ -1,0 +1,112 @@
+"""The distributed write: fragments written anywhere, committed once.
+
+:class:`FragmentMetadata` is a fragment's Lance ``DataFragment`` protobuf (picklable, so
+Ray tasks return it); :func:`write_fragments` writes data as uncommitted fragments of an
+existing table or of one not created yet; :class:`LanceOperation` names the commit
+(``LanceDataset.commit(uri, LanceOperation.Append(fragments), read_version=...)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+import pyarrow as pa
+
+from . import _lancet
+from ._data import schema_stream, to_reader
+from .errors import InvalidInputError, NotFoundError
+
+__all__ = ["FragmentMetadata", "write_fragments", "LanceOperation"]
+
+
+class FragmentMetadata:
+    """One written fragment, as Lance records it (its ``DataFragment`` protobuf)."""
+
+    def __init__(self, data: bytes):
+        self._data = bytes(data)
+        self._info = _lancet.fragment_info(self._data)
+
+    def __reduce__(self):
+        return (FragmentMetadata, (self._data,))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FragmentMetadata) and other._data == self._data
+
+    def __repr__(self) -> str:
+        return f"FragmentMetadata(physical_rows={self.physical_rows}, files={len(self.files)})"
+
+    @property
+    def id(self) -> int:
+        return self._info["id"]
+
+    @property
+    def physical_rows(self) -> int:
+        return self._info["physical_rows"]
+
+    @property
+    def num_rows(self) -> int:
+        return self._info["physical_rows"] - self._info["deleted_rows"]
+
+    @property
+    def files(self) -> list:
+        return self._info["files"]
+
+    def to_bytes(self) -> bytes:
+        return self._data
+
+
+def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, mode: str = "append",
+                    max_rows_per_file: int = 1024 * 1024, max_rows_per_group: int = 1024,
+                    data_storage_version: Optional[str] = None, **kwargs) -> List[FragmentMetadata]:
+    """Writes `data` as fragments of the table at `dataset_uri` (or of the table to be
+    created there, when there is none), uncommitted."""
+    reader = to_reader(data, schema)
+    uri = str(dataset_uri)
+    try:
+        native = _lancet.open(uri)
+    except NotFoundError:
+        native = None
+    if native is not None and mode == "append":
+        written = native.write_fragments(reader)
+    elif native is None:
+        written = _lancet.write_new_fragments(reader, uri, max_rows_per_file, max_rows_per_group,
+                                              data_storage_version or "stable")
+    else:
+        raise InvalidInputError(f"write_fragments mode {mode!r} on an existing table: use 'append'")
+    return [FragmentMetadata(b) for b in written]
+
+
+class LanceOperation:
+    """The operations a distributed write commits."""
+
+    @dataclass
+    class Append:
+        fragments: List[FragmentMetadata]
+
+    @dataclass
+    class Overwrite:
+        new_schema: pa.Schema
+        fragments: List[FragmentMetadata]
+        layout: str = "flat"
+        enable_stable_row_ids: bool = False
+        data_storage_version: Optional[str] = None
+
+    @staticmethod
+    def _commit(uri: str, operation, read_version: Optional[int]):
+        from .dataset import LanceDataset
+
+        if isinstance(operation, LanceOperation.Append):
+            if read_version is None:
+                native = _lancet.open(uri)
+            else:
+                native = _lancet.open(uri, version=read_version)
+            native = native.commit_append([f.to_bytes() for f in operation.fragments])
+            return LanceDataset(uri, _native=native)
+        if isinstance(operation, LanceOperation.Overwrite):
+            native = _lancet.create_from_fragments(
+                uri, schema_stream(operation.new_schema), [f.to_bytes() for f in operation.fragments],
+                operation.layout, operation.enable_stable_row_ids,
+                operation.data_storage_version or "stable")
+            return LanceDataset(uri, _native=native)
+        raise InvalidInputError(f"lancet commits Append and Overwrite, not {type(operation).__name__}")

@@ -1,0 +1,31 @@
+//! `lancet._lancet`: the native half of the `lancet` Python package.
+//!
+//! Binding only: each function converts Python arguments, calls the `lancet` facade on one
+//! shared tokio runtime with the GIL released, and converts the answer back. Arrow data
+//! crosses through the Arrow C stream interface (PyCapsules, no copies) in [`arrow_ffi`];
+//! errors become the typed exceptions of `lancet.errors` in [`errors`]. The pylance-like
+//! names and argument handling live in the Python half (`lancet/`).
+//!
+//! The crate uses PyO3 0.25 (not the newest 0.30): its API (`allow_threads`, `with_gil`) is
+//! the one the rest of the ecosystem's examples still show, and nothing here needs more.
+
+mod arrow_ffi;
+mod dataset;
+mod errors;
+mod runtime;
+mod write;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<dataset::PyDataset>()?;
+    m.add_class::<arrow_ffi::ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(write::fragment_info, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

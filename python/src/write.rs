@@ -1,0 +1,197 @@
+//! Writing tables: `write_dataset`'s modes and the distributed write of a new table.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatchReader;
+use lancet::file::FileVersion;
+use lancet::proto::table::DataFragment;
+use lancet::{AppendOptions, CreateOptions, Dataset, Layout};
+use prost::Message;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::arrow_ffi::{batches, import_stream};
+use crate::dataset::PyDataset;
+use crate::errors::{invalid, IntoPy};
+use crate::runtime::block_on;
+
+/// How a table is created, from `write_dataset`'s arguments.
+fn create_options(
+    layout: &str,
+    enable_stable_row_ids: bool,
+    max_rows_per_file: u64,
+    max_rows_per_group: u64,
+    data_storage_version: &str,
+) -> PyResult<CreateOptions> {
+    let layout = match layout {
+        "flat" => Layout::Flat,
+        "tree" => Layout::Tree,
+        other => {
+            return Err(invalid(format!(
+                "layout must be flat or tree, not {other:?}"
+            )))
+        }
+    };
+    let version = FileVersion::parse(data_storage_version).ok_or_else(|| {
+        invalid(format!(
+            "data_storage_version must be 2.0, 2.1, 2.2 or stable, not {data_storage_version:?}"
+        ))
+    })?;
+    if max_rows_per_file == 0 || max_rows_per_group == 0 {
+        return Err(invalid(
+            "max_rows_per_file and max_rows_per_group must be at least 1",
+        ));
+    }
+    Ok(CreateOptions {
+        stable_row_ids: enable_stable_row_ids,
+        layout,
+        data_storage_version: version,
+        max_rows_per_file,
+        max_rows_per_group,
+    })
+}
+
+/// `write_dataset(data, uri, mode, ...)`: a new table, rows appended, or every row replaced.
+#[pyfunction]
+#[pyo3(signature = (data, uri, mode, layout, enable_stable_row_ids, max_rows_per_file, max_rows_per_group, data_storage_version))]
+#[allow(clippy::too_many_arguments)]
+pub fn write(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    uri: String,
+    mode: &str,
+    layout: &str,
+    enable_stable_row_ids: bool,
+    max_rows_per_file: u64,
+    max_rows_per_group: u64,
+    data_storage_version: &str,
+) -> PyResult<PyDataset> {
+    let options = create_options(
+        layout,
+        enable_stable_row_ids,
+        max_rows_per_file,
+        max_rows_per_group,
+        data_storage_version,
+    )?;
+    let reader = import_stream(data)?;
+    let schema = reader.schema();
+    let append = AppendOptions {
+        max_rows_per_file,
+        max_rows_per_group,
+    };
+    let ds = block_on(py, async move {
+        let existing = match Dataset::open(&uri).await {
+            Ok(ds) => Some(ds),
+            Err(e) if e.kind() == lancet::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let committed = match (mode, existing) {
+            ("create", None) | ("overwrite", None) | ("append", None) => {
+                Dataset::create(&uri, schema, batches(reader), options).await?
+            }
+            ("create", Some(_)) => {
+                return Err(lancet::Error::InvalidArgument {
+                    what: format!("write_dataset(mode='create') to {uri}"),
+                    reason: "a table exists there (mode='append' or 'overwrite')".into(),
+                })
+            }
+            ("append", Some(ds)) => ds.append_with(batches(reader), &append).await?,
+            ("overwrite", Some(ds)) => ds.overwrite(schema, batches(reader), &append).await?,
+            (other, _) => {
+                return Err(lancet::Error::InvalidArgument {
+                    what: "write_dataset".into(),
+                    reason: format!("mode must be create, append or overwrite, not {other:?}"),
+                })
+            }
+        };
+        Ok(committed.dataset)
+    })
+    .py_err()?;
+    Ok(PyDataset::new(ds))
+}
+
+/// Writes `data` as fragments of a table not yet created at `uri`, uncommitted; returns each
+/// fragment's `DataFragment` protobuf.
+#[pyfunction]
+#[pyo3(signature = (data, uri, max_rows_per_file, max_rows_per_group, data_storage_version))]
+pub fn write_new_fragments<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    uri: String,
+    max_rows_per_file: u64,
+    max_rows_per_group: u64,
+    data_storage_version: &str,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let options = create_options(
+        "flat",
+        false,
+        max_rows_per_file,
+        max_rows_per_group,
+        data_storage_version,
+    )?;
+    let reader = import_stream(data)?;
+    let schema = reader.schema();
+    let written = block_on(py, async move {
+        Dataset::write_new_fragments(&uri, schema, batches(reader), &options).await
+    })
+    .py_err()?;
+    Ok(written
+        .iter()
+        .map(|f| PyBytes::new(py, &f.encode_to_vec()))
+        .collect())
+}
+
+/// Creates the table at `uri` from fragments `write_new_fragments` wrote with `schema`
+/// (an Arrow stream whose schema is the table's) in one Overwrite.
+#[pyfunction]
+#[pyo3(signature = (uri, schema, fragments, layout, enable_stable_row_ids, data_storage_version))]
+pub fn create_from_fragments(
+    py: Python<'_>,
+    uri: String,
+    schema: &Bound<'_, PyAny>,
+    fragments: Vec<Vec<u8>>,
+    layout: &str,
+    enable_stable_row_ids: bool,
+    data_storage_version: &str,
+) -> PyResult<PyDataset> {
+    let options = create_options(layout, enable_stable_row_ids, 1, 1, data_storage_version)?;
+    let schema = import_stream(schema)?.schema();
+    let fragments = decode_fragments(&fragments)?;
+    let ds = block_on(py, async move {
+        Dataset::create_from_fragments(&uri, Arc::clone(&schema), fragments, options).await
+    })
+    .py_err()?;
+    Ok(PyDataset::new(ds.dataset))
+}
+
+/// Fragments as Python holds them (each its `DataFragment` protobuf), decoded.
+pub fn decode_fragments(fragments: &[Vec<u8>]) -> PyResult<Vec<DataFragment>> {
+    fragments
+        .iter()
+        .map(|b| {
+            DataFragment::decode(b.as_slice())
+                .map_err(|e| invalid(format!("not a fragment's metadata: {e}")))
+        })
+        .collect()
+}
+
+/// What a fragment's metadata says: id, physical rows, data files and their fields.
+#[pyfunction]
+pub fn fragment_info<'py>(py: Python<'py>, fragment: Vec<u8>) -> PyResult<Bound<'py, PyDict>> {
+    let f = DataFragment::decode(fragment.as_slice())
+        .map_err(|e| invalid(format!("not a fragment's metadata: {e}")))?;
+    let out = PyDict::new(py);
+    out.set_item("id", f.id)?;
+    out.set_item("physical_rows", f.physical_rows)?;
+    let files: Vec<(String, Vec<i32>)> = f
+        .files
+        .iter()
+        .map(|d| (d.path.clone(), d.fields.clone()))
+        .collect();
+    out.set_item("files", files)?;
+    out.set_item(
+        "deleted_rows",
+        f.deletion_file.as_ref().map_or(0, |d| d.num_deleted_rows),
+    )?;
+    Ok(out)
+}
