@@ -452,7 +452,21 @@ class LanceScanner(pa_ds.Scanner):
 
     @property
     def projected_schema(self) -> pa.Schema:
-        return self.to_reader().schema
+        """The schema of the rows this scan returns (nothing is read)."""
+        schema = self._dataset.schema
+        names = self._columns if self._columns is not None else schema.names
+        extra = {"_rowid": self._with_row_id, "_rowaddr": self._with_row_address}
+        fields = [schema.field(n) for n in names if n not in extra]
+        wanted = [n for n in names if n not in extra]
+        for name, on in extra.items():
+            if on:
+                fields.append(pa.field(name, pa.uint64(), True))
+                wanted.append(name)
+        if self._columns is not None:
+            order = self._columns + [n for n in wanted if n not in self._columns]
+            by_name = {f.name: f for f in fields}
+            fields = [by_name[n] for n in order]
+        return pa.schema(fields)
 
     @property
     def dataset_schema(self) -> pa.Schema:
