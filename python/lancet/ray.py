@@ -9,7 +9,8 @@ backfill, each with one commit by the driver (the tasks only write files).
 - :func:`read_dataset` — a Ray ``Datasource`` split by fragments; each task opens the
   version and resolves only its own fragments (on a tree, their routing paths).
 - :func:`compact_files` — the compaction plan's tasks as Ray tasks, one Rewrite.
-- :func:`create_scalar_index` — the BTree trained in one Ray task, one CreateIndex.
+- :func:`create_scalar_index` — BTree segments trained over shares of the fragments by
+  parallel Ray tasks, committed as one index in one CreateIndex.
 - :func:`add_columns` — a backfill: each task computes new columns for one fragment from a
   Python function over its rows; the driver commits every `fragments_per_commit` finished
   fragments as one DataReplacement (``add_data_file`` mutations on a tree). Run again
@@ -196,15 +197,24 @@ def compact_files(uri: str, *, target_rows_per_fragment: int = 1024 * 1024, max_
 
 
 @ray.remote
-def _build_index(uri: str, column: str) -> int:
-    return _lancet.open(uri).create_scalar_index(column).version
+def _train_segment(uri: str, version: int, column: str, fragments: List[int]) -> bytes:
+    return bytes(_lancet.open(uri, version=version).train_btree_segment(column, fragments))
 
 
-def create_scalar_index(uri: str, column: str, index_type: str = "BTREE", **kwargs) -> int:
-    """Builds a BTree on `column` in a Ray task (one CreateIndex); returns the version."""
+def create_scalar_index(uri: str, column: str, index_type: str = "BTREE", *,
+                        num_workers: Optional[int] = None, **kwargs) -> int:
+    """Builds the BTree `{column}_idx`: each Ray task trains one segment over a share of the
+    fragments, and one CreateIndex commits every segment as the index. Returns the version."""
     if str(index_type).upper() != "BTREE":
         raise InvalidInputError(f"lancet builds BTREE scalar indexes, not {index_type}")
-    return ray.get(_build_index.remote(str(uri), column))
+    native = _lancet.open(str(uri))
+    ids = [fid for fid, _, live in native.fragments() if live > 0]
+    if not ids:
+        raise InvalidInputError("the table has no rows to index")
+    workers = num_workers or max(1, int(ray.available_resources().get("CPU", 1)))
+    shares = [ids[i::workers] for i in range(min(workers, len(ids)))]
+    segments = ray.get([_train_segment.remote(str(uri), native.version, column, share) for share in shares])
+    return native.commit_btree_segments(column, segments).version
 
 
 @ray.remote

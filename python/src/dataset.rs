@@ -401,6 +401,48 @@ impl PyDataset {
         Ok(self.after(c.dataset))
     }
 
+    /// Trains one segment of `{column}_idx` over `fragments`, uncommitted; its
+    /// `IndexMetadata` protobuf.
+    #[pyo3(signature = (column, fragments, page_rows=None))]
+    fn train_btree_segment<'py>(
+        &self,
+        py: Python<'py>,
+        column: String,
+        fragments: Vec<u64>,
+        page_rows: Option<u64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let ds = self.ds.clone();
+        let rows = page_rows.unwrap_or(lancet::btree::DEFAULT_PAGE_ROWS);
+        let segment = block_on(py, async move {
+            ds.train_btree_segment(&column, Some(&fragments), rows)
+                .await
+        })
+        .py_err()?;
+        Ok(PyBytes::new(py, &segment.encode_to_vec()))
+    }
+
+    /// Commits segments `train_btree_segment` wrote as the one index `{column}_idx`.
+    fn commit_btree_segments(
+        &self,
+        py: Python<'_>,
+        column: String,
+        segments: Vec<Vec<u8>>,
+    ) -> PyResult<PyDataset> {
+        let segments = segments
+            .iter()
+            .map(|b| {
+                lancet::proto::table::IndexMetadata::decode(b.as_slice())
+                    .map_err(|e| invalid(format!("not an index segment: {e}")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let ds = self.ds.clone();
+        let c = block_on(py, async move {
+            ds.commit_btree_segments(&column, segments).await
+        })
+        .py_err()?;
+        Ok(self.after(c.dataset))
+    }
+
     /// Every index: `(name, type, columns, segments, fragments covered)`.
     fn list_indices(&self) -> PyResult<Vec<IndexRow>> {
         Ok(self

@@ -45,7 +45,8 @@ def script(lib, uri):
     out["indexed"] = ds.to_table(filter="id IN (5, 6, 3650)").sort_by("id").to_pydict()
     stats = ds.cleanup_old_versions(older_than=datetime.timedelta(0), retain_versions=1)
     # pylance's compaction commits a ReserveFragments before its Rewrite when it remaps an
-    # index (lancet numbers the new fragments in the Rewrite itself): one version more
+    # index; lancet numbers the new fragments in the Rewrite itself (decision 0001): pylance
+    # has one version more to clean up
     out["cleanup"] = stats.old_versions > 0
     out["versions_left"] = len(ds.versions())
     out["final"] = ds.to_table().sort_by("id")

@@ -67,8 +67,10 @@ def test_a_million_rows_backfilled_compacted_and_queried(tmp_path):
     assert (ds.count_rows(), len(ds.get_fragments()), ds.is_tree) == (ROWS, 4, True)
     ds.verify(data=True)
 
-    # a BTree trained in a Ray task, one commit
+    # a BTree trained as segments by parallel Ray tasks, one commit
     assert lr.create_scalar_index(uri, "id") == done["version"] + 1
+    (index,) = lancet.dataset(uri).list_indices()
+    assert (index["name"], index["segments"], len(index["fragment_ids"])) == ("id_idx", 2, 4)
 
     # SQL over the tree equals pylance's answers on a flat twin pylance wrote
     twin = lance.write_dataset(ds.to_table(), str(tmp_path / "twin"), max_rows_per_file=250_000)

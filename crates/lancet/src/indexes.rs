@@ -279,6 +279,20 @@ impl Dataset {
         column: &str,
         page_rows: u64,
     ) -> Result<crate::commit::Committed> {
+        let segment = self.train_btree_segment(column, None, page_rows).await?;
+        self.commit_btree_segments(column, vec![segment]).await
+    }
+
+    /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
+    /// fragment when `None`) and writes its files, without committing: the distributed form of
+    /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
+    /// commits every segment with [`Dataset::commit_btree_segments`].
+    pub async fn train_btree_segment(
+        &self,
+        column: &str,
+        fragments: Option<&[u64]>,
+        page_rows: u64,
+    ) -> Result<IndexMetadata> {
         let field = self
             .manifest()
             .fields
@@ -289,9 +303,11 @@ impl Dataset {
                 what: format!("column {column:?}"),
                 reason: "the table has no such top-level column".into(),
             })?;
-        let covered: RoaringBitmap = self
-            .fragments()
-            .await?
+        let chosen = match fragments {
+            None => self.fragments().await?,
+            Some(ids) => self.fragments_with_ids(ids).await?,
+        };
+        let covered: RoaringBitmap = chosen
             .iter()
             .map(|f| {
                 u32::try_from(f.id).map_err(|_| Error::Corrupt {
@@ -316,9 +332,47 @@ impl Dataset {
             page_rows,
             ..Default::default()
         };
-        let entry = self
-            .train_segment(&name, field.id, &value_type, batches, covered, options)
-            .await?;
+        self.train_segment(&name, field.id, &value_type, batches, covered, options)
+            .await
+    }
+
+    /// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
+    /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
+    /// that name. Segments of another index or column, or two covering one fragment, are
+    /// refused with nothing published.
+    pub async fn commit_btree_segments(
+        &self,
+        column: &str,
+        segments: Vec<IndexMetadata>,
+    ) -> Result<crate::commit::Committed> {
+        let name = format!("{column}_idx");
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: format!("segments of {name}"),
+            reason,
+        };
+        let field = self
+            .manifest()
+            .fields
+            .iter()
+            .find(|f| f.name == column && f.parent_id == -1)
+            .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
+        if segments.is_empty() {
+            return Err(invalid("no segments".into()));
+        }
+        let mut seen = RoaringBitmap::new();
+        for s in &segments {
+            if s.name != name || s.fields != [field.id] {
+                return Err(invalid(format!(
+                    "segment {:?} on fields {:?} is not one of {name} on field {}",
+                    s.name, s.fields, field.id
+                )));
+            }
+            let covered = self.index_fragments(s)?.unwrap_or_default();
+            if !(&seen & &covered).is_empty() {
+                return Err(invalid("two segments cover the same fragment".to_string()));
+            }
+            seen |= covered;
+        }
         let removed_indices = self
             .indices()
             .iter()
@@ -326,7 +380,7 @@ impl Dataset {
             .cloned()
             .collect();
         let op = Operation::CreateIndex(CreateIndex {
-            new_indices: vec![entry],
+            new_indices: segments,
             removed_indices,
         });
         self.commit(op).await
