@@ -2,8 +2,8 @@
 //!
 //! Binding only: each function converts Python arguments, calls the `lancet` facade on one
 //! shared tokio runtime with the GIL released, and converts the answer back. Arrow data
-//! crosses through the Arrow C stream interface (PyCapsules, no copies) in [`arrow_ffi`];
-//! errors become the typed exceptions of `lancet.errors` in [`errors`]. The pylance-like
+//! crosses through the Arrow C stream interface (PyCapsules, no copies) in `arrow_ffi`;
+//! errors become the typed exceptions of `lancet.errors` in `errors`. The pylance-like
 //! names and argument handling live in the Python half (`lancet/`).
 //!
 //! The crate uses PyO3 0.25 (not the newest 0.30): its API (`allow_threads`, `with_gil`) is

@@ -132,7 +132,7 @@ pub fn write_new_fragments<'py>(
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let written = block_on(py, async move {
-        Dataset::write_new_fragments(&uri, schema, batches(reader), &options).await
+        Dataset::write_new_fragments(&uri, schema, batches(reader), options).await
     })
     .py_err()?;
     Ok(written

@@ -176,6 +176,7 @@ fn dependencies_follow_the_documented_layers() {
         "lancet-tree",
         "lancet",
         "lancet-cli",
+        "lancet-python",
     ] {
         assert!(
             layers.contains_key(name),

@@ -85,7 +85,7 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
-        let written = Dataset::write_new_fragments(uri, schema.clone(), batches, &options).await?;
+        let written = Dataset::write_new_fragments(uri, schema.clone(), batches, options).await?;
         Dataset::create_from_fragments(uri, schema, written, options).await
     }
 
@@ -98,7 +98,7 @@ impl Dataset {
         uri: &str,
         schema: SchemaRef,
         batches: S,
-        options: &CreateOptions,
+        options: CreateOptions,
     ) -> Result<Vec<DataFragment>>
     where
         S: Stream<Item = Result<RecordBatch>> + Send,

@@ -90,12 +90,12 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     };
     let mut written = Vec::new();
     for start in [0, 10, 20] {
-        let part = Dataset::write_new_fragments(uri, schema(), stream(rows(start, 10)), &options)
+        let part = Dataset::write_new_fragments(uri, schema(), stream(rows(start, 10)), options)
             .await
             .unwrap();
         written.extend(part);
     }
-    let ds = Dataset::create_from_fragments(uri, schema(), written.clone(), options.clone())
+    let ds = Dataset::create_from_fragments(uri, schema(), written.clone(), options)
         .await
         .unwrap()
         .dataset;
@@ -106,7 +106,7 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     assert_eq!(got, (0..30).collect::<Vec<_>>());
     // a location holding a table is refused, before anything is written
     let before = files(std::path::Path::new(uri));
-    let e = Dataset::write_new_fragments(uri, schema(), stream(rows(0, 5)), &options)
+    let e = Dataset::write_new_fragments(uri, schema(), stream(rows(0, 5)), options)
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -251,7 +251,11 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
         let e = ds.add_null_columns(&[bad]).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
-    let ds = ds.add_null_columns(&[twice.clone()]).await.unwrap().dataset;
+    let ds = ds
+        .add_null_columns(std::slice::from_ref(&twice))
+        .await
+        .unwrap()
+        .dataset;
     assert_eq!(ds.version(), 2);
     assert_eq!(ds.unfilled_fragments("twice").await.unwrap().len(), 10);
 
