@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::errors::invalid;
-use crate::runtime::block_on_unlocked;
+use crate::runtime::spawn;
 
 const STREAM: &str = "arrow_array_stream";
 
@@ -78,13 +78,23 @@ impl ArrowStream {
         }
     }
 
-    /// A stream pulling from the facade's `stream` as the consumer reads.
+    /// A stream of the facade's `stream`, read ahead on the shared runtime (a task drives
+    /// it into a channel of [`READ_AHEAD`] batches) while the consumer takes batches.
     pub fn of_stream(
         schema: SchemaRef,
         stream: BoxStream<'static, lancet::Result<RecordBatch>>,
     ) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+        spawn(async move {
+            let mut stream = stream;
+            while let Some(batch) = stream.next().await {
+                if tx.send(batch).await.is_err() {
+                    break; // the consumer dropped the stream
+                }
+            }
+        });
         ArrowStream {
-            reader: Mutex::new(Some(Box::new(Pulled { schema, stream }))),
+            reader: Mutex::new(Some(Box::new(Pulled { schema, rx }))),
         }
     }
 }
@@ -110,18 +120,27 @@ impl ArrowStream {
     }
 }
 
-/// A facade stream read batch by batch on the shared runtime.
+/// Batches a scan reads ahead of its consumer.
+const READ_AHEAD: usize = 4;
+
+/// A facade stream's batches as they arrive from the task driving it.
 struct Pulled {
     schema: SchemaRef,
-    stream: BoxStream<'static, lancet::Result<RecordBatch>>,
+    rx: tokio::sync::mpsc::Receiver<lancet::Result<RecordBatch>>,
 }
 
 impl Iterator for Pulled {
     type Item = Result<RecordBatch, ArrowError>;
 
+    /// Waits for the next batch. The consumer may be a Python thread, or lancet itself on
+    /// the shared runtime (a table written from another lancet table's scan): there the wait
+    /// leaves the runtime's context first (`block_in_place`), so it never nests a runtime.
     fn next(&mut self) -> Option<Self::Item> {
-        block_on_unlocked(self.stream.next())
-            .map(|b| b.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        let next = match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::block_in_place(|| self.rx.blocking_recv()),
+            Err(_) => self.rx.blocking_recv(),
+        };
+        next.map(|b| b.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 

@@ -25,9 +25,12 @@ where
     py.allow_threads(|| runtime().block_on(f))
 }
 
-/// Runs `f` to completion from a thread that does not hold the GIL (a stream's callback).
-pub fn block_on_unlocked<F: Future>(f: F) -> F::Output {
-    runtime().block_on(f)
+/// Runs `f` on the runtime's workers, in the background.
+pub fn spawn<F>(f: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    runtime().spawn(f);
 }
 
 /// Runs the future `make` builds to completion with the GIL released; the future itself

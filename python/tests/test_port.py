@@ -155,3 +155,20 @@ def test_the_distributed_write_pickles_fragments_and_commits_once(tmp_uri):
     created = lancet.LanceDataset.commit(new_uri, op)
     assert created.version == 1 and created.is_tree
     assert created.to_table().sort_by("id") == rows(0, 9)
+
+
+def test_a_lancet_table_is_the_source_of_another_write(tmp_path):
+    """A scan lancet exports feeds a write lancet runs (its stream is read from inside
+    lancet's runtime: it once aborted the process), a merge's source, and pylance's write."""
+    a = lancet.write_dataset(rows(0, 3000), str(tmp_path / "a"), max_rows_per_file=700)
+    b = lancet.write_dataset(a, str(tmp_path / "b"))
+    assert b.to_table() == a.to_table()
+    c = lancet.write_dataset(a.scanner(filter="id < 100").to_reader(), str(tmp_path / "c"))
+    assert c.count_rows() == 100
+    merged = b.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        lancet.dataset(str(tmp_path / "c")))
+    assert (merged["num_updated_rows"], merged["num_inserted_rows"]) == (100, 0)
+    # pylance takes a reader of it (pyarrow's own C++ dataset functions cannot scan a Python
+    # dataset, lancet's or pylance's: pass `scanner().to_reader()`)
+    peer = lance.write_dataset(a.scanner().to_reader(), str(tmp_path / "p"))
+    assert peer.to_table() == a.to_table()
