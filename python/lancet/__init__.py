@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import errors
+from . import errors, optimize
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner
@@ -26,6 +26,7 @@ __all__ = [
     "FragmentMetadata",
     "write_fragments",
     "errors",
+    "optimize",
     "__version__",
 ]
 

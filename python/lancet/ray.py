@@ -31,6 +31,7 @@ from . import _lancet
 from .backfill import compute_file, new_schema_of
 from .errors import InvalidInputError, NotFoundError
 from .fragment import FragmentMetadata, LanceOperation
+from .optimize import Compaction, CompactionOptions, CompactionTask, RewriteResult
 
 __all__ = ["LancetDatasink", "LancetDatasource", "write_dataset", "read_dataset", "compact_files",
            "create_scalar_index", "add_columns"]
@@ -175,25 +176,25 @@ read_lance = read_dataset
 
 
 @ray.remote
-def _execute_compaction(uri: str, version: int, task: str) -> str:
-    return _lancet.open(uri, version=version).compaction_execute(task)
+def _execute_compaction(uri: str, task: CompactionTask) -> RewriteResult:
+    return task.execute(lancet.dataset(uri, task.read_version))
 
 
 def compact_files(uri: str, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
                   materialize_deletions: bool = True, materialize_deletions_threshold: float = 0.1,
                   defer_index_remap: bool = False, **kwargs) -> Optional[dict]:
-    """Compacts the table: each planned group rewritten by a Ray task, one Rewrite
-    committed. Returns the commit's counts, or None when nothing needed compaction."""
-    native = _lancet.open(str(uri))
-    tasks = native.compaction_plan(target_rows_per_fragment, max_rows_per_group, materialize_deletions,
-                                   materialize_deletions_threshold, defer_index_remap)
-    if not tasks:
+    """Compacts the table: each planned group rewritten by a Ray task
+    (:class:`lancet.optimize.CompactionTask`), one Rewrite committed. Returns the commit's
+    counts, or None when nothing needed compaction."""
+    ds = lancet.dataset(str(uri))
+    options = CompactionOptions(target_rows_per_fragment, max_rows_per_group, materialize_deletions,
+                                materialize_deletions_threshold, defer_index_remap)
+    plan = Compaction.plan(ds, options)
+    if not plan.tasks:
         return None
-    results = ray.get([_execute_compaction.remote(str(uri), native.version, t) for t in tasks])
-    native, committed = native.compaction_commit(results)
-    return {"fragments_removed": committed["fragments_removed"],
-            "fragments_added": committed["fragments_added"], "version": committed["version"],
-            "tasks": len(tasks)}
+    results = ray.get([_execute_compaction.remote(str(uri), t) for t in plan.tasks])
+    done = Compaction.commit(ds, results)
+    return {**done, "tasks": plan.num_tasks}
 
 
 @ray.remote
@@ -211,7 +212,7 @@ def create_scalar_index(uri: str, column: str, index_type: str = "BTREE", *,
     ids = [fid for fid, _, live in native.fragments() if live > 0]
     if not ids:
         raise InvalidInputError("the table has no rows to index")
-    workers = num_workers or max(1, int(ray.available_resources().get("CPU", 1)))
+    workers = num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     shares = [ids[i::workers] for i in range(min(workers, len(ids)))]
     segments = ray.get([_train_segment.remote(str(uri), native.version, column, share) for share in shares])
     return native.commit_btree_segments(column, segments).version

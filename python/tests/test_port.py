@@ -172,3 +172,25 @@ def test_a_lancet_table_is_the_source_of_another_write(tmp_path):
     # dataset, lancet's or pylance's: pass `scanner().to_reader()`)
     peer = lance.write_dataset(a.scanner().to_reader(), str(tmp_path / "p"))
     assert peer.to_table() == a.to_table()
+
+
+def test_compaction_in_pieces_pickles_its_tasks_and_commits_once(tmp_uri):
+    import pickle
+
+    from lancet.optimize import Compaction, CompactionOptions
+
+    ds = lancet.write_dataset(rows(0, 4000), tmp_uri, max_rows_per_file=250)
+    ds.delete("id % 3 = 0")
+    ds.create_scalar_index("id")
+    plan = Compaction.plan(ds, CompactionOptions(target_rows_per_fragment=1000))
+    assert plan.num_tasks >= 2
+    tasks = pickle.loads(pickle.dumps(plan.tasks))
+    results = pickle.loads(pickle.dumps([t.execute(lancet.dataset(tmp_uri)) for t in tasks]))
+    before = ds.version
+    done = Compaction.commit(ds, results)
+    assert (done["version"], ds.version) == (before + 1, before + 1)
+    assert ds.to_table().sort_by("id") == lance.dataset(tmp_uri).to_table().sort_by("id")
+    assert ds.count_rows() == 4000 - 1334
+    assert ds.search("id = 2000")["scanned_fragments"] == 0  # the BTree was remapped
+    with pytest.raises(lancet.errors.InvalidInputError):
+        Compaction.commit(ds, [])
