@@ -1,11 +1,12 @@
 """Differential tester: lancet and pylance 14.0.2 take turns on one table.
 
 Random operation sequences (append, write_fragments + one commit, delete, update, merge_insert
-(upsert or delete by key), truncate, branch create/read/delete, compact with
-or without a deferred remap, BTree build, index optimize with or without merge, add-column,
-drop-column, rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
-lancet writers racing), each
-step done by pylance or by lancet (the CLI), on one table. On a tree table (created as one,
+(upsert or delete by key), truncate, branch create/read/delete, compact with or without a
+deferred remap, BTree build, index optimize with or without merge, add-column, drop-column,
+rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
+lancet writers racing), each step done by pylance or by lancet (the CLI) — with `--py`, also
+by lancet's Python package (append, write_fragments + commit, delete, update, merge_insert,
+compaction; on tree tables too) — on one table. On a tree table (created as one,
 or converted) lancet takes every turn, and each step is also checked through `tree flatten`
 into a copy that pylance reads. After every step:
 - pylance's full scan and lancet's full scan equal a model of the live rows;
@@ -22,7 +23,7 @@ A failing run prints its seed, shrinks the sequence to a minimal one that still 
 writes it as a standalone reproducer (`--replay FILE` runs it again).
 
     python difftest.py --lancet BIN [--seed S] [--steps N] [--runs R] [--minutes M]
-                       [--stable true|false|random] [--replay FILE] [--out DIR]
+                       [--stable true|false|random] [--replay FILE] [--out DIR] [--py]
 """
 
 import argparse
@@ -54,14 +55,18 @@ KINDS = {
 }
 
 
-def gen_ops(rng, steps, stable, tree=False):
+# the steps lancet's Python package takes (with --py); its other turns go to the CLI
+PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact"}
+
+
+def gen_ops(rng, steps, stable, tree=False, py=False):
     """A sequence of steps; each names its engine and its arguments, drawn from `rng`."""
     ops = [{"op": "create", "rows": rng.choice([50, 120, 300]), "files": rng.randint(1, 4),
             "stable": stable, "tree": tree}]
     next_id = ops[0]["rows"] * ops[0]["files"]
     kinds, weights = list(KINDS), list(KINDS.values())
     for _ in range(steps):
-        by = rng.choice(["lance", "lancet"])
+        by = rng.choice(["lance", "lancet", "py"] if py else ["lance", "lancet"])
         kind = rng.choices(kinds, weights=weights)[0]
         op = {"op": kind, "by": by}
         if kind == "overwrite":
@@ -156,7 +161,14 @@ class Run:
         kind = op["op"]
         # a tree table is lancet's alone: pylance's turns go to lancet; so are a cleanup once
         # the history holds tree versions (pylance cannot read them), and a restore of one
-        by = "lancet" if self.tree else op.get("by")
+        by = op.get("by")
+        if self.tree and by == "lance":
+            by = "lancet"
+        if by == "py" and kind not in PY_CAN:
+            by = "lancet"
+        py = None
+        if by == "py":
+            import lancet as py  # the package under test (python/), installed in this venv
         if kind == "cleanup" and self.had_tree:
             by = "lancet"
         if kind == "restore" and self.history_tree(self.version() - op.get("back", 0)):
@@ -179,6 +191,8 @@ class Run:
             t = self.table(op["start"], op["n"])
             if by == "lance":
                 lance.write_dataset(t, self.uri, mode="append")
+            elif by == "py":
+                py.write_dataset(t, self.uri, mode="append")
             else:
                 self.lancet("append", self.uri, "--from", self.parquet(t))
             self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
@@ -201,6 +215,10 @@ class Run:
                 ds = lance.dataset(self.uri)
                 lance.LanceDataset.commit(self.uri, lance.LanceOperation.Append(frags),
                                           read_version=ds.version)
+            elif by == "py":
+                read = py.dataset(self.uri).version
+                frags = py.write_fragments(t, self.uri)
+                py.LanceDataset.commit(self.uri, py.LanceOperation.Append(frags), read_version=read)
             else:
                 staged = self.lancet("write-fragments", self.uri, "--from", self.parquet(t)).stdout
                 path = os.path.join(self.root, "staged.json")
@@ -236,8 +254,8 @@ class Run:
             for c in self.extra:
                 cols[c] = pa.array([k * 3 for k in keys], pa.int64())
             t = pa.table(cols)
-            if by == "lance":
-                b = lance.dataset(self.uri).merge_insert("id")
+            if by in ("lance", "py"):
+                b = (lance if by == "lance" else py).dataset(self.uri).merge_insert("id")
                 b = b.when_matched_delete() if op["delete"] else b.when_matched_update_all()
                 res = b.when_not_matched_insert_all().execute(t)
                 got = (res["num_inserted_rows"], res["num_updated_rows"], res["num_deleted_rows"])
@@ -268,6 +286,10 @@ class Run:
             hit = self.matching(op["filter"])
             if by == "lance":
                 lance.dataset(self.uri).delete(op["filter"])
+            elif by == "py":
+                n = py.dataset(self.uri).delete(op["filter"])["num_deleted_rows"]
+                if n != len(hit):
+                    raise Failure(f"the package's delete reported {n} rows, the model {len(hit)}")
             else:
                 out = json.loads(self.lancet("delete", self.uri, "--filter", op["filter"],
                                              "--json").stdout)
@@ -279,6 +301,10 @@ class Run:
             hit = self.matching(op["filter"])
             if by == "lance":
                 lance.dataset(self.uri).update({"v": "v + 1"}, where=op["filter"])
+            elif by == "py":
+                n = py.dataset(self.uri).update({"v": "v + 1"}, where=op["filter"])["num_rows_updated"]
+                if n != len(hit):
+                    raise Failure(f"the package's update reported {n} rows, the model {len(hit)}")
             else:
                 out = json.loads(self.lancet("update", self.uri, "--filter", op["filter"],
                                              "--set", "v = v + 1", "--json").stdout)
@@ -287,8 +313,8 @@ class Run:
             for i in hit:
                 self.model[i] += 1
         elif kind == "compact":
-            if by == "lance":
-                lance.dataset(self.uri).optimize.compact_files(
+            if by in ("lance", "py"):
+                (lance if by == "lance" else py).dataset(self.uri).optimize.compact_files(
                     target_rows_per_fragment=op["target"], defer_index_remap=op["defer"])
             else:
                 args = ["compact", self.uri, "--target-rows-per-fragment", str(op["target"])]
@@ -614,7 +640,7 @@ def run_ops(lancet_bin, ops, verbose=False):
 def pylance_alone_fails(lancet_bin, ops, failure):
     """Whether `ops` with pylance taking every turn it can (the steps only lancet does stay
     lancet's) fail at the same step with the same kind of finding."""
-    alone = [dict(o, by="lance") if o.get("by") == "lancet" and o["op"] in PYLANCE_CAN else o
+    alone = [dict(o, by="lance") if o.get("by") in ("lancet", "py") and o["op"] in PYLANCE_CAN else o
              for o in ops]
     if alone == ops:
         return False
@@ -657,6 +683,8 @@ def main():
     p.add_argument("--replay")
     p.add_argument("--out", default=tempfile.gettempdir())
     p.add_argument("--no-shrink", action="store_true")
+    p.add_argument("--py", action="store_true",
+                   help="lancet's Python package takes turns too (it must be installed)")
     a = p.parse_args()
     if a.replay:
         ops = json.load(open(a.replay))["ops"]
@@ -671,7 +699,7 @@ def main():
         rng = random.Random(seed)
         stable = {"true": True, "false": False}.get(a.stable, rng.random() < 0.5)
         tree = {"true": True, "false": False}.get(a.tree, rng.random() < 0.25)
-        ops = gen_ops(rng, a.steps, stable, tree)
+        ops = gen_ops(rng, a.steps, stable, tree, a.py)
         f = run_ops(a.lancet, ops)
         runs += 1
         if f is not None and not pylance_alone_fails(a.lancet, ops, f) and not a.no_shrink:

@@ -11,6 +11,8 @@ fn the_python_package_suite_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let status = Command::new("bash")
         .arg(root.join("python/test.sh"))
+        // the differential tester in the suite drives this build of the CLI
+        .env("LANCET_BIN", env!("CARGO_BIN_EXE_lancet"))
         .status()
         .expect("bash runs python/test.sh");
     assert!(status.success(), "python/test.sh failed: {status}");

@@ -317,15 +317,16 @@ impl Dataset {
             })
             .collect::<Result<_>>()?;
         let batches = self.training_pairs(field.id, &covered).await?;
+        // no fragments (a truncated table): an empty index of the column's type, as Lance
+        // 14.0.2 builds one
         let value_type = match batches.first() {
             Some(b) => b.column(0).data_type().clone(),
-            _ => {
-                return Err(Error::Unsupported {
-                    uri: self.uri().to_string(),
-                    version: self.version(),
-                    rule: "cannot index a table with no fragments".into(),
-                })
-            }
+            None => self
+                .schema()?
+                .field_with_name(column)
+                .map_err(|e| Error::Internal(format!("column {column:?}: {e}")))?
+                .data_type()
+                .clone(),
         };
         let name = format!("{column}_idx");
         let options = TrainOptions {

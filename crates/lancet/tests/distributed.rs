@@ -332,3 +332,33 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
     assert_eq!(twice_values, vec![Some(642), None]); // fragment 7 not backfilled yet
     ds.verify_data().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_empty_table_gets_an_empty_btree_as_lance_builds_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = table(dir.path(), Layout::Flat).await;
+    let ds = ds.truncate().await.unwrap().dataset;
+    let ds = ds.build_btree("id", 64).await.unwrap().dataset;
+    let summary = ds.index_summaries().unwrap();
+    assert_eq!((summary.len(), summary[0].fragments.len()), (1, 0));
+    let found = ds.search(&Filter::parse("id = 5").unwrap()).await.unwrap();
+    assert!(found.row_ids.is_empty());
+    ds.verify_data().await.unwrap();
+    // rows appended later are found (by scan until the index is optimized over them)
+    let ds = ds.append(stream(rows(5000, 10))).await.unwrap().dataset;
+    let found = ds
+        .search(&Filter::parse("id = 5003").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(found.row_ids.len(), 1);
+    let ds = ds
+        .optimize_indices(&Default::default())
+        .await
+        .unwrap()
+        .dataset;
+    let found = ds
+        .search(&Filter::parse("id = 5003").unwrap())
+        .await
+        .unwrap();
+    assert_eq!((found.row_ids.len(), found.scanned_fragments), (1, 0));
+}
