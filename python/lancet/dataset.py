@@ -155,6 +155,8 @@ class LanceDataset(pa_ds.Dataset):
         fragments = self._ds.fragments()
         starts, total = [], 0
         for fid, _, live in fragments:
+            if live is None:  # a legacy manifest's unknown count: the fragment's rows counted
+                live = self.scanner(columns=[], fragments=[fid]).count_rows()
             starts.append((total, fid, live))
             total += live
         ids_of: Dict[int, list] = {}
@@ -345,7 +347,7 @@ class LanceFragment(pa_ds.Fragment):
         return self._dataset.schema
 
     def count_rows(self, filter=None, **kwargs) -> int:
-        if filter is None:
+        if filter is None and self._live is not None:
             return self._live
         return self.scanner(filter=filter).count_rows()
 

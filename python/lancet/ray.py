@@ -142,7 +142,8 @@ class LancetDatasource(Datasource):
         return None
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit=None, data_context=None) -> List[ReadTask]:
-        fragments = [f for f in self._fragments if f[2] > 0]
+        # a fragment of unknown count (a legacy manifest's) is read, never skipped
+        fragments = [f for f in self._fragments if f[2] is None or f[2] > 0]
         if not fragments:
             return []
         n = max(1, min(parallelism, len(fragments)))
@@ -150,7 +151,8 @@ class LancetDatasource(Datasource):
         tasks = []
         for group in groups:
             ids = [f[0] for f in group]
-            rows = None if self.filter else sum(f[2] for f in group)
+            counts = [f[2] for f in group]
+            rows = None if self.filter or None in counts else sum(counts)
             meta = BlockMetadata(num_rows=rows, size_bytes=None, exec_stats=None, input_files=None)
             uri, version, columns, filter = self.uri, self.version, self.columns, self.filter
 
@@ -209,7 +211,7 @@ def create_scalar_index(uri: str, column: str, index_type: str = "BTREE", *,
     if str(index_type).upper() != "BTREE":
         raise InvalidInputError(f"lancet builds BTREE scalar indexes, not {index_type}")
     native = _lancet.open(str(uri))
-    ids = [fid for fid, _, live in native.fragments() if live > 0]
+    ids = [fid for fid, _, live in native.fragments() if live is None or live > 0]
     if not ids:
         raise InvalidInputError("the table has no rows to index")
     workers = num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -183,15 +183,14 @@ impl PyDataset {
         let filter = self::filter(filter)?;
         let ds = self.ds.clone();
         block_on(py, async move {
-            match filter {
-                Some(f) => Ok(ds.search(&f).await?.row_ids.len()),
-                None => Ok(ds
-                    .fragments()
-                    .await?
-                    .iter()
-                    .map(|f| lancet::FragmentSummary::of(f).visible_rows().unwrap_or(0))
-                    .sum()),
-            }
+            // without a filter, the counts the manifest (or the tree's totals) records; a
+            // legacy manifest that leaves some unknown is counted row by row
+            let filter = match (filter, ds.num_rows()) {
+                (None, Some(n)) => return Ok(n),
+                (Some(f), _) => f,
+                (None, None) => Filter::parse("TRUE")?,
+            };
+            Ok(ds.search(&filter).await?.row_ids.len())
         })
         .py_err()
     }
@@ -225,15 +224,16 @@ impl PyDataset {
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
     }
 
-    /// `(id, physical rows, live rows)` of every fragment, in id order.
-    fn fragments(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
+    /// `(id, physical rows, live rows)` of every fragment, in id order; live rows `None`
+    /// where a legacy manifest leaves the count unknown.
+    fn fragments(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, Option<u64>)>> {
         let ds = self.ds.clone();
         let all = block_on(py, async move { ds.fragments().await }).py_err()?;
         Ok(all
             .iter()
             .map(|f| {
                 let s = lancet::FragmentSummary::of(f);
-                (f.id, f.physical_rows, s.visible_rows().unwrap_or(0))
+                (f.id, f.physical_rows, s.visible_rows())
             })
             .collect())
     }
