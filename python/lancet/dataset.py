@@ -19,6 +19,7 @@ from . import _lancet
 from ._data import read, schema_stream, to_reader
 from ._expr import Unsupported, to_sql
 from .errors import InvalidInputError
+from .fragment import LanceOperation
 
 __all__ = [
     "LanceDataset",
@@ -310,9 +311,21 @@ class LanceDataset(pa_ds.Dataset):
 
     @staticmethod
     def commit(base_uri, operation, read_version: Optional[int] = None, **kwargs) -> "LanceDataset":
-        from .fragment import LanceOperation
-
-        return LanceOperation._commit(str(base_uri), operation, read_version)
+        uri = str(base_uri)
+        if isinstance(operation, LanceOperation.Append):
+            if read_version is None:
+                native = _lancet.open(uri)
+            else:
+                native = _lancet.open(uri, version=read_version)
+            native = native.commit_append([f.to_bytes() for f in operation.fragments])
+            return LanceDataset(uri, _native=native)
+        if isinstance(operation, LanceOperation.Overwrite):
+            native = _lancet.create_from_fragments(
+                uri, schema_stream(operation.new_schema), [f.to_bytes() for f in operation.fragments],
+                operation.layout, operation.enable_stable_row_ids,
+                operation.data_storage_version or "stable")
+            return LanceDataset(uri, _native=native)
+        raise InvalidInputError(f"lancet commits Append and Overwrite, not {type(operation).__name__}")
 
 
 class LanceFragment(pa_ds.Fragment):

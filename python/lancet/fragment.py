@@ -14,7 +14,7 @@ from typing import List, Optional
 import pyarrow as pa
 
 from . import _lancet
-from ._data import schema_stream, to_reader
+from ._data import to_reader
 from .errors import InvalidInputError, NotFoundError
 
 __all__ = ["FragmentMetadata", "write_fragments", "LanceOperation"]
@@ -91,22 +91,3 @@ class LanceOperation:
         layout: str = "flat"
         enable_stable_row_ids: bool = False
         data_storage_version: Optional[str] = None
-
-    @staticmethod
-    def _commit(uri: str, operation, read_version: Optional[int]):
-        from .dataset import LanceDataset
-
-        if isinstance(operation, LanceOperation.Append):
-            if read_version is None:
-                native = _lancet.open(uri)
-            else:
-                native = _lancet.open(uri, version=read_version)
-            native = native.commit_append([f.to_bytes() for f in operation.fragments])
-            return LanceDataset(uri, _native=native)
-        if isinstance(operation, LanceOperation.Overwrite):
-            native = _lancet.create_from_fragments(
-                uri, schema_stream(operation.new_schema), [f.to_bytes() for f in operation.fragments],
-                operation.layout, operation.enable_stable_row_ids,
-                operation.data_storage_version or "stable")
-            return LanceDataset(uri, _native=native)
-        raise InvalidInputError(f"lancet commits Append and Overwrite, not {type(operation).__name__}")

@@ -17,8 +17,8 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrow_ffi::{batches, import_stream, ArrowStream};
 use crate::errors::{invalid, to_py, IntoPy};
+use crate::fragments::decode_fragments;
 use crate::runtime::{block_on, run};
-use crate::write::decode_fragments;
 
 /// Opens the table at `uri`: its latest version, `version`, or the version `tag` names
 /// (on `branch` when given).

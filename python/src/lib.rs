@@ -12,6 +12,7 @@
 mod arrow_ffi;
 mod dataset;
 mod errors;
+mod fragments;
 mod runtime;
 mod write;
 
@@ -25,7 +26,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
-    m.add_function(wrap_pyfunction!(write::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(fragments::fragment_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! External sort of `(value, id)` pairs within a memory budget.
+//! Sorting `(value, id)` pairs as the index stores them: in memory ([`sort_pairs`]) and, past
+//! a memory budget, externally.
 //!
 //! Batches are buffered until they exceed the budget, then sorted and spilled as a run to a
 //! temporary Lance file on local disk. `finish` merges the runs (and what is still buffered)
@@ -11,16 +12,148 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::interleave::interleave;
+use arrow_select::take::take;
 use lancet_file::{FileStore, FileVersion, LanceFile, StreamingWriter};
 use object_store::path::Path;
 
 use crate::error::{BTreeError, Result};
 use crate::lookup::NULLS_FIRST;
-use crate::train::sort_pairs;
+
+/// Order-preserving u64 keys of a primitive column (signed: sign bit flipped; floats: IEEE
+/// total order, NaN above +inf), or `None` for other types.
+fn primitive_keys(values: &ArrayRef) -> Option<Vec<u64>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType::*;
+    fn signed(v: i64) -> u64 {
+        (v as u64) ^ (1 << 63)
+    }
+    fn float(bits: u64) -> u64 {
+        if bits >> 63 == 1 {
+            !bits
+        } else {
+            bits | (1 << 63)
+        }
+    }
+    let keys: Vec<u64> = match values.data_type() {
+        Int8 => values
+            .as_primitive::<Int8Type>()
+            .values()
+            .iter()
+            .map(|v| signed(i64::from(*v)))
+            .collect(),
+        Int16 => values
+            .as_primitive::<Int16Type>()
+            .values()
+            .iter()
+            .map(|v| signed(i64::from(*v)))
+            .collect(),
+        Int32 | Date32 => values.to_data().buffers().first().map(|b| {
+            b.typed_data::<i32>()
+                .iter()
+                .skip(values.offset())
+                .take(values.len())
+                .map(|v| signed(i64::from(*v)))
+                .collect()
+        })?,
+        Int64 | Date64 | Timestamp(_, _) => values.to_data().buffers().first().map(|b| {
+            b.typed_data::<i64>()
+                .iter()
+                .skip(values.offset())
+                .take(values.len())
+                .map(|v| signed(*v))
+                .collect()
+        })?,
+        UInt8 => values
+            .as_primitive::<UInt8Type>()
+            .values()
+            .iter()
+            .map(|v| u64::from(*v))
+            .collect(),
+        UInt16 => values
+            .as_primitive::<UInt16Type>()
+            .values()
+            .iter()
+            .map(|v| u64::from(*v))
+            .collect(),
+        UInt32 => values
+            .as_primitive::<UInt32Type>()
+            .values()
+            .iter()
+            .map(|v| u64::from(*v))
+            .collect(),
+        UInt64 => values.as_primitive::<UInt64Type>().values().to_vec(),
+        Float32 => values
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .map(|v| float(f64::from(*v).to_bits()))
+            .collect(),
+        Float64 => values
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .map(|v| float(v.to_bits()))
+            .collect(),
+        _ => return None,
+    };
+    Some(keys)
+}
+
+/// Sorts `(values, ids)` the way the index stores them: NULLs first, floats in IEEE total
+/// order, ties by id. Primitive columns sort order-preserving u64 keys directly; other types
+/// use Arrow's lexicographic sort.
+pub fn sort_pairs(values: &ArrayRef, ids: &UInt64Array) -> Result<(ArrayRef, UInt64Array)> {
+    let id_values = ids.values();
+    let order: UInt32Array = match primitive_keys(values) {
+        Some(keys) => {
+            // NULL rows first, by id; then (key, id). The index breaks no ties: (key, id)
+            // pairs are unique within one build.
+            let mut nulls: Vec<(u64, u32)> = Vec::new();
+            let mut rows: Vec<(u64, u64, u32)> = Vec::with_capacity(values.len());
+            for (i, (key, id)) in keys.iter().zip(id_values.iter()).enumerate() {
+                if values.is_null(i) {
+                    nulls.push((*id, i as u32));
+                } else {
+                    rows.push((*key, *id, i as u32));
+                }
+            }
+            nulls.sort_unstable();
+            rows.sort_unstable();
+            UInt32Array::from_iter_values(
+                nulls
+                    .into_iter()
+                    .map(|n| n.1)
+                    .chain(rows.into_iter().map(|r| r.2)),
+            )
+        }
+        None => {
+            let columns = [
+                arrow_ord::sort::SortColumn {
+                    values: values.clone(),
+                    options: Some(NULLS_FIRST),
+                },
+                arrow_ord::sort::SortColumn {
+                    values: Arc::new(ids.clone()),
+                    options: Some(NULLS_FIRST),
+                },
+            ];
+            arrow_ord::sort::lexsort_to_indices(&columns, None)?
+        }
+    };
+    let values = take(values.as_ref(), &order, None)?;
+    let ids = take(ids, &order, None)?;
+    let ids = ids
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .cloned()
+        .ok_or_else(|| BTreeError::InvalidInput("ids are not UInt64".into()))?;
+    Ok((values, ids))
+}
 
 /// Rows read from a spilled run at a time.
 const RUN_CHUNK_ROWS: u64 = 64 * 1024;

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::error::CliError;
 use crate::workload::{
-    record, stage_deletion_files, write_deletion_files, Generator, Pool, Workload,
+    data_schema, record, stage_deletion_files, write_deletion_files, Generator, Pool, Workload,
 };
 
 #[derive(Serialize)]
@@ -159,18 +159,7 @@ pub struct Options {
     pub workload: Workload,
 }
 
-/// The bench table's schema: `id` and `x` (field ids 0 and 1, what every record's data file
-/// holds) and `w` (field 2, what the backfill workload adds).
-pub fn data_schema() -> arrow_schema::SchemaRef {
-    use arrow_schema::{DataType, Field, Schema};
-    std::sync::Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("x", DataType::Float64, true),
-        Field::new("w", DataType::Int64, true),
-    ]))
-}
-
-/// `n` rows of [`data_schema`] from `start`.
+/// `n` rows of [`data_schema`](crate::workload::data_schema) from `start`.
 fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
     let ids: Vec<i64> = (start..start + n).collect();
     let x: Vec<f64> = ids.iter().map(|i| *i as f64 * 0.5).collect();

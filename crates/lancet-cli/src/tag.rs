@@ -145,11 +145,7 @@ pub async fn at(
 ) -> Result<(String, Option<u64>), CliError> {
     let root = |branch: &str| -> Result<String, CliError> {
         lancet::paths::refs::check_branch_name(branch)?;
-        Ok(format!(
-            "{}/{}/{branch}",
-            uri.trim_end_matches('/'),
-            lancet::paths::refs::BRANCH_TREES_DIR
-        ))
+        Ok(lancet::paths::layout::branch_uri(uri, branch))
     };
     match (tag, branch) {
         (None, None) => Ok((uri.to_string(), version)),

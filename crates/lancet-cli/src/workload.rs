@@ -93,7 +93,7 @@ async fn pool_file(
     rows: u64,
 ) -> Result<DataFile, CliError> {
     use std::sync::Arc;
-    let table = crate::bench::data_schema();
+    let table = data_schema();
     let picked: Vec<arrow_schema::Field> = fields
         .iter()
         .filter_map(|id| {
@@ -335,4 +335,15 @@ fn with_ids(f: &mut DataFragment, next: u64) -> u64 {
         RowIdSequence::from_range(next..end).encode(),
     ));
     end
+}
+
+/// The bench table's schema: `id` and `x` (field ids 0 and 1, what every record's data file
+/// holds) and `w` (field 2, what the backfill workload adds).
+pub fn data_schema() -> arrow_schema::SchemaRef {
+    use arrow_schema::{DataType, Field, Schema};
+    std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+        Field::new("w", DataType::Int64, true),
+    ]))
 }

@@ -29,6 +29,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
+use crate::layout;
+
 /// What a deleted object was, for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,23 +89,23 @@ fn classify(path: &str) -> Option<Class<'_>> {
         {
             Some(Class::Manifest)
         }
-        "data" if file_name.starts_with(".tmp") => Some(Class::Temporary),
-        "data" if file_name.ends_with(".lance") => Some(Class::Path(ObjectKind::Data)),
-        "_deletions" if file_name.ends_with(".arrow") || file_name.ends_with(".bin") => {
+        layout::DATA_DIR if file_name.starts_with(".tmp") => Some(Class::Temporary),
+        layout::DATA_DIR if file_name.ends_with(".lance") => Some(Class::Path(ObjectKind::Data)),
+        layout::DELETIONS_DIR if file_name.ends_with(".arrow") || file_name.ends_with(".bin") => {
             Some(Class::Path(ObjectKind::Deletion))
         }
-        "_transactions" if file_name.ends_with(".txn") => {
+        layout::TRANSACTIONS_DIR if file_name.ends_with(".txn") => {
             Some(Class::Path(ObjectKind::Transaction))
         }
-        "_indices" => {
+        layout::INDICES_DIR => {
             let (uuid, file) = rest.split_once('/')?;
             (!uuid.is_empty() && !file.is_empty()).then_some(Class::Index(uuid))
         }
-        "_fri" => {
+        layout::FRI_DIR => {
             let (map, file) = rest.split_once('/')?;
             (!map.is_empty() && !file.is_empty()).then_some(Class::RowMap(map))
         }
-        "_bt" if crate::tree_paths::validate_tree_path(path).is_ok() => {
+        crate::tree_paths::TREE_DIR if crate::tree_paths::validate_tree_path(path).is_ok() => {
             Some(Class::Path(ObjectKind::Tree))
         }
         _ => None,
@@ -256,12 +258,12 @@ pub const DEFAULT_UNVERIFIED_OLDER_THAN: Duration = Duration::from_secs(7 * 24 *
 /// a candidate ([`plan`] decides within them).
 pub const LISTED_DIRS: [&str; 7] = [
     crate::manifest::VERSIONS_DIR,
-    "_transactions",
-    "data",
-    "_deletions",
-    "_indices",
-    "_fri",
-    "_bt",
+    layout::TRANSACTIONS_DIR,
+    layout::DATA_DIR,
+    layout::DELETIONS_DIR,
+    layout::INDICES_DIR,
+    layout::FRI_DIR,
+    crate::tree_paths::TREE_DIR,
 ];
 
 /// What a cleanup removes, and how fast it deletes.

@@ -1,8 +1,6 @@
 //! Where the files a fragment or index names live, given their resolved base.
 
-use lancet_proto::table::{
-    deletion_file::DeletionFileType, DataFile, DataFragment, DeletionFile, ExternalFile,
-};
+use lancet_proto::table::{DataFile, DataFragment, DeletionFile, ExternalFile};
 
 use crate::bases::{BaseRequirement, BaseTable, ResolvedBase};
 use crate::error::{PathsError, Result};
@@ -55,23 +53,7 @@ pub fn data_file_location(
     ))
 }
 
-/// File name of a deletion file: `{fragment_id}-{read_version}-{id}.{arrow|bin}`.
-pub fn deletion_file_name(fragment_id: u64, file: &DeletionFile) -> Result<String> {
-    let suffix = match DeletionFileType::try_from(file.file_type) {
-        Ok(DeletionFileType::ArrowArray) => "arrow",
-        Ok(DeletionFileType::Bitmap) => "bin",
-        Err(_) => {
-            return Err(PathsError::InvalidRelativePath {
-                path: format!("{fragment_id}-{}-{}", file.read_version, file.id),
-                rule: "unknown deletion file type",
-            })
-        }
-    };
-    Ok(format!(
-        "{fragment_id}-{}-{}.{suffix}",
-        file.read_version, file.id
-    ))
-}
+pub use crate::layout::deletion_file_name;
 
 /// Every object `fragment` names, in order: its data files, its overlays' data files, its
 /// deletion file. (Its ExternalFile arms, which lancet does not model, are not among them.)
@@ -137,6 +119,7 @@ pub fn index_dir_location(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lancet_proto::table::deletion_file::DeletionFileType;
     use lancet_proto::table::BasePath;
 
     fn table() -> BaseTable {

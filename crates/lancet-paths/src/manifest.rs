@@ -638,7 +638,7 @@ fn encode_for(
     // Lance's writer flag 32: the transaction is inlined only, no `_transactions/` file.
     let inline_only = manifest.writer_feature_flags & crate::flags::DISABLE_TRANSACTION_FILE != 0;
     manifest.transaction_file = match transaction {
-        Some(t) if !inline_only => crate::transaction::transaction_file_name(t),
+        Some(t) if !inline_only => crate::layout::transaction_file_name(t),
         _ => String::new(),
     };
     let bytes = Bytes::from(encode_manifest(
@@ -685,7 +685,7 @@ async fn put_manifest(
     objects: EncodedObjects,
 ) -> Result<()> {
     if let Some((name, bytes)) = objects.transaction {
-        let path = store.path(&format!("{}/{name}", crate::transaction::TRANSACTIONS_DIR));
+        let path = store.path(&crate::layout::transaction_path(&name));
         store.put(&path, bytes).await?;
     }
     store.put_if_absent(&entry.path, objects.manifest).await?;

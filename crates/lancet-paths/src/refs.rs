@@ -23,8 +23,7 @@ use crate::store::DatasetStore;
 pub const TAGS_DIR: &str = "_refs/tags";
 /// Directory of branch files, relative to the dataset root.
 pub const BRANCHES_DIR: &str = "_refs/branches";
-/// Directory under which each branch keeps its own dataset (`tree/{name}/_versions/`, ...).
-pub const BRANCH_TREES_DIR: &str = "tree";
+pub use crate::layout::BRANCH_TREES_DIR;
 
 /// A named version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +46,7 @@ pub struct Branch {
 impl Branch {
     /// The branch's dataset root, relative to the main dataset's root.
     pub fn root(&self) -> String {
-        format!("{BRANCH_TREES_DIR}/{}", self.name)
+        crate::layout::branch_root(&self.name)
     }
 }
 

@@ -22,8 +22,7 @@ use crate::error::{PathsError, Result};
 use crate::manifest::ManifestFile;
 use crate::store::DatasetStore;
 
-/// Where transaction files live, relative to the dataset root.
-pub const TRANSACTIONS_DIR: &str = "_transactions";
+pub use crate::layout::{transaction_file_name, TRANSACTIONS_DIR};
 
 /// Operation numbers this build models (`Transaction.operation`).
 const KNOWN_OPERATIONS: std::ops::RangeInclusive<u32> = 100..=115;
@@ -63,12 +62,6 @@ pub fn decode_transaction(path: &Path, bytes: &[u8]) -> Result<StoredTransaction
     })
 }
 
-/// `{read_version}-{uuid}.txn`: the file name Lance gives a transaction (what
-/// `Manifest.transaction_file` holds).
-pub fn transaction_file_name(transaction: &Transaction) -> String {
-    format!("{}-{}.txn", transaction.read_version, transaction.uuid)
-}
-
 /// Writes `transaction` to `_transactions/{read_version}-{uuid}.txn` (a fresh uuid per
 /// transaction, so the name is never taken) and returns the name for
 /// `Manifest.transaction_file`.
@@ -77,7 +70,7 @@ pub async fn write_transaction_file(
     transaction: &Transaction,
 ) -> Result<String> {
     let name = transaction_file_name(transaction);
-    let path = store.path(&format!("{TRANSACTIONS_DIR}/{name}"));
+    let path = store.path(&crate::layout::transaction_path(&name));
     store
         .put(&path, Bytes::from(transaction.encode_to_vec()))
         .await?;
@@ -110,7 +103,7 @@ pub async fn read_transaction(
             format!("transaction_file {name:?} is not a plain file name"),
         ));
     }
-    let path = store.path(&format!("{TRANSACTIONS_DIR}/{name}"));
+    let path = store.path(&crate::layout::transaction_path(name));
     let bytes = store.get(&path, None).await?;
     decode_transaction(&path, &bytes).map(Some)
 }

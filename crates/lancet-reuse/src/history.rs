@@ -13,15 +13,7 @@ use crate::ledger::{Ledger, Mapping, Transition};
 use crate::ordered::Ordered;
 use crate::rowmap::RowMap;
 use crate::runs::Runs;
-
-/// What became of an old row address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Translation {
-    /// The row lives at this address now (unchanged if no transition touched it).
-    Address(u64),
-    /// The row was deleted by a rewrite.
-    Deleted,
-}
+pub use crate::translation::Translation;
 
 #[derive(Debug)]
 enum Prepared {

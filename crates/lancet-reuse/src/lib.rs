@@ -36,6 +36,7 @@ pub mod publish;
 mod rowmap;
 pub mod rules;
 mod runs;
+mod translation;
 mod writer;
 
 pub use counts::{Counts, DEFAULT_BLOCK_ROWS, MAX_DESTINATIONS};

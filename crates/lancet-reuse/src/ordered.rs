@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use crate::history::Translation;
 use crate::ledger::Transition;
 use crate::runs::Runs;
+use crate::translation::Translation;
 
 /// One ordered-compaction transition, ready to translate.
 #[derive(Debug)]

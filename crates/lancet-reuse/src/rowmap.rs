@@ -46,7 +46,7 @@ pub struct RowMap {
 /// root, `{map_id}/stable_partition.lance` in a plain directory.
 pub fn row_map_path(map_id: &str, base_is_dataset_root: bool) -> String {
     match base_is_dataset_root {
-        true => format!("_fri/{map_id}/{ROW_MAP_FILE}"),
+        true => lancet_paths::layout::fri_file(map_id, ROW_MAP_FILE),
         false => format!("{map_id}/{ROW_MAP_FILE}"),
     }
 }

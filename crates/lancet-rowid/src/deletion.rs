@@ -239,10 +239,8 @@ pub async fn write_deletion_file(
         num_deleted_rows: deleted.len(),
         base_id: None,
     };
-    let name = lancet_paths::files::deletion_file_name(fragment, &file)?;
-    store
-        .put(&store.path(&format!("_deletions/{name}")), bytes.into())
-        .await?;
+    let path = store.path(&lancet_paths::layout::deletion_path(fragment, &file)?);
+    store.put(&path, bytes.into()).await?;
     Ok(file)
 }
 

@@ -5,6 +5,7 @@
 //! pylance's; a branch is opened as its own dataset root (`Branches::checkout`), written
 //! like any table, and deleted with its versions (`Branches::delete`).
 
+use lancet_paths::layout;
 use lancet_paths::refs::{self, Branch};
 
 use crate::commit::Committed;
@@ -167,7 +168,7 @@ impl Branches<'_> {
     /// nested branches), and on a local table the directories left empty.
     async fn remove_root_strict(self, name: &str, kept: &[String]) -> Result<()> {
         let store = self.ds.store();
-        let root = format!("{}/{name}/", refs::BRANCH_TREES_DIR);
+        let root = format!("{}/", layout::branch_root(name));
         for object in store.list(&root).await? {
             let keep = store
                 .relative(&object.location)
@@ -178,7 +179,7 @@ impl Branches<'_> {
         }
         // object stores have no directories; a local table's are removed when left empty
         if let Some(local) = store.local_root() {
-            remove_empty_dirs(&local.join(refs::BRANCH_TREES_DIR).join(name));
+            remove_empty_dirs(&local.join(layout::branch_root(name)));
         }
         Ok(())
     }
@@ -199,11 +200,7 @@ impl Branches<'_> {
 
     /// Where branch `name`'s versions live.
     fn root(self, name: &str) -> String {
-        format!(
-            "{}/{}/{name}",
-            self.ds.uri().trim_end_matches('/'),
-            refs::BRANCH_TREES_DIR
-        )
+        layout::branch_uri(self.ds.uri(), name)
     }
 }
 
