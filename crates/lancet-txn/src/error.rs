@@ -1,6 +1,6 @@
 //! The crate's errors: a broken invariant, named; an operation that cannot be applied.
 
-use crate::invariants::Invariant;
+use crate::invariant::Invariant;
 
 /// A candidate version that breaks an invariant: `subject` names what breaks it (a fragment,
 /// an index entry, a flag word), `detail` the values. Nothing was published.

@@ -19,8 +19,7 @@
 //! Restore and Overwrite replace the table's content with an earlier or a new one: for them the
 //! freshness rules do not apply (a restored fragment keeps its id), every other rule does.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use lancet_proto::flags;
 use lancet_proto::modelled::UnmodelledFragment;
@@ -45,226 +44,7 @@ pub const STICKY_FLAGS: [u64; 4] = [
     flags::ZONE_WRITE_SEEDS,
 ];
 
-/// One invariant of a published version. `Display` is its name; [`Invariant::rule`] says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Invariant {
-    /// The manifest object decodes and opens under the reader's rules (lancet-paths'
-    /// `decode_manifest`, the fragment tree's root checks, the reader feature flags lancet
-    /// interprets): what a reader refuses is never published. Judged by the caller, which
-    /// decodes the exact bytes it is about to put.
-    ManifestDecodes,
-    /// No fragment field lancet does not model is dropped (tree spec: a write "must fail if any
-    /// such reference cannot be preserved"; the reserved ExternalFile arms are such fields): a
-    /// fragment of the previous flat version that holds one is not listed again by a flat
-    /// candidate, nor carried into a tree (lancet re-encodes both). Tree versions hold only
-    /// modelled records (the leaf schema is exact). Its kind is `Unsupported`: what is wrong
-    /// is lancet's reach, not the caller's change.
-    UnmodelledFieldsKept,
-    /// The manifest decodes under lancet-paths' rules: feature flags paired as Lance 14's
-    /// `validate_paired_feature_flags` requires, flag 4096 exactly when a fragment tree is set
-    /// and the flat list then empty. Lance and lancet refuse to open a version that breaks it.
-    ManifestFlags,
-    /// Flat fragment ids strictly increase (FORMAT-FACTS §3: readers binary-search them; the
-    /// tree spec: "rows must be ordered by strictly increasing id").
-    FragmentIdsIncrease,
-    /// Every fragment id is at most `max_fragment_id`, which fits in u32 (Lance allocates the
-    /// next id from `max_fragment_id + 1`: a fragment above it is taken again by the next
-    /// append).
-    FragmentIdWithinMax,
-    /// A fragment new to the table takes an id above the previous `max_fragment_id`, or one the
-    /// caller established as reserved and unused ([`Candidate::reserved`]): removed ids stay
-    /// dead. Index fragment bitmaps and FRI lineage name fragments by id, so a reused
-    /// id would attach them to another fragment.
-    FragmentIdFresh,
-    /// `max_fragment_id` never decreases (Lance's Restore keeps the higher one).
-    MaxFragmentIdMonotone,
-    /// `next_row_id` never decreases: ids below it have been handed out.
-    NextRowIdMonotone,
-    /// With stable row ids (flag 2) every fragment has a row-id sequence (FORMAT-FACTS flag
-    /// table: "all fragments must carry row ids"; Lance refuses to open a version without).
-    RowIdSequencePresent,
-    /// A fragment's row-id sequence has one id per physical row (stable-row-ids spec).
-    RowIdSequenceLength,
-    /// No stable row id is live in two fragments (stable-row-ids spec: a row id identifies
-    /// one row; an update deletes the old copy in the commit that writes the new one).
-    RowIdLiveOnce,
-    /// Every live row id is below `next_row_id` (else the next append hands it out again).
-    RowIdBelowNext,
-    /// A row id a changed fragment holds live that no changed fragment held live before is
-    /// fresh: at or above the previous `next_row_id`. Ids below it are live in another fragment
-    /// or were deleted, and neither may be given to a new row.
-    RowIdFresh,
-    /// A deletion file deletes at most the fragment's physical rows.
-    DeletionsWithinRows,
-    /// A deletion file a changed fragment names exists (judged where the caller read it: on
-    /// stable-row-id tables, whose row ids it decides). A reader of the fragment fails on a
-    /// missing one, and reading it as deleting nothing would bring deleted ids back.
-    DeletionFileExists,
-    /// Every `base_id` a data, deletion or index reference sets names a `BasePath` of this
-    /// manifest (tree spec: "a set base_id matches a BasePath of this manifest").
-    BaseIdKnown,
-    /// A data file a fragment names exists and opens as a Lance file (its footer and schema
-    /// decode): a version naming a missing file fails every scan of that fragment.
-    DataFileOpens,
-    /// A data file holds the fragment's `physical_rows` rows (every data file of a fragment
-    /// covers all of its rows; Lance addresses row `o` of the fragment as row `o` of each
-    /// file). Not judged when `physical_rows` is 0, which Lance 14 reads as unknown.
-    DataFileRows,
-    /// The field ids a data file's schema holds are the ids its `DataFile.fields` lists, plus
-    /// one retired field per tombstone (-2, where a cast retired a column the file holds): a
-    /// reader takes a column from the file whose `fields` name it.
-    DataFileFields,
-    /// Index entries have distinct uuids (an entry is found by uuid: its files live under
-    /// `_indices/{uuid}/`). Entries sharing a name are segments of one index and cover the
-    /// same fields (Lance's delta indices).
-    IndexEntriesDistinct,
-    /// At most one Fragment Reuse Index entry (`__lance_frag_reuse`): translation reads one
-    /// history.
-    SingleFragmentReuseIndex,
-    /// A flag the content needs is set in both words: 1 for deletion files, 16 for base paths,
-    /// 64 for data overlay files, 1024 for a tagged FRI entry (FRI spec: "the first commit
-    /// publishing FRI index version 1 sets FLAG_FRAGMENT_REUSE_INDEX (1024)"), 512 for an FRI
-    /// on a stable-row-id table (FRI spec, Stable Row IDs).
-    FlagRequired,
-    /// Sticky flags stay set: 1024 ("subsequent manifests retain both bits"), 256, 16384, 65536
-    /// and writer flag 32768 (Lance's `apply_feature_flags` carries them forward), and 2 (a
-    /// table does not stop having stable row ids, except by Overwrite).
-    FlagKept,
-    /// Tables with stable row ids do not hold a tagged FRI entry (FRI spec: "writers must not
-    /// publish index_version >= 1 on them").
-    TaggedFriWithoutStableRowIds,
-    /// An index's coverage grows only by fragments the commit indexed: any fragment for a
-    /// CreateIndex (an index build or optimize trains on what it adds); for a Rewrite, a
-    /// group's destinations when the index covered every source of the group (Lance 14.0.2's
-    /// `recalculate_fragment_bitmap`); for an Update on a stable-row-id table, the new
-    /// fragments when the index covered every fragment the rows came from. Otherwise the
-    /// index would answer for rows it never indexed: a filter misses them.
-    IndexCoverageIndexed,
-    /// A fragment whose data file holding an indexed column is rewritten in place
-    /// (DataReplacement, an Update's `fields_modified`, a Merge) leaves that column's
-    /// indexes (Lance 14.0.2's `prune_updated_fields_from_indices`): they hold the old
-    /// values.
-    IndexCoverageRewritten,
-    /// On a stable-row-id table the segments of one BTree index hold one kind of row
-    /// reference: all row ids (`index_version` 0) or all row addresses (Lance 14.0.2 refuses a
-    /// commit that mixes them, and its reader refuses to query one).
-    IndexRowIdDomain,
-    /// A Merge keeps every fragment of the table with its `physical_rows` (Lance 14.0.2's
-    /// `merge_fragments_valid`): it adds columns, never rows or fragments' removal.
-    MergeKeepsFragments,
-    /// An Overwrite's fragments are newly written: ids above the previous `max_fragment_id`,
-    /// no deletion file (Lance 14.0.2's `overwrite_fragments_valid`).
-    OverwriteFresh,
-    /// A field new to the schema takes an id above every id the table allocated: a reader
-    /// takes a column from the data file whose `fields` name its id, and old files name
-    /// old ids.
-    FieldIdFresh,
-    /// Every field id a new data file lists is a field of the schema (tombstones, -2, aside).
-    DataFileFieldsInSchema,
-    /// A transition new to the Fragment Reuse Index references only fragments committed no
-    /// later than itself (FRI spec): its sources are fragments this commit removes, its
-    /// destinations fragments it creates. A transition naming fragments of another version
-    /// would translate addresses into rows that are not where it says.
-    FriTransitionCommitted,
-}
-
-impl Invariant {
-    /// What the invariant requires, in one line.
-    pub fn rule(self) -> &'static str {
-        use Invariant::*;
-        match self {
-            ManifestDecodes => "the manifest object decodes and opens as a reader would",
-            UnmodelledFieldsKept => "no fragment field lancet does not model is dropped",
-            ManifestFlags => "the manifest's feature flags follow Lance's pairing rules",
-            FragmentIdsIncrease => "fragment ids strictly increase",
-            FragmentIdWithinMax => "every fragment id is at most max_fragment_id",
-            FragmentIdFresh => "a new fragment takes an id above the previous max_fragment_id",
-            MaxFragmentIdMonotone => "max_fragment_id never decreases",
-            NextRowIdMonotone => "next_row_id never decreases",
-            RowIdSequencePresent => "with stable row ids every fragment has a row id sequence",
-            RowIdSequenceLength => "a row id sequence has one id per physical row",
-            RowIdLiveOnce => "no row id is live in two fragments",
-            RowIdBelowNext => "every live row id is below next_row_id",
-            RowIdFresh => {
-                "a row id new to the changed fragments is at or above the previous next_row_id"
-            }
-            DeletionsWithinRows => "a deletion file deletes at most the fragment's physical rows",
-            DeletionFileExists => "a deletion file a fragment names exists",
-            BaseIdKnown => "every base_id names a BasePath of the manifest",
-            DataFileOpens => "a data file a fragment names exists and opens as a Lance file",
-            DataFileRows => "a data file holds the fragment's physical_rows rows",
-            DataFileFields => "a data file's schema holds the field ids its DataFile lists",
-            IndexEntriesDistinct => {
-                "index entries have distinct uuids, and segments of one index the same fields"
-            }
-            SingleFragmentReuseIndex => "at most one Fragment Reuse Index entry",
-            FlagRequired => "a flag the content needs is set",
-            FlagKept => "sticky feature flags stay set",
-            TaggedFriWithoutStableRowIds => "a stable-row-id table holds no tagged FRI entry",
-            IndexCoverageIndexed => {
-                "an index's coverage grows only by fragments the commit indexed"
-            }
-            IndexCoverageRewritten => {
-                "a fragment whose indexed column is rewritten in place leaves that index"
-            }
-            IndexRowIdDomain => {
-                "the segments of one index hold row ids or row addresses, never both"
-            }
-            MergeKeepsFragments => "a Merge keeps every fragment and its physical_rows",
-            OverwriteFresh => "an Overwrite's fragments take fresh ids and carry no deletion file",
-            FieldIdFresh => "a field new to the schema takes an id never allocated before",
-            DataFileFieldsInSchema => {
-                "every field a data file a commit adds lists is in the schema"
-            }
-            FriTransitionCommitted => {
-                "a new FRI transition rewrites fragments this commit removes into ones it creates"
-            }
-        }
-    }
-
-    /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 32] = [
-        Invariant::ManifestDecodes,
-        Invariant::UnmodelledFieldsKept,
-        Invariant::ManifestFlags,
-        Invariant::FragmentIdsIncrease,
-        Invariant::FragmentIdWithinMax,
-        Invariant::FragmentIdFresh,
-        Invariant::MaxFragmentIdMonotone,
-        Invariant::NextRowIdMonotone,
-        Invariant::RowIdSequencePresent,
-        Invariant::RowIdSequenceLength,
-        Invariant::RowIdLiveOnce,
-        Invariant::RowIdBelowNext,
-        Invariant::RowIdFresh,
-        Invariant::DeletionsWithinRows,
-        Invariant::DeletionFileExists,
-        Invariant::BaseIdKnown,
-        Invariant::DataFileOpens,
-        Invariant::DataFileRows,
-        Invariant::DataFileFields,
-        Invariant::IndexEntriesDistinct,
-        Invariant::SingleFragmentReuseIndex,
-        Invariant::FlagRequired,
-        Invariant::FlagKept,
-        Invariant::TaggedFriWithoutStableRowIds,
-        Invariant::IndexCoverageIndexed,
-        Invariant::IndexCoverageRewritten,
-        Invariant::IndexRowIdDomain,
-        Invariant::MergeKeepsFragments,
-        Invariant::OverwriteFresh,
-        Invariant::FieldIdFresh,
-        Invariant::DataFileFieldsInSchema,
-        Invariant::FriTransitionCommitted,
-    ];
-}
-
-impl fmt::Display for Invariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
+pub use crate::invariant::Invariant;
 
 /// One version's manifest and index list.
 #[derive(Debug, Clone, Copy)]
@@ -362,7 +142,7 @@ pub struct Candidate<'a> {
 /// Checks every invariant on `candidate`, returning the first broken one (in
 /// [`Invariant::ALL`] order within each group: manifest, fragments, row ids, indices, flags).
 pub fn check(candidate: &Candidate<'_>) -> Result<()> {
-    let c = Checker { c: candidate };
+    let c = Checker::new(candidate);
     c.manifest_rules()?;
     c.fragment_rules()?;
     c.row_id_rules()?;
@@ -423,11 +203,30 @@ fn live_twice<'f>(fragments: impl Iterator<Item = &'f FragmentRowIds>) -> Option
     None
 }
 
+/// Every rule runs in time linear in what the candidate holds (its fragments, changes, index
+/// entries and transitions): a commit of N fragment changes is judged in O(N log N), so a
+/// distributed append of 1M fragments is not judged pair by pair. Lookups by fragment id go
+/// through the maps built here once.
 struct Checker<'a, 'b> {
     c: &'b Candidate<'a>,
+    /// The changes by fragment id.
+    changes: HashMap<u64, &'b FragmentChange>,
+    /// The reserved ids ([`Candidate::reserved`]).
+    reserved: HashSet<u64>,
 }
 
-impl Checker<'_, '_> {
+impl<'a, 'b> Checker<'a, 'b> {
+    fn new(c: &'b Candidate<'a>) -> Self {
+        Checker {
+            c,
+            changes: c.changes.iter().map(|ch| (ch.id, ch)).collect(),
+            reserved: c.reserved.iter().copied().collect(),
+        }
+    }
+
+    fn change(&self, id: u64) -> Option<&'b FragmentChange> {
+        self.changes.get(&id).copied()
+    }
     fn fail(&self, invariant: Invariant, subject: impl Into<String>, detail: String) -> TxnError {
         TxnError::Invalid {
             version: self.c.version,
@@ -464,10 +263,15 @@ impl Checker<'_, '_> {
     }
 
     fn manifest_rules(&self) -> Result<()> {
-        let kept = self.c.unmodelled.iter().find(|u| {
-            self.next().fragment_tree.is_some()
-                || self.next().fragments.iter().any(|f| f.id == u.id)
-        });
+        let listed: HashSet<u64> = match self.c.unmodelled.is_empty() {
+            true => HashSet::new(),
+            false => self.next().fragments.iter().map(|f| f.id).collect(),
+        };
+        let kept = self
+            .c
+            .unmodelled
+            .iter()
+            .find(|u| self.next().fragment_tree.is_some() || listed.contains(&u.id));
         if let Some(u) = kept {
             return Err(self.fail(
                 Invariant::UnmodelledFieldsKept,
@@ -555,7 +359,7 @@ impl Checker<'_, '_> {
                 .map(u64::from)
                 .or_else(|| p.fragments.iter().map(|f| f.id).max());
             for c in self.c.changes.iter().filter(|c| c.is_created()) {
-                if prev_max.is_some_and(|max| c.id <= max) && !self.c.reserved.contains(&c.id) {
+                if prev_max.is_some_and(|max| c.id <= max) && !self.reserved.contains(&c.id) {
                     return Err(self.fail(
                         Invariant::FragmentIdFresh,
                         format!("fragment {}", c.id),
@@ -688,12 +492,7 @@ impl Checker<'_, '_> {
                 .stored
                 .as_ref()
                 .map_err(|why| self.fail(Invariant::DataFileOpens, subject(), why.clone()))?;
-            let fragment = self
-                .c
-                .changes
-                .iter()
-                .find(|c| c.id == facts.fragment)
-                .and_then(|c| c.after.as_ref());
+            let fragment = self.change(facts.fragment).and_then(|c| c.after.as_ref());
             let Some((fragment, file)) = fragment.and_then(|f| {
                 f.files
                     .iter()
@@ -860,13 +659,23 @@ impl Checker<'_, '_> {
         };
         let before = union(prev.indices)?;
         let after = union(self.c.next.indices)?;
-        let created: BTreeSet<u64> = self
+        let created: HashSet<u64> = self
             .c
             .changes
             .iter()
             .filter(|c| c.is_created())
             .map(|c| c.id)
             .collect();
+        // a Rewrite's new fragments, by the group that wrote them
+        let rewritten_into: HashMap<u64, usize> = match self.c.operation {
+            Some(Operation::Rewrite(r)) => r
+                .groups
+                .iter()
+                .enumerate()
+                .flat_map(|(g, group)| group.new_fragments.iter().map(move |f| (f.id, g)))
+                .collect(),
+            _ => HashMap::new(),
+        };
         for (name, covered) in &after {
             let Some(covered) = covered else { continue };
             let had = before.get(name).cloned().flatten();
@@ -875,8 +684,9 @@ impl Checker<'_, '_> {
                 // new to the table, or it covered everything: it was built by this commit
                 None => continue,
             };
+            let indexed = self.indexed_by_commit(had.as_ref(), &created, &rewritten_into);
             for id in &gained {
-                if !self.indexed_by_commit(u64::from(id), had.as_ref(), &created) {
+                if !indexed(u64::from(id)) {
                     return Err(self.fail(
                         Invariant::IndexCoverageIndexed,
                         format!("index {name:?}"),
@@ -885,7 +695,17 @@ impl Checker<'_, '_> {
                 }
             }
         }
-        // a column rewritten in place leaves its indexes
+        // a column rewritten in place leaves its indexes (each bitmap decoded once)
+        let mut coverage = Vec::new();
+        for m in self
+            .c
+            .next
+            .indices
+            .iter()
+            .filter(|m| m.name != FRI_INDEX_NAME)
+        {
+            coverage.push((m, bitmap(m)?));
+        }
         for c in self.c.changes {
             let (Some(b), Some(a)) = (&c.before, &c.after) else {
                 continue;
@@ -897,17 +717,11 @@ impl Checker<'_, '_> {
                 continue;
             }
             let id = u32::try_from(c.id).unwrap_or(u32::MAX);
-            for m in self
-                .c
-                .next
-                .indices
-                .iter()
-                .filter(|m| m.name != FRI_INDEX_NAME)
-            {
+            for (m, covered) in &coverage {
                 if !m.fields.iter().any(|f| rewritten.contains(f)) {
                     continue;
                 }
-                if bitmap(m)?.is_some_and(|b| b.contains(id)) {
+                if covered.as_ref().is_some_and(|b| b.contains(id)) {
                     return Err(self.fail(
                         Invariant::IndexCoverageRewritten,
                         format!("index {:?}", m.name),
@@ -965,18 +779,8 @@ impl Checker<'_, '_> {
             return Ok(());
         }
         for t in self.c.fri_transitions {
-            let removed = |id: &u32| {
-                self.c
-                    .changes
-                    .iter()
-                    .any(|c| c.id == u64::from(*id) && c.before.is_some() && c.after.is_none())
-            };
-            let created = |id: &u32| {
-                self.c
-                    .changes
-                    .iter()
-                    .any(|c| c.id == u64::from(*id) && c.is_created())
-            };
+            let removed = |id: &u32| self.change(u64::from(*id)).is_some_and(|c| c.is_removed());
+            let created = |id: &u32| self.change(u64::from(*id)).is_some_and(|c| c.is_created());
             let stray =
                 t.sources
                     .iter()
@@ -998,26 +802,40 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
-    /// Whether the commit indexed fragment `id` for an index that covered `had` before.
-    fn indexed_by_commit(
+    /// Which fragments the commit indexed for an index that covered `had` before, as a
+    /// predicate over fragment ids: linear to build, constant per question.
+    fn indexed_by_commit<'h>(
         &self,
-        id: u64,
-        had: Option<&RoaringBitmap>,
-        created: &BTreeSet<u64>,
-    ) -> bool {
-        let covers = |i: u64| had.is_none_or(|h| u32::try_from(i).is_ok_and(|i| h.contains(i)));
+        had: Option<&'h RoaringBitmap>,
+        created: &'h HashSet<u64>,
+        rewritten_into: &'h HashMap<u64, usize>,
+    ) -> Box<dyn Fn(u64) -> bool + 'h>
+    where
+        'b: 'h,
+    {
+        let covers =
+            move |i: u64| had.is_none_or(|h| u32::try_from(i).is_ok_and(|i| h.contains(i)));
         match self.c.operation {
-            Some(Operation::CreateIndex(_)) => true,
-            Some(Operation::Rewrite(r)) => r.groups.iter().any(|g| {
-                g.new_fragments.iter().any(|f| f.id == id)
-                    && g.old_fragments.iter().all(|f| covers(f.id))
-            }),
-            Some(Operation::Update(u)) => {
-                created.contains(&id)
-                    && u.removed_fragment_ids.iter().all(|i| covers(*i))
-                    && u.updated_fragments.iter().all(|f| covers(f.id))
+            Some(Operation::CreateIndex(_)) => Box::new(|_| true),
+            Some(Operation::Rewrite(r)) => {
+                // a new fragment is indexed when every fragment its group rewrote was covered
+                let group_covered: Vec<bool> = r
+                    .groups
+                    .iter()
+                    .map(|g| g.old_fragments.iter().all(|f| covers(f.id)))
+                    .collect();
+                Box::new(move |id| {
+                    rewritten_into
+                        .get(&id)
+                        .is_some_and(|g| group_covered.get(*g).copied().unwrap_or(false))
+                })
             }
-            _ => false,
+            Some(Operation::Update(u)) => {
+                let all_covered = u.removed_fragment_ids.iter().all(|i| covers(*i))
+                    && u.updated_fragments.iter().all(|f| covers(f.id));
+                Box::new(move |id| all_covered && created.contains(&id))
+            }
+            _ => Box::new(|_| false),
         }
     }
 
