@@ -300,14 +300,15 @@ impl PyDataset {
             m.execute(batches(reader)).await
         })
         .py_err()?;
-        let out = committed(py, &merged.committed)?;
+        let out = committed(py, &merged)?;
+        let stats = merged.merged.unwrap_or_default();
         out.bind(py)
-            .set_item("num_inserted_rows", merged.inserted_rows)?;
+            .set_item("num_inserted_rows", stats.inserted_rows)?;
         out.bind(py)
-            .set_item("num_updated_rows", merged.updated_rows)?;
+            .set_item("num_updated_rows", stats.updated_rows)?;
         out.bind(py)
-            .set_item("num_deleted_rows", merged.deleted_rows)?;
-        Ok((self.after(merged.committed.dataset.clone()), out))
+            .set_item("num_deleted_rows", stats.deleted_rows)?;
+        Ok((self.after(merged.dataset.clone()), out))
     }
 
     /// Columns computed from SQL expressions over the others, one commit each.

@@ -164,8 +164,9 @@ pub async fn merge_insert(
         }
         (BySource::Keep, None) => {}
     }
-    let merged = merge.execute(rows).await?;
-    let version = merged.committed.version();
+    let committed = merge.execute(rows).await?;
+    let version = committed.version();
+    let merged = committed.merged.unwrap_or_default();
     if json {
         println!(
             "{}",

@@ -329,10 +329,16 @@ async fn finish(
 pub fn conform(batch: &RecordBatch, schema: &Schema) -> std::result::Result<RecordBatch, String> {
     let given = batch.schema();
     if given.fields().len() != schema.fields().len() {
+        let names = |s: &Schema| {
+            s.fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect::<Vec<_>>()
+        };
         return Err(format!(
-            "the rows have {} columns; the table has {}",
-            given.fields().len(),
-            schema.fields().len()
+            "the rows have columns {:?}; the table has {:?}",
+            names(&given),
+            names(schema)
         ));
     }
     for (g, t) in given.fields().iter().zip(schema.fields()) {

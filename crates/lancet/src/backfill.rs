@@ -24,6 +24,7 @@ use lancet_proto::table::{DataFile, DataFragment};
 use crate::commit::Committed;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::exprs::ValueExpr;
 
 /// How [`Dataset::add_column`] commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,7 @@ impl Default for AddColumnOptions {
 
 impl Dataset {
     /// Adds the column `name` holding `value` (an expression over the table's columns, as
-    /// `UPDATE ... SET` takes) for every row; returns the last version. An expression naming
+    /// `UPDATE ... SET` takes: SQL text such as `"id * 2"`, or a parsed value: [`ValueExpr`]) for every row; returns the last version. An expression naming
     /// no column of the table, of no type (a bare NULL), or failing on any row is refused
     /// with nothing published. A column of that name is refused unless it has the
     /// expression's type and fragments without a file for it (a batched run that stopped
@@ -51,9 +52,10 @@ impl Dataset {
     pub async fn add_column(
         &self,
         name: &str,
-        value: &Scalar,
+        value: impl ValueExpr,
         options: AddColumnOptions,
     ) -> Result<Committed> {
+        let value = &value.to_scalar()?;
         let invalid = |reason: String| Error::InvalidArgument {
             what: format!("add column {name:?}"),
             reason,

@@ -61,6 +61,18 @@ pub struct Committed {
     /// added (new data).
     pub fragments_removed: usize,
     pub fragments_added: usize,
+    /// What a merge_insert did with its rows (`None` for other writes): their sum is
+    /// [`Committed::rows`].
+    pub merged: Option<MergeStats>,
+}
+
+/// The rows a merge_insert inserted, updated and deleted (pylance's `num_inserted_rows`,
+/// `num_updated_rows`, `num_deleted_rows`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    pub inserted_rows: u64,
+    pub updated_rows: u64,
+    pub deleted_rows: u64,
 }
 
 impl Committed {
@@ -76,6 +88,7 @@ impl Committed {
             rows: 0,
             fragments_removed: 0,
             fragments_added: 0,
+            merged: None,
         }
     }
 
@@ -91,6 +104,7 @@ impl Committed {
         self.rows += next.rows;
         self.fragments_removed += next.fragments_removed;
         self.fragments_added += next.fragments_added;
+        self.merged = next.merged.or(self.merged);
         self
     }
 
@@ -225,6 +239,7 @@ impl Dataset {
                     rows: 0,
                     fragments_removed: removed,
                     fragments_added: added,
+                    merged: None,
                     dataset,
                 }
             };

@@ -60,9 +60,8 @@
 //! let deleted = ds.delete(&Filter::parse("id < 10")?).await?;
 //! assert_eq!(deleted.rows, 10);
 //! let ds = deleted.dataset;
-//! let set = lancet::filter::parse_assignment("id = id + 1000")?;
-//! let ds = ds.update(&Filter::parse("id = 149")?, &[set]).await?.dataset;
-//! let ds = ds.add_column("twice", &lancet::filter::parse_value("id * 2")?, Default::default()).await?.dataset;
+//! let ds = ds.update(&Filter::parse("id = 149")?, &["id = id + 1000"]).await?.dataset;
+//! let ds = ds.add_column("twice", "id * 2", Default::default()).await?.dataset;
 //! assert_eq!(ds.num_rows(), Some(140));
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! # })?;
@@ -139,6 +138,7 @@ mod commit;
 mod compaction;
 mod dataset;
 mod error;
+mod exprs;
 mod fri;
 mod indexes;
 mod merge;
@@ -168,17 +168,19 @@ pub use cleanup::{
     CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
-pub use commit::Committed;
+pub use commit::{Committed, MergeStats};
 pub use compaction::{Compaction, CompactionOptions, CompactionResult, CompactionTask};
 pub use dataset::{file_store_for, Dataset, FragmentSummary};
 pub use error::{Error, ErrorKind, Result};
+pub use exprs::{Assignment, ValueExpr};
 pub use indexes::IndexSummary;
 pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, Typing};
 pub use lancet_paths::refs::Branch;
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
+pub use lancet_txn::rebase::ConflictCause;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
-pub use merge::{MergeInsert, Merged};
+pub use merge::MergeInsert;
 pub use metadata::MetadataTarget;
 pub use segment::BTreeSegment;
 

@@ -28,19 +28,9 @@ use lancet_rowid::RowIdSequence;
 use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use crate::commit::Committed;
+use crate::commit::{Committed, MergeStats};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-
-/// What a merge_insert did.
-#[derive(Debug, Clone)]
-pub struct Merged {
-    pub inserted_rows: u64,
-    pub updated_rows: u64,
-    pub deleted_rows: u64,
-    /// The version it published ([`Committed::rows`]: rows inserted, updated and deleted).
-    pub committed: Committed,
-}
 
 /// A merge_insert being described; [`MergeInsert::execute`] runs it. By default a match
 /// does nothing, an unmatched source row is dropped and every target row is kept, as Lance's
@@ -141,8 +131,9 @@ impl MergeInsert<'_> {
     }
 
     /// Runs the merge with `source` (batches with every column of the table, by name, in
-    /// the table's types) and commits it.
-    pub async fn execute<S>(self, source: S) -> Result<Merged>
+    /// the table's types) and commits it. [`Committed::merged`] says what it did with the
+    /// rows.
+    pub async fn execute<S>(self, source: S) -> Result<Committed>
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
@@ -220,7 +211,7 @@ impl MergeInsert<'_> {
     }
 
     /// The merge on `base` and its commit.
-    async fn attempt(&self, base: &Dataset, source: &RecordBatch) -> Result<Merged> {
+    async fn attempt(&self, base: &Dataset, source: &RecordBatch) -> Result<Committed> {
         let key_columns = self.key_columns(source)?;
         let keys = SourceKeys::new(&self.on, &key_columns)?;
         let rules = MergeRules {
@@ -373,16 +364,16 @@ impl MergeInsert<'_> {
         };
         let inserted = matched.inserts.len() as u64;
         let updated = matched.updates.len() as u64;
-        let committed = base
+        let mut committed = base
             .commit(Operation::Update(update))
             .await?
             .with_rows(inserted + updated + deleted_rows);
-        Ok(Merged {
+        committed.merged = Some(MergeStats {
             inserted_rows: inserted,
             updated_rows: updated,
             deleted_rows,
-            committed,
-        })
+        });
+        Ok(committed)
     }
 
     /// Whether `condition` is TRUE on each matched (target row, source row) pair: its

@@ -21,6 +21,7 @@ use roaring::RoaringBitmap;
 use crate::commit::Committed;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::exprs::Assignment;
 
 impl Dataset {
     /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
@@ -35,7 +36,8 @@ impl Dataset {
         self.delete_rows(&offsets, filter.text()).await
     }
 
-    /// Sets the columns of `assignments` (`column`, new value) on the live rows where
+    /// Sets the columns of `assignments` (`"x = x + 1"` as SQL text, or a column and its
+    /// value: [`Assignment`]) on the live rows where
     /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
     /// new values (cast to each column's type; a value that does not fit is an error) and
     /// their old copies deleted. A filter no row matches commits an empty Update.
@@ -43,8 +45,13 @@ impl Dataset {
     pub async fn update(
         &self,
         filter: &Filter,
-        assignments: &[(String, Scalar)],
+        assignments: &[impl Assignment],
     ) -> Result<Committed> {
+        let assignments = assignments
+            .iter()
+            .map(Assignment::to_assignment)
+            .collect::<Result<Vec<_>>>()?;
+        let assignments = assignments.as_slice();
         if assignments.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "update".into(),

@@ -7,7 +7,7 @@
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use lancet_file::{FileVersion, FragmentOptions};
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::DatasetStore;
@@ -372,7 +372,9 @@ fn field_ids(fields: &[lancet_proto::file::Field]) -> Vec<i32> {
     fields.iter().map(|f| f.id).collect()
 }
 
-/// The data files of `batches` under the table's `data/`.
+/// The data files of `batches` under the table's `data/`. Rows that do not fit the schema
+/// (a missing, extra or mistyped column) are the caller's bad input naming the table and the
+/// column, before anything is written.
 async fn write_data<S>(
     fs: &lancet_file::FileStore,
     store: &DatasetStore,
@@ -384,6 +386,14 @@ async fn write_data<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
+    let table = store.uri().to_string();
+    let batches = batches.map(move |batch| {
+        let batch = batch?;
+        lancet_file::conform(&batch, schema).map_err(|reason| Error::InvalidArgument {
+            what: format!("rows written to table {table}"),
+            reason,
+        })
+    });
     lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options).await
 }
 

@@ -169,6 +169,42 @@ async fn bad_calls_are_typed_errors_and_change_nothing() {
     .unwrap();
     let err = ds.append(batches(vec![other])).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    // named as the table and its column, not as a file under data/
+    let text = err.to_string();
+    assert!(
+        text.contains(uri.to_str().unwrap()) && text.contains("\"id\""),
+        "{err}"
+    );
+    assert!(!text.contains("/data"), "{err}");
+    let mistyped = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("x", DataType::Utf8, true),
+            Field::new("s", DataType::Utf8, true),
+        ])),
+        vec![
+            Arc::new(Int64Array::from(vec![1])),
+            Arc::new(StringArray::from(vec!["1.5"])),
+            Arc::new(StringArray::from(vec!["a"])),
+        ],
+    )
+    .unwrap();
+    let err = ds.append(batches(vec![mistyped])).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("\"x\" (Utf8)"), "{err}");
+    // assignments and values as SQL text: text that does not parse is bad input too
+    for bad in ["x =", "1 = 2", "x = nope("] {
+        let err = ds
+            .update(&Filter::parse("id = 1").unwrap(), &[bad])
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
+    }
+    let err = ds
+        .add_column("y", "x +", Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     let err = ds
         .delete(&Filter::parse("nope = 1").unwrap())
         .await
@@ -694,17 +730,13 @@ async fn a_merge_insert_rebases_over_deletes_and_is_redone_over_compactions() {
             .execute(source(90..310))
             .await
             .unwrap();
-        assert_eq!((merged.updated_rows, merged.inserted_rows), (200, 20));
+        let stats = merged.merged.unwrap();
+        assert_eq!((stats.updated_rows, stats.inserted_rows), (200, 20));
         // prepared on version 1, published over the delete's version 2
-        assert_eq!(merged.committed.version(), 3, "stable={stable}");
+        assert_eq!(merged.version(), 3, "stable={stable}");
         // 2. a compaction of the fragments it updates lands first: the merge is redone
-        let stale = merged.committed.dataset.clone();
-        let compacted = merged
-            .committed
-            .dataset
-            .compact(&Default::default())
-            .await
-            .unwrap();
+        let stale = merged.dataset.clone();
+        let compacted = merged.dataset.compact(&Default::default()).await.unwrap();
         assert!(compacted.versions >= 1);
         let again = stale
             .merge_insert(&["id"])
@@ -713,8 +745,9 @@ async fn a_merge_insert_rebases_over_deletes_and_is_redone_over_compactions() {
             .execute(source(0..50))
             .await
             .unwrap();
-        assert_eq!((again.updated_rows, again.inserted_rows), (50, 0));
-        let end = again.committed.dataset;
+        let stats = again.merged.unwrap();
+        assert_eq!((stats.updated_rows, stats.inserted_rows), (50, 0));
+        let end = again.dataset;
         let got = scan(&end, ScanOptions::default()).await;
         let mut ids = column_i64(&got, "id");
         let xs: Vec<f64> = got
