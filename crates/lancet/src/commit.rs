@@ -667,20 +667,7 @@ impl Dataset {
     async fn known_counts(&self, fragment: &DataFragment) -> Result<DataFragment> {
         let mut f = fragment.clone();
         if f.physical_rows == 0 {
-            let loc = self
-                .data_file_locations(&f)?
-                .into_iter()
-                .next()
-                .ok_or_else(|| {
-                    invalid(
-                        self,
-                        &format!("fragment {} has no data file to count", f.id),
-                    )
-                })?;
-            let store = self.store_for(&loc.base)?;
-            let fs = Dataset::file_store_for(&store)?;
-            let file = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), None).await?;
-            f.physical_rows = file.num_rows();
+            f.physical_rows = self.physical_rows_read(&f).await?;
         }
         if f.deletion_file.is_some_and(|d| d.num_deleted_rows == 0) {
             let deleted = self.deletion_vector(&f).await?.map_or(0, |d| d.len());

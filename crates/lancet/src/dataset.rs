@@ -346,6 +346,43 @@ impl Dataset {
         }
     }
 
+    /// `fragments` with every physical row count known. A legacy flat manifest records 0
+    /// ("unknown" to Lance 14) for fragments written before Lance recorded counts; there
+    /// the count is the first data file's row count, read from its footer, as Lance 14's
+    /// `FileFragment::physical_rows` reads it. This is the one place a read path resolves a
+    /// fragment's row count: scans, searches (and so `count_rows`) take their fragments
+    /// from here, so a fragment of unknown count is never taken as empty. The records are
+    /// otherwise as stored, and the same list comes back when no count is unknown.
+    pub(crate) async fn with_known_rows(
+        &self,
+        fragments: Arc<[DataFragment]>,
+    ) -> Result<Arc<[DataFragment]>> {
+        if !fragments.iter().any(unknown_rows) {
+            return Ok(fragments);
+        }
+        let mut out = fragments.to_vec();
+        for f in out.iter_mut().filter(|f| unknown_rows(f)) {
+            f.physical_rows = self.physical_rows_read(f).await?;
+        }
+        Ok(out.into())
+    }
+
+    /// The row count of `fragment`'s first data file, read from its footer.
+    pub(crate) async fn physical_rows_read(&self, fragment: &DataFragment) -> Result<u64> {
+        let loc = self
+            .data_file_locations(fragment)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("fragment {}", fragment.id),
+                reason: "it has no data file to count its rows in".into(),
+            })?;
+        let store = self.store_for(&loc.base)?;
+        let fs = Dataset::file_store_for(&store)?;
+        let file = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), None).await?;
+        Ok(file.num_rows())
+    }
+
     /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
     pub(crate) async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
         match &self.source {
@@ -473,4 +510,9 @@ impl Dataset {
             .transpose()
             .map_err(Error::from)
     }
+}
+
+/// A fragment whose record leaves its row count unknown (0, with data files to count).
+fn unknown_rows(f: &DataFragment) -> bool {
+    f.physical_rows == 0 && !f.files.is_empty()
 }

@@ -242,6 +242,7 @@ impl Dataset {
             None => self.fragments().await?,
             Some(ids) => self.fragments_with_ids(ids).await?,
         };
+        let fragments = self.with_known_rows(fragments).await?;
         let matched = match &options.filter {
             Some(f) => {
                 let (matched, pages, scanned) =

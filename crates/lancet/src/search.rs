@@ -132,6 +132,7 @@ impl Dataset {
         fragments: Arc<[DataFragment]>,
     ) -> Result<(Search<'a>, NullableIdSet)> {
         let expr = filter.expr().clone().push_not();
+        let fragments = self.with_known_rows(fragments).await?;
         let row_ids = if self.has_stable_row_ids() {
             Some(self.row_id_index().await?)
         } else {

@@ -828,3 +828,72 @@ async fn a_branch_whose_reference_fails_leaves_no_versions() {
     let made = ds.branches().create("dev", None).await.unwrap();
     assert_eq!(made.dataset.version(), ds.version());
 }
+
+/// A legacy flat manifest leaves `physical_rows` 0 ("unknown" to Lance 14): every read
+/// resolves the count from the data file, so no fragment is taken as empty — a scan, a
+/// search of `TRUE` (how the Python package's `count_rows()` counts such a table) and a
+/// filter all see every live row, with and without deletions.
+#[tokio::test]
+async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
+    use lancet::paths::manifest::{write_manifest, ManifestContent};
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let uri = uri.to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 30)]),
+        CreateOptions {
+            max_rows_per_file: 10,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let ds = ds
+        .delete(&Filter::parse("id % 4 = 0").unwrap())
+        .await
+        .unwrap()
+        .dataset;
+    // the next version as an old writer would have left it: no counts recorded
+    let mut legacy = ds.manifest().clone();
+    legacy.version += 1;
+    for f in &mut legacy.fragments {
+        f.physical_rows = 0;
+    }
+    let indices = ds.indices().to_vec();
+    let content = ManifestContent {
+        indices: &indices,
+        ..ManifestContent::new(&legacy)
+    };
+    write_manifest(ds.storage().store(), &content)
+        .await
+        .unwrap();
+    let legacy = Dataset::open(uri).await.unwrap();
+    assert_eq!(legacy.version(), ds.version() + 1);
+    assert_eq!(legacy.num_rows(), None, "the counts are unknown");
+    let live: Vec<i64> = (0..30).filter(|i| i % 4 != 0).collect();
+    let mut scanned = column_i64(&scan(&legacy, ScanOptions::default()).await, "id");
+    scanned.sort_unstable();
+    assert_eq!(scanned, live);
+    let all = legacy
+        .search(&Filter::parse("TRUE").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(all.row_ids.len(), live.len() as u64);
+    let some = legacy
+        .search(&Filter::parse("id >= 25").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(some.row_ids.len(), 4, "25, 26, 27 and 29");
+    let filtered = scan(
+        &legacy,
+        ScanOptions {
+            filter: Some(Filter::parse("NOT (id < 25)").unwrap()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(column_i64(&filtered, "id"), vec![25, 26, 27, 29]);
+}
