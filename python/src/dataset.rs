@@ -20,8 +20,8 @@ use crate::errors::{invalid, to_py, IntoPy};
 use crate::fragments::decode_fragments;
 use crate::runtime::{block_on, run};
 
-/// Opens the table at `uri`: its latest version, `version`, or the version `tag` names
-/// (on `branch` when given).
+/// Opens the table at `uri` (`Dataset::open_ref`): its latest version, `version`, the version
+/// `tag` names (on the main line or its branch), or branch `branch` (its latest, or `version`).
 #[pyfunction]
 #[pyo3(signature = (uri, version=None, tag=None, branch=None))]
 pub fn open(
@@ -32,19 +32,12 @@ pub fn open(
     branch: Option<String>,
 ) -> PyResult<PyDataset> {
     let ds = block_on(py, async move {
-        let mut ds = Dataset::open(&uri).await?;
-        if let Some(b) = branch {
-            ds = ds.branches().checkout(&b).await?;
-        }
-        match (version, tag) {
-            (Some(_), Some(_)) => Err(lancet::Error::InvalidArgument {
-                what: "dataset".into(),
-                reason: "give version or tag, not both".into(),
-            }),
-            (Some(v), None) => ds.checkout(v).await,
-            (None, Some(t)) => ds.tags().checkout(&t).await,
-            (None, None) => Ok(ds),
-        }
+        let at = lancet::VersionRef {
+            version,
+            tag,
+            branch,
+        };
+        Dataset::open_ref(&uri, &at).await
     })
     .py_err()?;
     Ok(PyDataset::new(ds))

@@ -241,14 +241,8 @@ enum Command {
     /// Print a table's rows (fragment order, then offset), optionally filtered and projected.
     Scan {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Columns to print, comma-separated, in this order.
         #[arg(long, value_delimiter = ',')]
         columns: Option<Vec<String>>,
@@ -289,14 +283,8 @@ enum Command {
     /// Print the rows with these row ids, in the order given.
     Take {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         #[arg(long = "row-ids", num_args = 1.., required = true)]
         row_ids: Vec<u64>,
         #[arg(long, value_delimiter = ',')]
@@ -322,15 +310,8 @@ enum Command {
     Inspect {
         /// Dataset URI or local path.
         dataset: String,
-        /// Version to show (default: latest).
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Print one JSON object instead of a summary.
         #[arg(long)]
         json: bool,
@@ -339,15 +320,8 @@ enum Command {
     Rowid {
         /// Dataset URI or local path.
         dataset: String,
-        /// Version (default: latest).
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -376,15 +350,8 @@ enum Command {
     Verify {
         /// Dataset URI or local path.
         dataset: String,
-        /// Version to check (default: latest).
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Print `{"valid","version","rule","object","detail"}` on stdout.
         #[arg(long)]
         json: bool,
@@ -411,15 +378,8 @@ enum Command {
     Clone {
         source: String,
         target: String,
-        /// Version to clone (default: latest).
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
     },
     /// Publish the next version with version N's content (Lance's Restore): the way back from
     /// a bad version. max_fragment_id and next_row_id are not lowered.
@@ -582,14 +542,8 @@ enum TreeCommand {
     /// whole tree).
     Show {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         #[arg(long)]
         json: bool,
     },
@@ -600,14 +554,8 @@ enum FriCommand {
     /// Print the decoded history as JSON.
     Show {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -630,14 +578,8 @@ enum FriCommand {
     /// Translate row addresses read from stdin (one per line) to current addresses.
     Translate {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         /// Accepted for symmetry; the output is always JSON.
         #[arg(long)]
         json: bool,
@@ -649,14 +591,8 @@ enum IndexCommand {
     /// List the BTree indexes of a version.
     List {
         dataset: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         #[arg(long)]
         json: bool,
     },
@@ -669,14 +605,8 @@ enum IndexCommand {
         dataset: String,
         #[arg(long)]
         filter: String,
-        #[arg(long)]
-        version: Option<u64>,
-        /// Open the version this tag names (`lancet tag list`) instead.
-        #[arg(long, conflicts_with = "version")]
-        tag: Option<String>,
-        /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
-        #[arg(long, conflicts_with = "tag")]
-        branch: Option<String>,
+        #[command(flatten)]
+        at: At,
         #[arg(long)]
         json: bool,
         /// The index's raw answer, without applying deletion vectors.
@@ -705,29 +635,48 @@ enum IndexCommand {
     },
 }
 
+/// Which version a read command opens: the latest, `--version N`, the version `--tag NAME`
+/// names, or branch `--branch NAME` (its latest version, or `--version` of it).
+#[derive(clap::Args, Debug, Clone)]
+struct At {
+    /// Open this version (the latest by default; of the branch with `--branch`).
+    #[arg(long)]
+    version: Option<u64>,
+    /// Open the version this tag names (`lancet tag list`) instead.
+    #[arg(long, conflicts_with = "version")]
+    tag: Option<String>,
+    /// Read branch NAME (`lancet branch list`): its latest version, or `--version` of it.
+    #[arg(long, conflicts_with = "tag")]
+    branch: Option<String>,
+}
+
+impl At {
+    /// The dataset root and version to open (`lancet::VersionRef::resolve`).
+    async fn resolve(self, uri: &str) -> Result<(String, Option<u64>), CliError> {
+        let at = lancet::VersionRef {
+            version: self.version,
+            tag: self.tag,
+            branch: self.branch,
+        };
+        Ok(at.resolve(uri).await?)
+    }
+}
+
 async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
     let done = |r: Result<(), CliError>| r.map(|()| std::process::ExitCode::SUCCESS);
     match cli.command {
         Command::Verify {
             dataset,
-            version,
-            tag,
-            branch,
+            at,
             json,
             check_previous,
             data,
         } => {
-            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            let (dataset, version) = at.resolve(&dataset).await?;
             verify::run(&dataset, version, json, check_previous, data).await
         }
         Command::Tree { command } => done(match command {
-            TreeCommand::Show {
-                dataset,
-                version,
-                tag,
-                branch,
-                json,
-            } => match tag::at(&dataset, version, tag, branch).await {
+            TreeCommand::Show { dataset, at, json } => match at.resolve(&dataset).await {
                 Ok((dataset, version)) => tree::show(&dataset, version, json).await,
                 Err(e) => Err(e),
             },
@@ -1003,9 +952,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
         } => data::update(&dataset, &filter, &set, json).await,
         Command::Scan {
             dataset,
-            version,
-            tag,
-            branch,
+            at,
             columns,
             filter,
             with_row_id,
@@ -1015,7 +962,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             format,
             output,
         } => {
-            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            let (dataset, version) = at.resolve(&dataset).await?;
             let scan = data::Scan {
                 version,
                 filter,
@@ -1033,9 +980,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
         }
         Command::Take {
             dataset,
-            version,
-            tag,
-            branch,
+            at,
             row_ids,
             columns,
             format,
@@ -1046,7 +991,7 @@ async fn run_other(command: Command) -> Result<(), CliError> {
                 format,
                 path: output.as_deref(),
             };
-            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            let (dataset, version) = at.resolve(&dataset).await?;
             data::take(&dataset, version, &row_ids, out).await
         }
         Command::Changes {
@@ -1064,52 +1009,36 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             data::changes(&dataset, since, until, out).await
         }
         Command::Restore { dataset, version } => restore::run(&dataset, version).await,
-        Command::Inspect {
-            dataset,
-            version,
-            tag,
-            branch,
-            json,
-        } => {
-            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+        Command::Inspect { dataset, at, json } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
             inspect::run(&dataset, version, json).await
         }
         Command::Rowid {
             dataset,
-            version,
-            tag,
-            branch,
+            at,
             json,
             lookup,
             segments,
             versions,
         } => {
-            let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            let (dataset, version) = at.resolve(&dataset).await?;
             rowid::run(&dataset, version, json, &lookup, segments, versions).await
         }
         Command::Tag { command } => tag::run(command).await,
         Command::Branch { command } => tag::branch(command).await,
         Command::Index { command } => match command {
-            IndexCommand::List {
-                dataset,
-                version,
-                tag,
-                branch,
-                json,
-            } => {
-                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            IndexCommand::List { dataset, at, json } => {
+                let (dataset, version) = at.resolve(&dataset).await?;
                 index::list(&dataset, version, json).await
             }
             IndexCommand::Search {
                 dataset,
                 filter,
-                version,
-                tag,
-                branch,
+                at,
                 json,
                 no_deletions,
             } => {
-                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+                let (dataset, version) = at.resolve(&dataset).await?;
                 index::search(&dataset, version, &filter, json, no_deletions).await
             }
             IndexCommand::Build {
@@ -1124,24 +1053,12 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             } => index::optimize(&dataset, merge, json).await,
         },
         Command::Fri { command } => match command {
-            FriCommand::Show {
-                dataset,
-                version,
-                tag,
-                branch,
-                ..
-            } => {
-                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            FriCommand::Show { dataset, at, .. } => {
+                let (dataset, version) = at.resolve(&dataset).await?;
                 fri::show(&dataset, version).await
             }
-            FriCommand::Translate {
-                dataset,
-                version,
-                tag,
-                branch,
-                ..
-            } => {
-                let (dataset, version) = tag::at(&dataset, version, tag, branch).await?;
+            FriCommand::Translate { dataset, at, .. } => {
+                let (dataset, version) = at.resolve(&dataset).await?;
                 fri::translate(&dataset, version).await
             }
             FriCommand::Upgrade { dataset } => fri::upgrade(&dataset).await,
@@ -1153,14 +1070,8 @@ async fn run_other(command: Command) -> Result<(), CliError> {
             } => fri::unreferenced(&dataset, delete, &older_than).await,
         },
         Command::Demo { dir, layout } => demo::run(&dir, layout == "tree").await,
-        Command::Clone {
-            source,
-            target,
-            version,
-            tag,
-            branch,
-        } => {
-            let (source, version) = tag::at(&source, version, tag, branch).await?;
+        Command::Clone { source, target, at } => {
+            let (source, version) = at.resolve(&source).await?;
             cleanup::clone(&source, &target, version).await
         }
         Command::Verify { .. }

@@ -170,7 +170,7 @@ pub use cleanup::{
 };
 pub use commit::{Committed, MergeStats};
 pub use compaction::{Compaction, CompactionOptions, CompactionResult, CompactionTask};
-pub use dataset::{file_store_for, Dataset, FragmentSummary};
+pub use dataset::{file_store_for, Dataset, FragmentSummary, VersionRef};
 pub use error::{Error, ErrorKind, Result};
 pub use exprs::{Assignment, ValueExpr};
 pub use indexes::IndexSummary;

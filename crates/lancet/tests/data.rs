@@ -897,3 +897,58 @@ async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
     .await;
     assert_eq!(column_i64(&filtered, "id"), vec![25, 26, 27, 29]);
 }
+
+/// `Dataset::open_ref` opens what the CLI's `--version/--tag/--branch` and the Python
+/// package's `dataset(uri, version, tag, branch)` name; references that do not exist, or that
+/// contradict each other, are typed errors.
+#[tokio::test]
+async fn open_ref_opens_versions_tags_and_branches() {
+    use lancet::VersionRef;
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let uri = uri.to_str().unwrap();
+    let v1 = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 10)]),
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let v2 = v1.append(batches(vec![rows(10, 5)])).await.unwrap().dataset;
+    v2.tags().create("first", Some(1)).await.unwrap();
+    let branched = v2.branches().create("dev", Some(2)).await.unwrap().dataset;
+    branched.append(batches(vec![rows(100, 1)])).await.unwrap();
+    let open = |at: VersionRef| async move { Dataset::open_ref(uri, &at).await };
+    let rows_of = |ds: &Dataset| ds.num_rows().unwrap();
+    let latest = open(VersionRef::default()).await.unwrap();
+    assert_eq!((latest.version(), rows_of(&latest)), (2, 15));
+    let at = |version: Option<u64>, tag: Option<&str>, branch: Option<&str>| VersionRef {
+        version,
+        tag: tag.map(str::to_string),
+        branch: branch.map(str::to_string),
+    };
+    let one = open(at(Some(1), None, None)).await.unwrap();
+    assert_eq!(rows_of(&one), 10);
+    let tagged = open(at(None, Some("first"), None)).await.unwrap();
+    assert_eq!((tagged.version(), rows_of(&tagged)), (1, 10));
+    let on_dev = open(at(None, None, Some("dev"))).await.unwrap();
+    assert_eq!(rows_of(&on_dev), 16);
+    let dev_before = open(at(Some(2), None, Some("dev"))).await.unwrap();
+    assert_eq!(rows_of(&dev_before), 15);
+    // (a tag of a branch's version, as pylance writes one, opens on its branch: the CLI's
+    // interop tests read pylance's)
+    for (bad, kind) in [
+        (at(None, Some("nope"), None), ErrorKind::NotFound),
+        (at(None, None, Some("nope")), ErrorKind::NotFound),
+        (at(Some(1), Some("first"), None), ErrorKind::InvalidInput),
+        (
+            at(None, Some("first"), Some("dev")),
+            ErrorKind::InvalidInput,
+        ),
+    ] {
+        let err = open(bad.clone()).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{bad:?}: {err}");
+    }
+}
