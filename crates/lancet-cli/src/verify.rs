@@ -43,16 +43,17 @@ fn classify(e: &lancet::Error) -> (String, Option<String>, String) {
             ("unsupported".into(), Some(uri.clone()), rule.clone())
         }
         // an invariant the version breaks is named as such
+        lancet::Error::BrokenInvariant {
+            at,
+            invariant,
+            detail,
+        } => (
+            invariant.to_string(),
+            Some(at.to_string()),
+            format!("{invariant} ({}): {detail}", invariant.rule()),
+        ),
         lancet::Error::Corrupt { at, rule } => {
-            let name = lancet::Invariant::ALL
-                .iter()
-                .map(|i| i.to_string())
-                .find(|name| rule.starts_with(&format!("{name} ")));
-            (
-                name.unwrap_or_else(|| "manifest".into()),
-                Some(at.to_string()),
-                rule.clone(),
-            )
+            ("manifest".into(), Some(at.to_string()), rule.clone())
         }
         other => (
             "unreadable".into(),

@@ -39,6 +39,14 @@ pub enum Error {
         at: lancet_proto::ObjectRef,
         rule: String,
     },
+    /// A stored version breaks a named invariant ([`crate::Dataset::verify`]): `at` is the
+    /// manifest object and the subject in it. [`Error::invariant`] names the rule.
+    #[error("corrupt {at}: {invariant} ({}): {detail}", invariant.rule())]
+    BrokenInvariant {
+        at: lancet_proto::ObjectRef,
+        invariant: lancet_txn::Invariant,
+        detail: String,
+    },
     /// A filter lancet cannot parse, or one that names no column of the table or compares
     /// a column with a literal of another type ([`crate::Filter`]).
     #[error("filter {filter:?}: {reason}")]
@@ -65,6 +73,7 @@ impl Error {
     pub fn invariant(&self) -> Option<lancet_txn::Invariant> {
         match self {
             Error::Txn(e) => e.invariant(),
+            Error::BrokenInvariant { invariant, .. } => Some(*invariant),
             _ => None,
         }
     }
@@ -76,6 +85,7 @@ impl Error {
         use lancet_paths::PathsError as P;
         match self {
             Error::Corrupt { at, .. }
+            | Error::BrokenInvariant { at, .. }
             | Error::Paths(
                 P::CorruptManifest { at, .. }
                 | P::CorruptTransaction { at, .. }
@@ -114,7 +124,7 @@ impl Error {
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Corrupt { .. } | Error::BrokenInvariant { .. } => ErrorKind::Corrupt,
             Error::InvalidFilter { .. } | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
         }
     }

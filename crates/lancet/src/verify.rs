@@ -193,14 +193,14 @@ impl Dataset {
     }
 
     /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
-    /// `max_fragment_id` and `next_row_id` never decrease); a broken one is `Corrupt` naming
-    /// the invariant, as [`Dataset::verify`] reports them.
+    /// `max_fragment_id` and `next_row_id` never decrease); a broken one is
+    /// [`Error::BrokenInvariant`], as [`Dataset::verify`] reports them.
     pub(crate) fn check_lineage(&self, previous: &Dataset) -> Result<()> {
         lancet_txn::check_lineage(self.version(), previous.manifest(), self.manifest())
             .map_err(|e| self.invariant_broken(e))
     }
 
-    /// A stored version's broken invariant: `Corrupt` naming it, at the subject.
+    /// A stored version's broken invariant, at the subject.
     fn invariant_broken(&self, e: TxnError) -> Error {
         match e {
             TxnError::Invalid {
@@ -208,9 +208,10 @@ impl Dataset {
                 subject,
                 detail,
                 ..
-            } => Error::Corrupt {
+            } => Error::BrokenInvariant {
                 at: self.manifest_ref().within(subject),
-                rule: format!("{invariant} ({}): {detail}", invariant.rule()),
+                invariant,
+                detail,
             },
             other => Error::Txn(other),
         }

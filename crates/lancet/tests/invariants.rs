@@ -566,6 +566,10 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
                 false => want.to_string(),
             };
             assert!(err.to_string().contains(&named), "{l:?}: {err}");
+            // the rule is typed, not only named in the message
+            if !tree_rule {
+                assert_eq!(err.invariant(), Some(want), "{l:?}: {err}");
+            }
         }
     }
     // and a valid stable table verifies

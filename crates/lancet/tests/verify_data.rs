@@ -92,10 +92,10 @@ async fn broken_invariant(ds: &Dataset) -> (Invariant, String) {
     let err = ds.verify_data().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     let message = err.to_string();
-    let invariant = Invariant::ALL
-        .into_iter()
-        .find(|i| message.contains(&format!("{i} (")))
+    let invariant = err
+        .invariant()
         .unwrap_or_else(|| panic!("no invariant named in {message}"));
+    assert!(message.contains(&format!("{invariant} (")), "{message}");
     (invariant, message)
 }
 
