@@ -45,7 +45,12 @@ impl Dataset {
     /// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
     /// equal to pylance's `delta(begin_version=begin, end_version=end)`: inserted and updated
     /// rows are read from this handle's version (as Lance reads its dataset's), deleted ids
-    /// by comparing versions `begin` and `end`. Needs stable row ids (`InvalidInput`
+    /// by comparing versions `begin` and `end`. Asked of a handle at a version after `end`,
+    /// the rows are this handle's: a row inserted in the range comes with this version's
+    /// values, a row updated in the range and again after `end` is not reported as updated
+    /// (its last update is outside the range), and a row deleted since is absent, as pylance
+    /// answers on a dataset opened at a later version; open the handle at `end` for the rows
+    /// as `end` held them. Needs stable row ids (`InvalidInput`
     /// otherwise, where pylance answers nothing silently); `begin` after `end` is
     /// `InvalidInput`; a version cleaned up is `NotFound`.
     pub async fn changes(&self, begin: u64, end: u64) -> Result<Changes> {
