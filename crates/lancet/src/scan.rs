@@ -64,6 +64,7 @@ pub struct ScanMetrics {
     pages_read: AtomicU64,
     scanned_fragments: AtomicU64,
     fragments_read: AtomicU64,
+    indexed: std::sync::Mutex<std::collections::BTreeMap<String, roaring::RoaringBitmap>>,
 }
 
 impl ScanMetrics {
@@ -75,6 +76,15 @@ impl ScanMetrics {
     /// Fragments whose column a filter read directly (summed over its predicates).
     pub fn scanned_fragments(&self) -> u64 {
         self.scanned_fragments.load(Ordering::Relaxed)
+    }
+
+    /// The indexes that answered filters, by name, and the fragments each answered for
+    /// (empty when none did: every filtered fragment's column was read).
+    pub fn indexed_fragments(&self) -> std::collections::BTreeMap<String, roaring::RoaringBitmap> {
+        self.indexed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Fragments whose rows were read (a fragment read in several batches counts once).
@@ -245,11 +255,18 @@ impl Dataset {
         let fragments = self.with_known_rows(fragments).await?;
         let matched = match &options.filter {
             Some(f) => {
-                let (matched, pages, scanned) =
-                    self.search_addresses_in(f, fragments.clone()).await?;
+                let (matched, stats) = self.search_addresses_in(f, fragments.clone()).await?;
                 if let Some(m) = &options.metrics {
-                    m.pages_read.fetch_add(pages, Ordering::Relaxed);
-                    m.scanned_fragments.fetch_add(scanned, Ordering::Relaxed);
+                    m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
+                    m.scanned_fragments
+                        .fetch_add(stats.scanned_fragments, Ordering::Relaxed);
+                    let mut indexed = m
+                        .indexed
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    for (name, fragments) in stats.indexed {
+                        *indexed.entry(name).or_default() |= fragments;
+                    }
                 }
                 Some(matched)
             }

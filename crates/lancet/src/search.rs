@@ -12,8 +12,9 @@
 //! Literals are typed by the column (see [`lancet_filter::typed`]): the index's value type, or the
 //! type of the column as read.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use lancet_btree::{evaluate_leaf, intersect_ranges, leaf_queries, NullableIdSet};
 use lancet_proto::table::DataFragment;
@@ -39,6 +40,19 @@ pub struct SearchResult {
     pub pages_read: u64,
     /// Fragments whose column was read directly, summed over the filter's predicates.
     pub scanned_fragments: u64,
+    /// The indexes that answered, by name, and the fragments each answered for (the rest
+    /// were read directly). Empty when no index answered; unlike `pages_read`, the same
+    /// whether or not the pages were cached.
+    pub indexed: BTreeMap<String, RoaringBitmap>,
+}
+
+/// What answering a filter read: index pages, fragments read directly, and which indexes
+/// answered for which fragments ([`SearchResult`]'s counts, for scans).
+#[derive(Debug, Default)]
+pub(crate) struct SearchStats {
+    pub pages_read: u64,
+    pub scanned_fragments: u64,
+    pub indexed: BTreeMap<String, RoaringBitmap>,
 }
 
 /// How [`Dataset::search_with`] answers.
@@ -80,11 +94,13 @@ impl Dataset {
                 None => addrs,
             }
         };
+        let stats = search.stats();
         Ok(SearchResult {
             row_ids: to_row_ids(result.true_ids),
             null_row_ids: to_row_ids(result.null_ids),
-            pages_read: search.pages.load(Ordering::Relaxed),
-            scanned_fragments: search.scanned.load(Ordering::Relaxed),
+            pages_read: stats.pages_read,
+            scanned_fragments: stats.scanned_fragments,
+            indexed: stats.indexed,
         })
     }
 
@@ -95,23 +111,19 @@ impl Dataset {
     }
 
     /// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
-    /// fragment and offset; with the index pages and the fragments' columns it read.
+    /// fragment and offset; with what answering it read.
     pub(crate) async fn search_addresses_in(
         &self,
         filter: &Filter,
         fragments: Arc<[DataFragment]>,
-    ) -> Result<(crate::scan::Matched, u64, u64)> {
+    ) -> Result<(crate::scan::Matched, SearchStats)> {
         let (search, result) = self.answer_over(filter, true, fragments).await?;
         let matched = result
             .true_ids
             .bitmaps()
             .map(|(f, rows)| (f, rows.clone()))
             .collect();
-        Ok((
-            matched,
-            search.pages.load(Ordering::Relaxed),
-            search.scanned.load(Ordering::Relaxed),
-        ))
+        Ok((matched, search.stats()))
     }
 
     /// `filter` answered over this version's row addresses.
@@ -146,6 +158,7 @@ impl Dataset {
             row_ids,
             pages: AtomicU64::new(0),
             scanned: AtomicU64::new(0),
+            indexed: Mutex::new(BTreeMap::new()),
         };
         let mut result = lancet_filter::answer(&search, &expr).await?;
         if apply_deletions {
@@ -166,6 +179,8 @@ struct Search<'a> {
     row_ids: Option<Arc<lancet_rowid::RowIdIndex>>,
     pages: AtomicU64,
     scanned: AtomicU64,
+    /// The indexes that answered and the fragments each answered for.
+    indexed: Mutex<BTreeMap<String, RoaringBitmap>>,
 }
 
 impl Answerer for Search<'_> {
@@ -199,6 +214,19 @@ impl Answerer for Search<'_> {
 }
 
 impl Search<'_> {
+    /// What answering read so far.
+    fn stats(&self) -> SearchStats {
+        SearchStats {
+            pages_read: self.pages.load(Ordering::Relaxed),
+            scanned_fragments: self.scanned.load(Ordering::Relaxed),
+            indexed: self
+                .indexed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
+        }
+    }
+
     /// The physical row count of fragment `id` in this version, if it has that fragment.
     fn rows_of(&self, id: u32) -> Option<u64> {
         let i = self
@@ -349,6 +377,21 @@ impl Search<'_> {
                 }
                 answered = result.unwrap_or_default();
                 covered = self.ds.answered_fragments(&segments).await?;
+                // the fragments of this search the index answered for
+                let here: RoaringBitmap = self
+                    .fragments
+                    .iter()
+                    .filter_map(|f| u32::try_from(f.id).ok())
+                    .filter(|id| covered.contains(*id))
+                    .collect();
+                if !here.is_empty() {
+                    *self
+                        .indexed
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .entry(name.clone())
+                        .or_default() |= here;
+                }
                 // entries for rows no longer in this version are not answers, nor are those
                 // of rows now in fragments the index does not cover (a row an update moved
                 // keeps its id, not its indexed value): those fragments are scanned

@@ -159,6 +159,28 @@ async fn a_scan_of_chosen_fragments_reads_them_alone_and_counts_what_it_read() {
             (0, 1)
         );
         assert!(metrics.pages_read() > 0);
+        let answered = |m: &ScanMetrics| -> Vec<(String, Vec<u32>)> {
+            m.indexed_fragments()
+                .into_iter()
+                .map(|(name, f)| (name, f.iter().collect()))
+                .collect()
+        };
+        assert_eq!(answered(&metrics), vec![("id_idx".to_string(), vec![3, 4])]);
+        // the same search again, its pages cached: still said to be answered by the index
+        let again = Arc::new(ScanMetrics::default());
+        let search = ScanOptions {
+            fragments: Some(vec![3, 4]),
+            filter: Some(Filter::parse("id = 345 OR id = 123").unwrap()),
+            metrics: Some(again.clone()),
+            ..Default::default()
+        };
+        assert_eq!(ids(&ds, search).await, vec![345]);
+        assert_eq!(answered(&again), answered(&metrics));
+        let found = ds
+            .search(&Filter::parse("id < 150").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.indexed.keys().collect::<Vec<_>>(), ["id_idx"]);
         // without an index, a filter reads only the chosen fragments' column
         let metrics = Arc::new(ScanMetrics::default());
         let got = ids(
@@ -173,6 +195,7 @@ async fn a_scan_of_chosen_fragments_reads_them_alone_and_counts_what_it_read() {
         .await;
         assert_eq!(got, vec![345]);
         assert_eq!(metrics.scanned_fragments(), 2);
+        assert!(metrics.indexed_fragments().is_empty(), "no index on s");
         // a fragment the version does not have is refused
         let e = ds
             .scan(ScanOptions {
