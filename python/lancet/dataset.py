@@ -507,11 +507,11 @@ class MergeInsertBuilder:
         return self
 
     def when_matched_delete(self) -> "MergeInsertBuilder":
-        self._matched = "delete"
+        self._matched, self._condition = "delete", None
         return self
 
     def when_matched_fail(self) -> "MergeInsertBuilder":
-        self._matched = "fail"
+        self._matched, self._condition = "fail", None
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":

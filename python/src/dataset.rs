@@ -271,25 +271,19 @@ impl PyDataset {
         use_index: bool,
     ) -> PyResult<(PyDataset, Py<PyDict>)> {
         let reader = import_stream(source)?;
-        let condition = self::filter(condition)?;
-        let by_source = self::filter(by_source_filter)?;
+        let options = lancet::MergeOptions {
+            when_matched: when_matched.to_string(),
+            condition: condition.map(str::to_string),
+            insert_not_matched,
+            delete_not_matched_by_source,
+            by_source_filter: by_source_filter.map(str::to_string),
+        };
         let ds = self.ds.clone();
-        let when_matched = when_matched.to_string();
         let merged = block_on(py, async move {
-            let mut m = ds.merge_insert(&on).use_index(use_index);
-            m = match (when_matched.as_str(), condition) {
-                ("update_all", Some(c)) => m.when_matched_update_if(c),
-                ("update_all", None) => m.when_matched_update_all(),
-                ("delete", _) => m.when_matched_delete(),
-                ("fail", _) => m.when_matched_fail(),
-                _ => m,
-            };
-            if insert_not_matched {
-                m = m.when_not_matched_insert_all();
-            }
-            if delete_not_matched_by_source {
-                m = m.when_not_matched_by_source_delete(by_source);
-            }
+            let m = ds
+                .merge_insert(&on)
+                .use_index(use_index)
+                .with_options(&options)?;
             m.execute(batches(reader)).await
         })
         .py_err()?;

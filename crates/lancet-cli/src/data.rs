@@ -136,34 +136,22 @@ pub async fn merge_insert(
 ) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
     let (_, rows) = read_rows(from, Some(ds.schema()?))?;
-    let mut merge = ds.merge_insert(&how.on).use_index(how.use_index);
-    if how.condition.is_some() && how.when_matched != WhenMatched::Update {
-        return Err(CliError::Usage(
-            "--condition needs --when-matched update".into(),
-        ));
-    }
-    merge = match (how.when_matched, how.condition) {
-        (WhenMatched::Update, Some(c)) => merge.when_matched_update_if(Filter::parse(&c)?),
-        (WhenMatched::Update, None) => merge.when_matched_update_all(),
-        (WhenMatched::Delete, _) => merge.when_matched_delete(),
-        (WhenMatched::Nothing, _) => merge,
-        (WhenMatched::Fail, _) => merge.when_matched_fail(),
+    let when_matched = match how.when_matched {
+        WhenMatched::Update => "update",
+        WhenMatched::Delete => "delete",
+        WhenMatched::Nothing => "nothing",
+        WhenMatched::Fail => "fail",
     };
-    if how.when_not_matched == WhenNotMatched::Insert {
-        merge = merge.when_not_matched_insert_all();
-    }
-    match (how.by_source, how.by_source_filter) {
-        (BySource::Delete, filter) => {
-            let filter = filter.map(|f| Filter::parse(&f)).transpose()?;
-            merge = merge.when_not_matched_by_source_delete(filter);
-        }
-        (BySource::Keep, Some(_)) => {
-            return Err(CliError::Usage(
-                "--by-source-filter needs --when-not-matched-by-source delete".into(),
-            ))
-        }
-        (BySource::Keep, None) => {}
-    }
+    let merge = ds
+        .merge_insert(&how.on)
+        .use_index(how.use_index)
+        .with_options(&lancet::MergeOptions {
+            when_matched: when_matched.into(),
+            condition: how.condition,
+            insert_not_matched: how.when_not_matched == WhenNotMatched::Insert,
+            delete_not_matched_by_source: how.by_source == BySource::Delete,
+            by_source_filter: how.by_source_filter,
+        })?;
     let committed = merge.execute(rows).await?;
     let version = committed.version();
     let merged = committed.merged.unwrap_or_default();

@@ -180,7 +180,7 @@ pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::RowAddress;
 pub use lancet_txn::rebase::ConflictCause;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
-pub use merge::MergeInsert;
+pub use merge::{MergeInsert, MergeOptions};
 pub use metadata::MetadataTarget;
 pub use segment::BTreeSegment;
 

@@ -48,12 +48,41 @@ pub struct MergeInsert<'a> {
     retries: u32,
 }
 
+/// A merge's rules as flat options, as a command line or a binding takes them
+/// ([`MergeInsert::with_options`]), so every front end accepts and refuses the same
+/// combinations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeOptions {
+    /// What a matched target row does: `update` (or `update_all`), `delete`, `nothing` (or
+    /// `do_nothing`, and the default when empty), `fail`.
+    pub when_matched: String,
+    /// With `when_matched` `update` only: a filter over `source.COL` and `target.COL` that
+    /// must be TRUE for the pair to be updated.
+    pub condition: Option<String>,
+    /// A source row matching no target row is inserted.
+    pub insert_not_matched: bool,
+    /// A target row no source row matches is deleted.
+    pub delete_not_matched_by_source: bool,
+    /// With `delete_not_matched_by_source` only: which of those target rows are deleted.
+    pub by_source_filter: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 enum BySource {
     Keep,
     Delete,
     DeleteIf(Filter),
 }
+
+/// The `when_matched` values [`MergeOptions`] takes.
+const MATCHED: [&str; 6] = [
+    "update",
+    "update_all",
+    "delete",
+    "nothing",
+    "do_nothing",
+    "fail",
+];
 
 /// Fragments whose key columns are read ahead of the probe.
 const READS_AHEAD: usize = 3;
@@ -115,6 +144,56 @@ impl MergeInsert<'_> {
             Some(f) => BySource::DeleteIf(f),
         };
         self
+    }
+
+    /// The rules of `options`, checked: an unknown `when_matched`, a condition without
+    /// `update`, or a by-source filter without `delete_not_matched_by_source` is
+    /// `InvalidInput`, as is a filter that does not parse.
+    pub fn with_options(self, options: &MergeOptions) -> Result<Self> {
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: "merge_insert options".into(),
+            reason,
+        };
+        let condition = options
+            .condition
+            .as_deref()
+            .map(Filter::parse)
+            .transpose()?;
+        let by_source = options
+            .by_source_filter
+            .as_deref()
+            .map(Filter::parse)
+            .transpose()?;
+        let mut merge = match (options.when_matched.as_str(), condition) {
+            ("update" | "update_all", Some(c)) => self.when_matched_update_if(c),
+            ("update" | "update_all", None) => self.when_matched_update_all(),
+            (other, Some(_)) if MATCHED.contains(&other) => {
+                return Err(invalid(format!(
+                    "a condition needs when_matched update, not {other:?}"
+                )))
+            }
+            ("delete", None) => self.when_matched_delete(),
+            ("" | "nothing" | "do_nothing", None) => self,
+            ("fail", None) => self.when_matched_fail(),
+            (other, _) => {
+                return Err(invalid(format!(
+                    "when_matched {other:?} is none of {MATCHED:?}"
+                )))
+            }
+        };
+        if options.insert_not_matched {
+            merge = merge.when_not_matched_insert_all();
+        }
+        match (options.delete_not_matched_by_source, by_source) {
+            (true, filter) => merge = merge.when_not_matched_by_source_delete(filter),
+            (false, Some(_)) => {
+                return Err(invalid(
+                    "a by-source filter needs delete_not_matched_by_source".into(),
+                ))
+            }
+            (false, None) => {}
+        }
+        Ok(merge)
     }
 
     /// Whether a BTree on the key column answers the lookup (default true).

@@ -952,3 +952,70 @@ async fn open_ref_opens_versions_tags_and_branches() {
         assert_eq!(err.kind(), kind, "{bad:?}: {err}");
     }
 }
+
+/// The CLI's and the Python package's merge options are judged by one rule
+/// (`MergeInsert::with_options`): combinations no merge has are refused as bad input, and the
+/// rest run as the builder's calls would.
+#[tokio::test]
+async fn merge_options_are_judged_once_for_every_front_end() {
+    use lancet::MergeOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let ds = Dataset::create(
+        uri.to_str().unwrap(),
+        schema(),
+        batches(vec![rows(0, 10)]),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let refused = [
+        MergeOptions {
+            when_matched: "upsert".into(),
+            ..Default::default()
+        },
+        MergeOptions {
+            when_matched: "delete".into(),
+            condition: Some("source.x > target.x".into()),
+            ..Default::default()
+        },
+        MergeOptions {
+            by_source_filter: Some("id > 3".into()),
+            ..Default::default()
+        },
+        MergeOptions {
+            when_matched: "update".into(),
+            condition: Some("source.x >".into()),
+            ..Default::default()
+        },
+    ];
+    for options in refused {
+        let err = ds.merge_insert(&["id"]).with_options(&options).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{options:?}: {err}");
+    }
+    let done = ds
+        .merge_insert(&["id"])
+        .with_options(&MergeOptions {
+            when_matched: "update_all".into(),
+            insert_not_matched: true,
+            delete_not_matched_by_source: true,
+            by_source_filter: Some("id < 2".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .execute(batches(vec![rows(5, 10)]))
+        .await
+        .unwrap();
+    let stats = done.merged.unwrap();
+    assert_eq!(
+        (stats.updated_rows, stats.inserted_rows, stats.deleted_rows),
+        (5, 5, 2)
+    );
+    assert_eq!(done.rows, 12);
+    assert_eq!(
+        done.dataset.num_rows(),
+        Some(13),
+        "10 - 2 deleted + 5 inserted"
+    );
+}
