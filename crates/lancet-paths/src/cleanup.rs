@@ -267,11 +267,19 @@ pub const LISTED_DIRS: [&str; 7] = [
 ];
 
 /// What a cleanup removes, and how fast it deletes.
+///
+/// A version is removed when it is older than `older_than` **and** outside the last
+/// `retain_versions` (Lance 14's `cleanup_old_versions`); the latest version, the cleaning
+/// handle's, tagged versions and versions a branch forked from always stay. The default is
+/// Lance's: versions older than 14 days ([`DEFAULT_OLDER_THAN`]), so on a table younger than
+/// that it removes nothing. `older_than: Some(Duration::ZERO)` removes every other version
+/// now; `retain_versions: Some(n)` alone keeps the newest `n` whatever their age.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CleanupPolicy {
-    /// Remove versions committed longer ago than this (by the manifest's timestamp).
+    /// Remove versions committed longer ago than this (by the manifest's timestamp). `None`:
+    /// no age rule when `retain_versions` is set, else Lance's 14 days.
     pub older_than: Option<Duration>,
-    /// Keep at least the last this many versions.
+    /// Keep at least the last this many versions (at least 1). `None`: no count rule.
     pub retain_versions: Option<u64>,
     /// Objects no version names are deleted only when older than this.
     pub unverified_older_than: Duration,

@@ -10,6 +10,7 @@
 //! either way: on a tree version by lancet-tree's writer (mutations, flushes,
 //! materializations), on a flat version to the manifest's fragment list directly.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use lancet_paths::transaction::operation_name;
@@ -328,16 +329,16 @@ impl Dataset {
                     actions,
                     ..
                 } => {
+                    // looked up by id: a rebased append of N fragments moves N ids
+                    let remap: HashMap<u64, u64> = remap.into_iter().collect();
                     *actions = std::mem::take(actions)
                         .into_iter()
                         .map(|(id, action)| remap_action(id, action, &remap))
                         .collect();
                     if let Some(ids) = &mut new_ids {
                         for id in ids.iter_mut() {
-                            if let Some(n) =
-                                remap.iter().find(|(old, _)| old == id).map(|(_, n)| *n)
-                            {
-                                *id = n;
+                            if let Some(n) = remap.get(id) {
+                                *id = *n;
                             }
                         }
                     }
@@ -785,8 +786,8 @@ fn added_files(changes: &[FragmentChange]) -> Vec<DataFragment> {
         .collect()
 }
 
-fn remap_action(id: u64, action: Action, remap: &[(u64, u64)]) -> (u64, Action) {
-    let Some(&(_, new)) = remap.iter().find(|(old, _)| *old == id) else {
+fn remap_action(id: u64, action: Action, remap: &HashMap<u64, u64>) -> (u64, Action) {
+    let Some(&new) = remap.get(&id) else {
         return (id, action);
     };
     let action = match action {

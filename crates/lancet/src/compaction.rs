@@ -233,6 +233,13 @@ impl Dataset {
     }
 
     /// Plans, executes every task here, and commits: `compact_files` in one call.
+    ///
+    /// `CompactionOptions::default()` is pylance's `compact_files()` with no argument:
+    /// fragments below 1,048,576 rows are merged with their neighbours into fragments near
+    /// that size, and a fragment with more than 10% of its rows deleted is rewritten without
+    /// them; every BTree covering a rewritten fragment is rewritten in the same commit
+    /// (`defer_index_remap: true` records the moves in the Fragment Reuse Index instead).
+    /// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
     pub async fn compact(&self, options: &CompactionOptions) -> Result<Committed> {
         let tasks = self.plan_compaction(options).await?;
         let mut results = Vec::with_capacity(tasks.len());

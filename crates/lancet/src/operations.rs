@@ -192,13 +192,28 @@ impl Dataset {
             plan.apply_merge(all)?;
             plan.apply_project(all)?;
         }
+        // (the updated records by id: a replacement of N fragments looks each up once)
+        let mut updated: HashMap<u64, usize> = plan
+            .updated
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i))
+            .collect();
         for (id, file) in std::mem::take(&mut plan.replacements) {
-            let current = match plan.updated.iter().position(|f| f.id == id) {
-                Some(i) => plan.updated.swap_remove(i),
-                None => self.require_fragment(id, name).await?,
+            let replaced = match updated.get(&id).and_then(|i| plan.updated.get(*i)) {
+                Some(current) => lancet_txn::build::replace_data_file(current, &file)?,
+                None => {
+                    let current = self.require_fragment(id, name).await?;
+                    lancet_txn::build::replace_data_file(&current, &file)?
+                }
             };
-            plan.updated
-                .push(lancet_txn::build::replace_data_file(&current, &file)?);
+            match updated.get(&id).and_then(|i| plan.updated.get_mut(*i)) {
+                Some(slot) => *slot = replaced,
+                None => {
+                    updated.insert(id, plan.updated.len());
+                    plan.updated.push(replaced);
+                }
+            }
         }
         let mut before = HashMap::new();
         let touched = plan
