@@ -8,7 +8,7 @@ use lancet_proto::table::{DataFragment, Manifest};
 
 use crate::error::{Result, TreeError};
 use crate::mutation::{Action, Mutation};
-use crate::records::{Deltas, Violation};
+use crate::records::{check_data_file, Deltas, Violation};
 use crate::writer::FragmentChange;
 
 /// Applies `actions` to `manifest`'s fragment list (kept in id order; `max_fragment_id`
@@ -52,8 +52,21 @@ pub fn apply_flat(
         let bad = |v: Violation| {
             TreeError::InvalidInput(format!("action {i} ({}): {}", action.name(), v.detail))
         };
-        m.deltas = m.deltas_on(entry.now.as_ref()).map_err(bad)?;
-        let after = m.apply(entry.now.take()).map_err(bad)?;
+        let after = match entry.now.as_ref().is_some_and(unknown_count) {
+            // a legacy record (row count unknown) is never in a tree, which counts rows:
+            // the action's record rules apply, not its counts
+            true => {
+                let after = m.transform(entry.now.take()).map_err(bad)?;
+                for file in after.iter().flat_map(|f| &f.files) {
+                    check_data_file(file).map_err(bad)?;
+                }
+                after
+            }
+            false => {
+                m.deltas = m.deltas_on(entry.now.as_ref()).map_err(bad)?;
+                m.apply(entry.now.take()).map_err(bad)?
+            }
+        };
         if let Some(f) = &after {
             // a fragment the list does not hold at this point is inserted
             if entry.now.is_none() {
@@ -86,4 +99,10 @@ pub fn apply_flat(
             after: t.now,
         })
         .collect())
+}
+
+/// A record whose row count a legacy flat manifest leaves unknown (`physical_rows` 0 with
+/// data files to count).
+fn unknown_count(f: &DataFragment) -> bool {
+    f.physical_rows == 0 && !f.files.is_empty()
 }

@@ -230,7 +230,7 @@ impl Mutation {
         Deltas::between(prior, after.as_ref())
     }
 
-    fn transform(&self, prior: Option<DataFragment>) -> Checked<Option<DataFragment>> {
+    pub(crate) fn transform(&self, prior: Option<DataFragment>) -> Checked<Option<DataFragment>> {
         let absent = || {
             Violation::new(
                 Rule::AbsentFragment,

@@ -58,7 +58,8 @@ impl Dataset {
         &self,
         options: &CompactionOptions,
     ) -> Result<Vec<CompactionTask>> {
-        let fragments = self.fragments().await?;
+        // a fragment of unknown row count is planned by the rows its file holds
+        let fragments = self.with_known_rows(self.fragments().await?).await?;
         let mut counts = Vec::with_capacity(fragments.len());
         for f in fragments.iter() {
             let deleted = match &f.deletion_file {
@@ -105,6 +106,8 @@ impl Dataset {
                     what: format!("compaction task of version {}", task.read_version),
                     reason: format!("fragment {id} is not in that version"),
                 })?;
+            // every row of a fragment of unknown count is read, not none
+            let f = at.with_known_row_count(f).await?;
             let deleted = at.deletion_vector(&f).await?;
             sources.push((f, deleted));
         }
@@ -252,7 +255,8 @@ impl Dataset {
     /// The Rewrite of `groups` on this version with every index segment covering a source
     /// written again with the rows' new addresses.
     async fn commit_remapped(&self, groups: &[RewriteGroup<'_>]) -> Result<Committed> {
-        let fragments = self.fragments().await?;
+        // the sources' addresses are remapped by the rows their files hold
+        let fragments = self.with_known_rows(self.fragments().await?).await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut transitions = Vec::with_capacity(groups.len());
         let mut recorded = Vec::with_capacity(groups.len());

@@ -383,6 +383,18 @@ impl Dataset {
         Ok(out.into())
     }
 
+    /// `fragment` with its physical row count known ([`Dataset::with_known_rows`]).
+    pub(crate) async fn with_known_row_count(
+        &self,
+        fragment: DataFragment,
+    ) -> Result<DataFragment> {
+        let mut f = fragment;
+        if unknown_rows(&f) {
+            f.physical_rows = self.physical_rows_read(&f).await?;
+        }
+        Ok(f)
+    }
+
     /// The row count of `fragment`'s first data file, read from its footer.
     pub(crate) async fn physical_rows_read(&self, fragment: &DataFragment) -> Result<u64> {
         let loc = self

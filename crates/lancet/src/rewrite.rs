@@ -150,7 +150,8 @@ impl Dataset {
     ) -> Result<Committed> {
         let what = self.manifest_ref().object;
         let mut ledger = self.extendable_history(&what).await?;
-        let fragments = self.fragments().await?;
+        // the sources' rows are mapped by the rows their files hold
+        let fragments = self.with_known_rows(self.fragments().await?).await?;
         let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
         let mut recorded = Vec::with_capacity(groups.len());
         let mut seen = HashSet::new();
@@ -163,8 +164,9 @@ impl Dataset {
             let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
             for &id in sources {
                 let f = fragments
-                    .iter()
-                    .find(|f| f.id == u64::from(id))
+                    .binary_search_by_key(&u64::from(id), |f| f.id)
+                    .ok()
+                    .and_then(|i| fragments.get(i))
                     .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
                 deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
                 records.push(f);

@@ -835,7 +835,6 @@ async fn a_branch_whose_reference_fails_leaves_no_versions() {
 /// filter all see every live row, with and without deletions.
 #[tokio::test]
 async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
-    use lancet::paths::manifest::{write_manifest, ManifestContent};
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("t");
     let uri = uri.to_str().unwrap();
@@ -856,20 +855,7 @@ async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
         .await
         .unwrap()
         .dataset;
-    // the next version as an old writer would have left it: no counts recorded
-    let mut legacy = ds.manifest().clone();
-    legacy.version += 1;
-    for f in &mut legacy.fragments {
-        f.physical_rows = 0;
-    }
-    let indices = ds.indices().to_vec();
-    let content = ManifestContent {
-        indices: &indices,
-        ..ManifestContent::new(&legacy)
-    };
-    write_manifest(ds.storage().store(), &content)
-        .await
-        .unwrap();
+    legacy_version(&ds).await;
     let legacy = Dataset::open(uri).await.unwrap();
     assert_eq!(legacy.version(), ds.version() + 1);
     assert_eq!(legacy.num_rows(), None, "the counts are unknown");
@@ -1018,4 +1004,78 @@ async fn merge_options_are_judged_once_for_every_front_end() {
         Some(13),
         "10 - 2 deleted + 5 inserted"
     );
+}
+
+/// Writes the next version of `ds` as an old writer would have left it: every fragment's
+/// `physical_rows` 0 ("unknown" to Lance 14), the rest as `ds` holds it.
+async fn legacy_version(ds: &Dataset) {
+    use lancet::paths::manifest::{write_manifest, ManifestContent};
+    let mut legacy = ds.manifest().clone();
+    legacy.version += 1;
+    for f in &mut legacy.fragments {
+        f.physical_rows = 0;
+    }
+    let indices = ds.indices().to_vec();
+    let content = ManifestContent {
+        indices: &indices,
+        ..ManifestContent::new(&legacy)
+    };
+    write_manifest(ds.storage().store(), &content)
+        .await
+        .unwrap();
+}
+
+/// A compaction of fragments of unknown row count rewrites every row they hold (planned,
+/// read and remapped by the rows their files hold), and the BTree still answers.
+#[tokio::test]
+async fn a_compaction_of_fragments_of_unknown_row_count_keeps_every_row() {
+    for defer in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().join("t");
+        let uri = uri.to_str().unwrap();
+        let ds = Dataset::create(
+            uri,
+            schema(),
+            batches(vec![rows(0, 40)]),
+            CreateOptions {
+                max_rows_per_file: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+        let ds = ds.build_btree("id", 16).await.unwrap().dataset;
+        let ds = ds
+            .delete(&Filter::parse("id % 3 = 0").unwrap())
+            .await
+            .unwrap()
+            .dataset;
+        legacy_version(&ds).await;
+        let legacy = Dataset::open(uri).await.unwrap();
+        assert_eq!(legacy.num_rows(), None);
+        let compacted = legacy
+            .compact(&lancet::CompactionOptions {
+                defer_index_remap: defer,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(compacted.versions >= 1, "defer={defer}");
+        let ds = compacted.dataset;
+        let live: Vec<i64> = (0..40).filter(|i| i % 3 != 0).collect();
+        assert_eq!(ds.num_rows(), Some(live.len() as u64), "defer={defer}");
+        let mut scanned = column_i64(&scan(&ds, ScanOptions::default()).await, "id");
+        scanned.sort_unstable();
+        assert_eq!(scanned, live, "defer={defer}");
+        for (filter, want) in [("id = 7", 1), ("id = 9", 0), ("id >= 30", 6)] {
+            let found = ds.search(&Filter::parse(filter).unwrap()).await.unwrap();
+            assert_eq!(found.row_ids.len(), want, "defer={defer}: {filter}");
+            assert!(
+                !found.indexed.is_empty(),
+                "defer={defer}: the index answers"
+            );
+        }
+        ds.verify_data().await.unwrap();
+    }
 }
