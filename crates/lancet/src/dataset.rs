@@ -60,8 +60,17 @@ pub struct Dataset {
 enum FragmentSource {
     /// The manifest's own list; the shared copy `fragments()` hands out is made on first use
     /// (a flat manifest of millions of fragments is not held twice until something asks).
-    Flat(Arc<std::sync::OnceLock<Arc<[DataFragment]>>>),
+    Flat(Arc<FlatList>),
     Tree(TreeReader),
+}
+
+/// A flat version's fragments, as the facade hands them out.
+#[derive(Debug, Default)]
+struct FlatList {
+    /// The shared copy of the manifest's list, made on first use.
+    shared: std::sync::OnceLock<Arc<[DataFragment]>>,
+    /// Whether some record leaves its row count unknown (a legacy manifest).
+    unknown_counts: std::sync::OnceLock<bool>,
 }
 
 /// Counts of one fragment, with what is unknown left as `None` (Lance 14 writes 0 for "unknown"
@@ -341,7 +350,8 @@ impl Dataset {
     /// and checked; the result is kept in the index cache for this version).
     pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
         match &self.source {
-            FragmentSource::Flat(all) => Ok(all
+            FragmentSource::Flat(flat) => Ok(flat
+                .shared
                 .get_or_init(|| self.manifest().fragments.as_slice().into())
                 .clone()),
             FragmentSource::Tree(reader) => {
@@ -373,7 +383,14 @@ impl Dataset {
         &self,
         fragments: Arc<[DataFragment]>,
     ) -> Result<Arc<[DataFragment]>> {
-        if !fragments.iter().any(unknown_rows) {
+        // a tree counts every record's rows; a flat list is looked at once per version
+        let unknown = match &self.source {
+            FragmentSource::Tree(_) => false,
+            FragmentSource::Flat(flat) => *flat
+                .unknown_counts
+                .get_or_init(|| self.manifest().fragments.iter().any(unknown_rows)),
+        };
+        if !unknown || !fragments.iter().any(unknown_rows) {
             return Ok(fragments);
         }
         let mut out = fragments.to_vec();
