@@ -1,5 +1,8 @@
 //! `lancet fri show|translate`: the Fragment Reuse Index of a version.
 
+use clap::Subcommand;
+
+use crate::at::At;
 use std::io::{BufRead, Write};
 
 use lancet::reuse::{Mapping, Translation};
@@ -150,4 +153,62 @@ pub async fn upgrade(uri: &str) -> Result<(), CliError> {
     let next = ds.storage().upgrade_fri().await?.dataset;
     println!("{}", json!({"version": next.version(), "index_version": 1}));
     Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum FriCommand {
+    /// Print the decoded history as JSON.
+    Show {
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        /// Accepted for symmetry; the output is always JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-publish the history as a tagged (index_version 1) entry in a new version.
+    Upgrade { dataset: String },
+    /// Drop the transitions no index still needs, in a new version.
+    Trim { dataset: String },
+    /// List `_fri/` files no version in `_versions/` references.
+    Unreferenced {
+        dataset: String,
+        /// Delete them.
+        #[arg(long)]
+        delete: bool,
+        /// Only maps last modified longer ago than this (`0s`, `90m`, `7d`): a younger one
+        /// may belong to a rewrite whose version has not landed yet.
+        #[arg(long, default_value = "7d")]
+        older_than: String,
+    },
+    /// Translate row addresses read from stdin (one per line) to current addresses.
+    Translate {
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        /// Accepted for symmetry; the output is always JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lancet fri ...`.
+pub async fn run(command: FriCommand) -> Result<(), CliError> {
+    match command {
+        FriCommand::Show { dataset, at, .. } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            show(&dataset, version).await
+        }
+        FriCommand::Translate { dataset, at, .. } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            translate(&dataset, version).await
+        }
+        FriCommand::Upgrade { dataset } => upgrade(&dataset).await,
+        FriCommand::Trim { dataset } => trim(&dataset).await,
+        FriCommand::Unreferenced {
+            dataset,
+            delete,
+            older_than,
+        } => unreferenced(&dataset, delete, &older_than).await,
+    }
 }

@@ -1,6 +1,9 @@
 //! `lancet index list|search|build`: indexes of a table, and exact filter answers
 //! ([`lancet::Dataset::search`]).
 
+use clap::Subcommand;
+
+use crate::at::At;
 use std::io::Write;
 
 use lancet::Dataset;
@@ -133,4 +136,83 @@ pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError
         );
     }
     Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum IndexCommand {
+    /// List the BTree indexes of a version.
+    List {
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a filter in Lance's filter language exactly, with SQL NULL semantics: BTree
+    /// indexes where they cover the column, the column read directly elsewhere. Comparisons,
+    /// BETWEEN, IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, IS [NOT] DISTINCT FROM, LIKE,
+    /// ILIKE, starts_with, NOT, AND, OR; DATE, TIMESTAMP and CAST literals; constant
+    /// arithmetic.
+    Search {
+        dataset: String,
+        #[arg(long)]
+        filter: String,
+        #[command(flatten)]
+        at: At,
+        #[arg(long)]
+        json: bool,
+        /// The index's raw answer, without applying deletion vectors.
+        #[arg(long)]
+        no_deletions: bool,
+    },
+    /// Extend every BTree over the fragments it does not cover (a new segment, or with
+    /// `--merge` one segment of everything); after deferred compactions, rewrite segments
+    /// with current addresses and trim the Fragment Reuse Index.
+    Optimize {
+        dataset: String,
+        #[arg(long)]
+        merge: bool,
+        /// Print `{"version", "btree_segments"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Train a BTree on a column and commit it as a new version.
+    Build {
+        dataset: String,
+        #[arg(long)]
+        column: String,
+        /// Rows per page.
+        #[arg(long, default_value_t = lancet::btree::DEFAULT_PAGE_ROWS)]
+        zone_size: u64,
+    },
+}
+
+/// `lancet index ...`.
+pub async fn run(command: IndexCommand) -> Result<(), CliError> {
+    match command {
+        IndexCommand::List { dataset, at, json } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            list(&dataset, version, json).await
+        }
+        IndexCommand::Search {
+            dataset,
+            filter,
+            at,
+            json,
+            no_deletions,
+        } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            search(&dataset, version, &filter, json, no_deletions).await
+        }
+        IndexCommand::Build {
+            dataset,
+            column,
+            zone_size,
+        } => build(&dataset, &column, zone_size).await,
+        IndexCommand::Optimize {
+            dataset,
+            merge,
+            json,
+        } => optimize(&dataset, merge, json).await,
+    }
 }

@@ -1,5 +1,8 @@
 //! `lancet tree show`: the shape of a version's fragment tree.
 
+use clap::Subcommand;
+
+use crate::at::At;
 use std::io::Write;
 
 use lancet::tree::RootInfo;
@@ -185,4 +188,50 @@ pub async fn flatten(uri: &str) -> Result<(), CliError> {
         next.manifest().fragments.len()
     );
     Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum TreeCommand {
+    /// Publish version N+1 of a flat table with its fragments in a fragment tree (Lance 14
+    /// refuses that version; N stays readable).
+    Convert {
+        dataset: String,
+        /// Records per leaf (default: the tree writer's, 2048).
+        #[arg(long)]
+        leaf_records: Option<usize>,
+        /// Keep the root in the manifest, however large.
+        #[arg(long)]
+        inline_root: bool,
+    },
+    /// Publish version N+1 of a tree table as a flat manifest (what Lance 14 reads).
+    Flatten { dataset: String },
+    /// Height, objects, buffers, watermarks and bytes per object kind (walks and checks the
+    /// whole tree).
+    Show {
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `lancet tree ...`.
+pub async fn run(command: TreeCommand) -> Result<(), CliError> {
+    match command {
+        TreeCommand::Show { dataset, at, json } => match at.resolve(&dataset).await {
+            Ok((dataset, version)) => show(&dataset, version, json).await,
+            Err(e) => Err(e),
+        },
+        TreeCommand::Convert {
+            dataset,
+            leaf_records,
+            inline_root,
+        } => {
+            let leaf_records =
+                leaf_records.unwrap_or(lancet::tree::TreeWriterConfig::default().leaf_max_records);
+            convert(&dataset, leaf_records, inline_root).await
+        }
+        TreeCommand::Flatten { dataset } => flatten(&dataset).await,
+    }
 }
