@@ -599,7 +599,10 @@ impl<'a, 'b> Checker<'a, 'b> {
         // hold files listing a column a Project dropped since, as Lance leaves them: there a
         // field id is judged against the ids ever allocated (`max_allocated_field_id`), and
         // not at all where the table does not record them (pylance's default).
-        let stored = self.c.previous.is_none() && self.c.operation.is_none();
+        // A Restore brings a stored version back as it was (Lance 14.0.2 restores the old
+        // manifest whole): its files are judged as that version's are.
+        let stored = (self.c.previous.is_none() && self.c.operation.is_none())
+            || matches!(self.c.operation, Some(Operation::Restore(_)));
         let allocated = self.next().max_allocated_field_id;
         let foreign = |f: &i32| match (stored, allocated) {
             (true, Some(a)) => *f > a,
@@ -1610,6 +1613,22 @@ mod tests {
         assert_eq!(
             broken(judge(&prev, &stray, &[], None, None)),
             Invariant::DataFileFieldsInSchema
+        );
+        // a Restore brings back a fragment whose file lists a column dropped since (found
+        // by the differential tester: drop a column, delete the fragment, restore the drop's
+        // version): judged as a stored version is, by the ids ever allocated
+        let restore = Operation::Restore(Restore { version: 1 });
+        let mut dropped_since = prev.clone();
+        dropped_since.fragments[1].files.push(DataFile {
+            path: "y.lance".into(),
+            fields: vec![2],
+            ..Default::default()
+        });
+        judge(&prev, &dropped_since, &[], None, Some(&restore)).unwrap();
+        assert_eq!(
+            broken(judge(&prev, &stray, &[], None, Some(&restore))),
+            Invariant::DataFileFieldsInSchema,
+            "field 7 was never allocated"
         );
     }
 

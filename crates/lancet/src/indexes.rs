@@ -272,13 +272,14 @@ impl Dataset {
 
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
     /// the next version under the name `{column}_idx`, replacing an index of that name.
-    /// `page_rows`: rows per index page; Lance's default is 4,096
-    /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]).
+    /// `page_rows`: rows per index page, or `None` for Lance's default, 4,096
+    /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]): `ds.build_btree("id", None)`.
     pub async fn build_btree(
         &self,
         column: &str,
-        page_rows: u64,
+        page_rows: impl Into<Option<u64>>,
     ) -> Result<crate::commit::Committed> {
+        let page_rows = page_rows.into().unwrap_or(lancet_btree::DEFAULT_PAGE_ROWS);
         let segment = self.train_btree_segment(column, None, page_rows).await?;
         self.commit_btree_segments(column, vec![segment]).await
     }

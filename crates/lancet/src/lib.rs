@@ -82,7 +82,7 @@
 //! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..1000))])?;
 //! let options = CreateOptions { max_rows_per_file: 100, ..Default::default() };
 //! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), options).await?.dataset;
-//! let ds = ds.build_btree("id", lancet::btree::DEFAULT_PAGE_ROWS).await?.dataset;
+//! let ds = ds.build_btree("id", None).await?.dataset; // Lance's default page size
 //! let ds = ds.delete(&Filter::parse("id % 3 = 0")?).await?.dataset;
 //! // rewrite the fragments with deletions; the BTree is remapped in the same commit
 //! let compacted = ds.compact(&CompactionOptions::default()).await?;
