@@ -838,18 +838,7 @@ async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("t");
     let uri = uri.to_str().unwrap();
-    let ds = Dataset::create(
-        uri,
-        schema(),
-        batches(vec![rows(0, 30)]),
-        CreateOptions {
-            max_rows_per_file: 10,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap()
-    .dataset;
+    let ds = table_at(uri, 30, 10).await;
     let ds = ds
         .delete(&Filter::parse("id % 4 = 0").unwrap())
         .await
@@ -1006,6 +995,18 @@ async fn merge_options_are_judged_once_for_every_front_end() {
     );
 }
 
+/// A table at `uri` of rows `0..n`, a data file every `per_file` rows.
+async fn table_at(uri: &str, n: i64, per_file: u64) -> Dataset {
+    let options = CreateOptions {
+        max_rows_per_file: per_file,
+        ..Default::default()
+    };
+    Dataset::create(uri, schema(), batches(vec![rows(0, n)]), options)
+        .await
+        .unwrap()
+        .dataset
+}
+
 /// Writes the next version of `ds` as an old writer would have left it: every fragment's
 /// `physical_rows` 0 ("unknown" to Lance 14), the rest as `ds` holds it.
 async fn legacy_version(ds: &Dataset) {
@@ -1033,18 +1034,7 @@ async fn a_compaction_of_fragments_of_unknown_row_count_keeps_every_row() {
         let dir = tempfile::tempdir().unwrap();
         let uri = dir.path().join("t");
         let uri = uri.to_str().unwrap();
-        let ds = Dataset::create(
-            uri,
-            schema(),
-            batches(vec![rows(0, 40)]),
-            CreateOptions {
-                max_rows_per_file: 10,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
-        .dataset;
+        let ds = table_at(uri, 40, 10).await;
         let ds = ds.build_btree("id", 16).await.unwrap().dataset;
         let ds = ds
             .delete(&Filter::parse("id % 3 = 0").unwrap())
