@@ -159,6 +159,7 @@ impl Dataset {
             pages: AtomicU64::new(0),
             scanned: AtomicU64::new(0),
             indexed: Mutex::new(BTreeMap::new()),
+            fragment_ids: OnceLock::new(),
         };
         let mut result = lancet_filter::answer(&search, &expr).await?;
         if apply_deletions {
@@ -181,6 +182,8 @@ struct Search<'a> {
     scanned: AtomicU64,
     /// The indexes that answered and the fragments each answered for.
     indexed: Mutex<BTreeMap<String, RoaringBitmap>>,
+    /// The ids of `fragments` (built when an index answers).
+    fragment_ids: OnceLock<RoaringBitmap>,
 }
 
 impl Answerer for Search<'_> {
@@ -214,6 +217,16 @@ impl Answerer for Search<'_> {
 }
 
 impl Search<'_> {
+    /// The ids of the fragments searched, once.
+    fn fragment_ids(&self) -> &RoaringBitmap {
+        self.fragment_ids.get_or_init(|| {
+            self.fragments
+                .iter()
+                .filter_map(|f| u32::try_from(f.id).ok())
+                .collect()
+        })
+    }
+
     /// What answering read so far.
     fn stats(&self) -> SearchStats {
         SearchStats {
@@ -378,12 +391,7 @@ impl Search<'_> {
                 answered = result.unwrap_or_default();
                 covered = self.ds.answered_fragments(&segments).await?;
                 // the fragments of this search the index answered for
-                let here: RoaringBitmap = self
-                    .fragments
-                    .iter()
-                    .filter_map(|f| u32::try_from(f.id).ok())
-                    .filter(|id| covered.contains(*id))
-                    .collect();
+                let here = &covered & self.fragment_ids();
                 if !here.is_empty() {
                     *self
                         .indexed
