@@ -156,16 +156,15 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
             rows,
             workload,
         } => {
-            let d = lancet::tree::TreeWriterConfig::default();
-            let config = lancet::tree::TreeWriterConfig {
-                leaf_max_records: leaf_records.unwrap_or(d.leaf_max_records),
-                fanout_max: fanout.unwrap_or(d.fanout_max),
-                since_root_max_bytes: since_root_bytes.unwrap_or(d.since_root_max_bytes),
-                root_buffer_max_bytes: root_buffer_bytes.unwrap_or(d.root_buffer_max_bytes),
-                node_buffer_max_bytes: node_buffer_bytes.unwrap_or(d.node_buffer_max_bytes),
-                inline_root_max_bytes: inline_root_bytes.unwrap_or(d.inline_root_max_bytes),
-                ..d
-            };
+            let config = writer_config(
+                [leaf_records, fanout],
+                [
+                    since_root_bytes,
+                    root_buffer_bytes,
+                    node_buffer_bytes,
+                    inline_root_bytes,
+                ],
+            );
             bench::commit(bench::Options {
                 fragments,
                 commits,
@@ -182,5 +181,23 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
             })
             .await
         }
+    }
+}
+
+/// The tree writer's policy with the bench's overrides: `[leaf records, fanout]` and the
+/// byte budgets `[since root, root buffer, node buffer, inline root]`.
+fn writer_config(
+    [leaf_records, fanout]: [Option<usize>; 2],
+    [since_root, root_buffer, node_buffer, inline_root]: [Option<usize>; 4],
+) -> lancet::tree::TreeWriterConfig {
+    let d = lancet::tree::TreeWriterConfig::default();
+    lancet::tree::TreeWriterConfig {
+        leaf_max_records: leaf_records.unwrap_or(d.leaf_max_records),
+        fanout_max: fanout.unwrap_or(d.fanout_max),
+        since_root_max_bytes: since_root.unwrap_or(d.since_root_max_bytes),
+        root_buffer_max_bytes: root_buffer.unwrap_or(d.root_buffer_max_bytes),
+        node_buffer_max_bytes: node_buffer.unwrap_or(d.node_buffer_max_bytes),
+        inline_root_max_bytes: inline_root.unwrap_or(d.inline_root_max_bytes),
+        ..d
     }
 }
