@@ -227,16 +227,17 @@ impl Search<'_> {
         })
     }
 
-    /// What answering read so far.
+    /// What answering read, once it is done (the indexes' fragments are handed over).
     fn stats(&self) -> SearchStats {
         SearchStats {
             pages_read: self.pages.load(Ordering::Relaxed),
             scanned_fragments: self.scanned.load(Ordering::Relaxed),
-            indexed: self
-                .indexed
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .clone(),
+            indexed: std::mem::take(
+                &mut *self
+                    .indexed
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            ),
         }
     }
 
