@@ -31,7 +31,7 @@ pub enum Invariant {
     /// append).
     FragmentIdWithinMax,
     /// A fragment new to the table takes an id above the previous `max_fragment_id`, or one the
-    /// caller established as reserved and unused ([`Candidate::reserved`]): removed ids stay
+    /// caller established as reserved and unused ([`crate::Candidate::reserved`]): removed ids stay
     /// dead. Index fragment bitmaps and FRI lineage name fragments by id, so a reused
     /// id would attach them to another fragment.
     FragmentIdFresh,
