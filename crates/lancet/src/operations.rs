@@ -98,7 +98,10 @@ impl Dataset {
             ..Default::default()
         };
         for (id, rows) in offsets {
+            // a count a legacy manifest leaves unknown is read from the data file (the record
+            // is committed as stored, its deletion file added)
             let fragment = self.require_fragment(*id, "Delete").await?;
+            let fragment = self.with_known_row_count(fragment).await?;
             if let Some(beyond) = rows
                 .max()
                 .filter(|m| u64::from(*m) >= fragment.physical_rows)

@@ -871,6 +871,19 @@ async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
     )
     .await;
     assert_eq!(column_i64(&filtered, "id"), vec![25, 26, 27, 29]);
+    // a delete on such fragments deletes the rows it matches (it was refused: "offset beyond
+    // 0 rows")
+    let deleted = legacy
+        .delete(&Filter::parse("id % 4 = 1").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(deleted.rows, 8, "1, 5, ..., 29");
+    let after = deleted.dataset;
+    let left: Vec<i64> = (0..30).filter(|i| i % 4 != 0 && i % 4 != 1).collect();
+    let mut scanned = column_i64(&scan(&after, ScanOptions::default()).await, "id");
+    scanned.sort_unstable();
+    assert_eq!(scanned, left);
+    after.verify_data().await.unwrap();
 }
 
 /// `Dataset::open_ref` opens what the CLI's `--version/--tag/--branch` and the Python
