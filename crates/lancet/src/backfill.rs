@@ -1,4 +1,4 @@
-//! Column backfill: [`Dataset::add_column`].
+//! Column backfill: [`Dataset::add_column`](crate::Dataset::add_column).
 //!
 //! Composition only. The new column's type is the expression's (lancet-filter evaluates it
 //! on the table's empty schema). Every fragment's file is computed first (the column
@@ -22,11 +22,14 @@ use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Me
 use lancet_proto::table::{DataFile, DataFragment};
 
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::exprs::ValueExpr;
+use crate::operations;
+use crate::scan;
+use crate::snapshot::Snapshot;
+use crate::write;
 
-/// How [`Dataset::add_column`] commits.
+/// How [`Dataset::add_column`](crate::Dataset::add_column) commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddColumnOptions {
     /// Fragments backfilled per commit (at least 1); the default, every fragment, is one
@@ -42,369 +45,378 @@ impl Default for AddColumnOptions {
     }
 }
 
-impl Dataset {
-    /// Adds the column `name` holding `value` (an expression over the table's columns, as
-    /// `UPDATE ... SET` takes: SQL text such as `"id * 2"`, or a parsed value: [`ValueExpr`]) for every row; returns the last version. An expression naming
-    /// no column of the table, of no type (a bare NULL), or failing on any row is refused
-    /// with nothing published. A column of that name is refused unless it has the
-    /// expression's type and fragments without a file for it (a batched run that stopped
-    /// part way): then those fragments are completed.
-    pub async fn add_column(
-        &self,
-        name: &str,
-        value: impl ValueExpr,
-        options: AddColumnOptions,
-    ) -> Result<Committed> {
-        let value = &value.to_scalar()?;
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("add column {name:?}"),
-            reason,
-        };
-        if options.fragments_per_commit == 0 {
-            return Err(invalid("fragments_per_commit must be at least 1".into()));
-        }
-        let schema = self.schema()?;
-        let empty = RecordBatch::new_empty(schema.clone());
-        let data_type = value.evaluate(&empty).map_err(invalid)?.data_type().clone();
-        if data_type == arrow_schema::DataType::Null {
-            return Err(invalid(
-                "the expression has no type (cast a NULL to one)".into(),
-            ));
-        }
-        let field = Field::new(name, data_type.clone(), true);
-        let fragments = self.fragments().await?;
-        let (ids, added, pending): (Vec<i32>, _, Vec<&DataFragment>) =
-            match schema.field_with_name(name) {
-                Err(_) => {
-                    let added = self.new_fields(&field).await?;
-                    let ids = added.iter().map(|f| f.id).collect();
-                    (ids, Some(added), fragments.iter().collect())
-                }
-                Ok(existing) => {
-                    let column = self
-                        .projection(Some(&[name.to_string()]))?
-                        .into_iter()
-                        .next()
-                        .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
-                    let pending: Vec<&DataFragment> = fragments
-                        .iter()
-                        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
-                        .collect();
-                    if pending.is_empty() {
-                        return Err(invalid("the table has a column of that name".into()));
-                    }
-                    if existing.data_type() != &data_type {
-                        return Err(invalid(format!(
-                            "the column exists as {} and the expression is {data_type}; \
-                             completing it needs an expression of its type",
-                            existing.data_type()
-                        )));
-                    }
-                    (column.ids.clone(), None, pending)
-                }
-            };
-        let mut columns = Vec::new();
-        value.columns(&mut columns);
-        let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
-        let projection = self.projection(Some(&columns))?;
-        let file_schema = Arc::new(Schema::new(vec![field]));
-        // every file first: an expression failing on any row publishes nothing
-        let mut files: Vec<(u64, DataFile)> = Vec::with_capacity(pending.len());
-        for f in &pending {
-            match self
-                .backfill_file(f, value, &projection, &file_schema, &ids)
-                .await
-            {
-                Ok(file) => files.push((f.id, file)),
-                Err(e) => {
-                    self.delete_unpublished(files.iter().map(|(_, d)| d)).await;
-                    return Err(e);
-                }
+/// Adds the column `name` holding `value` (an expression over the table's columns, as
+/// `UPDATE ... SET` takes: SQL text such as `"id * 2"`, or a parsed value: [`ValueExpr`]) for every row; returns the last version. An expression naming
+/// no column of the table, of no type (a bare NULL), or failing on any row is refused
+/// with nothing published. A column of that name is refused unless it has the
+/// expression's type and fragments without a file for it (a batched run that stopped
+/// part way): then those fragments are completed.
+pub(crate) async fn add_column(
+    snap: &Snapshot,
+    name: &str,
+    value: impl ValueExpr,
+    options: AddColumnOptions,
+) -> Result<Committed> {
+    let value = &value.to_scalar()?;
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("add column {name:?}"),
+        reason,
+    };
+    if options.fragments_per_commit == 0 {
+        return Err(invalid("fragments_per_commit must be at least 1".into()));
+    }
+    let schema = scan::schema(snap)?;
+    let empty = RecordBatch::new_empty(schema.clone());
+    let data_type = value.evaluate(&empty).map_err(invalid)?.data_type().clone();
+    if data_type == arrow_schema::DataType::Null {
+        return Err(invalid(
+            "the expression has no type (cast a NULL to one)".into(),
+        ));
+    }
+    let field = Field::new(name, data_type.clone(), true);
+    let fragments = snap.fragments().await?;
+    let (ids, added, pending): (Vec<i32>, _, Vec<&DataFragment>) =
+        match schema.field_with_name(name) {
+            Err(_) => {
+                let added = new_fields(snap, &field).await?;
+                let ids = added.iter().map(|f| f.id).collect();
+                (ids, Some(added), fragments.iter().collect())
             }
-        }
-        let one_commit = added.is_some() && options.fragments_per_commit >= fragments.len();
-        let published = match added {
-            Some(added) => {
-                let mut fields = self.manifest().fields.clone();
-                fields.extend(added);
-                // one Merge of everything, or the schema first (NULL until backfilled)
-                let listed = match one_commit {
-                    true => fragments
-                        .iter()
-                        .zip(&files)
-                        .map(|(f, (_, file))| {
-                            let mut f = f.clone();
-                            f.files.push(file.clone());
-                            f
-                        })
-                        .collect(),
-                    false => fragments.to_vec(),
-                };
-                self.commit(Operation::Merge(Merge {
-                    fragments: listed,
-                    schema: fields,
-                    schema_metadata: self.manifest().schema_metadata.clone(),
-                    ..Default::default()
-                }))
-                .await
+            Ok(existing) => {
+                let column = scan::projection(snap, Some(&[name.to_string()]))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
+                let pending: Vec<&DataFragment> = fragments
+                    .iter()
+                    .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+                    .collect();
+                if pending.is_empty() {
+                    return Err(invalid("the table has a column of that name".into()));
+                }
+                if existing.data_type() != &data_type {
+                    return Err(invalid(format!(
+                        "the column exists as {} and the expression is {data_type}; \
+                         completing it needs an expression of its type",
+                        existing.data_type()
+                    )));
+                }
+                (column.ids.clone(), None, pending)
             }
-            None => Ok(Committed::nothing(self.clone())),
         };
-        let mut done = match published {
-            Ok(done) => done,
+    let mut columns = Vec::new();
+    value.columns(&mut columns);
+    let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
+    let projection = scan::projection(snap, Some(&columns))?;
+    let file_schema = Arc::new(Schema::new(vec![field]));
+    // every file first: an expression failing on any row publishes nothing
+    let mut files: Vec<(u64, DataFile)> = Vec::with_capacity(pending.len());
+    for f in &pending {
+        match backfill_file(snap, f, value, &projection, &file_schema, &ids).await {
+            Ok(file) => files.push((f.id, file)),
             Err(e) => {
-                self.delete_unpublished(files.iter().map(|(_, d)| d)).await;
+                delete_unpublished(snap, files.iter().map(|(_, d)| d)).await;
                 return Err(e);
             }
-        };
-        if one_commit {
-            return Ok(done);
-        }
-        for batch in files.chunks(options.fragments_per_commit) {
-            let replacements = batch
-                .iter()
-                .map(|(id, file)| DataReplacementGroup {
-                    fragment_id: *id,
-                    new_file: Some(file.clone()),
-                })
-                .collect();
-            let next = done
-                .dataset
-                .commit(Operation::DataReplacement(DataReplacement { replacements }))
-                .await?;
-            done = done.then(next);
-        }
-        Ok(done)
-    }
-
-    /// Deletes data files this command wrote and did not publish (best effort: a file left
-    /// behind is one no version names, which cleanup removes after its grace period).
-    pub(crate) async fn delete_unpublished(&self, files: impl Iterator<Item = &DataFile>) {
-        for file in files {
-            let path = self
-                .store()
-                .path(&lancet_paths::layout::data_path(&file.path));
-            if let Err(e) = self.store().delete(&path).await {
-                tracing::debug!(path = %path, error = %e, "unpublished data file left for cleanup");
-            }
         }
     }
-
-    /// The new field (and its children) as the manifest records them, with ids after every
-    /// id this table has allocated.
-    async fn new_fields(&self, field: &Field) -> Result<Vec<lancet_proto::file::Field>> {
-        let mut fields = lancet_file::manifest_fields(&Schema::new(vec![field.clone()]))?;
-        let next = self.next_field_id().await?;
-        for f in &mut fields {
-            f.id += next;
-            if f.parent_id >= 0 {
-                f.parent_id += next;
-            }
+    let one_commit = added.is_some() && options.fragments_per_commit >= fragments.len();
+    let published = match added {
+        Some(added) => {
+            let mut fields = snap.manifest().fields.clone();
+            fields.extend(added);
+            // one Merge of everything, or the schema first (NULL until backfilled)
+            let listed = match one_commit {
+                true => fragments
+                    .iter()
+                    .zip(&files)
+                    .map(|(f, (_, file))| {
+                        let mut f = f.clone();
+                        f.files.push(file.clone());
+                        f
+                    })
+                    .collect(),
+                false => fragments.to_vec(),
+            };
+            operations::commit(
+                snap,
+                Operation::Merge(Merge {
+                    fragments: listed,
+                    schema: fields,
+                    schema_metadata: snap.manifest().schema_metadata.clone(),
+                    ..Default::default()
+                }),
+            )
+            .await
         }
-        Ok(fields)
-    }
-
-    /// The id the next new field takes: after every id the table has allocated, including
-    /// dropped columns' ids its data files still name (lancet-txn's `max_field_id`).
-    pub(crate) async fn next_field_id(&self) -> Result<i32> {
-        let fragments = self.fragments().await?;
-        Ok(
-            lancet_txn::fields::max_field_id(self.manifest(), fragments.iter())
-                .map_or(0, |id| id + 1),
-        )
-    }
-
-    /// The data file of `value` for every physical row of `fragment`.
-    pub(crate) async fn backfill_file(
-        &self,
-        fragment: &DataFragment,
-        value: &Scalar,
-        projection: &[lancet_file::Column],
-        schema: &Arc<Schema>,
-        ids: &[i32],
-    ) -> Result<lancet_proto::table::DataFile> {
-        let rows = self.read_rows(fragment, projection, Rows::All).await?;
-        let column = value
-            .evaluate_as(&rows, schema.field(0).data_type())
-            .map_err(|reason| Error::InvalidArgument {
-                what: format!("values for column {:?}", schema.field(0).name()),
-                reason,
-            })?;
-        let batch = RecordBatch::try_new(schema.clone(), vec![column])
-            .map_err(|e| Error::Internal(format!("backfill batch: {e}")))?;
-        self.write_fragment_file(fragment, batch, ids).await
-    }
-
-    /// One data file holding `batch` (one value per physical row of `fragment`) under the
-    /// field ids `ids`.
-    async fn write_fragment_file(
-        &self,
-        fragment: &DataFragment,
-        batch: RecordBatch,
-        ids: &[i32],
-    ) -> Result<DataFile> {
-        let schema = batch.schema();
-        let written = lancet_file::write_fragments(
-            self.file_store(),
-            &self.store().path("data"),
-            &schema,
-            ids,
-            futures::stream::iter([Ok::<_, Error>(batch)]),
-            FragmentOptions {
-                version: self.data_file_version()?,
-                max_rows_per_file: fragment.physical_rows.max(1),
-                ..Default::default()
-            },
-        )
-        .await?;
-        written
-            .into_iter()
-            .next()
-            .and_then(|f| f.files.into_iter().next())
-            .ok_or_else(|| Error::Internal(format!("fragment {} wrote no file", fragment.id)))
-    }
-
-    /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
-    /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
-    /// come from elsewhere ([`Dataset::write_column_file`], [`Dataset::replace_data_files`]).
-    /// A name the table has, or a non-nullable field, is refused with nothing published.
-    pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
-        let schema = self.schema()?;
-        let invalid = |name: &str, reason: &str| Error::InvalidArgument {
-            what: format!("add column {name:?}"),
-            reason: reason.to_string(),
-        };
-        let mut names = std::collections::HashSet::new();
-        for f in fields {
-            if schema.field_with_name(f.name()).is_ok() || !names.insert(f.name().as_str()) {
-                return Err(invalid(f.name(), "the table has a column of that name"));
-            }
-            if !f.is_nullable() {
-                return Err(invalid(
-                    f.name(),
-                    "a column added without values must be nullable",
-                ));
-            }
+        None => Ok(Committed::nothing(snap.clone())),
+    };
+    let mut done = match published {
+        Ok(done) => done,
+        Err(e) => {
+            delete_unpublished(snap, files.iter().map(|(_, d)| d)).await;
+            return Err(e);
         }
-        if fields.is_empty() {
-            return Err(invalid("", "no columns to add"));
-        }
-        let mut new = lancet_file::manifest_fields(&Schema::new(fields.to_vec()))?;
-        let next = self.next_field_id().await?;
-        for f in &mut new {
-            f.id += next;
-            if f.parent_id >= 0 {
-                f.parent_id += next;
-            }
-        }
-        let mut all = self.manifest().fields.clone();
-        all.extend(new);
-        self.commit(Operation::Merge(Merge {
-            fragments: self.fragments().await?.to_vec(),
-            schema: all,
-            schema_metadata: self.manifest().schema_metadata.clone(),
-            ..Default::default()
-        }))
-        .await
+    };
+    if one_commit {
+        return Ok(done);
     }
-
-    /// Fragments with no data file holding column `name` (it reads NULL there until
-    /// backfilled), in id order: what a stopped backfill has left to do.
-    pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
-        let column = self
-            .projection(Some(&[name.to_string()]))?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
-        Ok(self
-            .fragments()
-            .await?
-            .iter()
-            .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
-            .map(|f| f.id)
-            .collect())
-    }
-
-    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
-    /// them), the columns `columns` (every column when `None`): what a backfill computes a
-    /// new column's file from.
-    pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
-        let fragment = self.fragments_with_ids(&[id]).await?;
-        let fragment = fragment
-            .first()
-            .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
-        let projection = self.projection(columns)?;
-        self.read_rows(fragment, &projection, Rows::All).await
-    }
-
-    /// Writes `batch` (columns of the table, of their types, one value per physical row of
-    /// fragment `id`) as one data file for that fragment, and returns it unpublished:
-    /// [`Dataset::replace_data_files`] publishes it. A column the table lacks, of another
-    /// type, or a row count other than the fragment's is refused and nothing is written.
-    pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
-        let fragment = self.fragments_with_ids(&[id]).await?;
-        let fragment = fragment
-            .first()
-            .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("a data file for fragment {id}"),
-            reason,
-        };
-        if batch.num_rows() as u64 != fragment.physical_rows {
-            return Err(invalid(format!(
-                "{} values for a fragment of {} rows (deleted rows included)",
-                batch.num_rows(),
-                fragment.physical_rows
-            )));
-        }
-        let names: Vec<String> = batch
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        let schema = self.schema()?;
-        for f in batch.schema().fields() {
-            match schema.field_with_name(f.name()) {
-                Ok(t) if t.data_type() == f.data_type() => {}
-                Ok(t) => {
-                    return Err(invalid(format!(
-                        "column {:?} is {} in the table and {} in the batch",
-                        f.name(),
-                        t.data_type(),
-                        f.data_type()
-                    )))
-                }
-                Err(_) => return Err(invalid(format!("the table has no column {:?}", f.name()))),
-            }
-        }
-        let ids: Vec<i32> = self
-            .projection(Some(&names))?
-            .iter()
-            .flat_map(|c| c.ids.iter().copied())
-            .collect();
-        let fields: Vec<Field> = names
-            .iter()
-            .filter_map(|n| schema.field_with_name(n).ok().cloned())
-            .collect();
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec())
-            .map_err(|e| invalid(e.to_string()))?;
-        self.write_fragment_file(fragment, batch, &ids).await
-    }
-
-    /// Publishes data files written by [`Dataset::write_column_file`] in one
-    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
-    /// invariants judge the candidate; a refused commit publishes nothing and the caller
-    /// still owns the files.
-    pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
-        let replacements = files
+    for batch in files.chunks(options.fragments_per_commit) {
+        let replacements = batch
             .iter()
             .map(|(id, file)| DataReplacementGroup {
                 fragment_id: *id,
                 new_file: Some(file.clone()),
             })
             .collect();
-        self.commit(Operation::DataReplacement(DataReplacement { replacements }))
-            .await
+        let next = done
+            .dataset
+            .commit(Operation::DataReplacement(DataReplacement { replacements }))
+            .await?;
+        done = done.then(next);
     }
+    Ok(done)
+}
+
+/// Deletes data files this command wrote and did not publish (best effort: a file left
+/// behind is one no version names, which cleanup removes after its grace period).
+pub(crate) async fn delete_unpublished(snap: &Snapshot, files: impl Iterator<Item = &DataFile>) {
+    for file in files {
+        let path = snap
+            .store()
+            .path(&lancet_paths::layout::data_path(&file.path));
+        if let Err(e) = snap.store().delete(&path).await {
+            tracing::debug!(path = %path, error = %e, "unpublished data file left for cleanup");
+        }
+    }
+}
+
+/// The new field (and its children) as the manifest records them, with ids after every
+/// id this table has allocated.
+async fn new_fields(snap: &Snapshot, field: &Field) -> Result<Vec<lancet_proto::file::Field>> {
+    let mut fields = lancet_file::manifest_fields(&Schema::new(vec![field.clone()]))?;
+    let next = next_field_id(snap).await?;
+    for f in &mut fields {
+        f.id += next;
+        if f.parent_id >= 0 {
+            f.parent_id += next;
+        }
+    }
+    Ok(fields)
+}
+
+/// The id the next new field takes: after every id the table has allocated, including
+/// dropped columns' ids its data files still name (lancet-txn's `max_field_id`).
+pub(crate) async fn next_field_id(snap: &Snapshot) -> Result<i32> {
+    let fragments = snap.fragments().await?;
+    Ok(lancet_txn::fields::max_field_id(snap.manifest(), fragments.iter()).map_or(0, |id| id + 1))
+}
+
+/// The data file of `value` for every physical row of `fragment`.
+pub(crate) async fn backfill_file(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+    value: &Scalar,
+    projection: &[lancet_file::Column],
+    schema: &Arc<Schema>,
+    ids: &[i32],
+) -> Result<lancet_proto::table::DataFile> {
+    let rows = scan::read_rows(snap, fragment, projection, Rows::All).await?;
+    let column = value
+        .evaluate_as(&rows, schema.field(0).data_type())
+        .map_err(|reason| Error::InvalidArgument {
+            what: format!("values for column {:?}", schema.field(0).name()),
+            reason,
+        })?;
+    let batch = RecordBatch::try_new(schema.clone(), vec![column])
+        .map_err(|e| Error::Internal(format!("backfill batch: {e}")))?;
+    write_fragment_file(snap, fragment, batch, ids).await
+}
+
+/// One data file holding `batch` (one value per physical row of `fragment`) under the
+/// field ids `ids`.
+async fn write_fragment_file(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+    batch: RecordBatch,
+    ids: &[i32],
+) -> Result<DataFile> {
+    let schema = batch.schema();
+    let written = lancet_file::write_fragments(
+        snap.file_store(),
+        &snap.store().path("data"),
+        &schema,
+        ids,
+        futures::stream::iter([Ok::<_, Error>(batch)]),
+        FragmentOptions {
+            version: write::data_file_version(snap)?,
+            max_rows_per_file: fragment.physical_rows.max(1),
+            ..Default::default()
+        },
+    )
+    .await?;
+    written
+        .into_iter()
+        .next()
+        .and_then(|f| f.files.into_iter().next())
+        .ok_or_else(|| Error::Internal(format!("fragment {} wrote no file", fragment.id)))
+}
+
+/// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
+/// (pylance's `add_columns` with a schema): the first step of a backfill whose values
+/// come from elsewhere ([`Dataset::write_column_file`](crate::Dataset::write_column_file), [`Dataset::replace_data_files`](crate::Dataset::replace_data_files)).
+/// A name the table has, or a non-nullable field, is refused with nothing published.
+pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Result<Committed> {
+    let schema = scan::schema(snap)?;
+    let invalid = |name: &str, reason: &str| Error::InvalidArgument {
+        what: format!("add column {name:?}"),
+        reason: reason.to_string(),
+    };
+    let mut names = std::collections::HashSet::new();
+    for f in fields {
+        if schema.field_with_name(f.name()).is_ok() || !names.insert(f.name().as_str()) {
+            return Err(invalid(f.name(), "the table has a column of that name"));
+        }
+        if !f.is_nullable() {
+            return Err(invalid(
+                f.name(),
+                "a column added without values must be nullable",
+            ));
+        }
+    }
+    if fields.is_empty() {
+        return Err(invalid("", "no columns to add"));
+    }
+    let mut new = lancet_file::manifest_fields(&Schema::new(fields.to_vec()))?;
+    let next = next_field_id(snap).await?;
+    for f in &mut new {
+        f.id += next;
+        if f.parent_id >= 0 {
+            f.parent_id += next;
+        }
+    }
+    let mut all = snap.manifest().fields.clone();
+    all.extend(new);
+    operations::commit(
+        snap,
+        Operation::Merge(Merge {
+            fragments: snap.fragments().await?.to_vec(),
+            schema: all,
+            schema_metadata: snap.manifest().schema_metadata.clone(),
+            ..Default::default()
+        }),
+    )
+    .await
+}
+
+/// Fragments with no data file holding column `name` (it reads NULL there until
+/// backfilled), in id order: what a stopped backfill has left to do.
+pub(crate) async fn unfilled_fragments(snap: &Snapshot, name: &str) -> Result<Vec<u64>> {
+    let column = scan::projection(snap, Some(&[name.to_string()]))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
+    Ok(snap
+        .fragments()
+        .await?
+        .iter()
+        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+        .map(|f| f.id)
+        .collect())
+}
+
+/// Every physical row of fragment `id` (deleted rows included, as a data file covers
+/// them), the columns `columns` (every column when `None`): what a backfill computes a
+/// new column's file from.
+pub(crate) async fn fragment_rows(
+    snap: &Snapshot,
+    id: u64,
+    columns: Option<&[String]>,
+) -> Result<RecordBatch> {
+    let fragment = snap.fragments_with_ids(&[id]).await?;
+    let fragment = fragment
+        .first()
+        .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
+    let projection = scan::projection(snap, columns)?;
+    scan::read_rows(snap, fragment, &projection, Rows::All).await
+}
+
+/// Writes `batch` (columns of the table, of their types, one value per physical row of
+/// fragment `id`) as one data file for that fragment, and returns it unpublished:
+/// [`Dataset::replace_data_files`](crate::Dataset::replace_data_files) publishes it. A column the table lacks, of another
+/// type, or a row count other than the fragment's is refused and nothing is written.
+pub(crate) async fn write_column_file(
+    snap: &Snapshot,
+    id: u64,
+    batch: RecordBatch,
+) -> Result<DataFile> {
+    let fragment = snap.fragments_with_ids(&[id]).await?;
+    let fragment = fragment
+        .first()
+        .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("a data file for fragment {id}"),
+        reason,
+    };
+    if batch.num_rows() as u64 != fragment.physical_rows {
+        return Err(invalid(format!(
+            "{} values for a fragment of {} rows (deleted rows included)",
+            batch.num_rows(),
+            fragment.physical_rows
+        )));
+    }
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let schema = scan::schema(snap)?;
+    for f in batch.schema().fields() {
+        match schema.field_with_name(f.name()) {
+            Ok(t) if t.data_type() == f.data_type() => {}
+            Ok(t) => {
+                return Err(invalid(format!(
+                    "column {:?} is {} in the table and {} in the batch",
+                    f.name(),
+                    t.data_type(),
+                    f.data_type()
+                )))
+            }
+            Err(_) => return Err(invalid(format!("the table has no column {:?}", f.name()))),
+        }
+    }
+    let ids: Vec<i32> = scan::projection(snap, Some(&names))?
+        .iter()
+        .flat_map(|c| c.ids.iter().copied())
+        .collect();
+    let fields: Vec<Field> = names
+        .iter()
+        .filter_map(|n| schema.field_with_name(n).ok().cloned())
+        .collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec())
+        .map_err(|e| invalid(e.to_string()))?;
+    write_fragment_file(snap, fragment, batch, &ids).await
+}
+
+/// Publishes data files written by [`Dataset::write_column_file`](crate::Dataset::write_column_file) in one
+/// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
+/// invariants judge the candidate; a refused commit publishes nothing and the caller
+/// still owns the files.
+pub(crate) async fn replace_data_files(
+    snap: &Snapshot,
+    files: &[(u64, DataFile)],
+) -> Result<Committed> {
+    let replacements = files
+        .iter()
+        .map(|(id, file)| DataReplacementGroup {
+            fragment_id: *id,
+            new_file: Some(file.clone()),
+        })
+        .collect();
+    operations::commit(
+        snap,
+        Operation::DataReplacement(DataReplacement { replacements }),
+    )
+    .await
 }

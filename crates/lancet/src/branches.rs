@@ -8,21 +8,21 @@
 use lancet_paths::layout;
 use lancet_paths::refs::{self, Branch};
 
+use crate::clone;
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::handle::Dataset;
+use crate::snapshot::Snapshot;
 
 /// The branches of a table, through one of its main-line handles ([`Dataset::branches`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Branches<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
 }
 
-impl Dataset {
-    /// The table's branches: list, create, open.
-    pub fn branches(&self) -> Branches<'_> {
-        Branches { ds: self }
-    }
+/// The table's branches: list, create, open.
+pub(crate) fn branches(snap: &Snapshot) -> Branches<'_> {
+    Branches { ds: snap }
 }
 
 impl Branches<'_> {
@@ -73,7 +73,7 @@ impl Branches<'_> {
             }
             .into());
         }
-        let head = Dataset::open(&self.root(parent)).await?;
+        let head = Snapshot::open_uri(&self.root(parent)).await?;
         let source = match version {
             Some(v) if v != head.version() => head.checkout(v).await?,
             _ => head,
@@ -83,7 +83,7 @@ impl Branches<'_> {
 
     /// Branch `name`'s first version, a shallow clone of `source` (a version of `parent`, the
     /// main line when `None`), then its reference.
-    async fn fork(self, name: &str, parent: Option<&str>, source: Dataset) -> Result<Committed> {
+    async fn fork(self, name: &str, parent: Option<&str>, source: Snapshot) -> Result<Committed> {
         refs::check_branch_name(name)?;
         let path = refs::branch_ref_path(self.ds.store(), name)?;
         if self.ds.store().size(&path).await.is_ok() {
@@ -93,9 +93,8 @@ impl Branches<'_> {
             }
             .into());
         }
-        let committed = source
-            .shallow_clone_inner(&self.root(name), None, Some(name))
-            .await?;
+        let committed =
+            clone::shallow_clone_inner(&source, &self.root(name), None, Some(name)).await?;
         let referenced = refs::create_branch_ref(
             self.ds.store(),
             name,
@@ -195,7 +194,9 @@ impl Branches<'_> {
     /// The latest version of branch `name`, opened (a dataset root of its own).
     pub async fn checkout(self, name: &str) -> Result<Dataset> {
         refs::check_branch_name(name)?;
-        Dataset::open(&self.root(name)).await
+        Snapshot::open_uri(&self.root(name))
+            .await
+            .map(Dataset::from)
     }
 
     /// Where branch `name`'s versions live.

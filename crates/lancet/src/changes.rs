@@ -10,10 +10,12 @@ use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use lancet_proto::RowAddress;
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::rowids;
+use crate::scan;
+use crate::snapshot::Snapshot;
 
-/// The changes of versions `(begin, end]` ([`Dataset::changes`]).
+/// The changes of versions `(begin, end]` ([`Dataset::changes`](crate::Dataset::changes)).
 #[derive(Debug, Clone)]
 pub struct Changes {
     /// Rows created in the range: every column, then `_rowid`, `_row_created_at_version`
@@ -41,116 +43,117 @@ impl Change {
     }
 }
 
-impl Dataset {
-    /// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
-    /// equal to pylance's `delta(begin_version=begin, end_version=end)`: inserted and updated
-    /// rows are read from this handle's version (as Lance reads its dataset's), deleted ids
-    /// by comparing versions `begin` and `end`. Asked of a handle at a version after `end`,
-    /// the rows are this handle's: a row inserted in the range comes with this version's
-    /// values, a row updated in the range and again after `end` is not reported as updated
-    /// (its last update is outside the range), and a row deleted since is absent, as pylance
-    /// answers on a dataset opened at a later version; open the handle at `end` for the rows
-    /// as `end` held them. Needs stable row ids (`InvalidInput`
-    /// otherwise, where pylance answers nothing silently); `begin` after `end` is
-    /// `InvalidInput`; a version cleaned up is `NotFound`.
-    pub async fn changes(&self, begin: u64, end: u64) -> Result<Changes> {
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("changes between versions {begin} and {end}"),
-            reason,
-        };
-        if begin > end {
-            return Err(invalid(format!(
-                "begin version {begin} is newer than end version {end}"
-            )));
-        }
-        if !self.has_stable_row_ids() {
-            return Err(invalid(
-                "the table does not use stable row ids: a row's identity and versions are not tracked"
-                    .into(),
-            ));
-        }
-        let inserted = self.rows_changed(Change::Inserted, begin, end).await?;
-        let updated = self.rows_changed(Change::Updated, begin, end).await?;
-        let deleted_row_ids = match begin {
-            0 => Vec::new(),
-            _ => {
-                let (first, last) = (self.checkout(begin).await?, self.checkout(end).await?);
-                for v in [&first, &last] {
-                    if !v.has_stable_row_ids() {
-                        return Err(invalid(format!(
-                            "version {} does not use stable row ids",
-                            v.version()
-                        )));
-                    }
-                }
-                let after: std::collections::HashSet<u64> = last
-                    .live_row_ids()
-                    .await?
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .collect();
-                let mut gone: Vec<u64> = first
-                    .live_row_ids()
-                    .await?
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .filter(|id| !after.contains(id))
-                    .collect();
-                gone.sort_unstable();
-                gone
-            }
-        };
-        Ok(Changes {
-            inserted,
-            updated,
-            deleted_row_ids,
-        })
+/// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
+/// equal to pylance's `delta(begin_version=begin, end_version=end)`: inserted and updated
+/// rows are read from this handle's version (as Lance reads its dataset's), deleted ids
+/// by comparing versions `begin` and `end`. Asked of a handle at a version after `end`,
+/// the rows are this handle's: a row inserted in the range comes with this version's
+/// values, a row updated in the range and again after `end` is not reported as updated
+/// (its last update is outside the range), and a row deleted since is absent, as pylance
+/// answers on a dataset opened at a later version; open the handle at `end` for the rows
+/// as `end` held them. Needs stable row ids (`InvalidInput`
+/// otherwise, where pylance answers nothing silently); `begin` after `end` is
+/// `InvalidInput`; a version cleaned up is `NotFound`.
+pub(crate) async fn changes(snap: &Snapshot, begin: u64, end: u64) -> Result<Changes> {
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("changes between versions {begin} and {end}"),
+        reason,
+    };
+    if begin > end {
+        return Err(invalid(format!(
+            "begin version {begin} is newer than end version {end}"
+        )));
     }
+    if !snap.has_stable_row_ids() {
+        return Err(invalid(
+            "the table does not use stable row ids: a row's identity and versions are not tracked"
+                .into(),
+        ));
+    }
+    let inserted = rows_changed(snap, Change::Inserted, begin, end).await?;
+    let updated = rows_changed(snap, Change::Updated, begin, end).await?;
+    let deleted_row_ids = match begin {
+        0 => Vec::new(),
+        _ => {
+            let (first, last) = (snap.checkout(begin).await?, snap.checkout(end).await?);
+            for v in [&first, &last] {
+                if !v.has_stable_row_ids() {
+                    return Err(invalid(format!(
+                        "version {} does not use stable row ids",
+                        v.version()
+                    )));
+                }
+            }
+            let after: std::collections::HashSet<u64> = rowids::live_row_ids(&last)
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let mut gone: Vec<u64> = rowids::live_row_ids(&first)
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| !after.contains(id))
+                .collect();
+            gone.sort_unstable();
+            gone
+        }
+    };
+    Ok(Changes {
+        inserted,
+        updated,
+        deleted_row_ids,
+    })
+}
 
-    /// This version's live rows `change` selects, in scan order, with their row id and
-    /// versions appended.
-    async fn rows_changed(&self, change: Change, begin: u64, end: u64) -> Result<RecordBatch> {
-        let mut addresses = Vec::new();
-        let (mut ids, mut created_at, mut updated_at) = (Vec::new(), Vec::new(), Vec::new());
-        for f in self.fragments().await?.iter() {
-            let Some(sequence) = self.row_id_sequence(f)? else {
+/// This version's live rows `change` selects, in scan order, with their row id and
+/// versions appended.
+async fn rows_changed(
+    snap: &Snapshot,
+    change: Change,
+    begin: u64,
+    end: u64,
+) -> Result<RecordBatch> {
+    let mut addresses = Vec::new();
+    let (mut ids, mut created_at, mut updated_at) = (Vec::new(), Vec::new(), Vec::new());
+    for f in snap.fragments().await?.iter() {
+        let Some(sequence) = rowids::row_id_sequence(snap, f)? else {
+            continue;
+        };
+        let (created, updated) = rowids::version_sequences(snap, f)?;
+        let deleted = rowids::deletion_vector(snap, f).await?.unwrap_or_default();
+        let fragment = u32::try_from(f.id)
+            .map_err(|_| Error::Internal(format!("fragment id {} is beyond 32 bits", f.id)))?;
+        // rows written before Lance tracked versions count as created at version 1
+        let at = |s: &Option<lancet_rowid::VersionSequence>, offset: u64| {
+            s.as_ref().and_then(|s| s.version_at(offset)).unwrap_or(1)
+        };
+        for (offset, id) in sequence.iter().enumerate() {
+            let offset = offset as u64;
+            let Ok(o) = u32::try_from(offset) else { break };
+            if deleted.contains(o) {
                 continue;
-            };
-            let (created, updated) = self.version_sequences(f)?;
-            let deleted = self.deletion_vector(f).await?.unwrap_or_default();
-            let fragment = u32::try_from(f.id)
-                .map_err(|_| Error::Internal(format!("fragment id {} is beyond 32 bits", f.id)))?;
-            // rows written before Lance tracked versions count as created at version 1
-            let at = |s: &Option<lancet_rowid::VersionSequence>, offset: u64| {
-                s.as_ref().and_then(|s| s.version_at(offset)).unwrap_or(1)
-            };
-            for (offset, id) in sequence.iter().enumerate() {
-                let offset = offset as u64;
-                let Ok(o) = u32::try_from(offset) else { break };
-                if deleted.contains(o) {
-                    continue;
-                }
-                let (c, u) = (at(&created, offset), at(&updated, offset));
-                if change.holds(c, u, begin, end) {
-                    addresses.push(RowAddress::new(fragment, o).as_u64());
-                    ids.push(id);
-                    created_at.push(c);
-                    updated_at.push(u);
-                }
+            }
+            let (c, u) = (at(&created, offset), at(&updated, offset));
+            if change.holds(c, u, begin, end) {
+                addresses.push(RowAddress::new(fragment, o).as_u64());
+                ids.push(id);
+                created_at.push(c);
+                updated_at.push(u);
             }
         }
-        let rows = self.take_addresses(&addresses, None).await?;
-        let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().cloned().collect();
-        let mut columns: Vec<ArrayRef> = rows.columns().to_vec();
-        for (name, values) in [
-            ("_rowid", ids),
-            ("_row_created_at_version", created_at),
-            ("_row_last_updated_at_version", updated_at),
-        ] {
-            fields.push(Arc::new(Field::new(name, DataType::UInt64, true)));
-            columns.push(Arc::new(UInt64Array::from(values)));
-        }
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
-            .map_err(|e| Error::Internal(format!("changed rows: {e}")))
     }
+    let rows = scan::take_addresses(snap, &addresses, None).await?;
+    let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().cloned().collect();
+    let mut columns: Vec<ArrayRef> = rows.columns().to_vec();
+    for (name, values) in [
+        ("_rowid", ids),
+        ("_row_created_at_version", created_at),
+        ("_row_last_updated_at_version", updated_at),
+    ] {
+        fields.push(Arc::new(Field::new(name, DataType::UInt64, true)));
+        columns.push(Arc::new(UInt64Array::from(values)));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+        .map_err(|e| Error::Internal(format!("changed rows: {e}")))
 }

@@ -33,8 +33,9 @@ use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
 use tracing::Instrument;
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::fri;
+use crate::snapshot::Snapshot;
 
 const READ_CONCURRENCY: usize = 16;
 
@@ -83,285 +84,281 @@ pub enum CleanupProgress {
     Deleting { done: u64, total: u64 },
 }
 
-impl Dataset {
-    /// Removes the versions `policy` selects and every object only they (or no version)
-    /// need (module docs). Runs from this handle's version: it and newer versions are kept.
-    pub async fn cleanup(&self, policy: &CleanupPolicy) -> Result<CleanupReport> {
-        self.cleanup_with_progress(policy, |_| {}).await
-    }
+/// Removes the versions `policy` selects and every object only they (or no version)
+/// need (module docs). Runs from this handle's version: it and newer versions are kept.
+pub(crate) async fn cleanup(snap: &Snapshot, policy: &CleanupPolicy) -> Result<CleanupReport> {
+    cleanup_with_progress(snap, policy, |_| {}).await
+}
 
-    /// [`Dataset::cleanup`], telling `progress` how far it is.
-    pub async fn cleanup_with_progress(
-        &self,
-        policy: &CleanupPolicy,
-        progress: impl Fn(CleanupProgress) + Send + Sync,
-    ) -> Result<CleanupReport> {
-        let span = tracing::info_span!("cleanup", uri = %self.uri(), dry_run = policy.dry_run);
-        self.cleanup_inner(policy, &progress).instrument(span).await
-    }
-
-    async fn cleanup_inner(
-        &self,
-        policy: &CleanupPolicy,
-        progress: &(impl Fn(CleanupProgress) + Send + Sync),
-    ) -> Result<CleanupReport> {
-        policy.check().map_err(|reason| Error::InvalidArgument {
-            what: "cleanup policy".into(),
-            reason: reason.into(),
-        })?;
-        if let Some(branch) = &self.manifest().branch {
-            // a branch's tags and sub-branches live under the main dataset's `_refs/`
-            return Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "cleanup of branch {branch:?}: clean the main dataset, which keeps what its branches use"
-                ),
-            });
-        }
-        let now_ms = self.clock().now_ms();
-        let store = self.store();
-        let entries = manifest::list_versions(store).await?;
-        let total = entries.len() as u64 + 1;
-        // every manifest once: the handle's own version is the one it holds
-        let own = self.manifest_file();
-        let files: Vec<ManifestFile> = futures::stream::iter(entries.iter())
-            .map(|e| async move {
-                match e == &own.entry {
-                    true => Ok(own.clone()),
-                    false => manifest::read_manifest_entry(store, e).await,
-                }
-            })
-            .buffered(READ_CONCURRENCY)
-            .try_collect()
-            .await?;
-
-        let tagged: BTreeSet<u64> = refs::list_tags(store)
-            .await?
-            .into_iter()
-            .filter(|t| t.branch.is_none())
-            .map(|t| t.version)
-            .collect();
-        let (referenced_by_branches, forked_from) = self.branch_references().await?;
-
-        let versions: Vec<u64> = entries.iter().map(|e| e.version).collect();
-        let retention = Retention::new(
-            policy,
-            &versions,
-            now_ms,
-            self.version(),
-            tagged.union(&forked_from).copied().collect(),
-        );
-        let removed = |file: &ManifestFile| {
-            retention.removes(
-                file.entry.version,
-                manifest::timestamp_ms(&file.decoded.manifest),
-            )
-        };
-
-        let mut report = CleanupReport {
-            dry_run: policy.dry_run,
-            ..Default::default()
-        };
-        let mut referenced = referenced_by_branches;
-        let mut verified = References::default();
-        let mut removed_manifests = HashSet::new();
-        // each version's references, several versions at once, in version order
-        let mut read = futures::stream::iter(files)
-            .map(|file| async move {
-                let version = file.entry.version;
-                let manifest_path = self.store().relative(&file.entry.path).ok_or_else(|| {
-                    Error::Internal(format!(
-                        "manifest {} lies outside the dataset root",
-                        file.entry.path
-                    ))
-                })?;
-                let is_removed = removed(&file);
-                self.cache_manifest(file).await;
-                let ds = self.checkout(version).await?;
-                let refs = self.references_of(&ds, true).await?;
-                Ok::<_, Error>((version, manifest_path, is_removed, refs))
-            })
-            .buffered(READ_CONCURRENCY);
-        let mut done = 0;
-        while let Some(next) = read.next().await {
-            let (version, manifest_path, is_removed, refs) = next?;
-            if is_removed {
-                report.removed_versions.push(version);
-                removed_manifests.insert(manifest_path);
-                verified.extend(refs);
-            } else {
-                report.kept_versions.push(version);
-                referenced.extend(refs);
-            }
-            done += 1;
-            progress(CleanupProgress::Reading { done, total });
-        }
-        drop(read);
-
-        let mut listing = Vec::new();
-        let mut locations = std::collections::HashMap::new();
-        for prefix in LISTED_DIRS {
-            for meta in store.list(prefix).await? {
-                let Some(path) = store.relative(&meta.location) else {
-                    continue;
-                };
-                listing.push(Listed {
-                    path: path.clone(),
-                    size: meta.size,
-                    last_modified_ms: meta.last_modified.timestamp_millis(),
-                });
-                locations.insert(path, meta.location);
-            }
-        }
-        progress(CleanupProgress::Reading { done: total, total });
-        let decided = plan(
-            listing,
-            Decide {
-                referenced: &referenced,
-                verified: &verified,
-                removed_manifests: &removed_manifests,
-                unverified_before_ms: policy.unverified_before_ms(now_ms),
-            },
-        );
-        report.kept_young = decided.kept_young;
-        let mut doomed = decided.delete;
-        // manifests first: a version still listed keeps everything it names
-        doomed.sort_by_key(|(o, kind)| (*kind != ObjectKind::Manifest, o.path.clone()));
-        tracing::info!(
-            removed_versions = report.removed_versions.len(),
-            objects = doomed.len(),
-            kept_young = report.kept_young,
-            "cleanup decided"
-        );
-        if !policy.dry_run {
-            for &v in &report.removed_versions {
-                self.forget_manifest(v).await;
-            }
-            let deleting = |done, total| progress(CleanupProgress::Deleting { done, total });
-            let (failed, attempted) =
-                delete_planned(store, &locations, &doomed, policy, &deleting).await;
-            // what was not attempted or failed is still there, and is not reported deleted
-            let failed_paths: HashSet<&str> = failed.iter().map(|(p, _)| p.as_str()).collect();
-            doomed.truncate(attempted);
-            doomed.retain(|(o, _)| !failed_paths.contains(o.path.as_str()));
-            report.failed = failed;
-            remove_empty_index_dirs(store, &doomed);
-        }
-        for (o, kind) in &doomed {
-            let t = report.deleted.entry(*kind).or_default();
-            t.objects += 1;
-            t.bytes += o.size;
-        }
-        report.deleted_paths = doomed.into_iter().map(|(o, _)| o.path).collect();
-        report.deleted_paths.sort();
-        Ok(report)
-    }
-
-    /// What `ds` (a version of this dataset, or of one of its branches) names in this
-    /// dataset. `own`: `ds` is a version of this dataset (its transaction file is ours).
-    async fn references_of(&self, ds: &Dataset, own: bool) -> Result<References> {
-        let span = tracing::debug_span!("references", version = ds.version(), own);
-        self.references_inner(ds, own).instrument(span).await
-    }
-
-    async fn references_inner(&self, ds: &Dataset, own: bool) -> Result<References> {
-        let mut refs = Collected {
-            out: References::default(),
-            places: Places::new(self.uri()),
-            store: self.store(),
-        };
-        let tf = &ds.manifest().transaction_file;
-        if own && !tf.is_empty() {
-            refs.path(lancet_paths::layout::transaction_path(tf));
-        }
-        let walked: Vec<DataFragment>;
-        let fragments: &[DataFragment] = match ds.tree() {
-            Some(tree) => {
-                let walk = tree.walk().await?;
-                for object in walk.objects() {
-                    refs.location(object)?;
-                }
-                walked = walk.into_stream().try_collect().await?;
-                &walked
-            }
-            None => &ds.manifest().fragments,
-        };
-        for f in fragments {
-            for location in files::fragment_locations(f, ds.bases(), &ds.root())? {
-                refs.location(&location)?;
-            }
-        }
-        for index in ds.indices() {
-            let Some(uuid) = index.uuid.as_ref() else {
-                continue;
-            };
-            let uuid = ObjectUuid::from_slice(&uuid.uuid)?;
-            let location = files::index_dir_location(&uuid, index.base_id, ds.bases(), &ds.root())?;
-            // only this dataset's own `_indices/{uuid}` (not a branch's, not a plain directory)
-            if refs.places.local(&location)? == Some(lancet_paths::layout::index_dir(uuid)) {
-                refs.out.add_index(uuid.to_string());
-            }
-        }
-        if let Some(ledger) = ds.fri_ledger().await? {
-            // skipped (unmodelled) transitions' maps too: the version still names them
-            for (map_id, base_id) in ledger.row_maps() {
-                let base =
-                    ds.bases()
-                        .resolve(base_id, &ds.root(), lancet_paths::BaseRequirement::Any)?;
-                let location = ObjectLocation {
-                    base,
-                    path: lancet_paths::layout::fri_dir(map_id),
-                };
-                if refs.places.local(&location)? == Some(lancet_paths::layout::fri_dir(map_id)) {
-                    refs.out.add_row_map(map_id.to_string());
-                }
-            }
-        }
-        Ok(refs.out)
-    }
-
-    /// What this dataset's branches use of it, and the versions of the main line they forked
-    /// from (always kept while the branch exists).
-    async fn branch_references(&self) -> Result<(References, BTreeSet<u64>)> {
-        let span = tracing::debug_span!("branches");
-        async {
-            let mut out = References::default();
-            let mut forked_from = BTreeSet::new();
-            for branch in refs::list_branches(self.store()).await? {
-                if branch.parent_branch.is_none() {
-                    forked_from.insert(branch.parent_version);
-                }
-                // the branch's own dataset: on a local disk its directory (absent when the
-                // branch has no version yet), elsewhere through this handle's object store
-                let root = branch.root();
-                let store = match self.store().local_root() {
-                    Some(dir) => match DatasetStore::open(&dir.join(&root).to_string_lossy()) {
-                        Ok(store) => store,
-                        Err(lancet_paths::PathsError::NotFound { .. }) => continue,
-                        Err(e) => return Err(e.into()),
-                    },
-                    None => DatasetStore::from_store(
-                        self.store().object_store().clone(),
-                        self.store().path(&root),
-                        &format!("{}/{root}", self.uri().trim_end_matches('/')),
-                    ),
-                };
-                for entry in manifest::list_versions(&store).await? {
-                    let ds = Dataset::open_with(
-                        store.clone(),
-                        Some(entry.version),
-                        self.caches().clone(),
-                    )
-                    .await?;
-                    out.extend(self.references_of(&ds, false).await?);
-                }
-            }
-            Ok((out, forked_from))
-        }
+/// [`Dataset::cleanup`], telling `progress` how far it is.
+pub(crate) async fn cleanup_with_progress(
+    snap: &Snapshot,
+    policy: &CleanupPolicy,
+    progress: impl Fn(CleanupProgress) + Send + Sync,
+) -> Result<CleanupReport> {
+    let span = tracing::info_span!("cleanup", uri = %snap.uri(), dry_run = policy.dry_run);
+    cleanup_inner(snap, policy, &progress)
         .instrument(span)
         .await
+}
+
+async fn cleanup_inner(
+    snap: &Snapshot,
+    policy: &CleanupPolicy,
+    progress: &(impl Fn(CleanupProgress) + Send + Sync),
+) -> Result<CleanupReport> {
+    policy.check().map_err(|reason| Error::InvalidArgument {
+        what: "cleanup policy".into(),
+        reason: reason.into(),
+    })?;
+    if let Some(branch) = &snap.manifest().branch {
+        // a branch's tags and sub-branches live under the main dataset's `_refs/`
+        return Err(Error::Unsupported {
+            uri: snap.uri().to_string(),
+            version: snap.version(),
+            rule: format!(
+                "cleanup of branch {branch:?}: clean the main dataset, which keeps what its branches use"
+            ),
+        });
     }
+    let now_ms = snap.clock().now_ms();
+    let store = snap.store();
+    let entries = manifest::list_versions(store).await?;
+    let total = entries.len() as u64 + 1;
+    // every manifest once: the handle's own version is the one it holds
+    let own = snap.manifest_file();
+    let files: Vec<ManifestFile> = futures::stream::iter(entries.iter())
+        .map(|e| async move {
+            match e == &own.entry {
+                true => Ok(own.clone()),
+                false => manifest::read_manifest_entry(store, e).await,
+            }
+        })
+        .buffered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+
+    let tagged: BTreeSet<u64> = refs::list_tags(store)
+        .await?
+        .into_iter()
+        .filter(|t| t.branch.is_none())
+        .map(|t| t.version)
+        .collect();
+    let (referenced_by_branches, forked_from) = branch_references(snap).await?;
+
+    let versions: Vec<u64> = entries.iter().map(|e| e.version).collect();
+    let retention = Retention::new(
+        policy,
+        &versions,
+        now_ms,
+        snap.version(),
+        tagged.union(&forked_from).copied().collect(),
+    );
+    let removed = |file: &ManifestFile| {
+        retention.removes(
+            file.entry.version,
+            manifest::timestamp_ms(&file.decoded.manifest),
+        )
+    };
+
+    let mut report = CleanupReport {
+        dry_run: policy.dry_run,
+        ..Default::default()
+    };
+    let mut referenced = referenced_by_branches;
+    let mut verified = References::default();
+    let mut removed_manifests = HashSet::new();
+    // each version's references, several versions at once, in version order
+    let mut read = futures::stream::iter(files)
+        .map(|file| async move {
+            let version = file.entry.version;
+            let manifest_path = snap.store().relative(&file.entry.path).ok_or_else(|| {
+                Error::Internal(format!(
+                    "manifest {} lies outside the dataset root",
+                    file.entry.path
+                ))
+            })?;
+            let is_removed = removed(&file);
+            snap.cache_manifest(file).await;
+            let ds = snap.checkout(version).await?;
+            let refs = references_of(snap, &ds, true).await?;
+            Ok::<_, Error>((version, manifest_path, is_removed, refs))
+        })
+        .buffered(READ_CONCURRENCY);
+    let mut done = 0;
+    while let Some(next) = read.next().await {
+        let (version, manifest_path, is_removed, refs) = next?;
+        if is_removed {
+            report.removed_versions.push(version);
+            removed_manifests.insert(manifest_path);
+            verified.extend(refs);
+        } else {
+            report.kept_versions.push(version);
+            referenced.extend(refs);
+        }
+        done += 1;
+        progress(CleanupProgress::Reading { done, total });
+    }
+    drop(read);
+
+    let mut listing = Vec::new();
+    let mut locations = std::collections::HashMap::new();
+    for prefix in LISTED_DIRS {
+        for meta in store.list(prefix).await? {
+            let Some(path) = store.relative(&meta.location) else {
+                continue;
+            };
+            listing.push(Listed {
+                path: path.clone(),
+                size: meta.size,
+                last_modified_ms: meta.last_modified.timestamp_millis(),
+            });
+            locations.insert(path, meta.location);
+        }
+    }
+    progress(CleanupProgress::Reading { done: total, total });
+    let decided = plan(
+        listing,
+        Decide {
+            referenced: &referenced,
+            verified: &verified,
+            removed_manifests: &removed_manifests,
+            unverified_before_ms: policy.unverified_before_ms(now_ms),
+        },
+    );
+    report.kept_young = decided.kept_young;
+    let mut doomed = decided.delete;
+    // manifests first: a version still listed keeps everything it names
+    doomed.sort_by_key(|(o, kind)| (*kind != ObjectKind::Manifest, o.path.clone()));
+    tracing::info!(
+        removed_versions = report.removed_versions.len(),
+        objects = doomed.len(),
+        kept_young = report.kept_young,
+        "cleanup decided"
+    );
+    if !policy.dry_run {
+        for &v in &report.removed_versions {
+            snap.forget_manifest(v).await;
+        }
+        let deleting = |done, total| progress(CleanupProgress::Deleting { done, total });
+        let (failed, attempted) =
+            delete_planned(store, &locations, &doomed, policy, &deleting).await;
+        // what was not attempted or failed is still there, and is not reported deleted
+        let failed_paths: HashSet<&str> = failed.iter().map(|(p, _)| p.as_str()).collect();
+        doomed.truncate(attempted);
+        doomed.retain(|(o, _)| !failed_paths.contains(o.path.as_str()));
+        report.failed = failed;
+        remove_empty_index_dirs(store, &doomed);
+    }
+    for (o, kind) in &doomed {
+        let t = report.deleted.entry(*kind).or_default();
+        t.objects += 1;
+        t.bytes += o.size;
+    }
+    report.deleted_paths = doomed.into_iter().map(|(o, _)| o.path).collect();
+    report.deleted_paths.sort();
+    Ok(report)
+}
+
+/// What `ds` (a version of this dataset, or of one of its branches) names in this
+/// dataset. `own`: `ds` is a version of this dataset (its transaction file is ours).
+async fn references_of(snap: &Snapshot, ds: &Snapshot, own: bool) -> Result<References> {
+    let span = tracing::debug_span!("references", version = ds.version(), own);
+    references_inner(snap, ds, own).instrument(span).await
+}
+
+async fn references_inner(snap: &Snapshot, ds: &Snapshot, own: bool) -> Result<References> {
+    let mut refs = Collected {
+        out: References::default(),
+        places: Places::new(snap.uri()),
+        store: snap.store(),
+    };
+    let tf = &ds.manifest().transaction_file;
+    if own && !tf.is_empty() {
+        refs.path(lancet_paths::layout::transaction_path(tf));
+    }
+    let walked: Vec<DataFragment>;
+    let fragments: &[DataFragment] = match ds.tree() {
+        Some(tree) => {
+            let walk = tree.walk().await?;
+            for object in walk.objects() {
+                refs.location(object)?;
+            }
+            walked = walk.into_stream().try_collect().await?;
+            &walked
+        }
+        None => &ds.manifest().fragments,
+    };
+    for f in fragments {
+        for location in files::fragment_locations(f, ds.bases(), &ds.root())? {
+            refs.location(&location)?;
+        }
+    }
+    for index in ds.indices() {
+        let Some(uuid) = index.uuid.as_ref() else {
+            continue;
+        };
+        let uuid = ObjectUuid::from_slice(&uuid.uuid)?;
+        let location = files::index_dir_location(&uuid, index.base_id, ds.bases(), &ds.root())?;
+        // only this dataset's own `_indices/{uuid}` (not a branch's, not a plain directory)
+        if refs.places.local(&location)? == Some(lancet_paths::layout::index_dir(uuid)) {
+            refs.out.add_index(uuid.to_string());
+        }
+    }
+    if let Some(ledger) = fri::fri_ledger(ds).await? {
+        // skipped (unmodelled) transitions' maps too: the version still names them
+        for (map_id, base_id) in ledger.row_maps() {
+            let base =
+                ds.bases()
+                    .resolve(base_id, &ds.root(), lancet_paths::BaseRequirement::Any)?;
+            let location = ObjectLocation {
+                base,
+                path: lancet_paths::layout::fri_dir(map_id),
+            };
+            if refs.places.local(&location)? == Some(lancet_paths::layout::fri_dir(map_id)) {
+                refs.out.add_row_map(map_id.to_string());
+            }
+        }
+    }
+    Ok(refs.out)
+}
+
+/// What this dataset's branches use of it, and the versions of the main line they forked
+/// from (always kept while the branch exists).
+async fn branch_references(snap: &Snapshot) -> Result<(References, BTreeSet<u64>)> {
+    let span = tracing::debug_span!("branches");
+    async {
+        let mut out = References::default();
+        let mut forked_from = BTreeSet::new();
+        for branch in refs::list_branches(snap.store()).await? {
+            if branch.parent_branch.is_none() {
+                forked_from.insert(branch.parent_version);
+            }
+            // the branch's own dataset: on a local disk its directory (absent when the
+            // branch has no version yet), elsewhere through this handle's object store
+            let root = branch.root();
+            let store = match snap.store().local_root() {
+                Some(dir) => match DatasetStore::open(&dir.join(&root).to_string_lossy()) {
+                    Ok(store) => store,
+                    Err(lancet_paths::PathsError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                },
+                None => DatasetStore::from_store(
+                    snap.store().object_store().clone(),
+                    snap.store().path(&root),
+                    &format!("{}/{root}", snap.uri().trim_end_matches('/')),
+                ),
+            };
+            for entry in manifest::list_versions(&store).await? {
+                let ds = Snapshot::open(store.clone(), Some(entry.version), snap.caches().clone())
+                    .await?;
+                out.extend(references_of(snap, &ds, false).await?);
+            }
+        }
+        Ok((out, forked_from))
+    }
+    .instrument(span)
+    .await
 }
 
 /// References being collected, normalized to the form the store lists them in.

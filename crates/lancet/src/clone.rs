@@ -24,151 +24,149 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::is_fri_entry;
 use tracing::Instrument;
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::fri;
+use crate::snapshot::Snapshot;
 use lancet_txn::operation::new_transaction;
 
-impl Dataset {
-    /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
-    /// which must not hold a table yet: its first version, opened.
-    pub async fn shallow_clone(
-        &self,
-        target: &str,
-        version: Option<u64>,
-    ) -> Result<crate::commit::Committed> {
-        let span = tracing::info_span!("shallow_clone", source = %self.uri(), target, ?version);
-        self.shallow_clone_inner(target, version, None)
-            .instrument(span)
-            .await
-    }
+/// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
+/// which must not hold a table yet: its first version, opened.
+pub(crate) async fn shallow_clone(
+    snap: &Snapshot,
+    target: &str,
+    version: Option<u64>,
+) -> Result<crate::commit::Committed> {
+    let span = tracing::info_span!("shallow_clone", source = %snap.uri(), target, ?version);
+    shallow_clone_inner(snap, target, version, None)
+        .instrument(span)
+        .await
+}
 
-    /// The clone, as a branch's first version when `branch` names one (Lance 14.0.2's
-    /// `create_branch`: the same shallow clone under `tree/{branch}`, its manifest and its
-    /// Clone transaction naming the branch).
-    pub(crate) async fn shallow_clone_inner(
-        &self,
-        target: &str,
-        version: Option<u64>,
-        branch: Option<&str>,
-    ) -> Result<crate::commit::Committed> {
-        let source = match version {
-            Some(v) if v != self.version() => self.checkout(v).await?,
-            _ => self.clone(),
-        };
-        let store = DatasetStore::create(target)?;
-        if !store.list(manifest::VERSIONS_DIR).await?.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: format!("clone target {target}"),
-                reason: "it already holds a table".into(),
-            });
-        }
-        let source_uri = absolute(source.uri());
-        let mut manifest = source.manifest().clone();
-        let (mut bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
-        // a clone of a branch's version names the branch (as Lance does) and is itself a
-        // main line
-        let parent_branch = manifest.branch.take();
-        if let Some(source) = bases.iter_mut().find(|b| b.id == id) {
-            source.name.clone_from(&parent_branch);
-        }
-        manifest.branch = branch.map(str::to_string);
-        manifest.base_paths = bases;
-        for f in &mut manifest.fragments {
-            inherit_fragment_from(f, id);
-        }
-        if let Some(tree) = &manifest.fragment_tree {
-            let (cloned, written) =
-                lancet_tree::clone_tree(tree, source.store(), &store, id).await?;
-            tracing::debug!(objects = written.len(), "clone root written");
-            manifest.fragment_tree = Some(cloned);
-        }
-        let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
-        for index in source.indices() {
-            indices.push(match source.fri_with_row_maps(index, id, &store).await? {
-                Some(entry) => entry,
-                None => {
-                    let mut index = index.clone();
-                    inherit_index_from(&mut index, id);
-                    index
-                }
-            });
-        }
-        manifest.timestamp = Some(self.clock().timestamp());
-        // flag 16 for the base path the clone names, decided by lancet-txn
-        lancet_txn::protocol::settle(&mut manifest, &indices);
-        let txn = new_transaction(
-            source.version(),
-            Operation::Clone(CloneOp {
-                is_shallow: true,
-                ref_name: parent_branch,
-                ref_version: source.version(),
-                ref_path: source_uri.clone(),
-                branch_name: branch.map(str::to_string),
-            }),
-        );
-        let (clone, size) = crate::publish::publish(
-            &store,
-            self.caches(),
-            crate::publish::Publication {
-                manifest: &manifest,
-                indices: &indices,
-                unknown_fields: &source.manifest_file().decoded.unknown_fields,
-                scheme: source.naming_scheme(),
-                transaction: Some(&txn),
-                previous: None,
-                changes: None,
-                data_files: None,
-                reserved: &[],
-            },
-        )
-        .await?;
-        tracing::info!(version = clone.version(), "shallow clone committed");
-        Ok(crate::commit::Committed {
-            versions: 1,
-            attempts: 1,
-            // the manifest and its transaction file
-            objects_written: 2,
-            bytes_written: size,
-            ..crate::commit::Committed::nothing(clone.with_clock(self.clock().clone()))
-        })
+/// The clone, as a branch's first version when `branch` names one (Lance 14.0.2's
+/// `create_branch`: the same shallow clone under `tree/{branch}`, its manifest and its
+/// Clone transaction naming the branch).
+pub(crate) async fn shallow_clone_inner(
+    snap: &Snapshot,
+    target: &str,
+    version: Option<u64>,
+    branch: Option<&str>,
+) -> Result<crate::commit::Committed> {
+    let source = match version {
+        Some(v) if v != snap.version() => snap.checkout(v).await?,
+        _ => snap.clone(),
+    };
+    let store = DatasetStore::create(target)?;
+    if !store.list(manifest::VERSIONS_DIR).await?.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: format!("clone target {target}"),
+            reason: "it already holds a table".into(),
+        });
     }
+    let source_uri = absolute(source.uri());
+    let mut manifest = source.manifest().clone();
+    let (mut bases, id) = clone_base_paths(&manifest.base_paths, &source_uri)?;
+    // a clone of a branch's version names the branch (as Lance does) and is itself a
+    // main line
+    let parent_branch = manifest.branch.take();
+    if let Some(source) = bases.iter_mut().find(|b| b.id == id) {
+        source.name.clone_from(&parent_branch);
+    }
+    manifest.branch = branch.map(str::to_string);
+    manifest.base_paths = bases;
+    for f in &mut manifest.fragments {
+        inherit_fragment_from(f, id);
+    }
+    if let Some(tree) = &manifest.fragment_tree {
+        let (cloned, written) = lancet_tree::clone_tree(tree, source.store(), &store, id).await?;
+        tracing::debug!(objects = written.len(), "clone root written");
+        manifest.fragment_tree = Some(cloned);
+    }
+    let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
+    for index in source.indices() {
+        indices.push(match fri_with_row_maps(&source, index, id, &store).await? {
+            Some(entry) => entry,
+            None => {
+                let mut index = index.clone();
+                inherit_index_from(&mut index, id);
+                index
+            }
+        });
+    }
+    manifest.timestamp = Some(snap.clock().timestamp());
+    // flag 16 for the base path the clone names, decided by lancet-txn
+    lancet_txn::protocol::settle(&mut manifest, &indices);
+    let txn = new_transaction(
+        source.version(),
+        Operation::Clone(CloneOp {
+            is_shallow: true,
+            ref_name: parent_branch,
+            ref_version: source.version(),
+            ref_path: source_uri.clone(),
+            branch_name: branch.map(str::to_string),
+        }),
+    );
+    let (clone, size) = crate::publish::publish(
+        &store,
+        snap.caches(),
+        crate::publish::Publication {
+            manifest: &manifest,
+            indices: &indices,
+            unknown_fields: &source.manifest_file().decoded.unknown_fields,
+            scheme: source.naming_scheme(),
+            transaction: Some(&txn),
+            previous: None,
+            changes: None,
+            data_files: None,
+            reserved: &[],
+        },
+    )
+    .await?;
+    tracing::info!(version = clone.version(), "shallow clone committed");
+    Ok(crate::commit::Committed {
+        versions: 1,
+        attempts: 1,
+        // the manifest and its transaction file
+        objects_written: 2,
+        bytes_written: size,
+        ..crate::commit::Committed::nothing(clone.with_clock(snap.clock().clone()))
+    })
+}
 
-    /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits
-    /// the source dataset, the clone gets the same history with those maps pointed at the
-    /// source, as a new entry of its own (written into the clone when it is external).
-    /// `None` for every other index (its entry's `base_id` is enough).
-    async fn fri_with_row_maps(
-        &self,
-        index: &IndexMetadata,
-        id: u32,
-        store: &DatasetStore,
-    ) -> Result<Option<IndexMetadata>> {
-        if !is_fri_entry(index) || index.index_version.unwrap_or(0) == 0 {
-            return Ok(None);
-        }
-        let Some(source) = self.fri_ledger().await? else {
-            return Ok(None);
-        };
-        let Some(ledger) = source.for_clone(&format!("of {}", self.uri()), id)? else {
-            return Ok(None);
-        };
-        let uuid = ObjectUuid::new_v4();
-        let created = index.created_at.unwrap_or(0);
-        let (entry, external) = lancet_reuse::publish::tagged_entry(
-            uuid.to_proto(),
-            index.dataset_version,
-            &ledger,
-            created,
-        );
-        if let Some(bytes) = external {
-            let path = store.path(&lancet_paths::layout::index_file(
-                uuid,
-                lancet_reuse::publish::EXTERNAL_FILE,
-            ));
-            store.put(&path, bytes.into()).await?;
-        }
-        Ok(Some(entry))
+/// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits
+/// the source dataset, the clone gets the same history with those maps pointed at the
+/// source, as a new entry of its own (written into the clone when it is external).
+/// `None` for every other index (its entry's `base_id` is enough).
+async fn fri_with_row_maps(
+    snap: &Snapshot,
+    index: &IndexMetadata,
+    id: u32,
+    store: &DatasetStore,
+) -> Result<Option<IndexMetadata>> {
+    if !is_fri_entry(index) || index.index_version.unwrap_or(0) == 0 {
+        return Ok(None);
     }
+    let Some(source) = fri::fri_ledger(snap).await? else {
+        return Ok(None);
+    };
+    let Some(ledger) = source.for_clone(&format!("of {}", snap.uri()), id)? else {
+        return Ok(None);
+    };
+    let uuid = ObjectUuid::new_v4();
+    let created = index.created_at.unwrap_or(0);
+    let (entry, external) = lancet_reuse::publish::tagged_entry(
+        uuid.to_proto(),
+        index.dataset_version,
+        &ledger,
+        created,
+    );
+    if let Some(bytes) = external {
+        let path = store.path(&lancet_paths::layout::index_file(
+            uuid,
+            lancet_reuse::publish::EXTERNAL_FILE,
+        ));
+        store.put(&path, bytes.into()).await?;
+    }
+    Ok(Some(entry))
 }
 
 /// The source's location as a clone must record it: a local path made absolute (pylance

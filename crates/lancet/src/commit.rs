@@ -30,9 +30,13 @@ use lancet_txn::rebase::{
 };
 use tracing::Instrument;
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::handle::Dataset;
+use crate::operations;
 use crate::publish::{publish, Publication};
+use crate::rowids;
+use crate::snapshot::Snapshot;
+use crate::verify;
 
 /// What a write did: the shape every write returns (append, delete, update, add-column, a
 /// compaction, an index build or optimization, a restore, a conversion, a commit of an
@@ -78,9 +82,9 @@ pub struct MergeStats {
 
 impl Committed {
     /// A write that published nothing: `dataset` as it is.
-    pub(crate) fn nothing(dataset: Dataset) -> Self {
+    pub(crate) fn nothing(snap: Snapshot) -> Self {
         Committed {
-            dataset,
+            dataset: snap.into(),
             versions: 0,
             objects_written: 0,
             bytes_written: 0,
@@ -117,586 +121,584 @@ impl Committed {
 
     /// The version published (or the one the write was called on).
     pub fn version(&self) -> u64 {
-        self.dataset.version()
+        self.dataset.snap.version()
     }
 }
 
-impl Dataset {
-    /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
-    /// the fields lancet does not model from this version's manifest. On a tree version the
-    /// manifest's tree is kept as it is (the fragments do not change).
-    pub(crate) async fn commit_manifest(
-        &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
-    ) -> Result<Committed> {
-        self.commit_with_actions(manifest, indices, &[], &TreeWriterConfig::default())
-            .await
-    }
+/// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
+/// the fields lancet does not model from this version's manifest. On a tree version the
+/// manifest's tree is kept as it is (the fragments do not change).
+pub(crate) async fn commit_manifest(
+    snap: &Snapshot,
+    manifest: Manifest,
+    indices: &[IndexMetadata],
+) -> Result<Committed> {
+    commit_with_actions(snap, manifest, indices, &[], &TreeWriterConfig::default()).await
+}
 
-    /// Commits `actions` on the fragments, with `manifest` (this version's, with any other
-    /// change the caller makes) and `indices` as the rest of the next version. On a tree the
-    /// writer's `config` decides what objects are written.
-    ///
-    /// The data files and deletion files the actions add must already be in storage: their
-    /// footers are read (rows and field ids) and judged with the rest of the candidate, so a
-    /// record naming a missing or mismatched file is refused before anything is published.
-    pub(crate) async fn commit_with_actions(
-        &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
-        actions: &[(u64, Action)],
-        config: &TreeWriterConfig,
-    ) -> Result<Committed> {
-        let span = tracing::info_span!(
-            "commit",
-            uri = %self.uri(),
-            version = self.version() + 1,
-            actions = actions.len()
-        );
-        self.commit_inner(manifest, indices, actions, config)
-            .instrument(span)
-            .await
-    }
+/// Commits `actions` on the fragments, with `manifest` (this version's, with any other
+/// change the caller makes) and `indices` as the rest of the next version. On a tree the
+/// writer's `config` decides what objects are written.
+///
+/// The data files and deletion files the actions add must already be in storage: their
+/// footers are read (rows and field ids) and judged with the rest of the candidate, so a
+/// record naming a missing or mismatched file is refused before anything is published.
+pub(crate) async fn commit_with_actions(
+    snap: &Snapshot,
+    manifest: Manifest,
+    indices: &[IndexMetadata],
+    actions: &[(u64, Action)],
+    config: &TreeWriterConfig,
+) -> Result<Committed> {
+    let span = tracing::info_span!(
+        "commit",
+        uri = %snap.uri(),
+        version = snap.version() + 1,
+        actions = actions.len()
+    );
+    commit_inner(snap, manifest, indices, actions, config)
+        .instrument(span)
+        .await
+}
 
-    async fn commit_inner(
-        &self,
-        manifest: Manifest,
-        indices: &[IndexMetadata],
-        actions: &[(u64, Action)],
-        config: &TreeWriterConfig,
-    ) -> Result<Committed> {
-        let intent = Intent::Actions {
-            index_intent: IndexIntent::between(self.indices(), indices),
-            caller: manifest.clone(),
-            manifest,
-            indices: indices.to_vec(),
-            actions: actions.to_vec(),
-            config: config.clone(),
-        };
-        self.commit_rebasing(intent).await
-    }
+async fn commit_inner(
+    snap: &Snapshot,
+    manifest: Manifest,
+    indices: &[IndexMetadata],
+    actions: &[(u64, Action)],
+    config: &TreeWriterConfig,
+) -> Result<Committed> {
+    let intent = Intent::Actions {
+        index_intent: IndexIntent::between(snap.indices(), indices),
+        caller: manifest.clone(),
+        manifest,
+        indices: indices.to_vec(),
+        actions: actions.to_vec(),
+        config: config.clone(),
+    };
+    commit_rebasing(snap, intent).await
+}
 
-    /// The commit loop: prepare `intent` on `base` (first this version), publish N+1 with
-    /// put-if-absent; on losing, read the transactions of every version published since
-    /// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
-    /// again on the latest version and retry, after a jittered backoff, for at most
-    /// [`lancet_txn::rebase::COMMIT_TIMEOUT`]. A change is planned again on the latest
-    /// version (lancet-txn's [`lancet_txn::build::plan_change`]); storage actions keep the
-    /// caller's intent: the latest manifest with the caller's feature flags and `next_row_id`
-    /// (when higher), the latest index list with the caller's index changes applied, and the
-    /// same actions with the ids of new fragments moved past the latest `max_fragment_id`
-    /// when another writer took them.
-    ///
-    /// [`compatibility`]: lancet_txn::compatibility
-    pub(crate) async fn commit_rebasing(&self, intent: Intent) -> Result<Committed> {
-        let mut intent = intent;
-        let mut base = self.clone();
-        let mut new_ids: Option<Vec<u64>> = None;
-        let mut attempt = 0u32;
-        let started = std::time::Instant::now();
-        loop {
-            attempt += 1;
-            let attempt_started = std::time::Instant::now();
-            let prepared = base
-                .prepare(&intent)
-                .instrument(tracing::debug_span!("prepare", attempt))
-                .await?;
-            if new_ids.is_none() {
-                new_ids = Some(
-                    prepared
-                        .changes
-                        .iter()
-                        .filter(|c| c.before.is_none() && c.after.is_some())
-                        .map(|c| c.id)
-                        .collect(),
-                );
-            }
-            let txn = new_transaction(self.version(), prepared.operation.clone());
-            let changes =
-                (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);
-            let (objects, bytes) = (prepared.objects, prepared.bytes);
-            let tree_objects = prepared.tree_objects.clone();
-            let (removed, added) =
+/// The commit loop: prepare `intent` on `base` (first this version), publish N+1 with
+/// put-if-absent; on losing, read the transactions of every version published since
+/// `base`, and when each is compatible with this commit ([`compatibility`]) prepare
+/// again on the latest version and retry, after a jittered backoff, for at most
+/// [`lancet_txn::rebase::COMMIT_TIMEOUT`]. A change is planned again on the latest
+/// version (lancet-txn's [`lancet_txn::build::plan_change`]); storage actions keep the
+/// caller's intent: the latest manifest with the caller's feature flags and `next_row_id`
+/// (when higher), the latest index list with the caller's index changes applied, and the
+/// same actions with the ids of new fragments moved past the latest `max_fragment_id`
+/// when another writer took them.
+///
+/// [`compatibility`]: lancet_txn::compatibility
+pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<Committed> {
+    let mut intent = intent;
+    let mut base = snap.clone();
+    let mut new_ids: Option<Vec<u64>> = None;
+    let mut attempt = 0u32;
+    let started = std::time::Instant::now();
+    loop {
+        attempt += 1;
+        let attempt_started = std::time::Instant::now();
+        let prepared = prepare(&base, &intent)
+            .instrument(tracing::debug_span!("prepare", attempt))
+            .await?;
+        if new_ids.is_none() {
+            new_ids = Some(
                 prepared
                     .changes
                     .iter()
-                    .fold((0, 0), |(r, a), c| match (&c.before, &c.after) {
-                        (Some(_), None) => (r + 1, a),
-                        (None, Some(_)) => (r, a + 1),
-                        _ => (r, a),
-                    });
-            let done = |dataset: Dataset| {
-                // the transaction file, unless the table inlines transactions only (flag 32)
-                let file = protocol::writes_transaction_file(dataset.manifest());
-                Committed {
-                    versions: 1,
-                    tree_objects: tree_objects.clone(),
-                    objects_written: objects + 1 + u64::from(file),
-                    bytes_written: bytes
-                        + dataset.manifest_file().entry.size
-                        + if file { txn.encoded_len() as u64 } else { 0 },
-                    attempts: attempt,
-                    rows: 0,
-                    fragments_removed: removed,
-                    fragments_added: added,
-                    merged: None,
-                    dataset,
-                }
-            };
-            let lost = match base
-                .publish_sized(
-                    prepared.manifest,
-                    &prepared.indices,
-                    Some(&txn),
-                    changes,
-                    prepared.data_files.as_deref(),
-                    &prepared.reserved,
-                )
-                .instrument(tracing::debug_span!("publish", attempt))
-                .await
-            {
-                Ok((dataset, _)) => return Ok(done(dataset)),
-                Err(Error::CommitConflict { version, .. }) => version,
-                Err(e) => return Err(e),
-            };
-            let conflict = |reason: String, cause: ConflictCause| Error::CommitConflict {
-                uri: self.uri().to_string(),
-                version: lost,
-                reason,
-                retryable: true,
-                cause,
-            };
-            let mine = operation_name(&prepared.operation);
-            if let Some(what) = never_rebased(&prepared.operation) {
-                if base.landed(lost, Some(&txn)).await.is_some() {
-                    return Ok(done(base.checkout(lost).await?));
-                }
-                return Err(conflict(
-                    format!("{mine} ({what}) is not rebased; start again from the latest version"),
-                    ConflictCause::NotRebased,
-                ));
-            }
-            // Wait first, then read: the version this attempt prepares on is as fresh as
-            // the read, so a wait between the two would only widen the window others win in.
-            let random = ObjectUuid::new_v4().as_bytes()[0];
-            tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
-            let (latest, since) = base.transactions_through(lost).await?;
-            if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
-                return Ok(done(dataset));
-            }
-            // a change takes its row ids when planned again: none is reused
-            let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
-            if let Err(c) = judge_since(&prepared.operation, &since, ids_taken) {
-                return Err(Error::CommitConflict {
-                    uri: self.uri().to_string(),
-                    version: c.version,
-                    reason: c.reason,
-                    retryable: c.retryable,
-                    cause: c.cause,
+                    .filter(|c| c.before.is_none() && c.after.is_some())
+                    .map(|c| c.id)
+                    .collect(),
+            );
+        }
+        let txn = new_transaction(snap.version(), prepared.operation.clone());
+        let changes = (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);
+        let (objects, bytes) = (prepared.objects, prepared.bytes);
+        let tree_objects = prepared.tree_objects.clone();
+        let (removed, added) =
+            prepared
+                .changes
+                .iter()
+                .fold((0, 0), |(r, a), c| match (&c.before, &c.after) {
+                    (Some(_), None) => (r + 1, a),
+                    (None, Some(_)) => (r, a + 1),
+                    _ => (r, a),
                 });
+        let done = |dataset: Snapshot| {
+            // the transaction file, unless the table inlines transactions only (flag 32)
+            let file = protocol::writes_transaction_file(dataset.manifest());
+            Committed {
+                versions: 1,
+                tree_objects: tree_objects.clone(),
+                objects_written: objects + 1 + u64::from(file),
+                bytes_written: bytes
+                    + dataset.manifest_file().entry.size
+                    + if file { txn.encoded_len() as u64 } else { 0 },
+                attempts: attempt,
+                rows: 0,
+                fragments_removed: removed,
+                fragments_added: added,
+                merged: None,
+                dataset: dataset.into(),
             }
-            if !may_retry(attempt, started.elapsed()) {
-                return Err(conflict(
-                    format!(
-                        "{mine} lost {attempt} races in a row over {:.1} s",
-                        started.elapsed().as_secs_f64()
-                    ),
-                    ConflictCause::OutOfRetries,
-                ));
+        };
+        let lost = match publish_sized(
+            &base,
+            prepared.manifest,
+            &prepared.indices,
+            Some(&txn),
+            changes,
+            prepared.data_files.as_deref(),
+            &prepared.reserved,
+        )
+        .instrument(tracing::debug_span!("publish", attempt))
+        .await
+        {
+            Ok((dataset, _)) => return Ok(done(dataset)),
+            Err(Error::CommitConflict { version, .. }) => version,
+            Err(e) => return Err(e),
+        };
+        let conflict = |reason: String, cause: ConflictCause| Error::CommitConflict {
+            uri: snap.uri().to_string(),
+            version: lost,
+            reason,
+            retryable: true,
+            cause,
+        };
+        let mine = operation_name(&prepared.operation);
+        if let Some(what) = never_rebased(&prepared.operation) {
+            if landed(&base, lost, Some(&txn)).await.is_some() {
+                return Ok(done(base.checkout(lost).await?));
             }
-            // Rebuild the caller's intent on the latest version.
-            let remap = remap_new_ids(
-                new_ids.as_deref().unwrap_or(&[]),
-                latest.manifest().max_fragment_id,
-            );
-            match &mut intent {
-                Intent::Change { change, .. } => {
-                    if !remap.is_empty() && ids_fixed(&change.operation) {
-                        return Err(conflict(
-                            format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry or remapped indexes record"),
-                            ConflictCause::IdsTaken,
-                        ));
-                    }
-                    // planned again on the latest version, new ids and all
-                    new_ids = None;
-                }
-                Intent::Actions {
-                    index_intent,
-                    caller,
-                    manifest,
-                    indices,
-                    actions,
-                    ..
-                } => {
-                    // looked up by id: a rebased append of N fragments moves N ids
-                    let remap: HashMap<u64, u64> = remap.into_iter().collect();
-                    *actions = std::mem::take(actions)
-                        .into_iter()
-                        .map(|(id, action)| remap_action(id, action, &remap))
-                        .collect();
-                    if let Some(ids) = &mut new_ids {
-                        for id in ids.iter_mut() {
-                            if let Some(n) = remap.get(id) {
-                                *id = *n;
-                            }
-                        }
-                    }
-                    *manifest = rebase_manifest(self.manifest(), latest.manifest(), caller)
-                        .map_err(|reason| {
-                            conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged)
-                        })?;
-                    *indices = index_intent.apply(latest.indices());
-                }
-            }
-            tracing::info!(
-                uri = %self.uri(),
-                lost,
-                onto = latest.version(),
-                attempt,
-                "commit rebased"
-            );
-            base = latest;
+            return Err(conflict(
+                format!("{mine} ({what}) is not rebased; start again from the latest version"),
+                ConflictCause::NotRebased,
+            ));
         }
-    }
-
-    /// The size of version `version`'s manifest when it records `transaction` (see
-    /// [`lancet_paths::transaction::recorded_by`]).
-    async fn landed(&self, version: u64, transaction: Option<&Transaction>) -> Option<u64> {
-        let uuid = &transaction?.uuid;
-        lancet_paths::transaction::recorded_by(self.store(), version, self.naming_scheme(), uuid)
-            .await
-    }
-
-    /// The versions after this one up to the latest, each with its transaction
-    /// ([`lancet_paths::transaction::versions_since`]); and the latest version. Manifests read
-    /// here seed the manifest cache, so opening the latest version reads nothing twice.
-    pub(crate) async fn transactions_since(
-        &self,
-    ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
-        self.transactions_through(self.version()).await
-    }
-
-    /// [`Dataset::transactions_since`] when version `known` is known to exist (the version a
-    /// commit lost): the hint is read while the manifests through `known` are, not before.
-    pub(crate) async fn transactions_through(
-        &self,
-        known: u64,
-    ) -> Result<(Dataset, Vec<(u64, Option<StoredTransaction>)>)> {
-        let scheme = self.naming_scheme();
-        let read =
-            lancet_paths::transaction::versions_since(self.store(), scheme, self.version(), known)
-                .await?;
-        let mut out = Vec::with_capacity(read.len());
-        let mut files = Vec::with_capacity(read.len());
-        for (file, txn) in read {
-            out.push((file.entry.version, txn));
-            files.push(file);
+        // Wait first, then read: the version this attempt prepares on is as fresh as
+        // the read, so a wait between the two would only widen the window others win in.
+        let random = ObjectUuid::new_v4().as_bytes()[0];
+        tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
+        let (latest, since) = transactions_through(&base, lost).await?;
+        if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
+            return Ok(done(dataset));
         }
-        for file in files {
-            self.cache_manifest(file).await;
+        // a change takes its row ids when planned again: none is reused
+        let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
+        if let Err(c) = judge_since(&prepared.operation, &since, ids_taken) {
+            return Err(Error::CommitConflict {
+                uri: snap.uri().to_string(),
+                version: c.version,
+                reason: c.reason,
+                retryable: c.retryable,
+                cause: c.cause,
+            });
         }
-        let latest = self.checkout(self.version() + out.len() as u64).await?;
-        Ok((latest, out))
-    }
-
-    /// This version's transaction (what the commit that made it did), if it records one.
-    pub(crate) async fn transaction(&self) -> Result<Option<StoredTransaction>> {
-        Ok(lancet_paths::transaction::read_transaction(self.store(), self.manifest_file()).await?)
-    }
-
-    /// `intent` prepared on this version: a change planned here (lancet-txn's plan, then its
-    /// storage actions), or the caller's storage actions applied; the tree writer's objects or
-    /// the flat list either way.
-    async fn prepare(&self, intent: &Intent) -> Result<Prepared> {
-        let (mut manifest, indices, actions, data_files, reserved, config) = match intent {
-            Intent::Change { change, judged } => {
-                let built = Box::pin(self.build(change)).await?;
-                if built.replaces_content {
-                    // a restore or a conversion brings its own fragment list or tree
-                    let mut manifest = built.manifest;
-                    let changes = judged.clone().unwrap_or_else(|| Arc::from(Vec::new()));
-                    if matches!(change.content, Some(Content::Flat)) {
-                        manifest.fragments =
-                            changes.iter().filter_map(|c| c.after.clone()).collect();
-                    }
-                    return Ok(Prepared {
-                        manifest,
-                        indices: built.indices,
-                        operation: change.operation.clone(),
-                        changes,
-                        data_files: None,
-                        reserved: built.reserved,
-                        objects: 0,
-                        bytes: 0,
-                        tree_objects: Vec::new(),
-                    });
+        if !may_retry(attempt, started.elapsed()) {
+            return Err(conflict(
+                format!(
+                    "{mine} lost {attempt} races in a row over {:.1} s",
+                    started.elapsed().as_secs_f64()
+                ),
+                ConflictCause::OutOfRetries,
+            ));
+        }
+        // Rebuild the caller's intent on the latest version.
+        let remap = remap_new_ids(
+            new_ids.as_deref().unwrap_or(&[]),
+            latest.manifest().max_fragment_id,
+        );
+        match &mut intent {
+            Intent::Change { change, .. } => {
+                if !remap.is_empty() && ids_fixed(&change.operation) {
+                    return Err(conflict(
+                        format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry or remapped indexes record"),
+                        ConflictCause::IdsTaken,
+                    ));
                 }
-                (
-                    built.manifest,
-                    built.indices,
-                    built.actions,
-                    Some(built.data_files),
-                    built.reserved,
-                    TreeWriterConfig::default(),
-                )
+                // planned again on the latest version, new ids and all
+                new_ids = None;
             }
             Intent::Actions {
+                index_intent,
+                caller,
                 manifest,
                 indices,
                 actions,
-                config,
                 ..
-            } => (
-                manifest.clone(),
-                indices.clone(),
-                actions.clone(),
-                None,
-                Vec::new(),
-                config.clone(),
-            ),
-        };
-        let (mut objects, mut bytes) = (0, 0);
-        let mut tree_objects = Vec::new();
-        let changes: Arc<[FragmentChange]> = match self.tree() {
-            Some(reader) => {
-                let mut changes = Arc::from(Vec::new());
-                if !actions.is_empty() {
-                    let writer = TreeWriter::new(self.store().clone(), config);
-                    let commit = writer.commit(reader, &actions).await?;
-                    objects += commit.written.len() as u64;
-                    bytes += commit.object_bytes();
-                    tree_objects = commit.written;
-                    manifest.fragment_tree = Some(commit.metadata);
-                    manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-                    changes = commit.changes.into();
+            } => {
+                // looked up by id: a rebased append of N fragments moves N ids
+                let remap: HashMap<u64, u64> = remap.into_iter().collect();
+                *actions = std::mem::take(actions)
+                    .into_iter()
+                    .map(|(id, action)| remap_action(id, action, &remap))
+                    .collect();
+                if let Some(ids) = &mut new_ids {
+                    for id in ids.iter_mut() {
+                        if let Some(n) = remap.get(id) {
+                            *id = *n;
+                        }
+                    }
                 }
-                manifest.fragments.clear();
-                changes
+                *manifest = rebase_manifest(snap.manifest(), latest.manifest(), caller).map_err(
+                    |reason| conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged),
+                )?;
+                *indices = index_intent.apply(latest.indices());
             }
-            None => {
-                protocol::known_max_fragment_id(&mut manifest);
-                lancet_tree::apply_flat(&mut manifest, &actions)?.into()
+        }
+        tracing::info!(
+            uri = %snap.uri(),
+            lost,
+            onto = latest.version(),
+            attempt,
+            "commit rebased"
+        );
+        base = latest;
+    }
+}
+
+/// The size of version `version`'s manifest when it records `transaction` (see
+/// [`lancet_paths::transaction::recorded_by`]).
+async fn landed(snap: &Snapshot, version: u64, transaction: Option<&Transaction>) -> Option<u64> {
+    let uuid = &transaction?.uuid;
+    lancet_paths::transaction::recorded_by(snap.store(), version, snap.naming_scheme(), uuid).await
+}
+
+/// The versions after this one up to the latest, each with its transaction
+/// ([`lancet_paths::transaction::versions_since`]); and the latest version. Manifests read
+/// here seed the manifest cache, so opening the latest version reads nothing twice.
+pub(crate) async fn transactions_since(
+    snap: &Snapshot,
+) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
+    transactions_through(snap, snap.version()).await
+}
+
+/// [`Dataset::transactions_since`] when version `known` is known to exist (the version a
+/// commit lost): the hint is read while the manifests through `known` are, not before.
+pub(crate) async fn transactions_through(
+    snap: &Snapshot,
+    known: u64,
+) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
+    let scheme = snap.naming_scheme();
+    let read =
+        lancet_paths::transaction::versions_since(snap.store(), scheme, snap.version(), known)
+            .await?;
+    let mut out = Vec::with_capacity(read.len());
+    let mut files = Vec::with_capacity(read.len());
+    for (file, txn) in read {
+        out.push((file.entry.version, txn));
+        files.push(file);
+    }
+    for file in files {
+        snap.cache_manifest(file).await;
+    }
+    let latest = snap.checkout(snap.version() + out.len() as u64).await?;
+    Ok((latest, out))
+}
+
+/// This version's transaction (what the commit that made it did), if it records one.
+pub(crate) async fn transaction(snap: &Snapshot) -> Result<Option<StoredTransaction>> {
+    Ok(lancet_paths::transaction::read_transaction(snap.store(), snap.manifest_file()).await?)
+}
+
+/// `intent` prepared on this version: a change planned here (lancet-txn's plan, then its
+/// storage actions), or the caller's storage actions applied; the tree writer's objects or
+/// the flat list either way.
+async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared> {
+    let (mut manifest, indices, actions, data_files, reserved, config) = match intent {
+        Intent::Change { change, judged } => {
+            let built = Box::pin(operations::build(snap, change)).await?;
+            if built.replaces_content {
+                // a restore or a conversion brings its own fragment list or tree
+                let mut manifest = built.manifest;
+                let changes = judged.clone().unwrap_or_else(|| Arc::from(Vec::new()));
+                if matches!(change.content, Some(Content::Flat)) {
+                    manifest.fragments = changes.iter().filter_map(|c| c.after.clone()).collect();
+                }
+                return Ok(Prepared {
+                    manifest,
+                    indices: built.indices,
+                    operation: change.operation.clone(),
+                    changes,
+                    data_files: None,
+                    reserved: built.reserved,
+                    objects: 0,
+                    bytes: 0,
+                    tree_objects: Vec::new(),
+                });
             }
-        };
-        protocol::enable_for_changes(&mut manifest, &changes);
-        // The data files the commit adds, as stored: a change's were read when it was planned;
-        // raw storage actions' are read here.
-        let data_files = match data_files {
-            Some(d) => d,
-            None => self.data_file_facts(&added_files(&changes)).await?,
-        };
-        let operation = match intent {
-            Intent::Change { change, .. } => change.operation.clone(),
-            Intent::Actions { .. } if !changes.is_empty() => data_operation(&changes),
-            Intent::Actions { .. } => index_operation(self.indices(), &indices)
-                .unwrap_or(Operation::UpdateConfig(Default::default())),
-        };
-        Ok(Prepared {
+            (
+                built.manifest,
+                built.indices,
+                built.actions,
+                Some(built.data_files),
+                built.reserved,
+                TreeWriterConfig::default(),
+            )
+        }
+        Intent::Actions {
             manifest,
             indices,
-            operation,
-            changes,
-            data_files: Some(data_files),
-            reserved,
-            objects,
-            bytes,
-            tree_objects,
-        })
-    }
+            actions,
+            config,
+            ..
+        } => (
+            manifest.clone(),
+            indices.clone(),
+            actions.clone(),
+            None,
+            Vec::new(),
+            config.clone(),
+        ),
+    };
+    let (mut objects, mut bytes) = (0, 0);
+    let mut tree_objects = Vec::new();
+    let changes: Arc<[FragmentChange]> = match snap.tree() {
+        Some(reader) => {
+            let mut changes = Arc::from(Vec::new());
+            if !actions.is_empty() {
+                let writer = TreeWriter::new(snap.store().clone(), config);
+                let commit = writer.commit(reader, &actions).await?;
+                objects += commit.written.len() as u64;
+                bytes += commit.object_bytes();
+                tree_objects = commit.written;
+                manifest.fragment_tree = Some(commit.metadata);
+                manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
+                changes = commit.changes.into();
+            }
+            manifest.fragments.clear();
+            changes
+        }
+        None => {
+            protocol::known_max_fragment_id(&mut manifest);
+            lancet_tree::apply_flat(&mut manifest, &actions)?.into()
+        }
+    };
+    protocol::enable_for_changes(&mut manifest, &changes);
+    // The data files the commit adds, as stored: a change's were read when it was planned;
+    // raw storage actions' are read here.
+    let data_files = match data_files {
+        Some(d) => d,
+        None => verify::data_file_facts(snap, &added_files(&changes)).await?,
+    };
+    let operation = match intent {
+        Intent::Change { change, .. } => change.operation.clone(),
+        Intent::Actions { .. } if !changes.is_empty() => data_operation(&changes),
+        Intent::Actions { .. } => index_operation(snap.indices(), &indices)
+            .unwrap_or(Operation::UpdateConfig(Default::default())),
+    };
+    Ok(Prepared {
+        manifest,
+        indices,
+        operation,
+        changes,
+        data_files: Some(data_files),
+        reserved,
+        objects,
+        bytes,
+        tree_objects,
+    })
+}
 
-    /// Publishes a layout conversion to `content`, a conversion's transaction, no rebase;
-    /// `records` are this version's fragments as the new layout records them, in the same
-    /// order (every one judged by the invariants).
-    async fn publish_conversion(
-        &self,
-        content: Content,
-        before: &[DataFragment],
-        records: Vec<DataFragment>,
-    ) -> Result<Committed> {
-        // `records` move into the changes: at 10M fragments each copy of the list is GBs
-        let judged = before
-            .iter()
-            .zip(records)
-            .map(|(b, a)| FragmentChange {
-                id: a.id,
-                before: Some(b.clone()),
-                after: Some(a),
-            })
-            .collect();
-        let change = Change::new(conversion_operation()).with_content(content);
-        self.commit_rebasing(Intent::Change {
+/// Publishes a layout conversion to `content`, a conversion's transaction, no rebase;
+/// `records` are this version's fragments as the new layout records them, in the same
+/// order (every one judged by the invariants).
+async fn publish_conversion(
+    snap: &Snapshot,
+    content: Content,
+    before: &[DataFragment],
+    records: Vec<DataFragment>,
+) -> Result<Committed> {
+    // `records` move into the changes: at 10M fragments each copy of the list is GBs
+    let judged = before
+        .iter()
+        .zip(records)
+        .map(|(b, a)| FragmentChange {
+            id: a.id,
+            before: Some(b.clone()),
+            after: Some(a),
+        })
+        .collect();
+    let change = Change::new(conversion_operation()).with_content(content);
+    commit_rebasing(
+        snap,
+        Intent::Change {
             change: Box::new(change),
             judged: Some(judged),
-        })
-        .await
-        .map(|c| Committed {
-            // a conversion moves no fragment: it records every one again
-            fragments_removed: 0,
-            fragments_added: 0,
-            ..c
-        })
-    }
+        },
+    )
+    .await
+    .map(|c| Committed {
+        // a conversion moves no fragment: it records every one again
+        fragments_removed: 0,
+        fragments_added: 0,
+        ..c
+    })
+}
 
-    /// Publishes `manifest` as version N+1 (see [`crate::publish`]: judged by the invariants
-    /// first, then put-if-absent, its transaction first as Lance does), returning the new
-    /// version and the manifest's size. `changes`: the fragments a tree commit changed (a
-    /// flat commit's are the difference of the two lists). Losing is `CommitConflict` naming
-    /// the version.
-    async fn publish_sized(
-        &self,
-        mut manifest: Manifest,
-        indices: &[IndexMetadata],
-        transaction: Option<&Transaction>,
-        changes: Option<&[FragmentChange]>,
-        data_files: Option<&[lancet_txn::DataFileFacts]>,
-        reserved: &[u64],
-    ) -> Result<(Self, u64)> {
-        manifest.version = self.version() + 1;
-        // The commit time: Lance's cleanup judges a version's age by it.
-        manifest.timestamp = Some(self.clock().timestamp());
-        let published = publish(
-            self.store(),
-            self.caches(),
-            Publication {
-                manifest: &manifest,
-                indices,
-                unknown_fields: &self.manifest_file().decoded.unknown_fields,
-                scheme: self.naming_scheme(),
-                transaction,
-                previous: Some(self),
-                changes,
-                data_files,
-                reserved,
-            },
-        )
-        .await;
-        let (dataset, size) = match published {
-            Ok(done) => done,
-            // The put may have landed although it reported failure (a lost response, or a
-            // store retry that then found its own object): the version is ours when it
-            // records our transaction, and is then never committed a second time.
-            // Another writer's version, or ours when a store retry of our put found it: the
-            // commit loop tells the two apart by the transaction it reads there anyway.
-            Err(Error::Paths(PathsError::AlreadyExists { .. })) => {
-                return Err(Error::CommitConflict {
-                    uri: self.uri().to_string(),
-                    version: manifest.version,
-                    reason: "lost the put-if-absent race".into(),
-                    retryable: true,
-                    cause: ConflictCause::LostRace,
-                })
-            }
-            Err(Error::Paths(e)) => match self.landed(manifest.version, transaction).await {
-                Some(size) => (self.checkout(manifest.version).await?, size),
-                None => return Err(e.into()),
-            },
-            Err(e) => return Err(e),
-        };
-        tracing::info!(version = manifest.version, bytes = size, "committed");
-        Ok((dataset, size))
-    }
-
-    /// Publishes the version after the latest with version `version`'s content (fragments or
-    /// tree, schema, indices), as Lance's Restore: `max_fragment_id` and `next_row_id` are not
-    /// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
-    /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
-    /// it a retryable conflict). The way back from a bad version.
-    pub async fn restore(&self, version: u64) -> Result<Committed> {
-        let latest = self.open_sibling(None).await?;
-        let old = latest.checkout(version).await?;
-        let change = Change::new(restore_operation(version)).with_content(Content::Restored {
-            manifest: Box::new(old.manifest().clone()),
-            indices: old.indices().to_vec(),
-        });
-        latest
-            .commit_rebasing(Intent::Change {
-                change: Box::new(change),
-                judged: None,
+/// Publishes `manifest` as version N+1 (see [`crate::publish`]: judged by the invariants
+/// first, then put-if-absent, its transaction first as Lance does), returning the new
+/// version and the manifest's size. `changes`: the fragments a tree commit changed (a
+/// flat commit's are the difference of the two lists). Losing is `CommitConflict` naming
+/// the version.
+async fn publish_sized(
+    snap: &Snapshot,
+    mut manifest: Manifest,
+    indices: &[IndexMetadata],
+    transaction: Option<&Transaction>,
+    changes: Option<&[FragmentChange]>,
+    data_files: Option<&[lancet_txn::DataFileFacts]>,
+    reserved: &[u64],
+) -> Result<(Snapshot, u64)> {
+    manifest.version = snap.version() + 1;
+    // The commit time: Lance's cleanup judges a version's age by it.
+    manifest.timestamp = Some(snap.clock().timestamp());
+    let published = publish(
+        snap.store(),
+        snap.caches(),
+        Publication {
+            manifest: &manifest,
+            indices,
+            unknown_fields: &snap.manifest_file().decoded.unknown_fields,
+            scheme: snap.naming_scheme(),
+            transaction,
+            previous: Some(snap),
+            changes,
+            data_files,
+            reserved,
+        },
+    )
+    .await;
+    let (dataset, size) = match published {
+        Ok(done) => done,
+        // The put may have landed although it reported failure (a lost response, or a
+        // store retry that then found its own object): the version is ours when it
+        // records our transaction, and is then never committed a second time.
+        // Another writer's version, or ours when a store retry of our put found it: the
+        // commit loop tells the two apart by the transaction it reads there anyway.
+        Err(Error::Paths(PathsError::AlreadyExists { .. })) => {
+            return Err(Error::CommitConflict {
+                uri: snap.uri().to_string(),
+                version: manifest.version,
+                reason: "lost the put-if-absent race".into(),
+                retryable: true,
+                cause: ConflictCause::LostRace,
             })
-            .await
-    }
+        }
+        Err(Error::Paths(e)) => match landed(snap, manifest.version, transaction).await {
+            Some(size) => (snap.checkout(manifest.version).await?, size),
+            None => return Err(e.into()),
+        },
+        Err(e) => return Err(e),
+    };
+    tracing::info!(version = manifest.version, bytes = size, "committed");
+    Ok((dataset, size))
+}
 
-    /// Publishes version N+1 of this flat table with its fragments moved into a fragment
-    /// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
-    /// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
-    /// are read from the data and deletion files. `progress` is told how many fragments are
-    /// ready, as counts are resolved.
-    pub async fn convert_to_tree(
-        &self,
-        config: &TreeWriterConfig,
-        progress: impl Fn(usize, usize),
-    ) -> Result<Committed> {
-        if self.tree().is_some() {
+/// Publishes the version after the latest with version `version`'s content (fragments or
+/// tree, schema, indices), as Lance's Restore: `max_fragment_id` and `next_row_id` are not
+/// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
+/// version records `Restore { version }`; it is never rebased (a concurrent commit makes
+/// it a retryable conflict). The way back from a bad version.
+pub(crate) async fn restore(snap: &Snapshot, version: u64) -> Result<Committed> {
+    let latest = snap.open_sibling(None).await?;
+    let old = latest.checkout(version).await?;
+    let change = Change::new(restore_operation(version)).with_content(Content::Restored {
+        manifest: Box::new(old.manifest().clone()),
+        indices: old.indices().to_vec(),
+    });
+    commit_rebasing(
+        &latest,
+        Intent::Change {
+            change: Box::new(change),
+            judged: None,
+        },
+    )
+    .await
+}
+
+/// Publishes version N+1 of this flat table with its fragments moved into a fragment
+/// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
+/// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
+/// are read from the data and deletion files. `progress` is told how many fragments are
+/// ready, as counts are resolved.
+pub(crate) async fn convert_to_tree(
+    snap: &Snapshot,
+    config: &TreeWriterConfig,
+    progress: impl Fn(usize, usize),
+) -> Result<Committed> {
+    if snap.tree().is_some() {
+        return Err(invalid(
+            snap,
+            "the version already keeps its fragments in a tree",
+        ));
+    }
+    // the manifest's own list: a shared copy of millions of fragments is not made
+    let fragments = snap.manifest().fragments.as_slice();
+    let mut records = Vec::with_capacity(fragments.len());
+    for (i, f) in fragments.iter().enumerate() {
+        records.push(known_counts(snap, f).await?);
+        if i % 4096 == 4095 {
+            progress(i + 1, fragments.len());
+        }
+    }
+    progress(fragments.len(), fragments.len());
+    let writer = TreeWriter::new(snap.store().clone(), config.clone());
+    let commit = writer.bulk_load(&records).await?;
+    let content = Content::Tree {
+        metadata: commit.metadata,
+        max_fragment_id: commit.max_fragment_id,
+    };
+    publish_conversion(snap, content, fragments, records).await
+}
+
+/// Publishes version N+1 of this tree table as a flat manifest listing every fragment
+/// (what Lance 14 reads).
+pub(crate) async fn flatten(snap: &Snapshot) -> Result<Committed> {
+    if snap.tree().is_none() {
+        return Err(invalid(snap, "the version is flat already"));
+    }
+    let fragments = snap.fragments().await?;
+    publish_conversion(snap, Content::Flat, &fragments, fragments.to_vec()).await
+}
+
+/// `fragment` with `physical_rows` and `num_deleted_rows` known: read from its first data
+/// file and its deletion file where the flat manifest stores 0 ("unknown" to Lance 14).
+async fn known_counts(snap: &Snapshot, fragment: &DataFragment) -> Result<DataFragment> {
+    let mut f = fragment.clone();
+    if f.physical_rows == 0 {
+        f.physical_rows = snap.physical_rows_read(&f).await?;
+    }
+    if f.deletion_file.is_some_and(|d| d.num_deleted_rows == 0) {
+        let deleted = rowids::deletion_vector(snap, &f)
+            .await?
+            .map_or(0, |d| d.len());
+        if let Some(d) = &mut f.deletion_file {
+            d.num_deleted_rows = deleted;
+        }
+        if deleted == 0 {
             return Err(invalid(
-                self,
-                "the version already keeps its fragments in a tree",
+                snap,
+                &format!(
+                    "fragment {} has a deletion file that deletes nothing; a tree cannot record it",
+                    f.id
+                ),
             ));
         }
-        // the manifest's own list: a shared copy of millions of fragments is not made
-        let fragments = self.manifest().fragments.as_slice();
-        let mut records = Vec::with_capacity(fragments.len());
-        for (i, f) in fragments.iter().enumerate() {
-            records.push(self.known_counts(f).await?);
-            if i % 4096 == 4095 {
-                progress(i + 1, fragments.len());
-            }
-        }
-        progress(fragments.len(), fragments.len());
-        let writer = TreeWriter::new(self.store().clone(), config.clone());
-        let commit = writer.bulk_load(&records).await?;
-        let content = Content::Tree {
-            metadata: commit.metadata,
-            max_fragment_id: commit.max_fragment_id,
-        };
-        self.publish_conversion(content, fragments, records).await
     }
-
-    /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
-    /// (what Lance 14 reads).
-    pub async fn flatten(&self) -> Result<Committed> {
-        if self.tree().is_none() {
-            return Err(invalid(self, "the version is flat already"));
-        }
-        let fragments = self.fragments().await?;
-        self.publish_conversion(Content::Flat, &fragments, fragments.to_vec())
-            .await
-    }
-
-    /// `fragment` with `physical_rows` and `num_deleted_rows` known: read from its first data
-    /// file and its deletion file where the flat manifest stores 0 ("unknown" to Lance 14).
-    async fn known_counts(&self, fragment: &DataFragment) -> Result<DataFragment> {
-        let mut f = fragment.clone();
-        if f.physical_rows == 0 {
-            f.physical_rows = self.physical_rows_read(&f).await?;
-        }
-        if f.deletion_file.is_some_and(|d| d.num_deleted_rows == 0) {
-            let deleted = self.deletion_vector(&f).await?.map_or(0, |d| d.len());
-            if let Some(d) = &mut f.deletion_file {
-                d.num_deleted_rows = deleted;
-            }
-            if deleted == 0 {
-                return Err(invalid(
-                    self,
-                    &format!(
-                        "fragment {} has a deletion file that deletes nothing; a tree cannot record it",
-                        f.id
-                    ),
-                ));
-            }
-        }
-        Ok(f)
-    }
+    Ok(f)
 }
 
 /// The version `lost` opened from `latest` when it records `txn` (same uuid): a put of ours
 /// that was reported lost although it landed (a store retry that found its own object).
 async fn ours(
-    latest: &Dataset,
+    latest: &Snapshot,
     lost: u64,
     since: &[(u64, Option<StoredTransaction>)],
     txn: &Transaction,
-) -> Result<Option<Dataset>> {
+) -> Result<Option<Snapshot>> {
     let recorded = since
         .iter()
         .find(|(v, _)| *v == lost)
@@ -707,7 +709,7 @@ async fn ours(
     }
 }
 
-fn invalid(ds: &Dataset, rule: &str) -> Error {
+fn invalid(ds: &Snapshot, rule: &str) -> Error {
     Error::Unsupported {
         uri: ds.uri().to_string(),
         version: ds.version(),

@@ -1,5 +1,5 @@
-//! Compaction, planned, executed anywhere, committed once: [`Dataset::plan_compaction`],
-//! [`Dataset::execute_compaction`], [`Dataset::commit_compaction`] and [`Dataset::compact`].
+//! Compaction, planned, executed anywhere, committed once: [`Dataset::plan_compaction`](crate::Dataset::plan_compaction),
+//! [`Dataset::execute_compaction`](crate::Dataset::execute_compaction), [`Dataset::commit_compaction`](crate::Dataset::commit_compaction) and [`Dataset::compact`](crate::Dataset::compact).
 //!
 //! Composition only. lancet-txn plans the tasks as Lance 14 does; a task (which serializes)
 //! reads its fragments' live rows at the version it was planned on and writes them as new
@@ -29,9 +29,15 @@ use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::indexes;
+use crate::operations;
+use crate::rewrite;
 use crate::rewrite::{RewriteGroup, RewriteMapping};
+use crate::rowids;
+use crate::scan;
+use crate::snapshot::Snapshot;
+use crate::write;
 
 /// One group of fragments to rewrite together, as planned on `read_version`. Serializes
 /// (JSON), so any process or machine can execute it.
@@ -51,363 +57,359 @@ pub struct CompactionResult {
     pub new_fragments: Vec<DataFragment>,
 }
 
-impl Dataset {
-    /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
-    /// needs compacting).
-    pub(crate) async fn plan_compaction(
-        &self,
-        options: &CompactionOptions,
-    ) -> Result<Vec<CompactionTask>> {
-        // a fragment of unknown row count is planned by the rows its file holds
-        let fragments = self.with_known_rows(self.fragments().await?).await?;
-        let mut counts = Vec::with_capacity(fragments.len());
-        for f in fragments.iter() {
-            let deleted = match &f.deletion_file {
-                None => 0,
-                Some(d) if d.num_deleted_rows > 0 => d.num_deleted_rows,
-                // a count Lance left unknown is read from the file
-                Some(_) => self.cached_deletion_vector(f).await?.map_or(0, |d| d.len()),
-            };
-            counts.push(FragmentCounts {
-                id: f.id,
-                physical_rows: f.physical_rows,
-                deleted_rows: deleted,
-                overlays: f.overlays.len(),
-            });
-        }
-        let groups = plan_compaction(&counts, self.indices(), options, self.has_stable_row_ids())?;
-        Ok(groups
-            .into_iter()
-            .map(|fragments| CompactionTask {
-                read_version: self.version(),
-                fragments,
-                options: *options,
-            })
-            .collect())
-    }
-
-    /// Executes `task` on this table (any handle; the task's version is read): its fragments'
-    /// live rows, in order, written as new fragments of balanced sizes near the target
-    /// (lancet-txn's `output_rows`).
-    pub(crate) async fn execute_compaction(
-        &self,
-        task: &CompactionTask,
-    ) -> Result<CompactionResult> {
-        let at = match self.version() == task.read_version {
-            true => self.clone(),
-            false => self.checkout(task.read_version).await?,
-        };
-        let mut sources = Vec::with_capacity(task.fragments.len());
-        for id in &task.fragments {
-            let f = at
-                .fragment(*id)
+/// The tasks Lance 14's planner makes of this version for `options` (none when nothing
+/// needs compacting).
+pub(crate) async fn plan_tasks(
+    snap: &Snapshot,
+    options: &CompactionOptions,
+) -> Result<Vec<CompactionTask>> {
+    // a fragment of unknown row count is planned by the rows its file holds
+    let fragments = snap.with_known_rows(snap.fragments().await?).await?;
+    let mut counts = Vec::with_capacity(fragments.len());
+    for f in fragments.iter() {
+        let deleted = match &f.deletion_file {
+            None => 0,
+            Some(d) if d.num_deleted_rows > 0 => d.num_deleted_rows,
+            // a count Lance left unknown is read from the file
+            Some(_) => rowids::cached_deletion_vector(snap, f)
                 .await?
-                .ok_or_else(|| Error::InvalidArgument {
-                    what: format!("compaction task of version {}", task.read_version),
-                    reason: format!("fragment {id} is not in that version"),
-                })?;
-            // every row of a fragment of unknown count is read, not none
-            let f = at.with_known_row_count(f).await?;
-            let deleted = at.deletion_vector(&f).await?;
-            sources.push((f, deleted));
-        }
-        let live: u64 = sources
-            .iter()
-            .map(|(f, d)| {
-                f.physical_rows
-                    .saturating_sub(d.as_ref().map_or(0, |d| d.len()))
-            })
-            .sum();
-        let rows: Vec<BoxStream<'static, Result<arrow_array::RecordBatch>>> = sources
-            .iter()
-            .map(|(f, d)| at.live_rows(f.clone(), d.clone()))
-            .collect::<Result<_>>()?;
-        // balanced outputs of about the target each, as pylance 14.0.2's compaction plans them
-        let options = lancet_file::FragmentOptions {
-            max_rows_per_group: task.options.max_rows_per_group,
-            max_rows_per_file: u64::MAX,
-            planned_rows: lancet_txn::compaction::output_rows(
-                live,
-                task.options.target_rows_per_fragment,
-            ),
-            ..Default::default()
+                .map_or(0, |d| d.len()),
         };
-        let mut new_fragments = at
-            .write_fragments_with(futures::stream::iter(rows).flatten(), options)
-            .await?;
-        if at.has_stable_row_ids() {
-            let borrowed: Vec<(&DataFragment, Option<&RoaringBitmap>)> =
-                sources.iter().map(|(f, d)| (f, d.as_ref())).collect();
-            lancet_rowid::assign::rechunk_fragments(
-                &borrowed,
-                &mut new_fragments,
-                &at.manifest_path(),
-            )?;
-        }
-        Ok(CompactionResult {
-            task: task.clone(),
-            new_fragments,
-        })
-    }
-
-    /// Commits the `results` of tasks planned on one version in one Rewrite (see the module
-    /// docs), judged against every version published since they were planned.
-    pub(crate) async fn commit_compaction(
-        &self,
-        results: &[CompactionResult],
-    ) -> Result<Committed> {
-        let Some(first) = results.first() else {
-            return Ok(Committed::nothing(self.clone()));
-        };
-        let read_version = first.task.read_version;
-        if results.iter().any(|r| r.task.read_version != read_version) {
-            return Err(Error::InvalidArgument {
-                what: "compaction results".into(),
-                reason: "they were planned on different versions; commit each plan alone".into(),
-            });
-        }
-        let options = first.task.options;
-        let base = self.checkout(read_version).await?;
-        let groups: Vec<RewriteGroup<'_>> = results
-            .iter()
-            .map(|r| {
-                let sources = r
-                    .task
-                    .fragments
-                    .iter()
-                    .map(|id| u32::try_from(*id))
-                    .collect::<std::result::Result<Vec<u32>, _>>()
-                    .map_err(|_| Error::InvalidArgument {
-                        what: "compaction task".into(),
-                        reason: "a fragment id exceeds 32 bits".into(),
-                    })?;
-                Ok(RewriteGroup {
-                    sources,
-                    destinations: r.new_fragments.clone(),
-                    mapping: RewriteMapping::OrderedCompaction,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let all_sources: Vec<u32> = groups.iter().flat_map(|g| g.sources.clone()).collect();
-        let ids: Vec<GroupIds> = groups
-            .iter()
-            .map(|g| GroupIds {
-                sources: g.sources.clone(),
-                destinations: Vec::new(),
-            })
-            .collect();
-        // a deferred compaction nothing indexes records no moves, as pylance writes it
-        let records_moves = options.defer_index_remap
-            && lancet_txn::compaction::defer_records_moves(
-                &ids,
-                base.indices(),
-                base.has_stable_row_ids(),
-            )?;
-        let committed = match records_moves {
-            true => {
-                lancet_txn::compaction::check_options(&options, base.has_stable_row_ids())?;
-                let groups = &groups;
-                base.rewrite_retrying(&all_sources, |b| async move {
-                    b.commit_rewrite_groups(groups, crate::rewrite::Format::AsTheTable)
-                        .await
-                })
-                .await?
-            }
-            false => {
-                let groups = &groups;
-                base.rewrite_retrying(
-                    &all_sources,
-                    |b| async move { b.commit_remapped(groups).await },
-                )
-                .await?
-            }
-        };
-        Ok(Committed {
-            fragments_removed: all_sources.len(),
-            fragments_added: groups.iter().map(|g| g.destinations.len()).sum(),
-            ..committed
-        })
-    }
-
-    /// Lance's distributed compaction: the tasks planned on this version, each executed
-    /// anywhere, every result committed once.
-    pub fn compaction(&self) -> Compaction<'_> {
-        Compaction { ds: self }
-    }
-
-    /// Plans, executes every task here, and commits: `compact_files` in one call.
-    ///
-    /// `CompactionOptions::default()` is pylance's `compact_files()` with no argument:
-    /// fragments below 1,048,576 rows are merged with their neighbours into fragments near
-    /// that size, and a fragment with more than 10% of its rows deleted is rewritten without
-    /// them; every BTree covering a rewritten fragment is rewritten in the same commit
-    /// (`defer_index_remap: true` records the moves in the Fragment Reuse Index instead).
-    /// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
-    pub async fn compact(&self, options: &CompactionOptions) -> Result<Committed> {
-        let tasks = self.plan_compaction(options).await?;
-        let mut results = Vec::with_capacity(tasks.len());
-        for task in &tasks {
-            results.push(self.execute_compaction(task).await?);
-        }
-        self.commit_compaction(&results).await
-    }
-
-    /// The Rewrite of `groups` on this version with every index segment covering a source
-    /// written again with the rows' new addresses.
-    async fn commit_remapped(&self, groups: &[RewriteGroup<'_>]) -> Result<Committed> {
-        // the sources' addresses are remapped by the rows their files hold
-        let fragments = self.with_known_rows(self.fragments().await?).await?;
-        let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
-        let mut transitions = Vec::with_capacity(groups.len());
-        let mut recorded = Vec::with_capacity(groups.len());
-        let mut ids = Vec::with_capacity(groups.len());
-        let mut seen = std::collections::HashSet::new();
-        for group in groups {
-            let mut records = Vec::with_capacity(group.sources.len());
-            let mut deleted = Vec::with_capacity(group.sources.len());
-            for &id in &group.sources {
-                let f = fragments
-                    .binary_search_by_key(&u64::from(id), |f| f.id)
-                    .ok()
-                    .and_then(|i| fragments.get(i))
-                    .ok_or_else(|| Error::InvalidArgument {
-                        what: "compaction".into(),
-                        reason: format!("fragment {id} is not in version {}", self.version()),
-                    })?;
-                deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
-                records.push(f);
-            }
-            let read: Vec<(&DataFragment, &roaring::RoaringBitmap)> =
-                records.iter().copied().zip(deleted.iter()).collect();
-            let src = lancet_reuse::rules::source_digests(&read, &mut seen)?;
-            let mut outputs = group.destinations.clone();
-            let dst = lancet_reuse::rules::number_destinations(&mut outputs, &mut next_id)?;
-            ids.push(GroupIds {
-                sources: group.sources.clone(),
-                destinations: dst.iter().map(|d| d.id).collect(),
-            });
-            recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
-                old_fragments: records.into_iter().cloned().collect(),
-                new_fragments: outputs,
-            });
-            transitions.push(Transition {
-                dataset_version: None,
-                mapping: lancet_reuse::rules::ordered_compaction(&src, &deleted)?,
-                sources: src,
-                destinations: dst,
-            });
-        }
-        let remap = CompactionRemap::new(&transitions)?;
-        let mut indices = Vec::with_capacity(self.indices().len());
-        for index in self.indices() {
-            indices.push(self.remapped(index, &remap, &ids).await?);
-        }
-        let operation = lancet_proto::table::transaction::Operation::Rewrite(
-            lancet_proto::table::transaction::Rewrite {
-                groups: recorded,
-                ..Default::default()
-            },
-        );
-        let change = lancet_txn::build::Change::new(operation)
-            .with_indices(IndexIntent::between(self.indices(), &indices));
-        self.commit_change(change).await
-    }
-
-    /// `index` after the rewrite of `groups`: untouched when it covers no source; otherwise
-    /// its fragment bitmap recalculated group by group (lancet-txn's `rewritten_bitmap`), and a
-    /// BTree segment holding addresses written again with the rows' new addresses (row-id
-    /// segments keep their rows). On a stable-row-id table an address-domain index lancet
-    /// cannot rewrite (ZoneMap, BloomFilter) loses the rewritten fragments, as in Lance
-    /// 14.0.2; any other index lancet cannot rewrite is refused.
-    async fn remapped(
-        &self,
-        index: &IndexMetadata,
-        remap: &CompactionRemap,
-        groups: &[GroupIds],
-    ) -> Result<IndexMetadata> {
-        let covered = self.index_fragments(index)?;
-        let touches = covered.as_ref().is_none_or(|c| {
-            groups
-                .iter()
-                .any(|g| g.sources.iter().any(|s| c.contains(*s)))
+        counts.push(FragmentCounts {
+            id: f.id,
+            physical_rows: f.physical_rows,
+            deleted_rows: deleted,
+            overlays: f.overlays.len(),
         });
-        if lancet_reuse::is_fri_entry(index) || !touches {
-            return Ok(index.clone());
-        }
-        let kind = index
-            .index_details
-            .as_ref()
-            .and_then(|d| lancet_proto::index_type_name(&d.type_url));
-        let is_btree = kind.as_deref() == Some("BTree");
-        let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
-        let mut out = index.clone();
-        let stable = self.has_stable_row_ids();
-        if stable && by_address_only {
-            if let Some(c) = &covered {
-                let kept = lancet_txn::compaction::drop_rewritten(c, groups);
-                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
-            }
-            return Ok(out);
-        }
-        // no bitmap: the index covers every fragment, and still does
-        let bitmap = match &covered {
-            Some(c) => {
-                let b = lancet_txn::compaction::rewritten_bitmap(&index.name, c, groups)?;
-                out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&b);
-                b
-            }
-            None => RoaringBitmap::new(),
-        };
-        if stable && index.index_version.unwrap_or(0) == 0 {
-            // row ids: the rows keep theirs, so the index follows its fragments
-            return Ok(out);
-        }
-        if !is_btree {
-            return Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "index {:?} covers fragments the compaction rewrites, and lancet rewrites only BTree indexes: compact with defer_index_remap",
-                    index.name
-                ),
-            });
-        }
-        let segment = self
-            .btree_segments(&index.name)
+    }
+    let groups = plan_compaction(&counts, snap.indices(), options, snap.has_stable_row_ids())?;
+    Ok(groups
+        .into_iter()
+        .map(|fragments| CompactionTask {
+            read_version: snap.version(),
+            fragments,
+            options: *options,
+        })
+        .collect())
+}
+
+/// Executes `task` on this table (any handle; the task's version is read): its fragments'
+/// live rows, in order, written as new fragments of balanced sizes near the target
+/// (lancet-txn's `output_rows`).
+pub(crate) async fn execute_compaction(
+    snap: &Snapshot,
+    task: &CompactionTask,
+) -> Result<CompactionResult> {
+    let at = match snap.version() == task.read_version {
+        true => snap.clone(),
+        false => snap.checkout(task.read_version).await?,
+    };
+    let mut sources = Vec::with_capacity(task.fragments.len());
+    for id in &task.fragments {
+        let f = at
+            .fragment(*id)
             .await?
-            .iter()
-            .find(|s| s.metadata.uuid == index.uuid)
-            .cloned()
-            .ok_or_else(|| Error::Internal(format!("index {:?} segment not opened", index.name)))?;
-        let uuid = ObjectUuid::new_v4();
-        let dir = self.store().path(&lancet_paths::layout::index_dir(uuid));
-        let options = lancet_btree::TrainOptions {
-            page_rows: segment.index.lookup().page_rows(),
-            ..Default::default()
-        };
-        let trained = lancet_btree::merge(
-            self.file_store(),
-            &segment.index,
-            |a| remap.remap(a),
-            futures::stream::empty(),
-            &dir,
-            options,
-        )
-        .await?;
-        let fresh = trained.entry(lancet_btree::EntryFields {
-            uuid: uuid.to_proto(),
-            name: &index.name,
-            field_id: index.fields.first().copied().unwrap_or(-1),
-            dataset_version: index.dataset_version,
-            fragments: bitmap,
-            stable_row_ids: self.has_stable_row_ids(),
-            created_at: u64::try_from(self.clock().now_ms()).unwrap_or(0),
-        });
-        out.uuid = fresh.uuid;
-        out.files = fresh.files;
-        out.base_id = None;
-        Ok(out)
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("compaction task of version {}", task.read_version),
+                reason: format!("fragment {id} is not in that version"),
+            })?;
+        // every row of a fragment of unknown count is read, not none
+        let f = at.with_known_row_count(f).await?;
+        let deleted = rowids::deletion_vector(&at, &f).await?;
+        sources.push((f, deleted));
     }
+    let live: u64 = sources
+        .iter()
+        .map(|(f, d)| {
+            f.physical_rows
+                .saturating_sub(d.as_ref().map_or(0, |d| d.len()))
+        })
+        .sum();
+    let rows: Vec<BoxStream<'static, Result<arrow_array::RecordBatch>>> = sources
+        .iter()
+        .map(|(f, d)| scan::live_rows(&at, f.clone(), d.clone()))
+        .collect::<Result<_>>()?;
+    // balanced outputs of about the target each, as pylance 14.0.2's compaction plans them
+    let options = lancet_file::FragmentOptions {
+        max_rows_per_group: task.options.max_rows_per_group,
+        max_rows_per_file: u64::MAX,
+        planned_rows: lancet_txn::compaction::output_rows(
+            live,
+            task.options.target_rows_per_fragment,
+        ),
+        ..Default::default()
+    };
+    let mut new_fragments =
+        write::write_fragments_with(&at, futures::stream::iter(rows).flatten(), options).await?;
+    if at.has_stable_row_ids() {
+        let borrowed: Vec<(&DataFragment, Option<&RoaringBitmap>)> =
+            sources.iter().map(|(f, d)| (f, d.as_ref())).collect();
+        lancet_rowid::assign::rechunk_fragments(
+            &borrowed,
+            &mut new_fragments,
+            &at.manifest_path(),
+        )?;
+    }
+    Ok(CompactionResult {
+        task: task.clone(),
+        new_fragments,
+    })
+}
+
+/// Commits the `results` of tasks planned on one version in one Rewrite (see the module
+/// docs), judged against every version published since they were planned.
+pub(crate) async fn commit_compaction(
+    snap: &Snapshot,
+    results: &[CompactionResult],
+) -> Result<Committed> {
+    let Some(first) = results.first() else {
+        return Ok(Committed::nothing(snap.clone()));
+    };
+    let read_version = first.task.read_version;
+    if results.iter().any(|r| r.task.read_version != read_version) {
+        return Err(Error::InvalidArgument {
+            what: "compaction results".into(),
+            reason: "they were planned on different versions; commit each plan alone".into(),
+        });
+    }
+    let options = first.task.options;
+    let base = snap.checkout(read_version).await?;
+    let groups: Vec<RewriteGroup<'_>> = results
+        .iter()
+        .map(|r| {
+            let sources = r
+                .task
+                .fragments
+                .iter()
+                .map(|id| u32::try_from(*id))
+                .collect::<std::result::Result<Vec<u32>, _>>()
+                .map_err(|_| Error::InvalidArgument {
+                    what: "compaction task".into(),
+                    reason: "a fragment id exceeds 32 bits".into(),
+                })?;
+            Ok(RewriteGroup {
+                sources,
+                destinations: r.new_fragments.clone(),
+                mapping: RewriteMapping::OrderedCompaction,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let all_sources: Vec<u32> = groups.iter().flat_map(|g| g.sources.clone()).collect();
+    let ids: Vec<GroupIds> = groups
+        .iter()
+        .map(|g| GroupIds {
+            sources: g.sources.clone(),
+            destinations: Vec::new(),
+        })
+        .collect();
+    // a deferred compaction nothing indexes records no moves, as pylance writes it
+    let records_moves = options.defer_index_remap
+        && lancet_txn::compaction::defer_records_moves(
+            &ids,
+            base.indices(),
+            base.has_stable_row_ids(),
+        )?;
+    let committed = match records_moves {
+        true => {
+            lancet_txn::compaction::check_options(&options, base.has_stable_row_ids())?;
+            let groups = &groups;
+            rewrite::rewrite_retrying(&base, &all_sources, |b| async move {
+                rewrite::commit_rewrite_groups(&b, groups, crate::rewrite::Format::AsTheTable).await
+            })
+            .await?
+        }
+        false => {
+            let groups = &groups;
+            rewrite::rewrite_retrying(&base, &all_sources, |b| async move {
+                commit_remapped(&b, groups).await
+            })
+            .await?
+        }
+    };
+    Ok(Committed {
+        fragments_removed: all_sources.len(),
+        fragments_added: groups.iter().map(|g| g.destinations.len()).sum(),
+        ..committed
+    })
+}
+
+/// Lance's distributed compaction: the tasks planned on this version, each executed
+/// anywhere, every result committed once.
+pub(crate) fn compaction(snap: &Snapshot) -> Compaction<'_> {
+    Compaction { ds: snap }
+}
+
+/// Plans, executes every task here, and commits: `compact_files` in one call.
+///
+/// `CompactionOptions::default()` is pylance's `compact_files()` with no argument:
+/// fragments below 1,048,576 rows are merged with their neighbours into fragments near
+/// that size, and a fragment with more than 10% of its rows deleted is rewritten without
+/// them; every BTree covering a rewritten fragment is rewritten in the same commit
+/// (`defer_index_remap: true` records the moves in the Fragment Reuse Index instead).
+/// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
+pub(crate) async fn compact(snap: &Snapshot, options: &CompactionOptions) -> Result<Committed> {
+    let tasks = plan_tasks(snap, options).await?;
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        results.push(execute_compaction(snap, task).await?);
+    }
+    commit_compaction(snap, &results).await
+}
+
+/// The Rewrite of `groups` on this version with every index segment covering a source
+/// written again with the rows' new addresses.
+async fn commit_remapped(snap: &Snapshot, groups: &[RewriteGroup<'_>]) -> Result<Committed> {
+    // the sources' addresses are remapped by the rows their files hold
+    let fragments = snap.with_known_rows(snap.fragments().await?).await?;
+    let mut next_id = lancet_txn::build::next_fragment_id(snap.manifest());
+    let mut transitions = Vec::with_capacity(groups.len());
+    let mut recorded = Vec::with_capacity(groups.len());
+    let mut ids = Vec::with_capacity(groups.len());
+    let mut seen = std::collections::HashSet::new();
+    for group in groups {
+        let mut records = Vec::with_capacity(group.sources.len());
+        let mut deleted = Vec::with_capacity(group.sources.len());
+        for &id in &group.sources {
+            let f = fragments
+                .binary_search_by_key(&u64::from(id), |f| f.id)
+                .ok()
+                .and_then(|i| fragments.get(i))
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: "compaction".into(),
+                    reason: format!("fragment {id} is not in version {}", snap.version()),
+                })?;
+            deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
+            records.push(f);
+        }
+        let read: Vec<(&DataFragment, &roaring::RoaringBitmap)> =
+            records.iter().copied().zip(deleted.iter()).collect();
+        let src = lancet_reuse::rules::source_digests(&read, &mut seen)?;
+        let mut outputs = group.destinations.clone();
+        let dst = lancet_reuse::rules::number_destinations(&mut outputs, &mut next_id)?;
+        ids.push(GroupIds {
+            sources: group.sources.clone(),
+            destinations: dst.iter().map(|d| d.id).collect(),
+        });
+        recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
+            old_fragments: records.into_iter().cloned().collect(),
+            new_fragments: outputs,
+        });
+        transitions.push(Transition {
+            dataset_version: None,
+            mapping: lancet_reuse::rules::ordered_compaction(&src, &deleted)?,
+            sources: src,
+            destinations: dst,
+        });
+    }
+    let remap = CompactionRemap::new(&transitions)?;
+    let mut indices = Vec::with_capacity(snap.indices().len());
+    for index in snap.indices() {
+        indices.push(remapped(snap, index, &remap, &ids).await?);
+    }
+    let operation = lancet_proto::table::transaction::Operation::Rewrite(
+        lancet_proto::table::transaction::Rewrite {
+            groups: recorded,
+            ..Default::default()
+        },
+    );
+    let change = lancet_txn::build::Change::new(operation)
+        .with_indices(IndexIntent::between(snap.indices(), &indices));
+    operations::commit_change(snap, change).await
+}
+
+/// `index` after the rewrite of `groups`: untouched when it covers no source; otherwise
+/// its fragment bitmap recalculated group by group (lancet-txn's `rewritten_bitmap`), and a
+/// BTree segment holding addresses written again with the rows' new addresses (row-id
+/// segments keep their rows). On a stable-row-id table an address-domain index lancet
+/// cannot rewrite (ZoneMap, BloomFilter) loses the rewritten fragments, as in Lance
+/// 14.0.2; any other index lancet cannot rewrite is refused.
+async fn remapped(
+    snap: &Snapshot,
+    index: &IndexMetadata,
+    remap: &CompactionRemap,
+    groups: &[GroupIds],
+) -> Result<IndexMetadata> {
+    let covered = indexes::index_fragments(snap, index)?;
+    let touches = covered.as_ref().is_none_or(|c| {
+        groups
+            .iter()
+            .any(|g| g.sources.iter().any(|s| c.contains(*s)))
+    });
+    if lancet_reuse::is_fri_entry(index) || !touches {
+        return Ok(index.clone());
+    }
+    let kind = index
+        .index_details
+        .as_ref()
+        .and_then(|d| lancet_proto::index_type_name(&d.type_url));
+    let is_btree = kind.as_deref() == Some("BTree");
+    let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
+    let mut out = index.clone();
+    let stable = snap.has_stable_row_ids();
+    if stable && by_address_only {
+        if let Some(c) = &covered {
+            let kept = lancet_txn::compaction::drop_rewritten(c, groups);
+            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
+        }
+        return Ok(out);
+    }
+    // no bitmap: the index covers every fragment, and still does
+    let bitmap = match &covered {
+        Some(c) => {
+            let b = lancet_txn::compaction::rewritten_bitmap(&index.name, c, groups)?;
+            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&b);
+            b
+        }
+        None => RoaringBitmap::new(),
+    };
+    if stable && index.index_version.unwrap_or(0) == 0 {
+        // row ids: the rows keep theirs, so the index follows its fragments
+        return Ok(out);
+    }
+    if !is_btree {
+        return Err(Error::Unsupported {
+            uri: snap.uri().to_string(),
+            version: snap.version(),
+            rule: format!(
+                "index {:?} covers fragments the compaction rewrites, and lancet rewrites only BTree indexes: compact with defer_index_remap",
+                index.name
+            ),
+        });
+    }
+    let segment = indexes::btree_segments(snap, &index.name)
+        .await?
+        .iter()
+        .find(|s| s.metadata.uuid == index.uuid)
+        .cloned()
+        .ok_or_else(|| Error::Internal(format!("index {:?} segment not opened", index.name)))?;
+    let uuid = ObjectUuid::new_v4();
+    let dir = snap.store().path(&lancet_paths::layout::index_dir(uuid));
+    let options = lancet_btree::TrainOptions {
+        page_rows: segment.index.lookup().page_rows(),
+        ..Default::default()
+    };
+    let trained = lancet_btree::merge(
+        snap.file_store(),
+        &segment.index,
+        |a| remap.remap(a),
+        futures::stream::empty(),
+        &dir,
+        options,
+    )
+    .await?;
+    let fresh = trained.entry(lancet_btree::EntryFields {
+        uuid: uuid.to_proto(),
+        name: &index.name,
+        field_id: index.fields.first().copied().unwrap_or(-1),
+        dataset_version: index.dataset_version,
+        fragments: bitmap,
+        stable_row_ids: snap.has_stable_row_ids(),
+        created_at: u64::try_from(snap.clock().now_ms()).unwrap_or(0),
+    });
+    out.uuid = fresh.uuid;
+    out.files = fresh.files;
+    out.base_id = None;
+    Ok(out)
 }
 
 /// `DataFragment`s as base64 protobufs in JSON.
@@ -441,29 +443,29 @@ mod fragments_b64 {
     }
 }
 
-/// Lance's distributed compaction through one handle ([`Dataset::compaction`]): [`Compaction::plan`]
+/// Lance's distributed compaction through one handle ([`Dataset::compaction`](crate::Dataset::compaction)): [`Compaction::plan`]
 /// on one version, [`Compaction::execute`] of each task in any process (tasks and results are
 /// serializable), [`Compaction::commit`] of every result in one Rewrite.
 #[derive(Debug, Clone, Copy)]
 pub struct Compaction<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
 }
 
 impl Compaction<'_> {
     /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
     /// needs compacting).
     pub async fn plan(self, options: &CompactionOptions) -> Result<Vec<CompactionTask>> {
-        self.ds.plan_compaction(options).await
+        plan_tasks(self.ds, options).await
     }
 
     /// Executes one task: its fragments' live rows written as new fragments, not committed.
     pub async fn execute(self, task: &CompactionTask) -> Result<CompactionResult> {
-        self.ds.execute_compaction(task).await
+        execute_compaction(self.ds, task).await
     }
 
     /// Commits the results of tasks planned on one version in one Rewrite, judged against
     /// every version published since they were planned.
     pub async fn commit(self, results: &[CompactionResult]) -> Result<Committed> {
-        self.ds.commit_compaction(results).await
+        commit_compaction(self.ds, results).await
     }
 }

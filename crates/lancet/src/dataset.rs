@@ -1,127 +1,55 @@
-//! The `Dataset` handle: one version of one table, with its store, base paths and caches.
+//! The methods of the public handle, [`Dataset`], in four groups: open and read, write,
+//! maintain, inspect. Every one is a delegation: the operation lives in the module named in
+//! its body, as a function over the [`Snapshot`] the handle wraps, so each module's
+//! dependencies are its imports.
+//!
+//! Each asynchronous delegation boxes the operation's future: the future an embedder's own
+//! async block holds stays one pointer deep, however many layers the operation composes, so
+//! a block calling several writes stays far inside rustc's type-layout depth limit.
 
 use std::sync::Arc;
 
-use lancet_file::FileStore;
-use lancet_paths::clock::{Clock, SystemClock};
-use lancet_paths::layout;
-use lancet_paths::manifest::{self, NamingScheme};
-use lancet_paths::{
-    files, BaseTable, DatasetStore, ManifestFile, ObjectLocation, PathsError, ResolvedBase,
+use arrow_array::RecordBatch;
+use arrow_schema::{Field, SchemaRef};
+use futures::Stream;
+use lancet_paths::clock::Clock;
+use lancet_paths::DatasetStore;
+use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
+
+use crate::backfill::AddColumnOptions;
+use crate::branches::Branches;
+use crate::cache::Caches;
+use crate::changes::Changes;
+use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
+use crate::commit::Committed;
+use crate::compaction::{Compaction, CompactionOptions};
+use crate::error::Result;
+use crate::exprs::{Assignment, ValueExpr};
+use crate::handle::Dataset;
+use crate::indexes::IndexSummary;
+use crate::merge::MergeInsert;
+use crate::metadata::MetadataTarget;
+use crate::optimize::OptimizeOptions;
+use crate::scan::ScanOptions;
+use crate::schema_change::ColumnAlteration;
+use crate::search::{SearchOptions, SearchResult};
+use crate::snapshot::Snapshot;
+use crate::storage::Storage;
+use crate::tags::Tags;
+use crate::verify::VerifyReport;
+use crate::version_ref::VersionRef;
+use crate::write::{AppendOptions, CreateOptions};
+use crate::{
+    backfill, branches, changes, cleanup, clone, commit, compaction, indexes, merge, metadata,
+    mutate, operations, optimize, scan, schema_change, search, storage, tags, verify, write,
 };
-use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use futures::stream::BoxStream;
+use lancet_filter::Filter;
+use lancet_proto::table::transaction::Operation;
+use lancet_tree::TreeWriterConfig;
 
-use lancet_tree::{OpenContext, StoreFetcher, TreeReader};
-
-use crate::cache::{CachedManifest, Caches};
-use crate::error::{Error, Result};
-
-/// One version of a Lance table: a cheap handle (clones share the store and caches).
-///
-/// Its methods, by what a user does:
-/// - **Open and read**: [`Dataset::open`], [`Dataset::open_version`], [`Dataset::open_with`],
-///   [`Dataset::checkout`], [`Dataset::with_clock`], [`Dataset::uri`], [`Dataset::version`],
-///   [`Dataset::schema`], [`Dataset::num_rows`], [`Dataset::scan`], [`Dataset::take`],
-///   [`Dataset::search`], [`Dataset::search_with`].
-/// - **Write** (each returns [`crate::commit::Committed`]): [`Dataset::create`], [`Dataset::append`],
-///   [`Dataset::append_with`], [`Dataset::overwrite`], [`Dataset::write_fragments`] (a
-///   distributed write's files),
-///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],
-///   [`Dataset::add_column`], [`Dataset::drop_columns`], [`Dataset::alter_columns`],
-///   [`Dataset::restore`].
-/// - **Maintain**: [`Dataset::compact`] (or [`Dataset::compaction`]: plan, execute each
-///   task on many workers, commit once),
-///   [`Dataset::build_btree`], [`Dataset::optimize_indices`], [`Dataset::cleanup`],
-///   [`Dataset::cleanup_with_progress`], [`Dataset::convert_to_tree`], [`Dataset::flatten`],
-///   [`Dataset::shallow_clone`].
-/// - **Inspect**: [`Dataset::manifest`], [`Dataset::indices`], [`Dataset::fragments`],
-///   [`Dataset::index_summaries`], [`Dataset::changes`] (what changed between versions),
-///   [`Dataset::verify`], [`Dataset::verify_data`],
-///   [`Dataset::tags`] (Lance's tags: list, create, move, delete, open by tag),
-///   [`Dataset::branches`] (Lance's branches: list, create, open), and
-///   [`Dataset::storage`]: the version as stored (objects, row ids, deletion vectors, BTree
-///   segments, the Fragment Reuse Index, expert writes of storage actions and rewrites).
-#[derive(Debug, Clone)]
-pub struct Dataset {
-    store: DatasetStore,
-    file_store: FileStore,
-    manifest: Arc<ManifestFile>,
-    bases: BaseTable,
-    caches: Arc<Caches>,
-    source: FragmentSource,
-    /// What commits stamp and age rules judge by; every handle derived from this one shares it.
-    clock: Arc<dyn Clock>,
-}
-
-/// Where a version's fragment records are: the manifest's flat list, or a fragment tree.
-/// Every fragment a caller sees comes through here, so a tree version answers exactly as the
-/// same table flat.
-#[derive(Debug, Clone)]
-enum FragmentSource {
-    /// The manifest's own list; the shared copy `fragments()` hands out is made on first use
-    /// (a flat manifest of millions of fragments is not held twice until something asks).
-    Flat(Arc<FlatList>),
-    Tree(TreeReader),
-}
-
-/// A flat version's fragments, as the facade hands them out.
-#[derive(Debug, Default)]
-struct FlatList {
-    /// The shared copy of the manifest's list, made on first use.
-    shared: std::sync::OnceLock<Arc<[DataFragment]>>,
-    /// Whether some record leaves its row count unknown (a legacy manifest).
-    unknown_counts: std::sync::OnceLock<bool>,
-}
-
-/// Counts of one fragment, with what is unknown left as `None` (Lance 14 writes 0 for "unknown"
-/// `physical_rows` and `num_deleted_rows` in flat manifests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FragmentSummary {
-    pub id: u64,
-    pub physical_rows: Option<u64>,
-    pub num_deleted_rows: Option<u64>,
-}
-
-impl FragmentSummary {
-    pub fn of(f: &DataFragment) -> Self {
-        let deleted = match &f.deletion_file {
-            None => Some(0),
-            Some(d) if d.num_deleted_rows == 0 => None,
-            Some(d) => Some(d.num_deleted_rows),
-        };
-        Self {
-            id: f.id,
-            physical_rows: (f.physical_rows != 0).then_some(f.physical_rows),
-            num_deleted_rows: deleted,
-        }
-    }
-
-    /// Visible rows, when both counts are known.
-    pub fn visible_rows(&self) -> Option<u64> {
-        self.physical_rows?.checked_sub(self.num_deleted_rows?)
-    }
-}
-
-/// The Lance-file store over a dataset store (sharing its object store): how a writer outside
-/// a [`Dataset`] handle (before the table exists, or staging files for a distributed commit)
-/// reads and writes Lance files where the table keeps them.
-pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
-    let uri = if store.local_root().is_some() {
-        "file:///".to_string()
-    } else if store.uri().starts_with("memory://") {
-        "memory:///".to_string()
-    } else {
-        store.uri().to_string()
-    };
-    Ok(FileStore::new(store.object_store().clone(), &uri)?)
-}
-
+/// Open and read.
 impl Dataset {
-    /// The lance-file view of a dataset store (shares its object store).
-    pub(crate) fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
-        file_store_for(store)
-    }
-
     /// Opens the latest version of the table at `uri` with default caches.
     pub async fn open(uri: &str) -> Result<Self> {
         Self::open_with(
@@ -135,12 +63,8 @@ impl Dataset {
     /// Opens version `version` of the table at `uri` with default caches (a version cleanup
     /// removed, or never committed, is `ErrorKind::NotFound`).
     pub async fn open_version(uri: &str, version: u64) -> Result<Self> {
-        Self::open_with(
-            DatasetStore::open(uri)?,
-            Some(version),
-            Caches::new(Default::default()),
-        )
-        .await
+        let caches = Caches::new(Default::default());
+        Self::open_with(DatasetStore::open(uri)?, Some(version), caches).await
     }
 
     /// Opens the version `at` names of the table at `uri`: a version number, a tag (of the
@@ -150,12 +74,8 @@ impl Dataset {
     /// with a version, or with a branch other than its own, is `ErrorKind::InvalidInput`.
     pub async fn open_ref(uri: &str, at: &VersionRef) -> Result<Self> {
         let (root, version) = at.resolve(uri).await?;
-        Self::open_with(
-            DatasetStore::open(&root)?,
-            version,
-            Caches::new(Default::default()),
-        )
-        .await
+        let caches = Caches::new(Default::default());
+        Self::open_with(DatasetStore::open(&root)?, version, caches).await
     }
 
     /// Opens `version` (latest when `None`) of the table in `store`, sharing `caches`.
@@ -164,459 +84,478 @@ impl Dataset {
         version: Option<u64>,
         caches: Arc<Caches>,
     ) -> Result<Self> {
-        let manifest = Self::load_manifest(&store, version, &caches).await?;
-        Self::from_manifest(store, manifest, caches, None).await
-    }
-
-    /// The version `manifest` holds, checked as every open checks it (reader feature flags,
-    /// base paths, the fragment tree's root): a candidate version is opened this way before
-    /// it is published. `file_store`: the Lance-file store of another version of the same
-    /// table, shared (its tails of files already opened or written stay warm); a new one when
-    /// `None`.
-    pub(crate) async fn from_manifest(
-        store: DatasetStore,
-        manifest: Arc<ManifestFile>,
-        caches: Arc<Caches>,
-        file_store: Option<FileStore>,
-    ) -> Result<Self> {
-        let unsupported = manifest.decoded.manifest.reader_feature_flags
-            & !lancet_paths::flags::LANCET_READER_SUPPORTED;
-        if unsupported != 0 {
-            let names: Vec<String> = lancet_paths::flags::flag_names(unsupported)
-                .into_iter()
-                .map(|f| match f {
-                    lancet_paths::flags::FlagName::Known(n) => n.to_string(),
-                    lancet_paths::flags::FlagName::Unknown(bit) => bit.to_string(),
-                })
-                .collect();
-            return Err(Error::Unsupported {
-                uri: store.uri().to_string(),
-                version: manifest.entry.version,
-                rule: format!(
-                    "reader feature flags lancet does not interpret: {}",
-                    names.join(", ")
-                ),
-            });
-        }
-        let bases = BaseTable::new(&manifest.decoded.manifest.base_paths)?;
-        let file_store = match file_store {
-            Some(shared) => shared,
-            None => file_store_for(&store)?,
-        };
-        let source = if lancet_tree::is_tree_manifest(&manifest.decoded.manifest) {
-            let manifest_object = manifest.entry.path.to_string();
-            lancet_tree::check_raw_arms(&manifest_object, &manifest.decoded.manifest_bytes)?;
-            FragmentSource::Tree(
-                TreeReader::open(
-                    &manifest.decoded.manifest,
-                    OpenContext {
-                        manifest_object,
-                        current: ResolvedBase::current_dataset(store.uri()),
-                        fetcher: Arc::new(StoreFetcher::new(store.clone())),
-                        cache: caches.tree_nodes.clone(),
-                    },
-                )
-                .await?,
-            )
-        } else {
-            FragmentSource::Flat(Arc::default())
-        };
-        Ok(Self {
-            store,
-            file_store,
-            manifest,
-            bases,
-            caches,
-            source,
-            clock: Arc::new(SystemClock),
-        })
-    }
-
-    /// Puts a manifest read elsewhere (by a commit reading what was published since) into
-    /// the manifest cache.
-    pub(crate) async fn cache_manifest(&self, file: ManifestFile) {
-        let key = (self.store.uri().to_string(), file.entry.version);
-        self.caches
-            .manifests
-            .insert(key, CachedManifest(Arc::new(file)))
-            .await;
-    }
-
-    /// Drops a removed version's manifest from the manifest cache.
-    pub(crate) async fn forget_manifest(&self, version: u64) {
-        let key = (self.store.uri().to_string(), version);
-        self.caches.manifests.invalidate(&key).await;
-    }
-
-    async fn load_manifest(
-        store: &DatasetStore,
-        version: Option<u64>,
-        caches: &Caches,
-    ) -> Result<Arc<ManifestFile>> {
-        // "latest" is resolved by listing first, so the cache key is a concrete version, and
-        // the listed entry is read as it is (no second lookup by name)
-        let (version, listed) = match version {
-            Some(v) => (v, None),
-            None => {
-                let entry = manifest::list_versions(store).await?.pop().ok_or_else(|| {
-                    PathsError::NoVersions {
-                        path: store.path(manifest::VERSIONS_DIR),
-                    }
-                })?;
-                (entry.version, Some(entry))
-            }
-        };
-        // Read outside the cache's loader so a corrupt manifest keeps its typed error (a
-        // failed shared load reaches callers only as text).
-        let key = (store.uri().to_string(), version);
-        if let Some(cached) = caches.manifests.get(&key).await {
-            return Ok(cached.0);
-        }
-        let manifest = Arc::new(match listed {
-            Some(entry) => manifest::read_manifest_entry(store, &entry).await?,
-            None => manifest::read_manifest(store, Some(version)).await?,
-        });
-        caches
-            .manifests
-            .insert(key, CachedManifest(manifest.clone()))
-            .await;
-        Ok(manifest)
+        Snapshot::open(store, version, caches).await.map(Self::from)
     }
 
     /// Another version of the same table, sharing this handle's store, caches and clock.
     pub async fn checkout(&self, version: u64) -> Result<Self> {
-        self.open_sibling(Some(version)).await
-    }
-
-    /// Version `version` of this table (the latest when `None`), sharing this handle's
-    /// store, caches, Lance-file store and clock.
-    pub(crate) async fn open_sibling(&self, version: Option<u64>) -> Result<Self> {
-        let manifest = Self::load_manifest(&self.store, version, &self.caches).await?;
-        Self::from_manifest(
-            self.store.clone(),
-            manifest,
-            self.caches.clone(),
-            Some(self.file_store.clone()),
-        )
-        .await
-        .map(|d| d.with_clock(self.clock.clone()))
+        self.snap.open_sibling(Some(version)).await.map(Self::from)
     }
 
     /// This handle with `clock` as the time its commits stamp and its age rules (cleanup,
     /// `fri unreferenced`) judge by; the system clock otherwise.
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        self.snap.with_clock(clock).into()
     }
 
     pub fn uri(&self) -> &str {
-        self.store.uri()
+        self.snap.uri()
     }
 
     pub fn version(&self) -> u64 {
-        self.manifest.entry.version
-    }
-
-    pub(crate) fn manifest_file(&self) -> &ManifestFile {
-        &self.manifest
+        self.snap.version()
     }
 
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest.decoded.manifest
-    }
-
-    /// Path of this version's manifest object, relative to the dataset root.
-    pub(crate) fn manifest_path(&self) -> String {
-        self.store
-            .relative(&self.manifest.entry.path)
-            .unwrap_or_else(|| self.manifest.entry.path.to_string())
-    }
-
-    /// This version's manifest object, for errors about what it holds.
-    pub(crate) fn manifest_ref(&self) -> lancet_proto::ObjectRef {
-        lancet_proto::ObjectRef::new(self.manifest.entry.path.to_string())
-    }
-
-    pub(crate) fn naming_scheme(&self) -> NamingScheme {
-        self.manifest.entry.scheme
+        self.snap.manifest()
     }
 
     /// Every fragment of the version, in id order: the manifest's flat list, or every record
     /// of the fragment tree resolved through its buffered mutations (the whole tree is read
     /// and checked; the result is kept in the index cache for this version).
     pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
-        match &self.source {
-            FragmentSource::Flat(flat) => Ok(flat
-                .shared
-                .get_or_init(|| self.manifest().fragments.as_slice().into())
-                .clone()),
-            FragmentSource::Tree(reader) => {
-                let key = crate::cache::StructureKey::TreeFragments {
-                    uri: self.uri().to_string(),
-                    version: self.version(),
-                };
-                self.caches
-                    .structure(
-                        key,
-                        Box::pin(async {
-                            let all: Vec<DataFragment> = reader.all_fragments().await?;
-                            Ok(Arc::<[DataFragment]>::from(all))
-                        }),
-                    )
-                    .await
-            }
-        }
-    }
-
-    /// `fragments` with every physical row count known. A legacy flat manifest records 0
-    /// ("unknown" to Lance 14) for fragments written before Lance recorded counts; there
-    /// the count is the first data file's row count, read from its footer, as Lance 14's
-    /// `FileFragment::physical_rows` reads it. This is the one place a read path resolves a
-    /// fragment's row count: scans, searches (and so `count_rows`) take their fragments
-    /// from here, so a fragment of unknown count is never taken as empty. The records are
-    /// otherwise as stored, and the same list comes back when no count is unknown.
-    pub(crate) async fn with_known_rows(
-        &self,
-        fragments: Arc<[DataFragment]>,
-    ) -> Result<Arc<[DataFragment]>> {
-        // a tree counts every record's rows; a flat list is looked at once per version
-        let unknown = match &self.source {
-            FragmentSource::Tree(_) => false,
-            FragmentSource::Flat(flat) => *flat
-                .unknown_counts
-                .get_or_init(|| self.manifest().fragments.iter().any(unknown_rows)),
-        };
-        if !unknown || !fragments.iter().any(unknown_rows) {
-            return Ok(fragments);
-        }
-        let mut out = fragments.to_vec();
-        for f in out.iter_mut().filter(|f| unknown_rows(f)) {
-            f.physical_rows = self.physical_rows_read(f).await?;
-        }
-        Ok(out.into())
-    }
-
-    /// `fragment` with its physical row count known ([`Dataset::with_known_rows`]).
-    pub(crate) async fn with_known_row_count(
-        &self,
-        fragment: DataFragment,
-    ) -> Result<DataFragment> {
-        let mut f = fragment;
-        if unknown_rows(&f) {
-            f.physical_rows = self.physical_rows_read(&f).await?;
-        }
-        Ok(f)
-    }
-
-    /// The row count of `fragment`'s first data file, read from its footer.
-    pub(crate) async fn physical_rows_read(&self, fragment: &DataFragment) -> Result<u64> {
-        let loc = self
-            .data_file_locations(fragment)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: format!("fragment {}", fragment.id),
-                reason: "it has no data file to count its rows in".into(),
-            })?;
-        let store = self.store_for(&loc.base)?;
-        let fs = Dataset::file_store_for(&store)?;
-        let file = lancet_file::LanceFile::open(&fs, &store.path(&loc.path), None).await?;
-        Ok(file.num_rows())
-    }
-
-    /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
-    pub(crate) async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
-        match &self.source {
-            FragmentSource::Flat(_) => {
-                let fragments = &self.manifest().fragments;
-                Ok(fragments
-                    .binary_search_by_key(&id, |f| f.id)
-                    .ok()
-                    .and_then(|i| fragments.get(i))
-                    .cloned())
-            }
-            FragmentSource::Tree(reader) => Ok(reader.fragment(id).await?),
-        }
-    }
-
-    /// The fragments with `ids`, in id order (each looked up alone: on a tree only their
-    /// routing paths are read). An id the version does not have is refused.
-    pub(crate) async fn fragments_with_ids(&self, ids: &[u64]) -> Result<Arc<[DataFragment]>> {
-        let mut ids = ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            match self.fragment(id).await? {
-                Some(f) => out.push(f),
-                None => {
-                    return Err(Error::InvalidArgument {
-                        what: format!("fragment {id}"),
-                        reason: format!("version {} has no fragment {id}", self.version()),
-                    })
-                }
-            }
-        }
-        Ok(out.into())
-    }
-
-    /// The fragment tree of this version, when it has one.
-    pub(crate) fn tree(&self) -> Option<&TreeReader> {
-        match &self.source {
-            FragmentSource::Tree(reader) => Some(reader),
-            FragmentSource::Flat(_) => None,
-        }
-    }
-
-    /// Refuses to read column data of `fragment` through data overlay files (flag 64), which
-    /// lancet passes through but does not apply. `what` names the operation in the error.
-    pub(crate) fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
-        if !fragment.overlays.is_empty() {
-            return Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!(
-                    "{what} would read column data of fragment {} through data overlay files, which lancet does not apply",
-                    fragment.id
-                ),
-            });
-        }
-        Ok(())
+        self.snap.fragments().await
     }
 
     pub fn indices(&self) -> &[IndexMetadata] {
-        &self.manifest.decoded.indices
-    }
-
-    pub(crate) fn store(&self) -> &DatasetStore {
-        &self.store
-    }
-
-    pub(crate) fn file_store(&self) -> &FileStore {
-        &self.file_store
-    }
-
-    pub(crate) fn bases(&self) -> &BaseTable {
-        &self.bases
-    }
-
-    pub(crate) fn caches(&self) -> &Arc<Caches> {
-        &self.caches
-    }
-
-    /// This dataset as a resolved base, for references with no `base_id`.
-    pub(crate) fn root(&self) -> ResolvedBase {
-        ResolvedBase::current_dataset(self.store.uri())
-    }
-
-    pub(crate) fn has_stable_row_ids(&self) -> bool {
-        lancet_txn::protocol::has_stable_row_ids(self.manifest())
+        self.snap.indices()
     }
 
     /// Visible rows of the version, when every fragment's counts are known (always on a
     /// tree, whose counts are derived from the root without reading further).
     pub fn num_rows(&self) -> Option<u64> {
-        match &self.source {
-            FragmentSource::Flat(_) => self
-                .manifest()
-                .fragments
-                .iter()
-                .map(|f| FragmentSummary::of(f).visible_rows())
-                .sum(),
-            FragmentSource::Tree(reader) => Some(reader.totals().visible_rows),
-        }
+        self.snap.num_rows()
     }
 
-    /// Where each data file of `fragment` lives.
-    pub(crate) fn data_file_locations(
+    /// The table's Arrow schema (top-level fields in manifest order).
+    pub fn schema(&self) -> Result<SchemaRef> {
+        scan::schema(&self.snap)
+    }
+
+    /// The rows of this version (deleted rows left out) as a stream of batches; see
+    /// [`ScanOptions`]. A filter is answered before any projected column is read.
+    pub async fn scan(
         &self,
-        fragment: &DataFragment,
-    ) -> Result<Vec<ObjectLocation>> {
-        fragment
-            .files
-            .iter()
-            .map(|f| Ok(files::data_file_location(f, &self.bases, &self.root())?))
-            .collect()
+        options: ScanOptions,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        Box::pin(scan::scan(&self.snap, options)).await
     }
 
-    /// Where the deletion file of `fragment` lives, if it has one.
-    pub(crate) fn deletion_file_location(
+    /// The rows with stable row ids (row addresses on a table without stable row ids)
+    /// `row_ids`, in the order asked; an id that is not live is an error naming it.
+    pub async fn take(&self, row_ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        Box::pin(scan::take(&self.snap, row_ids, columns)).await
+    }
+
+    /// The rows of this version where `filter` is TRUE, and where it is NULL.
+    pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
+        Box::pin(search::search(&self.snap, filter)).await
+    }
+
+    /// [`Dataset::search`] with options.
+    pub async fn search_with(
         &self,
-        fragment: &DataFragment,
-    ) -> Result<Option<ObjectLocation>> {
-        fragment
-            .deletion_file
-            .as_ref()
-            .map(|d| files::deletion_file_location(fragment.id, d, &self.bases, &self.root()))
-            .transpose()
-            .map_err(Error::from)
+        filter: &Filter,
+        options: &SearchOptions,
+    ) -> Result<SearchResult> {
+        Box::pin(search::search_with(&self.snap, filter, options)).await
     }
 }
 
-/// A fragment whose record leaves its row count unknown (0, with data files to count).
-fn unknown_rows(f: &DataFragment) -> bool {
-    f.physical_rows == 0 && !f.files.is_empty()
+/// Write.
+impl Dataset {
+    /// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
+    /// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
+    /// row ids from 0. Memory stays bounded by a batch.
+    pub async fn create<S>(
+        uri: &str,
+        schema: SchemaRef,
+        batches: S,
+        options: CreateOptions,
+    ) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::create(uri, schema, batches, options)).await
+    }
+
+    /// Writes `batches` of `schema` as the data files of fragments of a table not yet created
+    /// at `uri`, without committing: the distributed form of [`Dataset::create`]. Many
+    /// workers write with the same schema and options; one commits everything they wrote
+    /// with [`Dataset::create_from_fragments`]. Field ids are the schema's from 0, as the
+    /// new table's will be. A location that holds a table is refused.
+    pub async fn write_new_fragments<S>(
+        uri: &str,
+        schema: SchemaRef,
+        batches: S,
+        options: CreateOptions,
+    ) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::write_new_fragments(uri, schema, batches, options)).await
+    }
+
+    /// Creates a table at `uri` (which must hold none) as version 1 holding `written`
+    /// (fragments [`Dataset::write_new_fragments`] wrote with the same `schema` and
+    /// options) in one Overwrite: fragments numbered from 0 in the order given.
+    pub async fn create_from_fragments(
+        uri: &str,
+        schema: SchemaRef,
+        written: Vec<DataFragment>,
+        options: CreateOptions,
+    ) -> Result<Committed> {
+        Box::pin(write::create_from_fragments(uri, schema, written, options)).await
+    }
+
+    /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
+    /// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new
+    /// columns, data files in the table's file version, new fragments numbered after
+    /// `max_fragment_id` and, with stable row ids, row ids from `next_row_id` (no id is handed
+    /// out twice); the indexes go, as Lance leaves them. No rows is an empty table (a
+    /// truncation). The table's layout stays (a tree holds the new fragments).
+    /// [`Committed::rows`]: the rows written.
+    pub async fn overwrite<S>(
+        &self,
+        schema: SchemaRef,
+        batches: S,
+        options: &AppendOptions,
+    ) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::overwrite(&self.snap, schema, batches, options)).await
+    }
+
+    /// Writes `batches` (the table's schema) as the data files of new fragments, without
+    /// committing them: Lance's distributed write. Many workers write; one commits
+    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
+    /// The fragments have id 0 and no row ids (the commit gives both).
+    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::write_fragments(&self.snap, batches)).await
+    }
+
+    /// Appends `batches` (the table's schema) as new fragments in one Append. No rows at all
+    /// is refused with nothing published, as Lance 14.0.2's writer refuses it ("No data to
+    /// write").
+    pub async fn append<S>(&self, batches: S) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::append(&self.snap, batches)).await
+    }
+
+    /// [`Dataset::append`] with how the new data files are cut (`options`).
+    pub async fn append_with<S>(&self, batches: S, options: &AppendOptions) -> Result<Committed>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::append_with(&self.snap, batches, options)).await
+    }
+
+    /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
+    /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
+    /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
+    /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
+    /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
+    /// version sequences. The candidate is judged by the invariants, with the footers of the
+    /// data files it adds read; a lost race is rebased (the operation planned again on the
+    /// latest version) or fails typed.
+    pub async fn commit(&self, operation: Operation) -> Result<Committed> {
+        Box::pin(operations::commit(&self.snap, operation)).await
+    }
+
+    /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
+    /// fragment left with no live row is removed. A filter no row matches still commits (an
+    /// empty Delete), as Lance does. [`Committed::rows`]: the rows deleted.
+    pub async fn delete(&self, filter: &Filter) -> Result<Committed> {
+        Box::pin(mutate::delete(&self.snap, filter)).await
+    }
+
+    /// Sets the columns of `assignments` (`"x = x + 1"` as SQL text, or a column and its
+    /// value: [`Assignment`]) on the live rows where
+    /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
+    /// new values (cast to each column's type; a value that does not fit is an error) and
+    /// their old copies deleted. A filter no row matches commits an empty Update.
+    /// [`Committed::rows`]: the rows updated.
+    pub async fn update(
+        &self,
+        filter: &Filter,
+        assignments: &[impl Assignment],
+    ) -> Result<Committed> {
+        Box::pin(mutate::update(&self.snap, filter, assignments)).await
+    }
+
+    /// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
+    pub fn merge_insert<S: AsRef<str>>(&self, on: &[S]) -> MergeInsert<'_> {
+        merge::merge_insert(&self.snap, on)
+    }
+
+    /// Adds the column `name` holding `value` (an expression over the table's columns, as
+    /// `UPDATE ... SET` takes: SQL text such as `"id * 2"`, or a parsed value: [`ValueExpr`]) for every row; returns the last version. An expression naming
+    /// no column of the table, of no type (a bare NULL), or failing on any row is refused
+    /// with nothing published. A column of that name is refused unless it has the
+    /// expression's type and fragments without a file for it (a batched run that stopped
+    /// part way): then those fragments are completed.
+    pub async fn add_column(
+        &self,
+        name: &str,
+        value: impl ValueExpr,
+        options: AddColumnOptions,
+    ) -> Result<Committed> {
+        Box::pin(backfill::add_column(&self.snap, name, value, options)).await
+    }
+
+    /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
+    /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
+    /// come from elsewhere ([`Dataset::write_column_file`], [`Dataset::replace_data_files`]).
+    /// A name the table has, or a non-nullable field, is refused with nothing published.
+    pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
+        Box::pin(backfill::add_null_columns(&self.snap, fields)).await
+    }
+
+    /// Drops the top-level `columns` (and everything under them) in one Project, as Lance
+    /// 14.0.2's `drop_columns`: no data is rewritten; a data file holding only dropped
+    /// columns leaves its fragments, one holding others stays as it is; an index on a dropped
+    /// column goes. A column the table does not have, or dropping every column, is
+    /// `InvalidInput` with nothing published.
+    pub async fn drop_columns(&self, columns: &[&str]) -> Result<Committed> {
+        Box::pin(schema_change::drop_columns(&self.snap, columns)).await
+    }
+
+    /// Renames columns and changes their nullability in one Project, as Lance 14.0.2's
+    /// `alter_columns` without a cast: no data is rewritten and every field keeps its id, so
+    /// indexes stay. Making a column non-nullable first reads it: a NULL refuses the change.
+    /// An unknown column, or a name taken, is `InvalidInput` with nothing published. A change
+    /// of type rewrites the column instead, in one Merge (see `cast_columns`).
+    pub async fn alter_columns(&self, alterations: &[ColumnAlteration]) -> Result<Committed> {
+        Box::pin(schema_change::alter_columns(&self.snap, alterations)).await
+    }
+
+    /// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
+    /// or, with `replace`, makes the map exactly the entries that have a value — in one
+    /// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
+    /// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
+    /// with nothing published.
+    pub async fn update_metadata(
+        &self,
+        target: MetadataTarget<'_>,
+        entries: &[(&str, Option<&str>)],
+        replace: bool,
+    ) -> Result<Committed> {
+        Box::pin(metadata::update_metadata(
+            &self.snap, target, entries, replace,
+        ))
+        .await
+    }
+
+    /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
+    /// indexes and history stay.
+    pub async fn truncate(&self) -> Result<Committed> {
+        Box::pin(metadata::truncate(&self.snap)).await
+    }
+
+    /// Publishes the version after the latest with version `version`'s content (fragments or
+    /// tree, schema, indices), as Lance's Restore: `max_fragment_id` and `next_row_id` are not
+    /// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
+    /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
+    /// it a retryable conflict). The way back from a bad version.
+    pub async fn restore(&self, version: u64) -> Result<Committed> {
+        Box::pin(commit::restore(&self.snap, version)).await
+    }
 }
 
-/// Which version of a table [`Dataset::open_ref`] opens: the latest when every field is
-/// `None`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VersionRef {
-    /// A version number (of the main line, or of `branch`).
-    pub version: Option<u64>,
-    /// A tag: the version it names, on the main line or on the branch it records.
-    pub tag: Option<String>,
-    /// A branch (`lancet_paths::layout::branch_root`): its latest version, or `version`.
-    pub branch: Option<String>,
+/// Maintain.
+impl Dataset {
+    /// Plans, executes every task here, and commits: `compact_files` in one call.
+    ///
+    /// `CompactionOptions::default()` is pylance's `compact_files()` with no argument:
+    /// fragments below 1,048,576 rows are merged with their neighbours into fragments near
+    /// that size, and a fragment with more than 10% of its rows deleted is rewritten without
+    /// them; every BTree covering a rewritten fragment is rewritten in the same commit
+    /// (`defer_index_remap: true` records the moves in the Fragment Reuse Index instead).
+    /// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
+    pub async fn compact(&self, options: &CompactionOptions) -> Result<Committed> {
+        Box::pin(compaction::compact(&self.snap, options)).await
+    }
+
+    /// Lance's distributed compaction: the tasks planned on this version, each executed
+    /// anywhere, every result committed once.
+    pub fn compaction(&self) -> Compaction<'_> {
+        compaction::compaction(&self.snap)
+    }
+
+    /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
+    /// the next version under the name `{column}_idx`, replacing an index of that name.
+    /// `page_rows`: rows per index page, or `None` for Lance's default, 4,096
+    /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]): `ds.build_btree("id", None)`.
+    pub async fn build_btree(
+        &self,
+        column: &str,
+        page_rows: impl Into<Option<u64>>,
+    ) -> Result<crate::commit::Committed> {
+        Box::pin(indexes::build_btree(&self.snap, column, page_rows)).await
+    }
+
+    /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
+    /// fragment when `None`) and writes its files, without committing: the distributed form of
+    /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
+    /// commits every segment with [`Dataset::commit_btree_segments`].
+    pub async fn train_btree_segment(
+        &self,
+        column: &str,
+        fragments: Option<&[u64]>,
+        page_rows: u64,
+    ) -> Result<IndexMetadata> {
+        Box::pin(indexes::train_btree_segment(
+            &self.snap, column, fragments, page_rows,
+        ))
+        .await
+    }
+
+    /// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
+    /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
+    /// that name. Segments of another index or column, or two covering one fragment, are
+    /// refused with nothing published.
+    pub async fn commit_btree_segments(
+        &self,
+        column: &str,
+        segments: Vec<IndexMetadata>,
+    ) -> Result<crate::commit::Committed> {
+        Box::pin(indexes::commit_btree_segments(&self.snap, column, segments)).await
+    }
+
+    /// Extends every BTree index over the fragments it does not cover, and rewrites segments
+    /// that hold addresses from before deferred compactions (see the module docs). Returns
+    /// a version per index changed, and the trimmed history's (none when nothing needed doing).
+    pub async fn optimize_indices(&self, options: &OptimizeOptions) -> Result<Committed> {
+        Box::pin(optimize::optimize_indices(&self.snap, options)).await
+    }
+
+    /// Removes the versions `policy` selects and every object only they (or no version)
+    /// need (module docs). Runs from this handle's version: it and newer versions are kept.
+    pub async fn cleanup(&self, policy: &CleanupPolicy) -> Result<CleanupReport> {
+        Box::pin(cleanup::cleanup(&self.snap, policy)).await
+    }
+
+    /// [`Dataset::cleanup`], telling `progress` how far it is.
+    pub async fn cleanup_with_progress(
+        &self,
+        policy: &CleanupPolicy,
+        progress: impl Fn(CleanupProgress) + Send + Sync,
+    ) -> Result<CleanupReport> {
+        Box::pin(cleanup::cleanup_with_progress(&self.snap, policy, progress)).await
+    }
+
+    /// Publishes version N+1 of this flat table with its fragments moved into a fragment
+    /// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
+    /// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
+    /// are read from the data and deletion files. `progress` is told how many fragments are
+    /// ready, as counts are resolved.
+    pub async fn convert_to_tree(
+        &self,
+        config: &TreeWriterConfig,
+        progress: impl Fn(usize, usize),
+    ) -> Result<Committed> {
+        Box::pin(commit::convert_to_tree(&self.snap, config, progress)).await
+    }
+
+    /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
+    /// (what Lance 14 reads).
+    pub async fn flatten(&self) -> Result<Committed> {
+        Box::pin(commit::flatten(&self.snap)).await
+    }
+
+    /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
+    /// which must not hold a table yet: its first version, opened.
+    pub async fn shallow_clone(
+        &self,
+        target: &str,
+        version: Option<u64>,
+    ) -> Result<crate::commit::Committed> {
+        Box::pin(clone::shallow_clone(&self.snap, target, version)).await
+    }
+
+    /// Fragments with no data file holding column `name` (it reads NULL there until
+    /// backfilled), in id order: what a stopped backfill has left to do.
+    pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
+        Box::pin(backfill::unfilled_fragments(&self.snap, name)).await
+    }
+
+    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
+    /// them), the columns `columns` (every column when `None`): what a backfill computes a
+    /// new column's file from.
+    pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
+        Box::pin(backfill::fragment_rows(&self.snap, id, columns)).await
+    }
+
+    /// Writes `batch` (columns of the table, of their types, one value per physical row of
+    /// fragment `id`) as one data file for that fragment, and returns it unpublished:
+    /// [`Dataset::replace_data_files`] publishes it. A column the table lacks, of another
+    /// type, or a row count other than the fragment's is refused and nothing is written.
+    pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
+        Box::pin(backfill::write_column_file(&self.snap, id, batch)).await
+    }
+
+    /// Publishes data files written by [`Dataset::write_column_file`] in one
+    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
+    /// invariants judge the candidate; a refused commit publishes nothing and the caller
+    /// still owns the files.
+    pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
+        Box::pin(backfill::replace_data_files(&self.snap, files)).await
+    }
 }
 
-impl VersionRef {
-    /// The dataset root (`uri`, or a branch's root below it) and the version (`None`: the
-    /// latest) this reference names. Reads the tag, or the branch references, under `uri`.
-    pub async fn resolve(&self, uri: &str) -> Result<(String, Option<u64>)> {
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("version of {uri}"),
-            reason,
-        };
-        let store = || DatasetStore::open(uri);
-        match (&self.tag, &self.branch) {
-            (None, None) => Ok((uri.to_string(), self.version)),
-            (None, Some(branch)) => {
-                lancet_paths::refs::check_branch_name(branch)?;
-                // a branch no reference names is not opened
-                let listed = lancet_paths::refs::list_branches(&store()?).await?;
-                if !listed.iter().any(|b| &b.name == branch) {
-                    return Err(lancet_paths::PathsError::RefNotFound {
-                        what: "branch",
-                        name: branch.clone(),
-                    }
-                    .into());
-                }
-                Ok((layout::branch_uri(uri, branch), self.version))
-            }
-            (Some(name), branch) => {
-                if self.version.is_some() {
-                    return Err(invalid(format!("give a version or tag {name:?}, not both")));
-                }
-                let tag = lancet_paths::refs::get_tag(&store()?, name).await?;
-                if branch.is_some() && *branch != tag.branch {
-                    return Err(invalid(format!(
-                        "tag {name:?} names a version of {}, not of branch {:?}",
-                        tag.branch
-                            .as_ref()
-                            .map_or("the main line".to_string(), |b| format!("branch {b:?}")),
-                        branch.as_deref().unwrap_or_default()
-                    )));
-                }
-                match &tag.branch {
-                    Some(b) => Ok((layout::branch_uri(uri, b), Some(tag.version))),
-                    None => Ok((uri.to_string(), Some(tag.version))),
-                }
-            }
-        }
+/// Inspect.
+impl Dataset {
+    /// Every index of this version, grouped by name in manifest order, with its type.
+    /// A `fragment_bitmap` that does not decode is an error naming the index.
+    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
+        indexes::index_summaries(&self.snap)
+    }
+
+    /// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
+    /// equal to pylance's `delta(begin_version=begin, end_version=end)`: inserted and updated
+    /// rows are read from this handle's version (as Lance reads its dataset's), deleted ids
+    /// by comparing versions `begin` and `end`. Asked of a handle at a version after `end`,
+    /// the rows are this handle's: a row inserted in the range comes with this version's
+    /// values, a row updated in the range and again after `end` is not reported as updated
+    /// (its last update is outside the range), and a row deleted since is absent, as pylance
+    /// answers on a dataset opened at a later version; open the handle at `end` for the rows
+    /// as `end` held them. Needs stable row ids (`InvalidInput`
+    /// otherwise, where pylance answers nothing silently); `begin` after `end` is
+    /// `InvalidInput`; a version cleaned up is `NotFound`.
+    pub async fn changes(&self, begin: u64, end: u64) -> Result<Changes> {
+        Box::pin(changes::changes(&self.snap, begin, end)).await
+    }
+
+    /// Checks every rule on this version (see the module doc).
+    pub async fn verify(&self) -> Result<VerifyReport> {
+        Box::pin(verify::verify(&self.snap)).await
+    }
+
+    /// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
+    /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
+    /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
+    pub async fn verify_data(&self) -> Result<VerifyReport> {
+        Box::pin(verify::verify_data(&self.snap)).await
+    }
+
+    /// The table's tags: list, create, move, delete, and open a version by its tag.
+    pub fn tags(&self) -> Tags<'_> {
+        tags::tags(&self.snap)
+    }
+
+    /// The table's branches: list, create, open.
+    pub fn branches(&self) -> Branches<'_> {
+        branches::branches(&self.snap)
+    }
+
+    /// This version as stored: objects, structures and expert writes below the table API.
+    pub fn storage(&self) -> Storage<'_> {
+        storage::storage(&self.snap)
     }
 }

@@ -10,117 +10,112 @@ use lancet_reuse::{content_location, is_fri_entry, ContentLocation};
 use lancet_reuse::{History, ReuseError};
 
 use crate::cache::StructureKey;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::rewrite;
+use crate::snapshot::Snapshot;
 
-impl Dataset {
-    /// The `__lance_frag_reuse` entry, if the version has one.
-    pub(crate) fn fri_entry(&self) -> Option<&IndexMetadata> {
-        self.indices().iter().find(|m| is_fri_entry(m))
-    }
+/// The `__lance_frag_reuse` entry, if the version has one.
+pub(crate) fn fri_entry(snap: &Snapshot) -> Option<&IndexMetadata> {
+    snap.indices().iter().find(|m| is_fri_entry(m))
+}
 
-    /// The FRI history of this version, validated and ready to translate (row maps of stable
-    /// partitions opened, counts checked, no labels read). Cached per version.
-    pub(crate) async fn fri_history(&self) -> Result<Option<Arc<History>>> {
-        let Some(entry) = self.fri_entry().cloned() else {
-            return Ok(None);
-        };
-        let key = StructureKey::FriHistory {
-            uri: self.uri().to_string(),
-            version: self.version(),
-        };
-        self.caches()
-            .structure(
-                key,
-                Box::pin(async { Ok(Arc::new(self.load_fri(&entry).await?)) }),
-            )
-            .await
-            .map(Some)
-    }
+/// The FRI history of this version, validated and ready to translate (row maps of stable
+/// partitions opened, counts checked, no labels read). Cached per version.
+pub(crate) async fn fri_history(snap: &Snapshot) -> Result<Option<Arc<History>>> {
+    let Some(entry) = fri_entry(snap).cloned() else {
+        return Ok(None);
+    };
+    let key = StructureKey::FriHistory {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+    };
+    snap.caches()
+        .structure(
+            key,
+            Box::pin(async { Ok(Arc::new(load_fri(snap, &entry).await?)) }),
+        )
+        .await
+        .map(Some)
+}
 
-    /// The decoded (not yet opened) FRI history of this version, if it has one: no row map
-    /// is touched.
-    pub(crate) async fn fri_ledger(&self) -> Result<Option<lancet_reuse::Ledger>> {
-        match self.fri_entry().cloned() {
-            Some(entry) => Ok(Some(self.decode_fri(&entry).await?)),
-            None => Ok(None),
-        }
-    }
-
-    async fn load_fri(&self, entry: &IndexMetadata) -> Result<History> {
-        let what = self.manifest_ref().object;
-        let ledger = self.decode_fri(entry).await?;
-        let mut history = History::new(ledger, &what)?;
-        for (i, map_id, _, base_id) in history.row_maps_needed() {
-            let base = self
-                .bases()
-                .resolve(base_id, &self.root(), BaseRequirement::Any)?;
-            let store = self.store_for(&base)?;
-            let fs = Dataset::file_store_for(&store)?;
-            let t = history
-                .transition(i)
-                .cloned()
-                .ok_or_else(|| Error::Internal(format!("history has no transition {i}")))?;
-            let rel = lancet_reuse::row_map_path(&map_id, base.is_dataset_root);
-            history.attach_row_map(i, RowMap::open_at(&store, &fs, &rel, &t).await?);
-        }
-        Ok(history)
-    }
-
-    async fn decode_fri(&self, entry: &IndexMetadata) -> Result<lancet_reuse::Ledger> {
-        self.decode_fri_under(entry, self.manifest()).await
-    }
-
-    /// `entry`'s history read from this table's storage, judged under the flags of `m` (the
-    /// manifest that holds the entry: this version's, or a candidate's).
-    pub(crate) async fn decode_fri_under(
-        &self,
-        entry: &IndexMetadata,
-        m: &lancet_proto::table::Manifest,
-    ) -> Result<lancet_reuse::Ledger> {
-        let what = self.manifest_ref().object;
-        let index_version = entry.index_version.unwrap_or(0);
-        lancet_reuse::rules::check_entry_flags(
-            index_version,
-            m.reader_feature_flags,
-            m.writer_feature_flags,
-            lancet_txn::protocol::has_stable_row_ids(m),
-            &what,
-        )?;
-        let bytes = match content_location(entry)? {
-            ContentLocation::Inline(bytes) => bytes,
-            ContentLocation::External(file) => {
-                let uuid = ObjectUuid::from_slice(
-                    entry
-                        .uuid
-                        .as_ref()
-                        .map(|u| u.uuid.as_slice())
-                        .unwrap_or_default(),
-                )?;
-                let dir =
-                    files::index_dir_location(&uuid, entry.base_id, self.bases(), &self.root())?;
-                let store = self.store_for(&dir.base)?;
-                lancet_reuse::read_external(&store, &dir.path, &file).await?
-            }
-        };
-        Ok(decode_inline(&bytes, index_version, &what)?)
+/// The decoded (not yet opened) FRI history of this version, if it has one: no row map
+/// is touched.
+pub(crate) async fn fri_ledger(snap: &Snapshot) -> Result<Option<lancet_reuse::Ledger>> {
+    match fri_entry(snap).cloned() {
+        Some(entry) => Ok(Some(decode_fri(snap, &entry).await?)),
+        None => Ok(None),
     }
 }
 
-impl Dataset {
-    /// Re-publishes this version's FRI history as a tagged (index_version 1) entry in the next
-    /// version: every transition as a v1 `Transition`, feature flag 1024 set in both words, the
-    /// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
-    /// release builds refuse FRI there) and when the history has transitions lancet cannot
-    /// interpret (it would have to carry them unread).
-    pub(crate) async fn upgrade_fri(&self) -> Result<crate::commit::Committed> {
-        let what = self.manifest_ref().object;
-        let ledger = self.extendable_history(&what).await?.ok_or_else(|| {
-            ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index"))
-        })?;
-        // the graph rules hold before anything is republished
-        let ledger = History::new(ledger, &what)?.ledger;
-        self.publish_history(None, ledger, crate::rewrite::Format::Tagged)
-            .await
+async fn load_fri(snap: &Snapshot, entry: &IndexMetadata) -> Result<History> {
+    let what = snap.manifest_ref().object;
+    let ledger = decode_fri(snap, entry).await?;
+    let mut history = History::new(ledger, &what)?;
+    for (i, map_id, _, base_id) in history.row_maps_needed() {
+        let base = snap
+            .bases()
+            .resolve(base_id, &snap.root(), BaseRequirement::Any)?;
+        let store = snap.store_for(&base)?;
+        let fs = crate::snapshot::file_store_for(&store)?;
+        let t = history
+            .transition(i)
+            .cloned()
+            .ok_or_else(|| Error::Internal(format!("history has no transition {i}")))?;
+        let rel = lancet_reuse::row_map_path(&map_id, base.is_dataset_root);
+        history.attach_row_map(i, RowMap::open_at(&store, &fs, &rel, &t).await?);
     }
+    Ok(history)
+}
+
+async fn decode_fri(snap: &Snapshot, entry: &IndexMetadata) -> Result<lancet_reuse::Ledger> {
+    decode_fri_under(snap, entry, snap.manifest()).await
+}
+
+/// `entry`'s history read from this table's storage, judged under the flags of `m` (the
+/// manifest that holds the entry: this version's, or a candidate's).
+pub(crate) async fn decode_fri_under(
+    snap: &Snapshot,
+    entry: &IndexMetadata,
+    m: &lancet_proto::table::Manifest,
+) -> Result<lancet_reuse::Ledger> {
+    let what = snap.manifest_ref().object;
+    let index_version = entry.index_version.unwrap_or(0);
+    lancet_reuse::rules::check_entry_flags(
+        index_version,
+        m.reader_feature_flags,
+        m.writer_feature_flags,
+        lancet_txn::protocol::has_stable_row_ids(m),
+        &what,
+    )?;
+    let bytes = match content_location(entry)? {
+        ContentLocation::Inline(bytes) => bytes,
+        ContentLocation::External(file) => {
+            let uuid = ObjectUuid::from_slice(
+                entry
+                    .uuid
+                    .as_ref()
+                    .map(|u| u.uuid.as_slice())
+                    .unwrap_or_default(),
+            )?;
+            let dir = files::index_dir_location(&uuid, entry.base_id, snap.bases(), &snap.root())?;
+            let store = snap.store_for(&dir.base)?;
+            lancet_reuse::read_external(&store, &dir.path, &file).await?
+        }
+    };
+    Ok(decode_inline(&bytes, index_version, &what)?)
+}
+
+/// Re-publishes this version's FRI history as a tagged (index_version 1) entry in the next
+/// version: every transition as a v1 `Transition`, feature flag 1024 set in both words, the
+/// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
+/// release builds refuse FRI there) and when the history has transitions lancet cannot
+/// interpret (it would have to carry them unread).
+pub(crate) async fn upgrade_fri(snap: &Snapshot) -> Result<crate::commit::Committed> {
+    let what = snap.manifest_ref().object;
+    let ledger = rewrite::extendable_history(snap, &what)
+        .await?
+        .ok_or_else(|| ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index")))?;
+    // the graph rules hold before anything is republished
+    let ledger = History::new(ledger, &what)?.ledger;
+    rewrite::publish_history(snap, None, ledger, crate::rewrite::Format::Tagged).await
 }

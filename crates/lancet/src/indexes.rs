@@ -11,9 +11,14 @@ use lancet_proto::table::{DataFragment, IndexMetadata};
 use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::fri;
+use crate::operations;
+use crate::optimize;
+use crate::rowids;
+use crate::scan;
 use crate::segment::BTreeSegment;
+use crate::snapshot::Snapshot;
 
 fn uuid_of(meta: &IndexMetadata) -> Result<ObjectUuid> {
     let bytes = meta
@@ -45,346 +50,352 @@ pub struct IndexSummary {
     pub answered_by_lancet: bool,
 }
 
-impl Dataset {
-    /// Every index of this version, grouped by name in manifest order, with its type.
-    /// A `fragment_bitmap` that does not decode is an error naming the index.
-    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
-        let mut out: Vec<IndexSummary> = Vec::new();
-        for m in self.indices() {
-            let index_type = m
-                .index_details
-                .as_ref()
-                .and_then(|d| lancet_proto::index_type_name(&d.type_url))
-                .unwrap_or_else(|| "unknown".into());
-            let fragments = self.index_fragments(m)?.unwrap_or_default();
-            match out.iter_mut().find(|s| s.name == m.name) {
-                Some(s) => {
-                    s.segments += 1;
-                    s.fragments |= fragments;
-                    s.dataset_version = s.dataset_version.max(m.dataset_version);
-                }
-                None => {
-                    let columns = m
-                        .fields
-                        .iter()
-                        .filter_map(|id| self.manifest().fields.iter().find(|f| f.id == *id))
-                        .map(|f| f.name.clone())
-                        .collect();
-                    out.push(IndexSummary {
-                        name: m.name.clone(),
-                        answered_by_lancet: index_type == "BTree",
-                        index_type,
-                        columns,
-                        segments: 1,
-                        index_version: m.index_version.unwrap_or(0),
-                        dataset_version: m.dataset_version,
-                        fragments,
-                    });
-                }
+/// Every index of this version, grouped by name in manifest order, with its type.
+/// A `fragment_bitmap` that does not decode is an error naming the index.
+pub(crate) fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
+    let mut out: Vec<IndexSummary> = Vec::new();
+    for m in snap.indices() {
+        let index_type = m
+            .index_details
+            .as_ref()
+            .and_then(|d| lancet_proto::index_type_name(&d.type_url))
+            .unwrap_or_else(|| "unknown".into());
+        let fragments = index_fragments(snap, m)?.unwrap_or_default();
+        match out.iter_mut().find(|s| s.name == m.name) {
+            Some(s) => {
+                s.segments += 1;
+                s.fragments |= fragments;
+                s.dataset_version = s.dataset_version.max(m.dataset_version);
+            }
+            None => {
+                let columns = m
+                    .fields
+                    .iter()
+                    .filter_map(|id| snap.manifest().fields.iter().find(|f| f.id == *id))
+                    .map(|f| f.name.clone())
+                    .collect();
+                out.push(IndexSummary {
+                    name: m.name.clone(),
+                    answered_by_lancet: index_type == "BTree",
+                    index_type,
+                    columns,
+                    segments: 1,
+                    index_version: m.index_version.unwrap_or(0),
+                    dataset_version: m.dataset_version,
+                    fragments,
+                });
             }
         }
-        Ok(out)
     }
+    Ok(out)
+}
 
-    /// The BTree index entries, grouped by name (one entry per segment).
-    pub(crate) fn btree_indices(&self) -> Vec<(String, Vec<&IndexMetadata>)> {
-        lancet_btree::segments_by_name(self.indices())
+/// The BTree index entries, grouped by name (one entry per segment).
+pub(crate) fn btree_indices(snap: &Snapshot) -> Vec<(String, Vec<&IndexMetadata>)> {
+    lancet_btree::segments_by_name(snap.indices())
+}
+
+/// The name of the BTree index on the field `field_id`, if any.
+pub(crate) fn btree_on_field(snap: &Snapshot, field_id: i32) -> Option<String> {
+    lancet_btree::btree_on_field(snap.indices(), field_id)
+}
+
+/// Opens every segment of the BTree index `name`; lookups are cached per segment, pages in
+/// the session's page cache.
+/// The fragments an index entry covers (`None`: no bitmap stored), decoded strictly: one
+/// Roaring bitmap occupying the whole field, or a typed error naming the index.
+pub(crate) fn index_fragments(
+    snap: &Snapshot,
+    meta: &IndexMetadata,
+) -> Result<Option<RoaringBitmap>> {
+    if meta.fragment_bitmap.is_empty() {
+        return Ok(None);
     }
+    lancet_proto::roaring_wire::decode_roaring32(&meta.fragment_bitmap)
+        .map(Some)
+        .map_err(|e| Error::Corrupt {
+            at: snap.manifest_ref(),
+            rule: format!(
+                "index {:?}: fragment_bitmap does not decode: {e}",
+                meta.name
+            ),
+        })
+}
 
-    /// The name of the BTree index on the field `field_id`, if any.
-    pub(crate) fn btree_on_field(&self, field_id: i32) -> Option<String> {
-        lancet_btree::btree_on_field(self.indices(), field_id)
-    }
+/// The segments of this version's BTree index `name`, opened (kept in the session's
+/// structure cache per version: a hot search opens nothing).
+pub(crate) async fn btree_segments(snap: &Snapshot, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
+    let key = StructureKey::BTreeSegments {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+        name: name.to_string(),
+    };
+    snap.caches()
+        .structure(
+            key,
+            Box::pin(async { Ok(Arc::new(open_btree_segments(snap, name).await?)) }),
+        )
+        .await
+}
 
-    /// Opens every segment of the BTree index `name`; lookups are cached per segment, pages in
-    /// the session's page cache.
-    /// The fragments an index entry covers (`None`: no bitmap stored), decoded strictly: one
-    /// Roaring bitmap occupying the whole field, or a typed error naming the index.
-    pub(crate) fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
-        if meta.fragment_bitmap.is_empty() {
-            return Ok(None);
-        }
-        lancet_proto::roaring_wire::decode_roaring32(&meta.fragment_bitmap)
-            .map(Some)
-            .map_err(|e| Error::Corrupt {
-                at: self.manifest_ref(),
-                rule: format!(
-                    "index {:?}: fragment_bitmap does not decode: {e}",
-                    meta.name
-                ),
-            })
-    }
-
-    /// The segments of this version's BTree index `name`, opened (kept in the session's
-    /// structure cache per version: a hot search opens nothing).
-    pub(crate) async fn btree_segments(&self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
-        let key = StructureKey::BTreeSegments {
-            uri: self.uri().to_string(),
-            version: self.version(),
-            name: name.to_string(),
-        };
-        self.caches()
-            .structure(
-                key,
-                Box::pin(async { Ok(Arc::new(self.open_btree_segments(name).await?)) }),
-            )
-            .await
-    }
-
-    async fn open_btree_segments(&self, name: &str) -> Result<Vec<BTreeSegment>> {
-        let metas: Vec<IndexMetadata> = self
-            .btree_indices()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, m)| m.into_iter().cloned().collect())
-            .unwrap_or_default();
-        let mut out = Vec::with_capacity(metas.len());
-        for meta in metas {
-            let uuid = uuid_of(&meta)?;
-            let dir = files::index_dir_location(&uuid, meta.base_id, self.bases(), &self.root())?;
-            let store = self.store_for(&dir.base)?;
-            let fs = Dataset::file_store_for(&store)?;
-            let sizes: HashMap<String, u64> = meta
-                .files
-                .iter()
-                .filter(|f| f.size_bytes > 0)
-                .map(|f| (f.path.clone(), f.size_bytes))
-                .collect();
-            let key = StructureKey::BTreeSegment {
-                dir: dir.display_uri(),
-            };
-            let pages: Arc<dyn lancet_btree::PageCache> = self.caches().pages.clone();
-            let load = async {
-                let index = BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes).await?;
-                tracing::debug!(pages = index.lookup().num_pages(), "btree segment");
-                Ok(Arc::new(index))
-            };
-            let span = tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path);
-            let index: Arc<BTreeIndex> = self
-                .caches()
-                .structure(key, Box::pin(tracing::Instrument::instrument(load, span)))
-                .await?;
-            let fragments = self.index_fragments(&meta)?.unwrap_or_default();
-            out.push(BTreeSegment {
-                metadata: meta,
-                index,
-                fragments,
-            });
-        }
-        Ok(out)
-    }
-
-    /// A segment's answer in this version's row addresses.
-    ///
-    /// Index reuse: when the version has a Fragment Reuse Index, the segment's stored addresses
-    /// are translated through the history (rows a rewrite deleted drop out). Without one, or
-    /// for segments storing stable row ids (which rewrites do not change), the answer is the
-    /// segment's own. See [`Dataset::answered_fragments`] for where the answers are complete.
-    pub(crate) async fn segment_answer(
-        &self,
-        segment: &BTreeSegment,
-        answer: NullableIdSet,
-    ) -> Result<NullableIdSet> {
-        if !segment.ids_are_addresses(self.has_stable_row_ids()) {
-            return Ok(answer);
-        }
-        let Some(history) = self.fri_history().await? else {
-            return Ok(answer);
-        };
-        let true_ids = history.translate_set(&answer.true_ids).await?;
-        let null_ids = history.translate_set(&answer.null_ids).await?;
-        Ok(NullableIdSet::new(true_ids, null_ids))
-    }
-
-    /// The fragments on which the segments' answers (through [`Dataset::segment_answer`])
-    /// are complete: the fragments they cover, plus, through the FRI history, every fragment
-    /// whose rows all came from covered fragments. The rest must be scanned.
-    pub(crate) async fn answered_fragments(
-        &self,
-        segments: &[BTreeSegment],
-    ) -> Result<RoaringBitmap> {
-        let mut covered = RoaringBitmap::new();
-        for s in segments {
-            covered |= &s.fragments;
-        }
-        let all_addresses = segments
+async fn open_btree_segments(snap: &Snapshot, name: &str) -> Result<Vec<BTreeSegment>> {
+    let metas: Vec<IndexMetadata> = btree_indices(snap)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, m)| m.into_iter().cloned().collect())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(metas.len());
+    for meta in metas {
+        let uuid = uuid_of(&meta)?;
+        let dir = files::index_dir_location(&uuid, meta.base_id, snap.bases(), &snap.root())?;
+        let store = snap.store_for(&dir.base)?;
+        let fs = crate::snapshot::file_store_for(&store)?;
+        let sizes: HashMap<String, u64> = meta
+            .files
             .iter()
-            .all(|s| s.ids_are_addresses(self.has_stable_row_ids()));
-        match self.fri_history().await? {
-            Some(history) if all_addresses => Ok(history.covered_after(&covered)),
-            _ => Ok(covered),
-        }
-    }
-
-    /// The column `field_id` of `fragment`, read as a scan reads it (lancet-file's
-    /// `read_fragment`: the last data file listing the field holds it; a fragment no file of
-    /// which holds it reads as NULL, as a column added after the fragment was written).
-    pub(crate) async fn read_column(
-        &self,
-        fragment: &DataFragment,
-        field_id: i32,
-    ) -> Result<ArrayRef> {
-        let column = self
-            .projection(None)?
-            .into_iter()
-            .find(|c| c.id() == field_id)
-            .ok_or_else(|| Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: format!("no top-level field with id {field_id}"),
-            })?;
-        let batch = self
-            .read_rows(
-                fragment,
-                std::slice::from_ref(&column),
-                lancet_file::Rows::All,
-            )
-            .await?;
-        batch
-            .columns()
-            .first()
-            .cloned()
-            .ok_or_else(|| Error::Internal("a one-column read returned no column".into()))
-    }
-
-    /// The training pairs (`value`, row address) of column `field_id` in the fragments
-    /// `which` names, their deleted rows left out, one batch per fragment.
-    pub(crate) async fn training_pairs(
-        &self,
-        field_id: i32,
-        which: &RoaringBitmap,
-    ) -> Result<Vec<arrow_array::RecordBatch>> {
-        let mut batches = Vec::new();
-        for f in self.fragments().await?.iter() {
-            let Some(id) = u32::try_from(f.id).ok().filter(|id| which.contains(*id)) else {
-                continue;
-            };
-            let deleted = self.cached_deletion_vector(f).await?;
-            let values = self.read_column(f, field_id).await?;
-            batches.push(lancet_btree::fragment_pairs(
-                id,
-                &values,
-                deleted.as_deref(),
-            )?);
-        }
-        Ok(batches)
-    }
-
-    /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
-    /// the next version under the name `{column}_idx`, replacing an index of that name.
-    /// `page_rows`: rows per index page, or `None` for Lance's default, 4,096
-    /// ([`lancet_btree::DEFAULT_PAGE_ROWS`]): `ds.build_btree("id", None)`.
-    pub async fn build_btree(
-        &self,
-        column: &str,
-        page_rows: impl Into<Option<u64>>,
-    ) -> Result<crate::commit::Committed> {
-        let page_rows = page_rows.into().unwrap_or(lancet_btree::DEFAULT_PAGE_ROWS);
-        let segment = self.train_btree_segment(column, None, page_rows).await?;
-        self.commit_btree_segments(column, vec![segment]).await
-    }
-
-    /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
-    /// fragment when `None`) and writes its files, without committing: the distributed form of
-    /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
-    /// commits every segment with [`Dataset::commit_btree_segments`].
-    pub async fn train_btree_segment(
-        &self,
-        column: &str,
-        fragments: Option<&[u64]>,
-        page_rows: u64,
-    ) -> Result<IndexMetadata> {
-        let field = self
-            .manifest()
-            .fields
-            .iter()
-            .find(|f| f.name == column && f.parent_id == -1)
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: format!("column {column:?}"),
-                reason: "the table has no such top-level column".into(),
-            })?;
-        let chosen = match fragments {
-            None => self.fragments().await?,
-            Some(ids) => self.fragments_with_ids(ids).await?,
-        };
-        let covered: RoaringBitmap = chosen
-            .iter()
-            .map(|f| {
-                u32::try_from(f.id).map_err(|_| Error::Corrupt {
-                    at: self.manifest_ref(),
-                    rule: format!("fragment id {} exceeds 32 bits", f.id),
-                })
-            })
-            .collect::<Result<_>>()?;
-        let batches = self.training_pairs(field.id, &covered).await?;
-        // no fragments (a truncated table): an empty index of the column's type, as Lance
-        // 14.0.2 builds one
-        let value_type = match batches.first() {
-            Some(b) => b.column(0).data_type().clone(),
-            None => self
-                .schema()?
-                .field_with_name(column)
-                .map_err(|e| Error::Internal(format!("column {column:?}: {e}")))?
-                .data_type()
-                .clone(),
-        };
-        let name = format!("{column}_idx");
-        let options = TrainOptions {
-            page_rows,
-            ..Default::default()
-        };
-        self.train_segment(&name, field.id, &value_type, batches, covered, options)
-            .await
-    }
-
-    /// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
-    /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
-    /// that name. Segments of another index or column, or two covering one fragment, are
-    /// refused with nothing published.
-    pub async fn commit_btree_segments(
-        &self,
-        column: &str,
-        segments: Vec<IndexMetadata>,
-    ) -> Result<crate::commit::Committed> {
-        let name = format!("{column}_idx");
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("segments of {name}"),
-            reason,
-        };
-        let field = self
-            .manifest()
-            .fields
-            .iter()
-            .find(|f| f.name == column && f.parent_id == -1)
-            .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
-        if segments.is_empty() {
-            return Err(invalid("no segments".into()));
-        }
-        let mut seen = RoaringBitmap::new();
-        for s in &segments {
-            if s.name != name || s.fields != [field.id] {
-                return Err(invalid(format!(
-                    "segment {:?} on fields {:?} is not one of {name} on field {}",
-                    s.name, s.fields, field.id
-                )));
-            }
-            let covered = self.index_fragments(s)?.unwrap_or_default();
-            if !(&seen & &covered).is_empty() {
-                return Err(invalid("two segments cover the same fragment".to_string()));
-            }
-            seen |= covered;
-        }
-        let removed_indices = self
-            .indices()
-            .iter()
-            .filter(|m| m.name == name)
-            .cloned()
+            .filter(|f| f.size_bytes > 0)
+            .map(|f| (f.path.clone(), f.size_bytes))
             .collect();
-        let op = Operation::CreateIndex(CreateIndex {
-            new_indices: segments,
-            removed_indices,
+        let key = StructureKey::BTreeSegment {
+            dir: dir.display_uri(),
+        };
+        let pages: Arc<dyn lancet_btree::PageCache> = snap.caches().pages.clone();
+        let load = async {
+            let index = BTreeIndex::open(&fs, &store.path(&dir.path), pages, &sizes).await?;
+            tracing::debug!(pages = index.lookup().num_pages(), "btree segment");
+            Ok(Arc::new(index))
+        };
+        let span = tracing::debug_span!("index_load", index = %meta.name, dir = %dir.path);
+        let index: Arc<BTreeIndex> = snap
+            .caches()
+            .structure(key, Box::pin(tracing::Instrument::instrument(load, span)))
+            .await?;
+        let fragments = index_fragments(snap, &meta)?.unwrap_or_default();
+        out.push(BTreeSegment {
+            metadata: meta,
+            index,
+            fragments,
         });
-        self.commit(op).await
     }
+    Ok(out)
+}
+
+/// A segment's answer in this version's row addresses.
+///
+/// Index reuse: when the version has a Fragment Reuse Index, the segment's stored addresses
+/// are translated through the history (rows a rewrite deleted drop out). Without one, or
+/// for segments storing stable row ids (which rewrites do not change), the answer is the
+/// segment's own. See [`Dataset::answered_fragments`] for where the answers are complete.
+pub(crate) async fn segment_answer(
+    snap: &Snapshot,
+    segment: &BTreeSegment,
+    answer: NullableIdSet,
+) -> Result<NullableIdSet> {
+    if !segment.ids_are_addresses(snap.has_stable_row_ids()) {
+        return Ok(answer);
+    }
+    let Some(history) = fri::fri_history(snap).await? else {
+        return Ok(answer);
+    };
+    let true_ids = history.translate_set(&answer.true_ids).await?;
+    let null_ids = history.translate_set(&answer.null_ids).await?;
+    Ok(NullableIdSet::new(true_ids, null_ids))
+}
+
+/// The fragments on which the segments' answers (through [`Dataset::segment_answer`])
+/// are complete: the fragments they cover, plus, through the FRI history, every fragment
+/// whose rows all came from covered fragments. The rest must be scanned.
+pub(crate) async fn answered_fragments(
+    snap: &Snapshot,
+    segments: &[BTreeSegment],
+) -> Result<RoaringBitmap> {
+    let mut covered = RoaringBitmap::new();
+    for s in segments {
+        covered |= &s.fragments;
+    }
+    let all_addresses = segments
+        .iter()
+        .all(|s| s.ids_are_addresses(snap.has_stable_row_ids()));
+    match fri::fri_history(snap).await? {
+        Some(history) if all_addresses => Ok(history.covered_after(&covered)),
+        _ => Ok(covered),
+    }
+}
+
+/// The column `field_id` of `fragment`, read as a scan reads it (lancet-file's
+/// `read_fragment`: the last data file listing the field holds it; a fragment no file of
+/// which holds it reads as NULL, as a column added after the fragment was written).
+pub(crate) async fn read_column(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+    field_id: i32,
+) -> Result<ArrayRef> {
+    let column = scan::projection(snap, None)?
+        .into_iter()
+        .find(|c| c.id() == field_id)
+        .ok_or_else(|| Error::Unsupported {
+            uri: snap.uri().to_string(),
+            version: snap.version(),
+            rule: format!("no top-level field with id {field_id}"),
+        })?;
+    let batch = scan::read_rows(
+        snap,
+        fragment,
+        std::slice::from_ref(&column),
+        lancet_file::Rows::All,
+    )
+    .await?;
+    batch
+        .columns()
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::Internal("a one-column read returned no column".into()))
+}
+
+/// The training pairs (`value`, row address) of column `field_id` in the fragments
+/// `which` names, their deleted rows left out, one batch per fragment.
+pub(crate) async fn training_pairs(
+    snap: &Snapshot,
+    field_id: i32,
+    which: &RoaringBitmap,
+) -> Result<Vec<arrow_array::RecordBatch>> {
+    let mut batches = Vec::new();
+    for f in snap.fragments().await?.iter() {
+        let Some(id) = u32::try_from(f.id).ok().filter(|id| which.contains(*id)) else {
+            continue;
+        };
+        let deleted = rowids::cached_deletion_vector(snap, f).await?;
+        let values = read_column(snap, f, field_id).await?;
+        batches.push(lancet_btree::fragment_pairs(
+            id,
+            &values,
+            deleted.as_deref(),
+        )?);
+    }
+    Ok(batches)
+}
+
+/// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
+/// the next version under the name `{column}_idx`, replacing an index of that name.
+/// `page_rows`: rows per index page, or `None` for Lance's default, 4,096
+/// ([`lancet_btree::DEFAULT_PAGE_ROWS`]): `ds.build_btree("id", None)`.
+pub(crate) async fn build_btree(
+    snap: &Snapshot,
+    column: &str,
+    page_rows: impl Into<Option<u64>>,
+) -> Result<crate::commit::Committed> {
+    let page_rows = page_rows.into().unwrap_or(lancet_btree::DEFAULT_PAGE_ROWS);
+    let segment = train_btree_segment(snap, column, None, page_rows).await?;
+    commit_btree_segments(snap, column, vec![segment]).await
+}
+
+/// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
+/// fragment when `None`) and writes its files, without committing: the distributed form of
+/// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
+/// commits every segment with [`Dataset::commit_btree_segments`].
+pub(crate) async fn train_btree_segment(
+    snap: &Snapshot,
+    column: &str,
+    fragments: Option<&[u64]>,
+    page_rows: u64,
+) -> Result<IndexMetadata> {
+    let field = snap
+        .manifest()
+        .fields
+        .iter()
+        .find(|f| f.name == column && f.parent_id == -1)
+        .cloned()
+        .ok_or_else(|| Error::InvalidArgument {
+            what: format!("column {column:?}"),
+            reason: "the table has no such top-level column".into(),
+        })?;
+    let chosen = match fragments {
+        None => snap.fragments().await?,
+        Some(ids) => snap.fragments_with_ids(ids).await?,
+    };
+    let covered: RoaringBitmap = chosen
+        .iter()
+        .map(|f| {
+            u32::try_from(f.id).map_err(|_| Error::Corrupt {
+                at: snap.manifest_ref(),
+                rule: format!("fragment id {} exceeds 32 bits", f.id),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let batches = training_pairs(snap, field.id, &covered).await?;
+    // no fragments (a truncated table): an empty index of the column's type, as Lance
+    // 14.0.2 builds one
+    let value_type = match batches.first() {
+        Some(b) => b.column(0).data_type().clone(),
+        None => scan::schema(snap)?
+            .field_with_name(column)
+            .map_err(|e| Error::Internal(format!("column {column:?}: {e}")))?
+            .data_type()
+            .clone(),
+    };
+    let name = format!("{column}_idx");
+    let options = TrainOptions {
+        page_rows,
+        ..Default::default()
+    };
+    optimize::train_segment(
+        snap,
+        &name,
+        field.id,
+        &value_type,
+        batches,
+        covered,
+        options,
+    )
+    .await
+}
+
+/// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
+/// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
+/// that name. Segments of another index or column, or two covering one fragment, are
+/// refused with nothing published.
+pub(crate) async fn commit_btree_segments(
+    snap: &Snapshot,
+    column: &str,
+    segments: Vec<IndexMetadata>,
+) -> Result<crate::commit::Committed> {
+    let name = format!("{column}_idx");
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("segments of {name}"),
+        reason,
+    };
+    let field = snap
+        .manifest()
+        .fields
+        .iter()
+        .find(|f| f.name == column && f.parent_id == -1)
+        .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
+    if segments.is_empty() {
+        return Err(invalid("no segments".into()));
+    }
+    let mut seen = RoaringBitmap::new();
+    for s in &segments {
+        if s.name != name || s.fields != [field.id] {
+            return Err(invalid(format!(
+                "segment {:?} on fields {:?} is not one of {name} on field {}",
+                s.name, s.fields, field.id
+            )));
+        }
+        let covered = index_fragments(snap, s)?.unwrap_or_default();
+        if !(&seen & &covered).is_empty() {
+            return Err(invalid("two segments cover the same fragment".to_string()));
+        }
+        seen |= covered;
+    }
+    let removed_indices = snap
+        .indices()
+        .iter()
+        .filter(|m| m.name == name)
+        .cloned()
+        .collect();
+    let op = Operation::CreateIndex(CreateIndex {
+        new_indices: segments,
+        removed_indices,
+    });
+    operations::commit(snap, op).await
 }

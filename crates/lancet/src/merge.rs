@@ -29,15 +29,21 @@ use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::commit::{Committed, MergeStats};
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::indexes;
+use crate::operations;
+use crate::rowids;
+use crate::scan;
+use crate::search;
+use crate::snapshot::Snapshot;
+use crate::write;
 
 /// A merge_insert being described; [`MergeInsert::execute`] runs it. By default a match
 /// does nothing, an unmatched source row is dropped and every target row is kept, as Lance's
 /// builder starts.
 #[derive(Debug, Clone)]
 pub struct MergeInsert<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
     on: Vec<String>,
     when_matched: WhenMatched,
     insert_not_matched: bool,
@@ -87,19 +93,17 @@ const MATCHED: [&str; 6] = [
 /// Fragments whose key columns are read ahead of the probe.
 const READS_AHEAD: usize = 3;
 
-impl Dataset {
-    /// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
-    pub fn merge_insert<S: AsRef<str>>(&self, on: &[S]) -> MergeInsert<'_> {
-        MergeInsert {
-            ds: self,
-            on: on.iter().map(|s| s.as_ref().to_string()).collect(),
-            when_matched: WhenMatched::DoNothing,
-            insert_not_matched: false,
-            by_source: BySource::Keep,
-            condition: None,
-            use_index: true,
-            retries: 10,
-        }
+/// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
+pub(crate) fn merge_insert<'a, S: AsRef<str>>(snap: &'a Snapshot, on: &[S]) -> MergeInsert<'a> {
+    MergeInsert {
+        ds: snap,
+        on: on.iter().map(|s| s.as_ref().to_string()).collect(),
+        when_matched: WhenMatched::DoNothing,
+        insert_not_matched: false,
+        by_source: BySource::Keep,
+        condition: None,
+        use_index: true,
+        retries: 10,
     }
 }
 
@@ -244,8 +248,8 @@ impl MergeInsert<'_> {
     }
 
     /// The source as one batch in the table's schema (columns reordered by name).
-    fn conform(&self, base: &Dataset, batches: &[RecordBatch]) -> Result<RecordBatch> {
-        let table = base.schema()?;
+    fn conform(&self, base: &Snapshot, batches: &[RecordBatch]) -> Result<RecordBatch> {
+        let table = scan::schema(base)?;
         let invalid = |reason: String| Error::InvalidArgument {
             what: "merge_insert source".into(),
             reason,
@@ -290,7 +294,7 @@ impl MergeInsert<'_> {
     }
 
     /// The merge on `base` and its commit.
-    async fn attempt(&self, base: &Dataset, source: &RecordBatch) -> Result<Committed> {
+    async fn attempt(&self, base: &Snapshot, source: &RecordBatch) -> Result<Committed> {
         let key_columns = self.key_columns(source)?;
         let keys = SourceKeys::new(&self.on, &key_columns)?;
         let rules = MergeRules {
@@ -301,7 +305,7 @@ impl MergeInsert<'_> {
         let mut matching = keys.matching(rules);
         let fragments = base.fragments().await?;
         require_known_rows(base, &fragments, "merge_insert")?;
-        let projection = base.projection(Some(&self.on))?;
+        let projection = scan::projection(base, Some(&self.on))?;
         // a BTree on the one key column answers the fragments it covers, unless every
         // target row must be seen (rows no source row matches are deleted)
         let lookup = match rules.collect_unmatched_target {
@@ -315,7 +319,7 @@ impl MergeInsert<'_> {
                         continue;
                     };
                     let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-                    let batch = base.read_rows(f, &projection, Rows::At(&offsets)).await?;
+                    let batch = scan::read_rows(base, f, &projection, Rows::At(&offsets)).await?;
                     let addresses: Vec<u64> = offsets
                         .iter()
                         .map(|o| RowAddress::first_of(id) | o)
@@ -339,8 +343,8 @@ impl MergeInsert<'_> {
             .map(|f| {
                 let (base, projection) = (base.clone(), projection.clone());
                 tokio::spawn(async move {
-                    let batch = base.read_rows(&f, &projection, Rows::All).await?;
-                    let deleted = base.cached_deletion_vector(&f).await?;
+                    let batch = scan::read_rows(&base, &f, &projection, Rows::All).await?;
+                    let deleted = rowids::cached_deletion_vector(&base, &f).await?;
                     Ok::<_, Error>((f, batch, deleted))
                 })
             })
@@ -383,7 +387,7 @@ impl MergeInsert<'_> {
             }
             BySource::DeleteIf(filter) => {
                 let mut eligible = RoaringTreemap::new();
-                for (f, o) in base.search_addresses(filter).await? {
+                for (f, o) in search::search_addresses(base, filter).await? {
                     eligible |= RoaringTreemap::from_bitmaps([(f, o)]);
                 }
                 for a in &matched.unmatched_target {
@@ -407,8 +411,7 @@ impl MergeInsert<'_> {
             Vec::new()
         } else {
             let rows = take(source, order)?;
-            base.write_fragments(futures::stream::iter([Ok(rows)]))
-                .await?
+            write::write_fragments(base, futures::stream::iter([Ok(rows)])).await?
         };
         if base.has_stable_row_ids() && !new_fragments.is_empty() {
             let moved = moved_row_ids(base, &fragments, &matched.updates)?;
@@ -418,7 +421,7 @@ impl MergeInsert<'_> {
             .bitmaps()
             .map(|(f, o)| (u64::from(f), o.clone()))
             .collect();
-        let delete = base.delete_operation(&offsets, "").await?;
+        let delete = operations::delete_operation(base, &offsets, "").await?;
         let inserted_rows = if matched.inserts.is_empty() {
             None
         } else {
@@ -443,8 +446,7 @@ impl MergeInsert<'_> {
         };
         let inserted = matched.inserts.len() as u64;
         let updated = matched.updates.len() as u64;
-        let mut committed = base
-            .commit(Operation::Update(update))
+        let mut committed = operations::commit(base, Operation::Update(update))
             .await?
             .with_rows(inserted + updated + deleted_rows);
         committed.merged = Some(MergeStats {
@@ -460,7 +462,7 @@ impl MergeInsert<'_> {
     /// target rows (once each).
     async fn condition_holds(
         &self,
-        base: &Dataset,
+        base: &Snapshot,
         fragments: &[DataFragment],
         source: &RecordBatch,
         pairs: &[(u64, u32)],
@@ -501,9 +503,8 @@ impl MergeInsert<'_> {
             columns.extend(from_source.columns().get(i).cloned());
         }
         if !wanted_target.is_empty() {
-            let projection = base
-                .projection(Some(&wanted_target))
-                .map_err(|e| invalid(e.to_string()))?;
+            let projection =
+                scan::projection(base, Some(&wanted_target)).map_err(|e| invalid(e.to_string()))?;
             // each target row read once, by fragment, then lined up with the pairs
             let mut rows: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
             rows.sort_unstable();
@@ -519,7 +520,7 @@ impl MergeInsert<'_> {
                     .iter()
                     .map(|a| u64::from(RowAddress::split(*a).1))
                     .collect();
-                parts.push(base.read_rows(f, &projection, Rows::At(&offsets)).await?);
+                parts.push(scan::read_rows(base, f, &projection, Rows::At(&offsets)).await?);
             }
             let schema = Arc::new(Schema::new(
                 projection
@@ -575,7 +576,7 @@ impl MergeInsert<'_> {
     /// the column (or its values are of another type).
     async fn index_lookup(
         &self,
-        base: &Dataset,
+        base: &Snapshot,
         key_columns: &[ArrayRef],
     ) -> Result<Option<(RoaringBitmap, RoaringTreemap)>> {
         let ([name], [values]) = (self.on.as_slice(), key_columns) else {
@@ -592,10 +593,10 @@ impl MergeInsert<'_> {
         else {
             return Ok(None);
         };
-        let Some(index) = base.btree_on_field(field.id) else {
+        let Some(index) = indexes::btree_on_field(base, field.id) else {
             return Ok(None);
         };
-        let segments = base.btree_segments(&index).await?;
+        let segments = indexes::btree_segments(base, &index).await?;
         if segments
             .iter()
             .any(|s| s.index.lookup().value_type() != values.data_type())
@@ -607,20 +608,20 @@ impl MergeInsert<'_> {
         let mut row_ids = None;
         for seg in segments.iter() {
             let answer = seg.index.search(&query).await?;
-            let answer = base.segment_answer(seg, answer).await?;
+            let answer = indexes::segment_answer(base, seg, answer).await?;
             if seg.ids_are_addresses(base.has_stable_row_ids()) {
                 found |= answer.true_ids;
             } else {
                 // a legacy segment stores row ids: their addresses, through one index
                 if row_ids.is_none() {
-                    row_ids = Some(base.row_id_index().await?);
+                    row_ids = Some(rowids::row_id_index(base).await?);
                 }
                 if let Some(index) = &row_ids {
                     found.extend(answer.true_ids.iter().filter_map(|id| index.get(id)));
                 }
             }
         }
-        let covered = base.answered_fragments(&segments).await?;
+        let covered = indexes::answered_fragments(base, &segments).await?;
         // entries of rows outside the covered fragments, past a fragment's rows or deleted
         // are not answers
         let fragments = base.fragments().await?;
@@ -634,7 +635,7 @@ impl MergeInsert<'_> {
             };
             let mut offsets = offsets.clone();
             offsets.remove_range(u32::try_from(f.physical_rows).unwrap_or(u32::MAX)..);
-            if let Some(d) = base.cached_deletion_vector(f).await? {
+            if let Some(d) = rowids::cached_deletion_vector(base, f).await? {
                 offsets -= d.as_ref();
             }
             candidates |= RoaringTreemap::from_bitmaps([(id, offsets)]);
@@ -653,7 +654,7 @@ impl MergeInsert<'_> {
 /// Refuses fragments whose row count is unknown (0 in a legacy manifest, which Lance 14
 /// reads as unknown): a key lookup or a rewrite that skipped them would miss their rows.
 pub(crate) fn require_known_rows(
-    base: &Dataset,
+    base: &Snapshot,
     fragments: &[DataFragment],
     what: &str,
 ) -> Result<()> {
@@ -687,7 +688,7 @@ fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
 
 /// The row ids of the updated target rows, in the order they are written.
 fn moved_row_ids(
-    base: &Dataset,
+    base: &Snapshot,
     fragments: &[DataFragment],
     updates: &[(u64, u32)],
 ) -> Result<Vec<u64>> {
@@ -697,7 +698,7 @@ fn moved_row_ids(
         let (fragment, offset) = RowAddress::split(*address);
         if current.as_ref().map(|(f, _)| *f) != Some(fragment) {
             let sequence = match find(fragments, u64::from(fragment)) {
-                Some(f) => base.row_id_sequence(f)?,
+                Some(f) => rowids::row_id_sequence(base, f)?,
                 None => None,
             };
             current = Some((fragment, sequence));

@@ -8,10 +8,12 @@ use lancet_filter::Filter;
 use lancet_proto::table::transaction::{Operation, UpdateConfig, UpdateMap, UpdateMapEntry};
 
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::mutate;
+use crate::operations;
+use crate::snapshot::Snapshot;
 
-/// Which of a table's maps [`Dataset::update_metadata`] changes.
+/// Which of a table's maps [`Dataset::update_metadata`](crate::Dataset::update_metadata) changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetadataTarget<'a> {
     /// The table's config (`ds.config()`: Lance's settings, e.g. `lance.auto_cleanup.*`).
@@ -24,49 +26,47 @@ pub enum MetadataTarget<'a> {
     Field(&'a str),
 }
 
-impl Dataset {
-    /// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
-    /// or, with `replace`, makes the map exactly the entries that have a value — in one
-    /// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
-    /// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
-    /// with nothing published.
-    pub async fn update_metadata(
-        &self,
-        target: MetadataTarget<'_>,
-        entries: &[(&str, Option<&str>)],
-        replace: bool,
-    ) -> Result<Committed> {
-        let map = UpdateMap {
-            update_entries: entries
-                .iter()
-                .map(|(k, v)| UpdateMapEntry {
-                    key: (*k).to_string(),
-                    value: v.map(str::to_string),
-                })
-                .collect(),
-            replace,
-        };
-        let mut update = UpdateConfig::default();
-        match target {
-            MetadataTarget::Config => update.config_updates = Some(map),
-            MetadataTarget::Table => update.table_metadata_updates = Some(map),
-            MetadataTarget::Schema => update.schema_metadata_updates = Some(map),
-            MetadataTarget::Field(path) => {
-                let id = lancet_txn::fields::field_id_by_path(&self.manifest().fields, path)
-                    .ok_or_else(|| Error::InvalidArgument {
-                        what: format!("field {path:?}"),
-                        reason: "the table has no such field".into(),
-                    })?;
-                update.field_metadata_updates = BTreeMap::from([(id, map)]);
-            }
+/// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
+/// or, with `replace`, makes the map exactly the entries that have a value — in one
+/// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
+/// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
+/// with nothing published.
+pub(crate) async fn update_metadata(
+    snap: &Snapshot,
+    target: MetadataTarget<'_>,
+    entries: &[(&str, Option<&str>)],
+    replace: bool,
+) -> Result<Committed> {
+    let map = UpdateMap {
+        update_entries: entries
+            .iter()
+            .map(|(k, v)| UpdateMapEntry {
+                key: (*k).to_string(),
+                value: v.map(str::to_string),
+            })
+            .collect(),
+        replace,
+    };
+    let mut update = UpdateConfig::default();
+    match target {
+        MetadataTarget::Config => update.config_updates = Some(map),
+        MetadataTarget::Table => update.table_metadata_updates = Some(map),
+        MetadataTarget::Schema => update.schema_metadata_updates = Some(map),
+        MetadataTarget::Field(path) => {
+            let id = lancet_txn::fields::field_id_by_path(&snap.manifest().fields, path)
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: format!("field {path:?}"),
+                    reason: "the table has no such field".into(),
+                })?;
+            update.field_metadata_updates = BTreeMap::from([(id, map)]);
         }
-        self.commit(Operation::UpdateConfig(update)).await
     }
+    operations::commit(snap, Operation::UpdateConfig(update)).await
+}
 
-    /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
-    /// indexes and history stay.
-    pub async fn truncate(&self) -> Result<Committed> {
-        let all = Filter::parse("true")?;
-        self.delete(&all).await
-    }
+/// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
+/// indexes and history stay.
+pub(crate) async fn truncate(snap: &Snapshot) -> Result<Committed> {
+    let all = Filter::parse("true")?;
+    mutate::delete(snap, &all).await
 }

@@ -19,106 +19,106 @@ use lancet_rowid::RowIdSequence;
 use roaring::RoaringBitmap;
 
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::exprs::Assignment;
+use crate::operations;
+use crate::rowids;
+use crate::scan;
+use crate::search;
+use crate::snapshot::Snapshot;
+use crate::write;
 
-impl Dataset {
-    /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
-    /// fragment left with no live row is removed. A filter no row matches still commits (an
-    /// empty Delete), as Lance does. [`Committed::rows`]: the rows deleted.
-    pub async fn delete(&self, filter: &Filter) -> Result<Committed> {
-        let matched = self.search_addresses(filter).await?;
-        let offsets: Vec<(u64, RoaringBitmap)> = matched
-            .into_iter()
-            .map(|(f, o)| (u64::from(f), o))
-            .collect();
-        self.delete_rows(&offsets, filter.text()).await
+/// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
+/// fragment left with no live row is removed. A filter no row matches still commits (an
+/// empty Delete), as Lance does. [`Committed::rows`]: the rows deleted.
+pub(crate) async fn delete(snap: &Snapshot, filter: &Filter) -> Result<Committed> {
+    let matched = search::search_addresses(snap, filter).await?;
+    let offsets: Vec<(u64, RoaringBitmap)> = matched
+        .into_iter()
+        .map(|(f, o)| (u64::from(f), o))
+        .collect();
+    operations::delete_rows(snap, &offsets, filter.text()).await
+}
+
+/// Sets the columns of `assignments` (`"x = x + 1"` as SQL text, or a column and its
+/// value: [`Assignment`]) on the live rows where
+/// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
+/// new values (cast to each column's type; a value that does not fit is an error) and
+/// their old copies deleted. A filter no row matches commits an empty Update.
+/// [`Committed::rows`]: the rows updated.
+pub(crate) async fn update(
+    snap: &Snapshot,
+    filter: &Filter,
+    assignments: &[impl Assignment],
+) -> Result<Committed> {
+    let assignments = assignments
+        .iter()
+        .map(Assignment::to_assignment)
+        .collect::<Result<Vec<_>>>()?;
+    let assignments = assignments.as_slice();
+    if assignments.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "update".into(),
+            reason: "no column is assigned".into(),
+        });
     }
-
-    /// Sets the columns of `assignments` (`"x = x + 1"` as SQL text, or a column and its
-    /// value: [`Assignment`]) on the live rows where
-    /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
-    /// new values (cast to each column's type; a value that does not fit is an error) and
-    /// their old copies deleted. A filter no row matches commits an empty Update.
-    /// [`Committed::rows`]: the rows updated.
-    pub async fn update(
-        &self,
-        filter: &Filter,
-        assignments: &[impl Assignment],
-    ) -> Result<Committed> {
-        let assignments = assignments
+    let projection = scan::projection(snap, None)?;
+    // the assigned columns and their descendants, as Lance records them
+    let mut preserving = Vec::new();
+    for (column, _) in assignments {
+        let assigned = projection
             .iter()
-            .map(Assignment::to_assignment)
-            .collect::<Result<Vec<_>>>()?;
-        let assignments = assignments.as_slice();
-        if assignments.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "update".into(),
-                reason: "no column is assigned".into(),
-            });
-        }
-        let projection = self.projection(None)?;
-        // the assigned columns and their descendants, as Lance records them
-        let mut preserving = Vec::new();
-        for (column, _) in assignments {
-            let assigned = projection
-                .iter()
-                .find(|c| c.field.name() == column)
-                .ok_or_else(|| Error::InvalidArgument {
-                    what: format!("column {column:?}"),
-                    reason: "the table has no such column".into(),
-                })?;
-            preserving.extend(assigned.ids.iter().filter_map(|id| u32::try_from(*id).ok()));
-        }
-        let matched = self.search_addresses(filter).await?;
-        let rows: u64 = matched.values().map(RoaringBitmap::len).sum();
-        let mut batches = Vec::new();
-        let mut moved_ids = Vec::new();
-        for (id, offsets) in &matched {
-            let fragment = self
-                .fragment(u64::from(*id))
-                .await?
-                .ok_or_else(|| Error::Internal(format!("fragment {id} was matched but is gone")))?;
-            let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-            let old = self
-                .read_rows(&fragment, &projection, Rows::At(&offsets))
-                .await?;
-            batches.push(Ok(assign(&old, assignments, filter)?));
-            if let Some(sequence) = self.row_id_sequence(&fragment)? {
-                moved_ids.extend(offsets.iter().filter_map(|o| sequence.get(*o)));
-            }
-        }
-        let mut new_fragments = self.write_fragments(futures::stream::iter(batches)).await?;
-        if self.has_stable_row_ids() {
-            // the moved rows keep their ids, in the order they were written
-            let mut ids = moved_ids.into_iter();
-            for f in &mut new_fragments {
-                let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
-                f.row_id_sequence = Some(PbRowIds::InlineRowIds(
-                    RowIdSequence::from_values(&mine).encode(),
-                ));
-            }
-        }
-        let offsets: Vec<(u64, RoaringBitmap)> = matched
-            .into_iter()
-            .map(|(f, o)| (u64::from(f), o))
-            .collect();
-        let delete = self.delete_operation(&offsets, filter.text()).await?;
-        let update = Update {
-            removed_fragment_ids: delete.deleted_fragment_ids,
-            updated_fragments: delete.updated_fragments,
-            new_fragments,
-            fields_modified: Vec::new(),
-            fields_for_preserving_frag_bitmap: preserving,
-            update_mode: UpdateMode::RewriteRows as i32,
-            inserted_rows: None,
-        };
-        Ok(self
-            .commit(Operation::Update(update))
-            .await?
-            .with_rows(rows))
+            .find(|c| c.field.name() == column)
+            .ok_or_else(|| Error::InvalidArgument {
+                what: format!("column {column:?}"),
+                reason: "the table has no such column".into(),
+            })?;
+        preserving.extend(assigned.ids.iter().filter_map(|id| u32::try_from(*id).ok()));
     }
+    let matched = search::search_addresses(snap, filter).await?;
+    let rows: u64 = matched.values().map(RoaringBitmap::len).sum();
+    let mut batches = Vec::new();
+    let mut moved_ids = Vec::new();
+    for (id, offsets) in &matched {
+        let fragment = snap
+            .fragment(u64::from(*id))
+            .await?
+            .ok_or_else(|| Error::Internal(format!("fragment {id} was matched but is gone")))?;
+        let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
+        let old = scan::read_rows(snap, &fragment, &projection, Rows::At(&offsets)).await?;
+        batches.push(Ok(assign(&old, assignments, filter)?));
+        if let Some(sequence) = rowids::row_id_sequence(snap, &fragment)? {
+            moved_ids.extend(offsets.iter().filter_map(|o| sequence.get(*o)));
+        }
+    }
+    let mut new_fragments = write::write_fragments(snap, futures::stream::iter(batches)).await?;
+    if snap.has_stable_row_ids() {
+        // the moved rows keep their ids, in the order they were written
+        let mut ids = moved_ids.into_iter();
+        for f in &mut new_fragments {
+            let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
+            f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+                RowIdSequence::from_values(&mine).encode(),
+            ));
+        }
+    }
+    let offsets: Vec<(u64, RoaringBitmap)> = matched
+        .into_iter()
+        .map(|(f, o)| (u64::from(f), o))
+        .collect();
+    let delete = operations::delete_operation(snap, &offsets, filter.text()).await?;
+    let update = Update {
+        removed_fragment_ids: delete.deleted_fragment_ids,
+        updated_fragments: delete.updated_fragments,
+        new_fragments,
+        fields_modified: Vec::new(),
+        fields_for_preserving_frag_bitmap: preserving,
+        update_mode: UpdateMode::RewriteRows as i32,
+        inserted_rows: None,
+    };
+    Ok(operations::commit(snap, Operation::Update(update))
+        .await?
+        .with_rows(rows))
 }
 
 /// `batch` with each assigned column replaced by its new value, cast to the column's type.

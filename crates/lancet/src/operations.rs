@@ -18,9 +18,13 @@ use lancet_txn::{DataFileFacts, TxnError};
 use roaring::RoaringBitmap;
 use tracing::Instrument;
 
+use crate::commit;
 use crate::commit::{Committed, Intent};
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::indexes;
+use crate::rowids;
+use crate::snapshot::Snapshot;
+use crate::verify;
 
 /// An operation applied to one version, ready for the commit loop.
 pub(crate) struct Built {
@@ -35,377 +39,384 @@ pub(crate) struct Built {
     pub replaces_content: bool,
 }
 
-impl Dataset {
-    /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
-    /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
-    /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
-    /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
-    /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
-    /// version sequences. The candidate is judged by the invariants, with the footers of the
-    /// data files it adds read; a lost race is rebased (the operation planned again on the
-    /// latest version) or fails typed.
-    pub async fn commit(&self, operation: Operation) -> Result<Committed> {
-        match &operation {
-            Operation::Restore(r) => return self.restore(r.version).await,
-            // its index entries and its history are written with it, by the paths that move rows
-            Operation::Rewrite(_) => {
-                return Err(Error::Txn(TxnError::Unsupported {
-                    operation: "Rewrite",
-                    reason: "a rewrite's index entries and Fragment Reuse Index history are written with it: commit it with Dataset::commit_rewrite or Dataset::compact".into(),
-                }))
-            }
-            _ => {}
+/// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
+/// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
+/// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
+/// [`Dataset::compact`], which write what it needs beside it. New fragments at id
+/// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
+/// version sequences. The candidate is judged by the invariants, with the footers of the
+/// data files it adds read; a lost race is rebased (the operation planned again on the
+/// latest version) or fails typed.
+pub(crate) async fn commit(snap: &Snapshot, operation: Operation) -> Result<Committed> {
+    match &operation {
+        Operation::Restore(r) => return commit::restore(snap, r.version).await,
+        // its index entries and its history are written with it, by the paths that move rows
+        Operation::Rewrite(_) => {
+            return Err(Error::Txn(TxnError::Unsupported {
+                operation: "Rewrite",
+                reason: "a rewrite's index entries and Fragment Reuse Index history are written with it: commit it with Dataset::commit_rewrite or Dataset::compact".into(),
+            }))
         }
-        self.commit_change(Change::new(operation)).await
+        _ => {}
     }
+    commit_change(snap, Change::new(operation)).await
+}
 
-    /// Commits `change` (see [`Dataset::commit`]): planned on this version, and again on the
-    /// latest after a lost race.
-    pub(crate) async fn commit_change(&self, change: Change) -> Result<Committed> {
-        self.commit_rebasing(Intent::Change {
+/// Commits `change` (see [`Dataset::commit`]): planned on this version, and again on the
+/// latest after a lost race.
+pub(crate) async fn commit_change(snap: &Snapshot, change: Change) -> Result<Committed> {
+    commit::commit_rebasing(
+        snap,
+        Intent::Change {
             change: Box::new(change),
             judged: None,
-        })
-        .await
-    }
+        },
+    )
+    .await
+}
 
-    /// Deletes the rows at `offsets` of each fragment named (see
-    /// [`Dataset::delete_operation`]), committing a Delete recording `predicate`.
-    pub(crate) async fn delete_rows(
-        &self,
-        offsets: &[(u64, RoaringBitmap)],
-        predicate: &str,
-    ) -> Result<Committed> {
-        let delete = self.delete_operation(offsets, predicate).await?;
-        let rows = offsets.iter().map(|(_, o)| o.len()).sum();
-        Ok(self
-            .commit(Operation::Delete(delete))
+/// Deletes the rows at `offsets` of each fragment named (see
+/// [`Dataset::delete_operation`]), committing a Delete recording `predicate`.
+pub(crate) async fn delete_rows(
+    snap: &Snapshot,
+    offsets: &[(u64, RoaringBitmap)],
+    predicate: &str,
+) -> Result<Committed> {
+    let delete = delete_operation(snap, offsets, predicate).await?;
+    let rows = offsets.iter().map(|(_, o)| o.len()).sum();
+    Ok(commit(snap, Operation::Delete(delete))
+        .await?
+        .with_rows(rows))
+}
+
+/// The Delete of the rows at `offsets` of each fragment named, merged with the rows its
+/// deletion file deletes already: the fragment with a new deletion file (written now, in
+/// Lance's choice of `.arrow` or `.bin`), or removed when no row is left. Not committed:
+/// an Update uses its fragments for the rows it moves.
+pub(crate) async fn delete_operation(
+    snap: &Snapshot,
+    offsets: &[(u64, RoaringBitmap)],
+    predicate: &str,
+) -> Result<Delete> {
+    let mut delete = Delete {
+        predicate: predicate.to_string(),
+        ..Default::default()
+    };
+    for (id, rows) in offsets {
+        // a count a legacy manifest leaves unknown is read from the data file (the record
+        // is committed as stored, its deletion file added)
+        let fragment = require_fragment(snap, *id, "Delete").await?;
+        let fragment = snap.with_known_row_count(fragment).await?;
+        if let Some(beyond) = rows
+            .max()
+            .filter(|m| u64::from(*m) >= fragment.physical_rows)
+        {
+            return Err(Error::Txn(TxnError::Operation {
+                operation: "Delete",
+                reason: format!(
+                    "fragment {id} has {} rows; offset {beyond} is beyond them",
+                    fragment.physical_rows
+                ),
+            }));
+        }
+        let mut deleted = rowids::deletion_vector(snap, &fragment)
             .await?
-            .with_rows(rows))
+            .unwrap_or_default();
+        deleted |= rows;
+        if deleted.len() >= fragment.physical_rows {
+            delete.deleted_fragment_ids.push(*id);
+            continue;
+        }
+        let mut updated = fragment.clone();
+        let file = lancet_rowid::deletion::write_deletion_file(
+            snap.store(),
+            *id,
+            snap.version(),
+            &deleted,
+        )
+        .await?;
+        updated.deletion_file = Some(file);
+        rowids::remember_deletion_vector(snap, &updated, &deleted).await?;
+        delete.updated_fragments.push(updated);
     }
+    Ok(delete)
+}
 
-    /// The Delete of the rows at `offsets` of each fragment named, merged with the rows its
-    /// deletion file deletes already: the fragment with a new deletion file (written now, in
-    /// Lance's choice of `.arrow` or `.bin`), or removed when no row is left. Not committed:
-    /// an Update uses its fragments for the rows it moves.
-    pub(crate) async fn delete_operation(
-        &self,
-        offsets: &[(u64, RoaringBitmap)],
-        predicate: &str,
-    ) -> Result<Delete> {
-        let mut delete = Delete {
-            predicate: predicate.to_string(),
-            ..Default::default()
-        };
-        for (id, rows) in offsets {
-            // a count a legacy manifest leaves unknown is read from the data file (the record
-            // is committed as stored, its deletion file added)
-            let fragment = self.require_fragment(*id, "Delete").await?;
-            let fragment = self.with_known_row_count(fragment).await?;
-            if let Some(beyond) = rows
-                .max()
-                .filter(|m| u64::from(*m) >= fragment.physical_rows)
-            {
+/// Fragment `id` of this version, or the operation's typed error naming it.
+async fn require_fragment(
+    snap: &Snapshot,
+    id: u64,
+    operation: &'static str,
+) -> Result<DataFragment> {
+    snap.fragment(id)
+        .await?
+        .ok_or_else(|| not_in(snap, id, operation))
+}
+
+/// `change` planned on this version: storage actions, with row ids and version
+/// sequences for what it creates, and the facts of the data files it adds.
+pub(crate) async fn build(snap: &Snapshot, change: &Change) -> Result<Built> {
+    let base = lancet_txn::Version {
+        manifest: snap.manifest(),
+        indices: snap.indices(),
+    };
+    let operation = &change.operation;
+    let mut plan = lancet_txn::build::plan_change(base, change)?;
+    if plan.replaces_content {
+        return Ok(Built {
+            manifest: plan.manifest,
+            indices: plan.indices,
+            actions: Vec::new(),
+            data_files: Vec::new(),
+            reserved: Vec::new(),
+            replaces_content: true,
+        });
+    }
+    let name = lancet_paths::transaction::operation_name(operation);
+    // a new fragment given an id the version has would replace it; one at or below
+    // max_fragment_id may take an id a ReserveFragments reserved
+    let max = snap.manifest().max_fragment_id.map(u64::from);
+    let mut explicit = Vec::new();
+    for f in &plan.created {
+        if max.is_some_and(|m| f.id <= m) {
+            if snap.fragment(f.id).await?.is_some() {
                 return Err(Error::Txn(TxnError::Operation {
-                    operation: "Delete",
+                    operation: name,
                     reason: format!(
-                        "fragment {id} has {} rows; offset {beyond} is beyond them",
-                        fragment.physical_rows
+                        "new fragment {} is in version {} already; give it id 0 to have it numbered",
+                        f.id,
+                        snap.version()
                     ),
                 }));
             }
-            let mut deleted = self.deletion_vector(&fragment).await?.unwrap_or_default();
-            deleted |= rows;
-            if deleted.len() >= fragment.physical_rows {
-                delete.deleted_fragment_ids.push(*id);
-                continue;
-            }
-            let mut updated = fragment.clone();
-            let file = lancet_rowid::deletion::write_deletion_file(
-                self.store(),
-                *id,
-                self.version(),
-                &deleted,
-            )
-            .await?;
-            updated.deletion_file = Some(file);
-            self.remember_deletion_vector(&updated, &deleted).await?;
-            delete.updated_fragments.push(updated);
+            explicit.push(f.id);
         }
-        Ok(delete)
     }
-
-    /// Fragment `id` of this version, or the operation's typed error naming it.
-    async fn require_fragment(&self, id: u64, operation: &'static str) -> Result<DataFragment> {
-        self.fragment(id)
-            .await?
-            .ok_or_else(|| not_in(self, id, operation))
+    let reserved = match explicit.is_empty() {
+        true => Vec::new(),
+        false => reserved_ids(snap, &explicit).await?,
+    };
+    // a merge lists every fragment, a projection edits any: read them once rather than
+    // one by one
+    let all = match plan.remove_all || plan.merge_listing.is_some() || plan.project.is_some() {
+        true => Some(snap.fragments().await?),
+        false => None,
+    };
+    if let Some(all) = &all {
+        plan.apply_merge(all)?;
+        plan.apply_project(all)?;
     }
-
-    /// `change` planned on this version: storage actions, with row ids and version
-    /// sequences for what it creates, and the facts of the data files it adds.
-    pub(crate) async fn build(&self, change: &Change) -> Result<Built> {
-        let base = lancet_txn::Version {
-            manifest: self.manifest(),
-            indices: self.indices(),
+    // (the updated records by id: a replacement of N fragments looks each up once)
+    let mut updated: HashMap<u64, usize> = plan
+        .updated
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, i))
+        .collect();
+    for (id, file) in std::mem::take(&mut plan.replacements) {
+        let replaced = match updated.get(&id).and_then(|i| plan.updated.get(*i)) {
+            Some(current) => lancet_txn::build::replace_data_file(current, &file)?,
+            None => {
+                let current = require_fragment(snap, id, name).await?;
+                lancet_txn::build::replace_data_file(&current, &file)?
+            }
         };
-        let operation = &change.operation;
-        let mut plan = lancet_txn::build::plan_change(base, change)?;
-        if plan.replaces_content {
-            return Ok(Built {
-                manifest: plan.manifest,
-                indices: plan.indices,
-                actions: Vec::new(),
-                data_files: Vec::new(),
-                reserved: Vec::new(),
-                replaces_content: true,
-            });
-        }
-        let name = lancet_paths::transaction::operation_name(operation);
-        // a new fragment given an id the version has would replace it; one at or below
-        // max_fragment_id may take an id a ReserveFragments reserved
-        let max = self.manifest().max_fragment_id.map(u64::from);
-        let mut explicit = Vec::new();
-        for f in &plan.created {
-            if max.is_some_and(|m| f.id <= m) {
-                if self.fragment(f.id).await?.is_some() {
-                    return Err(Error::Txn(TxnError::Operation {
-                        operation: name,
-                        reason: format!(
-                            "new fragment {} is in version {} already; give it id 0 to have it numbered",
-                            f.id,
-                            self.version()
-                        ),
-                    }));
-                }
-                explicit.push(f.id);
+        match updated.get(&id).and_then(|i| plan.updated.get_mut(*i)) {
+            Some(slot) => *slot = replaced,
+            None => {
+                updated.insert(id, plan.updated.len());
+                plan.updated.push(replaced);
             }
         }
-        let reserved = match explicit.is_empty() {
-            true => Vec::new(),
-            false => self.reserved_ids(&explicit).await?,
+    }
+    let mut before = HashMap::new();
+    let touched = plan
+        .updated
+        .iter()
+        .map(|f| f.id)
+        .chain(plan.removed.iter().copied());
+    for id in touched {
+        let record = match &all {
+            Some(all) => all
+                .binary_search_by_key(&id, |f| f.id)
+                .ok()
+                .and_then(|i| all.get(i).cloned()),
+            None => snap.fragment(id).await?,
         };
-        // a merge lists every fragment, a projection edits any: read them once rather than
-        // one by one
-        let all = match plan.remove_all || plan.merge_listing.is_some() || plan.project.is_some() {
-            true => Some(self.fragments().await?),
-            false => None,
-        };
-        if let Some(all) = &all {
-            plan.apply_merge(all)?;
-            plan.apply_project(all)?;
-        }
-        // (the updated records by id: a replacement of N fragments looks each up once)
-        let mut updated: HashMap<u64, usize> = plan
-            .updated
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.id, i))
-            .collect();
-        for (id, file) in std::mem::take(&mut plan.replacements) {
-            let replaced = match updated.get(&id).and_then(|i| plan.updated.get(*i)) {
-                Some(current) => lancet_txn::build::replace_data_file(current, &file)?,
-                None => {
-                    let current = self.require_fragment(id, name).await?;
-                    lancet_txn::build::replace_data_file(&current, &file)?
-                }
-            };
-            match updated.get(&id).and_then(|i| plan.updated.get_mut(*i)) {
-                Some(slot) => *slot = replaced,
-                None => {
-                    updated.insert(id, plan.updated.len());
-                    plan.updated.push(replaced);
-                }
+        let record = record.ok_or_else(|| not_in(snap, id, name))?;
+        before.insert(id, record);
+    }
+    // a Delete or Update prepared on an older version is applied to the current records
+    if matches!(operation, Operation::Delete(_) | Operation::Update(_)) {
+        let schema: Vec<i32> = plan.manifest.fields.iter().map(|f| f.id).collect();
+        for f in &mut plan.updated {
+            if let Some(current) = before.get(&f.id) {
+                *f = lancet_txn::build::rebased_record(operation, current, f, &schema);
             }
         }
-        let mut before = HashMap::new();
-        let touched = plan
-            .updated
-            .iter()
-            .map(|f| f.id)
-            .chain(plan.removed.iter().copied());
-        for id in touched {
-            let record = match &all {
-                Some(all) => all
-                    .binary_search_by_key(&id, |f| f.id)
-                    .ok()
-                    .and_then(|i| all.get(i).cloned()),
-                None => self.fragment(id).await?,
-            };
-            let record = record.ok_or_else(|| not_in(self, id, name))?;
-            before.insert(id, record);
+    }
+    // a rewrite's destinations carry the rows' ids and versions as the rewrite wrote them
+    if snap.has_stable_row_ids() && !matches!(operation, Operation::Rewrite(_)) {
+        if let Operation::Update(u) = operation {
+            // fragments of moved rows only (each row keeps its id) join the indexes
+            let mut pure = Vec::new();
+            for f in &plan.created {
+                let moved = rowids::row_id_sequence(snap, f)?.map(|s| s.len());
+                if moved == Some(f.physical_rows) && u.update_mode == UpdateMode::RewriteRows as i32
+                {
+                    pure.push(u32::try_from(f.id).unwrap_or(u32::MAX));
+                }
+            }
+            lancet_txn::build::cover_moved_rows(&mut plan.indices, u, &pure)?;
         }
-        // a Delete or Update prepared on an older version is applied to the current records
-        if matches!(operation, Operation::Delete(_) | Operation::Update(_)) {
-            let schema: Vec<i32> = plan.manifest.fields.iter().map(|f| f.id).collect();
+        // rows an update moved keep their ids and their creation version
+        let moved = plan.created.iter().any(|f| f.row_id_sequence.is_some());
+        let fresh_from = plan.manifest.next_row_id;
+        plan.manifest.next_row_id =
+            lancet_rowid::assign::assign_row_ids(fresh_from, &mut plan.created)?;
+        let created_at = match moved {
+            true => created_at_of(snap, before.values())?,
+            false => HashMap::new(),
+        };
+        let version = snap.version() + 1;
+        for f in &mut plan.created {
+            lancet_rowid::assign::stamp_versions(f, version, fresh_from, |id| {
+                created_at.get(&id).copied()
+            })?;
+        }
+        // rows whose data files a merge or replacement rewrote are updated now
+        if matches!(
+            operation,
+            Operation::Merge(_) | Operation::DataReplacement(_)
+        ) {
             for f in &mut plan.updated {
-                if let Some(current) = before.get(&f.id) {
-                    *f = lancet_txn::build::rebased_record(operation, current, f, &schema);
+                if before
+                    .get(&f.id)
+                    .is_some_and(|b| lancet_txn::build::files_rewritten(b, f))
+                {
+                    lancet_rowid::assign::restamp_updated(f, version);
                 }
             }
         }
-        // a rewrite's destinations carry the rows' ids and versions as the rewrite wrote them
-        if self.has_stable_row_ids() && !matches!(operation, Operation::Rewrite(_)) {
-            if let Operation::Update(u) = operation {
-                // fragments of moved rows only (each row keeps its id) join the indexes
-                let mut pure = Vec::new();
-                for f in &plan.created {
-                    let moved = self.row_id_sequence(f)?.map(|s| s.len());
-                    if moved == Some(f.physical_rows)
-                        && u.update_mode == UpdateMode::RewriteRows as i32
-                    {
-                        pure.push(u32::try_from(f.id).unwrap_or(u32::MAX));
-                    }
-                }
-                lancet_txn::build::cover_moved_rows(&mut plan.indices, u, &pure)?;
-            }
-            // rows an update moved keep their ids and their creation version
-            let moved = plan.created.iter().any(|f| f.row_id_sequence.is_some());
-            let fresh_from = plan.manifest.next_row_id;
-            plan.manifest.next_row_id =
-                lancet_rowid::assign::assign_row_ids(fresh_from, &mut plan.created)?;
-            let created_at = match moved {
-                true => self.created_at_of(before.values())?,
-                false => HashMap::new(),
-            };
-            let version = self.version() + 1;
-            for f in &mut plan.created {
-                lancet_rowid::assign::stamp_versions(f, version, fresh_from, |id| {
-                    created_at.get(&id).copied()
-                })?;
-            }
-            // rows whose data files a merge or replacement rewrote are updated now
-            if matches!(
-                operation,
-                Operation::Merge(_) | Operation::DataReplacement(_)
-            ) {
-                for f in &mut plan.updated {
-                    if before
-                        .get(&f.id)
-                        .is_some_and(|b| lancet_txn::build::files_rewritten(b, f))
-                    {
-                        lancet_rowid::assign::restamp_updated(f, version);
-                    }
-                }
-            }
-        }
-        let mut added: Vec<DataFragment> = plan.created.clone();
-        for f in &plan.updated {
-            let mut new_files = f.clone();
-            let old = before.get(&f.id).map(|b| b.files.as_slice()).unwrap_or(&[]);
-            new_files.files.retain(|file| !old.contains(file));
-            if !new_files.files.is_empty() {
-                added.push(new_files);
-            }
-        }
-        let span = tracing::debug_span!("data_file_facts", files = added.len());
-        let data_files = self.data_file_facts(&added).instrument(span).await?;
-        let mut actions: Vec<(u64, Action)> = Vec::new();
-        if let (Some(all), true) = (&all, plan.remove_all) {
-            actions.extend(all.iter().map(|f| (f.id, Action::Remove)));
-        }
-        actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
-        // a record listed as it is (a merge lists every fragment) changes nothing; one that
-        // only gains data files (a backfill) or a deletion file (a delete) is those, not the
-        // whole record (what a tree buffers)
-        for f in plan.updated {
-            match before.get(&f.id) {
-                Some(b) => actions.extend(
-                    lancet_tree::actions_between(b, &f)
-                        .into_iter()
-                        .map(|a| (f.id, a)),
-                ),
-                None => actions.push((f.id, Action::Upsert(Box::new(f)))),
-            }
-        }
-        for f in plan.created {
-            actions.push((f.id, Action::Upsert(Box::new(f))));
-        }
-        Ok(Built {
-            manifest: plan.manifest,
-            indices: plan.indices,
-            actions,
-            data_files,
-            reserved,
-            replaces_content: false,
-        })
     }
+    let mut added: Vec<DataFragment> = plan.created.clone();
+    for f in &plan.updated {
+        let mut new_files = f.clone();
+        let old = before.get(&f.id).map(|b| b.files.as_slice()).unwrap_or(&[]);
+        new_files.files.retain(|file| !old.contains(file));
+        if !new_files.files.is_empty() {
+            added.push(new_files);
+        }
+    }
+    let span = tracing::debug_span!("data_file_facts", files = added.len());
+    let data_files = verify::data_file_facts(snap, &added)
+        .instrument(span)
+        .await?;
+    let mut actions: Vec<(u64, Action)> = Vec::new();
+    if let (Some(all), true) = (&all, plan.remove_all) {
+        actions.extend(all.iter().map(|f| (f.id, Action::Remove)));
+    }
+    actions.extend(plan.removed.iter().map(|id| (*id, Action::Remove)));
+    // a record listed as it is (a merge lists every fragment) changes nothing; one that
+    // only gains data files (a backfill) or a deletion file (a delete) is those, not the
+    // whole record (what a tree buffers)
+    for f in plan.updated {
+        match before.get(&f.id) {
+            Some(b) => actions.extend(
+                lancet_tree::actions_between(b, &f)
+                    .into_iter()
+                    .map(|a| (f.id, a)),
+            ),
+            None => actions.push((f.id, Action::Upsert(Box::new(f)))),
+        }
+    }
+    for f in plan.created {
+        actions.push((f.id, Action::Upsert(Box::new(f))));
+    }
+    Ok(Built {
+        manifest: plan.manifest,
+        indices: plan.indices,
+        actions,
+        data_files,
+        reserved,
+        replaces_content: false,
+    })
+}
 
-    /// Those of `ids` (each at or below `max_fragment_id`, none in this version) that a
-    /// ReserveFragments reserved and nothing used since: the version that raised
-    /// `max_fragment_id` over the id recorded a ReserveFragments, no version since held the
-    /// id, and no index entry of this version names it. Looked for at most
-    /// [`RESERVATION_LOOKBACK`] versions back; an id not found so is left out (and the
-    /// invariants refuse a fragment that takes it).
-    pub(crate) async fn reserved_ids(&self, ids: &[u64]) -> Result<Vec<u64>> {
-        let mut named = RoaringBitmap::new();
-        for m in self.indices() {
-            named |= self.index_fragments(m)?.unwrap_or_default();
-        }
-        let mut out = Vec::new();
-        'ids: for &id in ids {
-            if u32::try_from(id).is_ok_and(|i| named.contains(i)) {
-                continue;
-            }
-            let mut newer = self.clone();
-            for _ in 0..RESERVATION_LOOKBACK {
-                let v = newer.version();
-                if v <= 1 {
-                    continue 'ids;
-                }
-                let older = match self.checkout(v - 1).await {
-                    Ok(d) => d,
-                    // a cleaned-up version: the reservation cannot be established
-                    Err(_) => continue 'ids,
-                };
-                let below = older
-                    .manifest()
-                    .max_fragment_id
-                    .is_none_or(|m| u64::from(m) < id);
-                if below {
-                    let reserved = newer.transaction().await?.is_some_and(|t| {
-                        matches!(
-                            t.transaction.operation,
-                            Some(Operation::ReserveFragments(_))
-                        )
-                    });
-                    if reserved {
-                        out.push(id);
-                    }
-                    continue 'ids;
-                }
-                if older.fragment(id).await?.is_some() {
-                    continue 'ids;
-                }
-                newer = older;
-            }
-        }
-        Ok(out)
+/// Those of `ids` (each at or below `max_fragment_id`, none in this version) that a
+/// ReserveFragments reserved and nothing used since: the version that raised
+/// `max_fragment_id` over the id recorded a ReserveFragments, no version since held the
+/// id, and no index entry of this version names it. Looked for at most
+/// [`RESERVATION_LOOKBACK`] versions back; an id not found so is left out (and the
+/// invariants refuse a fragment that takes it).
+pub(crate) async fn reserved_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<u64>> {
+    let mut named = RoaringBitmap::new();
+    for m in snap.indices() {
+        named |= indexes::index_fragments(snap, m)?.unwrap_or_default();
     }
-
-    /// The version each row of `fragments` was created at, by row id (rows an update moves
-    /// keep it). Rows of a fragment without a created-at sequence count as created at 1
-    /// (written before Lance tracked versions).
-    fn created_at_of<'a>(
-        &self,
-        fragments: impl Iterator<Item = &'a DataFragment>,
-    ) -> Result<HashMap<u64, u64>> {
-        let mut out = HashMap::new();
-        for f in fragments {
-            let Some(ids) = self.row_id_sequence(f)? else {
-                continue;
+    let mut out = Vec::new();
+    'ids: for &id in ids {
+        if u32::try_from(id).is_ok_and(|i| named.contains(i)) {
+            continue;
+        }
+        let mut newer = snap.clone();
+        for _ in 0..RESERVATION_LOOKBACK {
+            let v = newer.version();
+            if v <= 1 {
+                continue 'ids;
+            }
+            let older = match snap.checkout(v - 1).await {
+                Ok(d) => d,
+                // a cleaned-up version: the reservation cannot be established
+                Err(_) => continue 'ids,
             };
-            let (created, _) = self.version_sequences(f)?;
-            for (offset, id) in ids.iter().enumerate() {
-                let at = created
-                    .as_ref()
-                    .and_then(|c| c.version_at(offset as u64))
-                    .unwrap_or(1);
-                out.insert(id, at);
+            let below = older
+                .manifest()
+                .max_fragment_id
+                .is_none_or(|m| u64::from(m) < id);
+            if below {
+                let reserved = commit::transaction(&newer).await?.is_some_and(|t| {
+                    matches!(
+                        t.transaction.operation,
+                        Some(Operation::ReserveFragments(_))
+                    )
+                });
+                if reserved {
+                    out.push(id);
+                }
+                continue 'ids;
             }
+            if older.fragment(id).await?.is_some() {
+                continue 'ids;
+            }
+            newer = older;
         }
-        Ok(out)
     }
+    Ok(out)
+}
+
+/// The version each row of `fragments` was created at, by row id (rows an update moves
+/// keep it). Rows of a fragment without a created-at sequence count as created at 1
+/// (written before Lance tracked versions).
+fn created_at_of<'a>(
+    snap: &Snapshot,
+    fragments: impl Iterator<Item = &'a DataFragment>,
+) -> Result<HashMap<u64, u64>> {
+    let mut out = HashMap::new();
+    for f in fragments {
+        let Some(ids) = rowids::row_id_sequence(snap, f)? else {
+            continue;
+        };
+        let (created, _) = rowids::version_sequences(snap, f)?;
+        for (offset, id) in ids.iter().enumerate() {
+            let at = created
+                .as_ref()
+                .and_then(|c| c.version_at(offset as u64))
+                .unwrap_or(1);
+            out.insert(id, at);
+        }
+    }
+    Ok(out)
 }
 
 /// How many versions back [`Dataset::reserved_ids`] looks for the ReserveFragments that
@@ -413,7 +424,7 @@ impl Dataset {
 const RESERVATION_LOOKBACK: usize = 256;
 
 /// The operation's error for a fragment `ds` does not have.
-fn not_in(ds: &Dataset, id: u64, operation: &'static str) -> Error {
+fn not_in(ds: &Snapshot, id: u64, operation: &'static str) -> Error {
     Error::Txn(TxnError::Operation {
         operation,
         reason: format!("fragment {id} is not in version {}", ds.version()),

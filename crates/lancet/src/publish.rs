@@ -24,8 +24,9 @@ use lancet_txn::{Candidate, FragmentChange, FragmentRowIds, Invariant, RowIdChan
 use roaring::RoaringTreemap;
 
 use crate::cache::Caches;
-use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
+use crate::snapshot::Snapshot;
+use crate::{fri, rowids};
 
 /// A version about to be published.
 pub(crate) struct Publication<'a> {
@@ -37,7 +38,7 @@ pub(crate) struct Publication<'a> {
     pub scheme: NamingScheme,
     pub transaction: Option<&'a Transaction>,
     /// The version it was prepared on, in the same table; `None` for a table's first version.
-    pub previous: Option<&'a Dataset>,
+    pub previous: Option<&'a Snapshot>,
     /// The fragments that differ from `previous`; `None` on a flat candidate computes them
     /// from the two flat lists.
     pub changes: Option<&'a [FragmentChange]>,
@@ -55,7 +56,7 @@ pub(crate) async fn publish(
     store: &DatasetStore,
     caches: &Arc<Caches>,
     p: Publication<'_>,
-) -> Result<(Dataset, u64)> {
+) -> Result<(Snapshot, u64)> {
     let version = p.manifest.version;
     let refused = |e: Error| -> Error {
         match e.kind() {
@@ -129,7 +130,7 @@ pub(crate) async fn publish(
         },
     )
     .map_err(|e| refused(e.into()))?;
-    let candidate = Dataset::from_manifest(
+    let candidate = Snapshot::from_manifest(
         store.clone(),
         Arc::new(prepared.file.clone()),
         caches.clone(),
@@ -152,25 +153,25 @@ pub(crate) async fn publish(
 /// version's does not (none when the entry is the same object): each a rewrite this commit
 /// records, judged by `Invariant::FriTransitionCommitted`.
 async fn new_fri_transitions(
-    prev: &Dataset,
+    prev: &Snapshot,
     manifest: &Manifest,
     indices: &[IndexMetadata],
 ) -> Result<Vec<lancet_txn::compaction::GroupIds>> {
     let Some(next) = indices.iter().find(|m| lancet_reuse::is_fri_entry(m)) else {
         return Ok(Vec::new());
     };
-    if prev.fri_entry().is_some_and(|e| e.uuid == next.uuid) {
+    if fri::fri_entry(prev).is_some_and(|e| e.uuid == next.uuid) {
         return Ok(Vec::new());
     }
     let ids = |t: &lancet_reuse::Transition| lancet_txn::compaction::GroupIds {
         sources: t.sources.iter().map(|d| d.id).collect(),
         destinations: t.destinations.iter().map(|d| d.id).collect(),
     };
-    let old: Vec<_> = match prev.fri_ledger().await? {
+    let old: Vec<_> = match fri::fri_ledger(prev).await? {
         Some(l) => l.transitions.iter().map(ids).collect(),
         None => Vec::new(),
     };
-    let ledger = prev.decode_fri_under(next, manifest).await?;
+    let ledger = fri::decode_fri_under(prev, next, manifest).await?;
     Ok(ledger
         .transitions
         .iter()
@@ -179,7 +180,7 @@ async fn new_fri_transitions(
         .collect())
 }
 
-async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> Result<Vec<u64>> {
+async fn missing_deletion_files(prev: &Snapshot, changes: &[FragmentChange]) -> Result<Vec<u64>> {
     use futures::{StreamExt, TryStreamExt};
     let mut located = Vec::new();
     for c in changes {
@@ -189,7 +190,7 @@ async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> R
             continue;
         }
         // one this session wrote (or read) is stored
-        if prev.deletion_vector_known(after).await? {
+        if rowids::deletion_vector_known(prev, after).await? {
             continue;
         }
         if let Some(location) = prev.deletion_file_location(after)? {
@@ -216,7 +217,7 @@ async fn missing_deletion_files(prev: &Dataset, changes: &[FragmentChange]) -> R
 /// fragment). `None` when a sequence is not inline (flag 2048,
 /// which lancet does not read): the row-id rules other than presence are then not judged.
 async fn row_id_changes(
-    prev: &Dataset,
+    prev: &Snapshot,
     changes: &[FragmentChange],
 ) -> Result<Option<RowIdChanges>> {
     let mut out = RowIdChanges::default();
@@ -246,18 +247,18 @@ async fn row_id_changes(
 
 /// The row ids of `f` read through `ds`; `None` when its sequence is not inline.
 pub(crate) async fn fragment_row_ids(
-    ds: &Dataset,
+    ds: &Snapshot,
     f: &DataFragment,
 ) -> Result<Option<FragmentRowIds>> {
     if !matches!(f.row_id_sequence, Some(PbRowIds::InlineRowIds(_))) {
         return Ok(None);
     }
-    let Some(sequence) = ds.row_id_sequence(f)? else {
+    let Some(sequence) = rowids::row_id_sequence(ds, f)? else {
         return Ok(None);
     };
     let mut live = ids_of(&sequence);
     let mut missing_deletion_file = false;
-    let deleted = match ds.deletion_vector(f).await {
+    let deleted = match rowids::deletion_vector(ds, f).await {
         Ok(d) => d.unwrap_or_default(),
         // judged by DeletionFileExists, with the rows counted as not deleted
         Err(

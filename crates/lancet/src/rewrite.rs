@@ -29,9 +29,14 @@ use lancet_txn::rebase::{judge_since, ConflictCause, IndexIntent};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::commit;
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::fri;
+use crate::indexes;
+use crate::operations;
+use crate::rowids;
+use crate::snapshot::Snapshot;
 
 /// How a history is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,394 +73,392 @@ fn invalid(rule: impl Into<String>) -> crate::error::Error {
     ReuseError::InvalidInput(rule.into()).into()
 }
 
-impl Dataset {
-    /// Commits a rewrite of the fragments `sources` into `destinations` (fragments whose data
-    /// files the caller has written; their ids are assigned here, in order) as the next
-    /// version, recording `mapping` in the Fragment Reuse Index so existing indexes keep
-    /// answering through translation (their entries are left as they are). The history is
-    /// republished as a tagged (index_version 1) entry replacing the previous one, with
-    /// feature flag 1024 in both words. Stable partitions write their row map to
-    /// `_fri/{map_id}/stable_partition.lance` first.
-    ///
-    /// Losing the race to compatible commits that took the destination ids prepares the
-    /// rewrite again on the latest version (new ids, the latest history extended, the row
-    /// map written again), at most eight times; other conflicts are returned.
-    pub(crate) async fn commit_rewrite(
-        &self,
-        sources: &[u32],
-        destinations: Vec<DataFragment>,
-        mapping: RewriteMapping<'_>,
-    ) -> Result<Committed> {
-        let group = RewriteGroup {
-            sources: sources.to_vec(),
-            destinations,
+/// Commits a rewrite of the fragments `sources` into `destinations` (fragments whose data
+/// files the caller has written; their ids are assigned here, in order) as the next
+/// version, recording `mapping` in the Fragment Reuse Index so existing indexes keep
+/// answering through translation (their entries are left as they are). The history is
+/// republished as a tagged (index_version 1) entry replacing the previous one, with
+/// feature flag 1024 in both words. Stable partitions write their row map to
+/// `_fri/{map_id}/stable_partition.lance` first.
+///
+/// Losing the race to compatible commits that took the destination ids prepares the
+/// rewrite again on the latest version (new ids, the latest history extended, the row
+/// map written again), at most eight times; other conflicts are returned.
+pub(crate) async fn commit_rewrite(
+    snap: &Snapshot,
+    sources: &[u32],
+    destinations: Vec<DataFragment>,
+    mapping: RewriteMapping<'_>,
+) -> Result<Committed> {
+    let group = RewriteGroup {
+        sources: sources.to_vec(),
+        destinations,
+        mapping,
+    };
+    rewrite_retrying(snap, sources, |base| {
+        let group = group.clone();
+        async move {
+            commit_rewrite_groups(&base, std::slice::from_ref(&group), Format::Tagged)
+                .await
+        }
+    })
+    .await
+}
+
+/// Runs `attempt` on this version, and again on the latest when another writer took the
+/// destination ids it assigned (every version published since judged compatible with a
+/// rewrite of `sources` first), at most eight times; other conflicts are returned.
+pub(crate) async fn rewrite_retrying<T, F, Fut>(
+    snap: &Snapshot,
+    sources: &[u32],
+    attempt: F,
+) -> Result<T>
+where
+    F: Fn(Snapshot) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut base = snap.clone();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match attempt(base.clone()).await {
+            Err(crate::error::Error::CommitConflict {
+                cause: ConflictCause::IdsTaken,
+                version,
+                uri,
+                ..
+            }) if tries < 8 => {
+                // every version up to `version` was judged compatible; judge the ones
+                // published since before preparing on the latest
+                let (latest, since) =
+                    commit::transactions_since(&base.checkout(version).await?).await?;
+                let mine = rewrite_of(sources);
+                if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
+                    return Err(crate::error::Error::CommitConflict {
+                        uri,
+                        version: c.version,
+                        reason: c.reason,
+                        retryable: c.retryable,
+                        cause: c.cause,
+                    });
+                }
+                base = latest;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
+/// version, each recorded as a transition of the history, published in `format`.
+pub(crate) async fn commit_rewrite_groups(
+    snap: &Snapshot,
+    groups: &[RewriteGroup<'_>],
+    format: Format,
+) -> Result<Committed> {
+    let what = snap.manifest_ref().object;
+    let mut ledger = extendable_history(snap, &what).await?;
+    // the sources' rows are mapped by the rows their files hold
+    let fragments = snap.with_known_rows(snap.fragments().await?).await?;
+    let mut next_id = lancet_txn::build::next_fragment_id(snap.manifest());
+    let mut recorded = Vec::with_capacity(groups.len());
+    let mut seen = HashSet::new();
+    for group in groups {
+        let sources = &group.sources;
+        let mut destinations = group.destinations.clone();
+        // sources: fragments of this version with their deletions, read here; what makes
+        // a group (distinct sources, numbered destinations) is lancet-reuse's rule
+        let mut records = Vec::with_capacity(sources.len());
+        let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
+        for &id in sources {
+            let f = fragments
+                .binary_search_by_key(&u64::from(id), |f| f.id)
+                .ok()
+                .and_then(|i| fragments.get(i))
+                .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
+            deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
+            records.push(f);
+        }
+        let read: Vec<(&DataFragment, &RoaringBitmap)> =
+            records.iter().copied().zip(deleted.iter()).collect();
+        let src_digests = lancet_reuse::rules::source_digests(&read, &mut seen)?;
+        for f in &destinations {
+            lancet_reuse::rules::check_destination(f)?;
+        }
+        let dst_digests =
+            lancet_reuse::rules::number_destinations(&mut destinations, &mut next_id)?;
+        let mapping = match group.mapping {
+            RewriteMapping::OrderedCompaction => {
+                lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
+            }
+            RewriteMapping::StablePartition { labels } => {
+                write_partition(snap, &src_digests, &deleted, &dst_digests, labels).await?
+            }
+        };
+        let t = Transition {
+            dataset_version: None,
+            sources: src_digests,
+            destinations: dst_digests,
             mapping,
         };
-        self.rewrite_retrying(sources, |base| {
-            let group = group.clone();
-            async move {
-                base.commit_rewrite_groups(std::slice::from_ref(&group), Format::Tagged)
-                    .await
-            }
-        })
-        .await
-    }
-
-    /// Runs `attempt` on this version, and again on the latest when another writer took the
-    /// destination ids it assigned (every version published since judged compatible with a
-    /// rewrite of `sources` first), at most eight times; other conflicts are returned.
-    pub(crate) async fn rewrite_retrying<T, F, Fut>(&self, sources: &[u32], attempt: F) -> Result<T>
-    where
-        F: Fn(Dataset) -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
-    {
-        let mut base = self.clone();
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match attempt(base.clone()).await {
-                Err(crate::error::Error::CommitConflict {
-                    cause: ConflictCause::IdsTaken,
-                    version,
-                    uri,
-                    ..
-                }) if tries < 8 => {
-                    // every version up to `version` was judged compatible; judge the ones
-                    // published since before preparing on the latest
-                    let (latest, since) =
-                        base.checkout(version).await?.transactions_since().await?;
-                    let mine = rewrite_of(sources);
-                    if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
-                        return Err(crate::error::Error::CommitConflict {
-                            uri,
-                            version: c.version,
-                            reason: c.reason,
-                            retryable: c.retryable,
-                            cause: c.cause,
-                        });
-                    }
-                    base = latest;
-                }
-                done => return done,
-            }
-        }
-    }
-
-    /// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
-    /// version, each recorded as a transition of the history, published in `format`.
-    pub(crate) async fn commit_rewrite_groups(
-        &self,
-        groups: &[RewriteGroup<'_>],
-        format: Format,
-    ) -> Result<Committed> {
-        let what = self.manifest_ref().object;
-        let mut ledger = self.extendable_history(&what).await?;
-        // the sources' rows are mapped by the rows their files hold
-        let fragments = self.with_known_rows(self.fragments().await?).await?;
-        let mut next_id = lancet_txn::build::next_fragment_id(self.manifest());
-        let mut recorded = Vec::with_capacity(groups.len());
-        let mut seen = HashSet::new();
-        for group in groups {
-            let sources = &group.sources;
-            let mut destinations = group.destinations.clone();
-            // sources: fragments of this version with their deletions, read here; what makes
-            // a group (distinct sources, numbered destinations) is lancet-reuse's rule
-            let mut records = Vec::with_capacity(sources.len());
-            let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
-            for &id in sources {
-                let f = fragments
-                    .binary_search_by_key(&u64::from(id), |f| f.id)
-                    .ok()
-                    .and_then(|i| fragments.get(i))
-                    .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
-                deleted.push(self.deletion_vector(f).await?.unwrap_or_default());
-                records.push(f);
-            }
-            let read: Vec<(&DataFragment, &RoaringBitmap)> =
-                records.iter().copied().zip(deleted.iter()).collect();
-            let src_digests = lancet_reuse::rules::source_digests(&read, &mut seen)?;
-            for f in &destinations {
-                lancet_reuse::rules::check_destination(f)?;
-            }
-            let dst_digests =
-                lancet_reuse::rules::number_destinations(&mut destinations, &mut next_id)?;
-            let mapping = match group.mapping {
-                RewriteMapping::OrderedCompaction => {
-                    lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
-                }
-                RewriteMapping::StablePartition { labels } => {
-                    self.write_partition(&src_digests, &deleted, &dst_digests, labels)
-                        .await?
-                }
-            };
-            let t = Transition {
-                dataset_version: None,
-                sources: src_digests,
-                destinations: dst_digests,
-                mapping,
-            };
-            ledger = Some(lancet_reuse::rules::extend(ledger, t, &what)?);
-            // Recorded as Lance 14's compaction records its tasks; the plan puts the
-            // destinations last (their ids are the largest), flat or tree.
-            recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
-                old_fragments: records.into_iter().cloned().collect(),
-                new_fragments: destinations,
-            });
-        }
-        let Some(ledger) = ledger else {
-            return Err(invalid("a rewrite needs at least one group"));
-        };
-        let operation = Operation::Rewrite(Rewrite {
-            groups: recorded,
-            ..Default::default()
+        ledger = Some(lancet_reuse::rules::extend(ledger, t, &what)?);
+        // Recorded as Lance 14's compaction records its tasks; the plan puts the
+        // destinations last (their ids are the largest), flat or tree.
+        recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
+            old_fragments: records.into_iter().cloned().collect(),
+            new_fragments: destinations,
         });
-        self.publish_history(Some(operation), ledger, format).await
     }
+    let Some(ledger) = ledger else {
+        return Err(invalid("a rewrite needs at least one group"));
+    };
+    let operation = Operation::Rewrite(Rewrite {
+        groups: recorded,
+        ..Default::default()
+    });
+    publish_history(snap, Some(operation), ledger, format).await
+}
 
-    /// The current history, if any, provided lancet may extend it.
-    pub(crate) async fn extendable_history(&self, what: &str) -> Result<Option<Ledger>> {
-        if self.has_stable_row_ids() {
-            // refused before the history is read
-            return Ok(lancet_reuse::rules::extendable(None, true, what)?);
-        }
-        let ledger = self.fri_ledger().await?;
-        Ok(lancet_reuse::rules::extendable(ledger, false, what)?)
+/// The current history, if any, provided lancet may extend it.
+pub(crate) async fn extendable_history(snap: &Snapshot, what: &str) -> Result<Option<Ledger>> {
+    if snap.has_stable_row_ids() {
+        // refused before the history is read
+        return Ok(lancet_reuse::rules::extendable(None, true, what)?);
     }
+    let ledger = fri::fri_ledger(snap).await?;
+    Ok(lancet_reuse::rules::extendable(ledger, false, what)?)
+}
 
-    /// Writes the row map of a stable partition and checks it against the destinations.
-    async fn write_partition(
-        &self,
-        sources: &[Digest],
-        deleted: &[RoaringBitmap],
-        destinations: &[Digest],
-        labels: &[u16],
-    ) -> Result<Mapping> {
-        let map_id = ObjectUuid::new_v4().to_string();
-        let path = self
-            .store()
-            .path(&lancet_reuse::row_map_path(&map_id, true));
-        let rows: Vec<SourceRows> = sources
-            .iter()
-            .zip(deleted)
-            .map(|(s, d)| SourceRows {
-                physical_rows: s.physical_rows,
-                deleted: Some(d),
-            })
-            .collect();
-        let written = write_row_map(
-            self.file_store(),
-            &path,
-            &rows,
-            destinations.len(),
-            labels.iter().copied(),
-            None,
-        )
-        .await?;
-        let want: Vec<u64> = destinations.iter().map(|d| d.physical_rows).collect();
-        if written.destination_rows != want {
-            // the map is unreferenced; `unreferenced_fri_files` lists it for cleanup
-            return Err(invalid(format!(
-                "labels send {:?} rows to the destinations, which hold {want:?}",
-                written.destination_rows
-            )));
-        }
-        Ok(Mapping::StablePartition {
-            map_id,
-            map_size_bytes: written.size_bytes,
-            base_id: None,
+/// Writes the row map of a stable partition and checks it against the destinations.
+async fn write_partition(
+    snap: &Snapshot,
+    sources: &[Digest],
+    deleted: &[RoaringBitmap],
+    destinations: &[Digest],
+    labels: &[u16],
+) -> Result<Mapping> {
+    let map_id = ObjectUuid::new_v4().to_string();
+    let path = snap
+        .store()
+        .path(&lancet_reuse::row_map_path(&map_id, true));
+    let rows: Vec<SourceRows> = sources
+        .iter()
+        .zip(deleted)
+        .map(|(s, d)| SourceRows {
+            physical_rows: s.physical_rows,
+            deleted: Some(d),
         })
+        .collect();
+    let written = write_row_map(
+        snap.file_store(),
+        &path,
+        &rows,
+        destinations.len(),
+        labels.iter().copied(),
+        None,
+    )
+    .await?;
+    let want: Vec<u64> = destinations.iter().map(|d| d.physical_rows).collect();
+    if written.destination_rows != want {
+        // the map is unreferenced; `unreferenced_fri_files` lists it for cleanup
+        return Err(invalid(format!(
+            "labels send {:?} rows to the destinations, which hold {want:?}",
+            written.destination_rows
+        )));
     }
+    Ok(Mapping::StablePartition {
+        map_id,
+        map_size_bytes: written.size_bytes,
+        base_id: None,
+    })
+}
 
-    /// Commits `ledger` as the FRI entry replacing the current one (no entry when the ledger
-    /// is empty), other index entries kept as they are: with `rewrite` (the Rewrite of the
-    /// groups whose transitions the ledger gained), or alone as an index-only
-    /// change (a CreateIndex of the FRI: an upgrade or a trim). The plan sets flag 1024 when the
-    /// entry is tagged.
-    pub(crate) async fn publish_history(
-        &self,
-        rewrite: Option<Operation>,
-        ledger: Ledger,
-        format: Format,
-    ) -> Result<Committed> {
-        let mut indices: Vec<IndexMetadata> = self
-            .indices()
-            .iter()
-            .filter(|m| !is_fri_entry(m))
-            .cloned()
-            .collect();
-        if !ledger.transitions.is_empty() {
-            let uuid = ObjectUuid::new_v4();
-            let created = u64::try_from(self.clock().now_ms()).unwrap_or(0);
-            let legacy = match format {
-                Format::Tagged => None,
-                Format::AsTheTable => lancet_reuse::rules::keeps_legacy(
-                    self.fri_entry(),
-                    self.manifest().reader_feature_flags,
-                )
-                .then(|| {
-                    lancet_reuse::publish::legacy_entry(
-                        uuid.to_proto(),
-                        self.version(),
-                        &ledger,
-                        created,
-                    )
-                })
-                .flatten(),
-            };
-            let (entry, external) = match legacy {
-                Some(e) => e,
-                None => lancet_reuse::publish::tagged_entry(
+/// Commits `ledger` as the FRI entry replacing the current one (no entry when the ledger
+/// is empty), other index entries kept as they are: with `rewrite` (the Rewrite of the
+/// groups whose transitions the ledger gained), or alone as an index-only
+/// change (a CreateIndex of the FRI: an upgrade or a trim). The plan sets flag 1024 when the
+/// entry is tagged.
+pub(crate) async fn publish_history(
+    snap: &Snapshot,
+    rewrite: Option<Operation>,
+    ledger: Ledger,
+    format: Format,
+) -> Result<Committed> {
+    let mut indices: Vec<IndexMetadata> = snap
+        .indices()
+        .iter()
+        .filter(|m| !is_fri_entry(m))
+        .cloned()
+        .collect();
+    if !ledger.transitions.is_empty() {
+        let uuid = ObjectUuid::new_v4();
+        let created = u64::try_from(snap.clock().now_ms()).unwrap_or(0);
+        let legacy = match format {
+            Format::Tagged => None,
+            Format::AsTheTable => lancet_reuse::rules::keeps_legacy(
+                fri::fri_entry(snap),
+                snap.manifest().reader_feature_flags,
+            )
+            .then(|| {
+                lancet_reuse::publish::legacy_entry(
                     uuid.to_proto(),
-                    self.version(),
+                    snap.version(),
                     &ledger,
                     created,
-                ),
-            };
-            if let Some(bytes) = external {
-                let path = self.store().path(&lancet_paths::layout::index_file(
-                    uuid,
-                    lancet_reuse::publish::EXTERNAL_FILE,
-                ));
-                self.store().put(&path, bytes.into()).await?;
-            }
-            indices.push(entry);
-        }
-        let intent = IndexIntent::between(self.indices(), &indices);
-        let change = match rewrite {
-            Some(operation) => Change::new(operation).with_indices(intent),
-            None => Change::new(
-                lancet_txn::operation::index_operation(self.indices(), &indices)
-                    .unwrap_or(Operation::UpdateConfig(Default::default())),
+                )
+            })
+            .flatten(),
+        };
+        let (entry, external) = match legacy {
+            Some(e) => e,
+            None => lancet_reuse::publish::tagged_entry(
+                uuid.to_proto(),
+                snap.version(),
+                &ledger,
+                created,
             ),
         };
-        self.commit_change(change).await
-    }
-
-    /// Drops the FRI transitions no index still needs, republishing the rest; `None` when
-    /// nothing can be dropped. An index (every non-FRI entry of this version) may hold
-    /// addresses of the fragments of the version it was built or last updated on
-    /// (`dataset_version`), which its `fragment_bitmap` no longer names once a deferred
-    /// rewrite moved it forward; when that version is gone, every ancestor of its bitmap's
-    /// fragments counts. Transitions reachable from those fragments are kept (see
-    /// `History::needed_for`), intermediates included.
-    pub(crate) async fn trim_fri(&self) -> Result<Committed> {
-        let what = self.manifest_ref().object;
-        let Some(ledger) = self.extendable_history(&what).await? else {
-            return Ok(Committed::nothing(self.clone()));
-        };
-        let history = History::new(ledger, &what)?;
-        // each index's coverage and the fragments of the version it was built on (read
-        // here); what the trim keeps is lancet-reuse's rule
-        let mut indexes: Vec<(RoaringBitmap, Option<Vec<u32>>)> = Vec::new();
-        for m in self.indices().iter().filter(|m| !is_fri_entry(m)) {
-            let bitmap = self.index_fragments(m)?.unwrap_or_default();
-            let built_on = match self.checkout(m.dataset_version).await {
-                Ok(built_on) => Some(
-                    built_on
-                        .fragments()
-                        .await?
-                        .iter()
-                        .filter_map(|f| u32::try_from(f.id).ok())
-                        .collect(),
-                ),
-                Err(_) => None,
-            };
-            indexes.push((bitmap, built_on));
-        }
-        let indexed = history.indexed_fragments(indexes.iter().map(|(b, on)| (b, on.as_deref())));
-        let Some(ledger) = history.trimmed(&indexed) else {
-            return Ok(Committed::nothing(self.clone()));
-        };
-        self.publish_history(None, ledger, Format::AsTheTable).await
-    }
-
-    /// Objects under the dataset root's `_fri/` that no version in `_versions/` references
-    /// (row maps of trimmed transitions, or of rewrites refused or lost before committing)
-    /// and that were last modified more than `older_than` ago: safe to delete while those
-    /// versions are the ones kept. The age is the in-progress guard: a rewrite writes its row
-    /// map before its manifest, so a map younger than any commit could take may belong to a
-    /// version about to land (cleanup's [`crate::cleanup::DEFAULT_UNVERIFIED_OLDER_THAN`] is the
-    /// default to use). Maps that skipped (unmodelled) transitions name are referenced too.
-    /// Row maps in other bases (`base_id` set) belong to those bases' tables and are not
-    /// listed.
-    pub(crate) async fn unreferenced_fri_files(&self, older_than: Duration) -> Result<Vec<Path>> {
-        let mut referenced: HashSet<String> = HashSet::new();
-        for entry in lancet_paths::manifest::list_versions(self.store()).await? {
-            let ds = self.checkout(entry.version).await?;
-            if let Some(ledger) = ds.fri_ledger().await? {
-                referenced.extend(
-                    ledger
-                        .row_maps()
-                        .filter(|(_, base)| base.is_none())
-                        .map(|(m, _)| m.to_string()),
-                );
-            }
-        }
-        let cutoff = self
-            .clock()
-            .now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        let mut out = Vec::new();
-        for meta in self.store().list(lancet_paths::layout::FRI_DIR).await? {
-            if SystemTime::from(meta.last_modified) > cutoff {
-                continue;
-            }
-            let rel = self.store().relative(&meta.location).unwrap_or_default();
-            let map_id = lancet_paths::cleanup::row_map_id(&rel).unwrap_or_default();
-            if !referenced.contains(map_id) {
-                out.push(meta.location);
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
-    /// Deletes [`Dataset::unreferenced_fri_files`] through cleanup's sweep (its concurrency,
-    /// rate and failure rules: `policy`'s), returning what was deleted; a delete that failed
-    /// is an `Unavailable` error naming the first (the others are deleted).
-    pub(crate) async fn delete_unreferenced_fri_files(
-        &self,
-        older_than: Duration,
-        policy: &crate::cleanup::CleanupPolicy,
-    ) -> Result<Vec<Path>> {
-        let files = self.unreferenced_fri_files(older_than).await?;
-        let mut locations = std::collections::HashMap::new();
-        let mut doomed = Vec::with_capacity(files.len());
-        for path in &files {
-            let rel = self.store().relative(path).unwrap_or_default();
-            locations.insert(rel.clone(), path.clone());
-            doomed.push((
-                lancet_paths::cleanup::Listed {
-                    path: rel,
-                    size: 0,
-                    last_modified_ms: 0,
-                },
-                lancet_paths::cleanup::ObjectKind::RowMap,
+        if let Some(bytes) = external {
+            let path = snap.store().path(&lancet_paths::layout::index_file(
+                uuid,
+                lancet_reuse::publish::EXTERNAL_FILE,
             ));
+            snap.store().put(&path, bytes.into()).await?;
         }
-        let (failed, _) = lancet_paths::sweep::delete_planned(
-            self.store(),
-            &locations,
-            &doomed,
-            policy,
-            &|_, _| {},
-        )
-        .await;
-        if let Some((path, why)) = failed.first() {
-            // the store failed (kind Unavailable): running it again deletes what is left
-            return Err(lancet_paths::PathsError::Store {
-                path: self.store().path(path),
-                source: std::sync::Arc::new(object_store::Error::Generic {
-                    store: "cleanup sweep",
-                    source: format!("{} row maps left undeleted, first: {why}", failed.len())
-                        .into(),
-                }),
-            }
-            .into());
-        }
-        Ok(files)
+        indices.push(entry);
     }
+    let intent = IndexIntent::between(snap.indices(), &indices);
+    let change = match rewrite {
+        Some(operation) => Change::new(operation).with_indices(intent),
+        None => Change::new(
+            lancet_txn::operation::index_operation(snap.indices(), &indices)
+                .unwrap_or(Operation::UpdateConfig(Default::default())),
+        ),
+    };
+    operations::commit_change(snap, change).await
+}
+
+/// Drops the FRI transitions no index still needs, republishing the rest; `None` when
+/// nothing can be dropped. An index (every non-FRI entry of this version) may hold
+/// addresses of the fragments of the version it was built or last updated on
+/// (`dataset_version`), which its `fragment_bitmap` no longer names once a deferred
+/// rewrite moved it forward; when that version is gone, every ancestor of its bitmap's
+/// fragments counts. Transitions reachable from those fragments are kept (see
+/// `History::needed_for`), intermediates included.
+pub(crate) async fn trim_fri(snap: &Snapshot) -> Result<Committed> {
+    let what = snap.manifest_ref().object;
+    let Some(ledger) = extendable_history(snap, &what).await? else {
+        return Ok(Committed::nothing(snap.clone()));
+    };
+    let history = History::new(ledger, &what)?;
+    // each index's coverage and the fragments of the version it was built on (read
+    // here); what the trim keeps is lancet-reuse's rule
+    let mut indexes: Vec<(RoaringBitmap, Option<Vec<u32>>)> = Vec::new();
+    for m in snap.indices().iter().filter(|m| !is_fri_entry(m)) {
+        let bitmap = indexes::index_fragments(snap, m)?.unwrap_or_default();
+        let built_on = match snap.checkout(m.dataset_version).await {
+            Ok(built_on) => Some(
+                built_on
+                    .fragments()
+                    .await?
+                    .iter()
+                    .filter_map(|f| u32::try_from(f.id).ok())
+                    .collect(),
+            ),
+            Err(_) => None,
+        };
+        indexes.push((bitmap, built_on));
+    }
+    let indexed = history.indexed_fragments(indexes.iter().map(|(b, on)| (b, on.as_deref())));
+    let Some(ledger) = history.trimmed(&indexed) else {
+        return Ok(Committed::nothing(snap.clone()));
+    };
+    publish_history(snap, None, ledger, Format::AsTheTable).await
+}
+
+/// Objects under the dataset root's `_fri/` that no version in `_versions/` references
+/// (row maps of trimmed transitions, or of rewrites refused or lost before committing)
+/// and that were last modified more than `older_than` ago: safe to delete while those
+/// versions are the ones kept. The age is the in-progress guard: a rewrite writes its row
+/// map before its manifest, so a map younger than any commit could take may belong to a
+/// version about to land (cleanup's [`crate::cleanup::DEFAULT_UNVERIFIED_OLDER_THAN`] is the
+/// default to use). Maps that skipped (unmodelled) transitions name are referenced too.
+/// Row maps in other bases (`base_id` set) belong to those bases' tables and are not
+/// listed.
+pub(crate) async fn unreferenced_fri_files(
+    snap: &Snapshot,
+    older_than: Duration,
+) -> Result<Vec<Path>> {
+    let mut referenced: HashSet<String> = HashSet::new();
+    for entry in lancet_paths::manifest::list_versions(snap.store()).await? {
+        let ds = snap.checkout(entry.version).await?;
+        if let Some(ledger) = fri::fri_ledger(&ds).await? {
+            referenced.extend(
+                ledger
+                    .row_maps()
+                    .filter(|(_, base)| base.is_none())
+                    .map(|(m, _)| m.to_string()),
+            );
+        }
+    }
+    let cutoff = snap
+        .clock()
+        .now()
+        .checked_sub(older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut out = Vec::new();
+    for meta in snap.store().list(lancet_paths::layout::FRI_DIR).await? {
+        if SystemTime::from(meta.last_modified) > cutoff {
+            continue;
+        }
+        let rel = snap.store().relative(&meta.location).unwrap_or_default();
+        let map_id = lancet_paths::cleanup::row_map_id(&rel).unwrap_or_default();
+        if !referenced.contains(map_id) {
+            out.push(meta.location);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Deletes [`Dataset::unreferenced_fri_files`] through cleanup's sweep (its concurrency,
+/// rate and failure rules: `policy`'s), returning what was deleted; a delete that failed
+/// is an `Unavailable` error naming the first (the others are deleted).
+pub(crate) async fn delete_unreferenced_fri_files(
+    snap: &Snapshot,
+    older_than: Duration,
+    policy: &crate::cleanup::CleanupPolicy,
+) -> Result<Vec<Path>> {
+    let files = unreferenced_fri_files(snap, older_than).await?;
+    let mut locations = std::collections::HashMap::new();
+    let mut doomed = Vec::with_capacity(files.len());
+    for path in &files {
+        let rel = snap.store().relative(path).unwrap_or_default();
+        locations.insert(rel.clone(), path.clone());
+        doomed.push((
+            lancet_paths::cleanup::Listed {
+                path: rel,
+                size: 0,
+                last_modified_ms: 0,
+            },
+            lancet_paths::cleanup::ObjectKind::RowMap,
+        ));
+    }
+    let (failed, _) =
+        lancet_paths::sweep::delete_planned(snap.store(), &locations, &doomed, policy, &|_, _| {})
+            .await;
+    if let Some((path, why)) = failed.first() {
+        // the store failed (kind Unavailable): running it again deletes what is left
+        return Err(lancet_paths::PathsError::Store {
+            path: snap.store().path(path),
+            source: std::sync::Arc::new(object_store::Error::Generic {
+                store: "cleanup sweep",
+                source: format!("{} row maps left undeleted, first: {why}", failed.len()).into(),
+            }),
+        }
+        .into());
+    }
+    Ok(files)
 }
 
 /// The Lance operation a rewrite of `sources` is judged as.

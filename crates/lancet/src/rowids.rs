@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use lancet_paths::DatasetStore;
 use lancet_proto::table::DataFragment;
 use lancet_rowid::deletion::read_deletion_vector;
 use lancet_rowid::{
@@ -13,282 +12,276 @@ use lancet_rowid::{
 use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::snapshot::Snapshot;
 
 /// How many deletion files are read at once while building an index.
 const DELETION_READ_CONCURRENCY: usize = 32;
 
-impl Dataset {
-    /// The object store of the base a resolved location lives in.
-    pub(crate) fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
-        if base.base_id.is_none() {
-            Ok(self.store().clone())
-        } else {
-            Ok(DatasetStore::open(&base.uri)?)
-        }
-    }
+/// The fragment's stable row id sequence, if it has one inline.
+pub(crate) fn row_id_sequence(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<Option<RowIdSequence>> {
+    Ok(lancet_rowid::row_ids_of(fragment, &snap.manifest_path())?)
+}
 
-    /// The fragment's stable row id sequence, if it has one inline.
-    pub(crate) fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
-        Ok(lancet_rowid::row_ids_of(fragment, &self.manifest_path())?)
-    }
+/// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
+pub(crate) fn version_sequences(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
+    Ok(lancet_rowid::versions_of(fragment, &snap.manifest_path())?)
+}
 
-    /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
-    pub(crate) fn version_sequences(
-        &self,
-        fragment: &DataFragment,
-    ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
-        Ok(lancet_rowid::versions_of(fragment, &self.manifest_path())?)
-    }
+/// The fragment's deleted offsets, if it has a deletion file.
+pub(crate) async fn deletion_vector(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<Option<RoaringBitmap>> {
+    Ok(cached_deletion_vector(snap, fragment)
+        .await?
+        .map(Arc::unwrap_or_clone))
+}
 
-    /// The fragment's deleted offsets, if it has a deletion file.
-    pub(crate) async fn deletion_vector(
-        &self,
-        fragment: &DataFragment,
-    ) -> Result<Option<RoaringBitmap>> {
-        Ok(self
-            .cached_deletion_vector(fragment)
-            .await?
-            .map(Arc::unwrap_or_clone))
-    }
+/// The deletion vector of `fragment` read from storage (every read goes through the
+/// session's cache: [`Dataset::cached_deletion_vector`]).
+async fn fragment_deletions(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<Option<RoaringBitmap>> {
+    let (Some(file), Some(loc)) = (
+        &fragment.deletion_file,
+        snap.deletion_file_location(fragment)?,
+    ) else {
+        return Ok(None);
+    };
+    let store = snap.store_for(&loc.base)?;
+    let path = store.path(&loc.path);
+    Ok(Some(
+        read_deletion_vector(&store, &path, file, fragment.physical_rows).await?,
+    ))
+}
 
-    /// The deletion vector of `fragment` read from storage (every read goes through the
-    /// session's cache: [`Dataset::cached_deletion_vector`]).
-    async fn read_deletion_vector(&self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
-        let (Some(file), Some(loc)) = (
-            &fragment.deletion_file,
-            self.deletion_file_location(fragment)?,
-        ) else {
-            return Ok(None);
-        };
-        let store = self.store_for(&loc.base)?;
-        let path = store.path(&loc.path);
-        Ok(Some(
-            read_deletion_vector(&store, &path, file, fragment.physical_rows).await?,
-        ))
-    }
+/// [`Dataset::deletion_vector`], kept in the session's structure cache (deletion files
+/// are immutable, so the key is the file alone).
+pub(crate) async fn cached_deletion_vector(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<Option<Arc<RoaringBitmap>>> {
+    let (Some(_), Some(loc)) = (
+        &fragment.deletion_file,
+        snap.deletion_file_location(fragment)?,
+    ) else {
+        return Ok(None);
+    };
+    let key = StructureKey::DeletionVector {
+        file: loc.display_uri(),
+    };
+    let d = snap
+        .caches()
+        .structure(
+            key,
+            Box::pin(async {
+                let d = fragment_deletions(snap, fragment)
+                    .await?
+                    .unwrap_or_default();
+                Ok(Arc::new(d))
+            }),
+        )
+        .await?;
+    Ok(Some(d))
+}
 
-    /// [`Dataset::deletion_vector`], kept in the session's structure cache (deletion files
-    /// are immutable, so the key is the file alone).
-    pub(crate) async fn cached_deletion_vector(
-        &self,
-        fragment: &DataFragment,
-    ) -> Result<Option<Arc<RoaringBitmap>>> {
-        let (Some(_), Some(loc)) = (
-            &fragment.deletion_file,
-            self.deletion_file_location(fragment)?,
-        ) else {
-            return Ok(None);
-        };
-        let key = StructureKey::DeletionVector {
-            file: loc.display_uri(),
-        };
-        let d = self
-            .caches()
-            .structure(
-                key,
-                Box::pin(async {
-                    let d = self
-                        .read_deletion_vector(fragment)
-                        .await?
-                        .unwrap_or_default();
-                    Ok(Arc::new(d))
-                }),
-            )
-            .await?;
-        Ok(Some(d))
-    }
+/// Remembers `deleted` as the deletion vector of `fragment`'s deletion file, which this
+/// session has just written: reading it again, or checking before a commit that it is
+/// stored, needs no request.
+pub(crate) async fn remember_deletion_vector(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+    deleted: &RoaringBitmap,
+) -> Result<()> {
+    let Some(loc) = snap.deletion_file_location(fragment)? else {
+        return Ok(());
+    };
+    let key = StructureKey::DeletionVector {
+        file: loc.display_uri(),
+    };
+    let known = Arc::new(deleted.clone());
+    snap.caches()
+        .structure::<RoaringBitmap>(key, Box::pin(async { Ok(known) }))
+        .await?;
+    Ok(())
+}
 
-    /// Remembers `deleted` as the deletion vector of `fragment`'s deletion file, which this
-    /// session has just written: reading it again, or checking before a commit that it is
-    /// stored, needs no request.
-    pub(crate) async fn remember_deletion_vector(
-        &self,
-        fragment: &DataFragment,
-        deleted: &RoaringBitmap,
-    ) -> Result<()> {
-        let Some(loc) = self.deletion_file_location(fragment)? else {
-            return Ok(());
-        };
-        let key = StructureKey::DeletionVector {
-            file: loc.display_uri(),
-        };
-        let known = Arc::new(deleted.clone());
-        self.caches()
-            .structure::<RoaringBitmap>(key, Box::pin(async { Ok(known) }))
-            .await?;
-        Ok(())
-    }
+/// Whether this session holds `fragment`'s deletion vector (read or written here): then
+/// its deletion file is stored.
+pub(crate) async fn deletion_vector_known(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+) -> Result<bool> {
+    let Some(loc) = snap.deletion_file_location(fragment)? else {
+        return Ok(false);
+    };
+    let key = StructureKey::DeletionVector {
+        file: loc.display_uri(),
+    };
+    Ok(snap
+        .caches()
+        .cached_structure::<RoaringBitmap>(&key)
+        .await
+        .is_some())
+}
 
-    /// Whether this session holds `fragment`'s deletion vector (read or written here): then
-    /// its deletion file is stored.
-    pub(crate) async fn deletion_vector_known(&self, fragment: &DataFragment) -> Result<bool> {
-        let Some(loc) = self.deletion_file_location(fragment)? else {
-            return Ok(false);
-        };
-        let key = StructureKey::DeletionVector {
-            file: loc.display_uri(),
-        };
-        Ok(self
-            .caches()
-            .cached_structure::<RoaringBitmap>(&key)
-            .await
-            .is_some())
-    }
-
-    /// Every fragment's deletion vector (None where it has none), read concurrently, in
-    /// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
-    pub(crate) async fn deletion_vectors(&self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
-        let fragments = self.fragments().await?;
-        // by position, not by reference: a stream closure taking `&DataFragment` makes the
-        // future unprovably `Send`
-        futures::stream::iter(0..fragments.len())
-            .map(|i| {
-                let fragments = fragments.clone();
-                async move {
-                    let Some(f) = fragments.get(i) else {
-                        return Ok(None);
-                    };
-                    self.cached_deletion_vector(f).await
-                }
-            })
-            .buffered(DELETION_READ_CONCURRENCY)
-            .try_collect()
-            .await
-    }
-
-    /// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
-    /// kept in the session's index cache.
-    pub(crate) async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
-        if !self.has_stable_row_ids() {
-            return Err(Error::Unsupported {
-                uri: self.uri().to_string(),
-                version: self.version(),
-                rule: "the table has no stable row ids; _rowid is the row address".into(),
-            });
-        }
-        let key = StructureKey::RowIdIndex {
-            uri: self.uri().to_string(),
-            version: self.version(),
-        };
-        self.caches()
-            .structure(
-                key,
-                Box::pin(async { Ok(Arc::new(self.build_row_id_index().await?)) }),
-            )
-            .await
-    }
-
-    /// The addresses of the `_rowid`s `ids` (None when not live). With stable row ids: the
-    /// cached `RowIdIndex` when this version has one, otherwise answered lazily, reading only
-    /// the deletion files of the fragments that hold the ids (what a first take after opening
-    /// needs). Without them `_rowid` is the address: each id itself when live.
-    pub(crate) async fn lookup_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
-        if !self.has_stable_row_ids() {
-            return self.live_addresses(ids).await;
-        }
-        let key = StructureKey::RowIdIndex {
-            uri: self.uri().to_string(),
-            version: self.version(),
-        };
-        if let Some(index) = self.caches().cached_structure::<RowIdIndex>(&key).await {
-            return Ok(ids.iter().map(|id| index.get(*id)).collect());
-        }
-        let all = self.fragments().await?;
-        let mut fragments = Vec::with_capacity(all.len());
-        let mut by_id = std::collections::HashMap::new();
-        for f in all.iter() {
-            let sequence = self
-                .row_id_sequence(f)?
-                .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
-            let id = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
-                fragment: f.id,
-                rule: "fragment ids must fit 32 bits".into(),
-            })?;
-            by_id.insert(id, f);
-            fragments.push(LazyFragment {
-                fragment_id: id,
-                physical_rows: f.physical_rows,
-                sequence: Arc::new(sequence),
-            });
-        }
-        let lazy = LazyRowIds::new(fragments)?;
-        lazy.get_many(ids, |id| {
-            let f = by_id.get(&id).copied();
+/// Every fragment's deletion vector (None where it has none), read concurrently, in
+/// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
+pub(crate) async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
+    let fragments = snap.fragments().await?;
+    // by position, not by reference: a stream closure taking `&DataFragment` makes the
+    // future unprovably `Send`
+    futures::stream::iter(0..fragments.len())
+        .map(|i| {
+            let fragments = fragments.clone();
             async move {
-                match f {
-                    Some(f) => Ok(self.deletion_vector(f).await?.map(Arc::new)),
-                    None => Ok(None),
-                }
+                let Some(f) = fragments.get(i) else {
+                    return Ok(None);
+                };
+                cached_deletion_vector(snap, f).await
             }
         })
+        .buffered(DELETION_READ_CONCURRENCY)
+        .try_collect()
         .await
-    }
+}
 
-    /// Without stable row ids `_rowid` is the row address: each of `ids` itself when a live
-    /// row of this version (its fragment exists, the offset is below `physical_rows`, and no
-    /// deletion file deletes it), `None` otherwise.
-    async fn live_addresses(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
-        let deletions = self.deletion_vectors().await?;
-        let fragments = self.fragments().await?;
-        Ok(ids
-            .iter()
-            .map(|&id| {
-                let (frag, offset) = lancet_proto::RowAddress::split(id);
-                let k = fragments
-                    .binary_search_by_key(&u64::from(frag), |f| f.id)
-                    .ok()?;
-                let f = fragments.get(k)?;
-                let deleted = deletions
-                    .get(k)?
-                    .as_ref()
-                    .is_some_and(|d| d.contains(offset));
-                (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
-            })
-            .collect())
+/// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
+/// kept in the session's index cache.
+pub(crate) async fn row_id_index(snap: &Snapshot) -> Result<Arc<RowIdIndex>> {
+    if !snap.has_stable_row_ids() {
+        return Err(Error::Unsupported {
+            uri: snap.uri().to_string(),
+            version: snap.version(),
+            rule: "the table has no stable row ids; _rowid is the row address".into(),
+        });
     }
+    let key = StructureKey::RowIdIndex {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+    };
+    snap.caches()
+        .structure(
+            key,
+            Box::pin(async { Ok(Arc::new(build_row_id_index(snap).await?)) }),
+        )
+        .await
+}
 
-    /// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
-    /// stable row ids; otherwise each live address twice (`_rowid` is the address).
-    pub(crate) async fn live_row_ids(&self) -> Result<Vec<(u64, u64)>> {
-        if self.has_stable_row_ids() {
-            return Ok(self.row_id_index().await?.iter().collect());
-        }
-        let deletions = self.deletion_vectors().await?;
-        let mut out = Vec::new();
-        for (f, deleted) in self.fragments().await?.iter().zip(deletions) {
-            let frag = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
-                fragment: f.id,
-                rule: "fragment ids must fit 32 bits".into(),
-            })?;
-            let rows = u32::try_from(f.physical_rows).unwrap_or(u32::MAX);
-            for offset in 0..rows {
-                if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
-                    continue;
-                }
-                let address = lancet_proto::RowAddress::new(frag, offset).as_u64();
-                out.push((address, address));
+/// The addresses of the `_rowid`s `ids` (None when not live). With stable row ids: the
+/// cached `RowIdIndex` when this version has one, otherwise answered lazily, reading only
+/// the deletion files of the fragments that hold the ids (what a first take after opening
+/// needs). Without them `_rowid` is the address: each id itself when live.
+pub(crate) async fn lookup_row_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+    if !snap.has_stable_row_ids() {
+        return live_addresses(snap, ids).await;
+    }
+    let key = StructureKey::RowIdIndex {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+    };
+    if let Some(index) = snap.caches().cached_structure::<RowIdIndex>(&key).await {
+        return Ok(ids.iter().map(|id| index.get(*id)).collect());
+    }
+    let all = snap.fragments().await?;
+    let mut fragments = Vec::with_capacity(all.len());
+    let mut by_id = std::collections::HashMap::new();
+    for f in all.iter() {
+        let sequence =
+            row_id_sequence(snap, f)?.ok_or(RowIdError::MissingSequence { fragment: f.id })?;
+        let id = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
+            fragment: f.id,
+            rule: "fragment ids must fit 32 bits".into(),
+        })?;
+        by_id.insert(id, f);
+        fragments.push(LazyFragment {
+            fragment_id: id,
+            physical_rows: f.physical_rows,
+            sequence: Arc::new(sequence),
+        });
+    }
+    let lazy = LazyRowIds::new(fragments)?;
+    lazy.get_many(ids, |id| {
+        let f = by_id.get(&id).copied();
+        async move {
+            match f {
+                Some(f) => Ok(deletion_vector(snap, f).await?.map(Arc::new)),
+                None => Ok(None),
             }
         }
-        Ok(out)
-    }
+    })
+    .await
+}
 
-    async fn build_row_id_index(&self) -> Result<RowIdIndex> {
-        let deletions = self.deletion_vectors().await?;
-        let fragments = self.fragments().await?;
-        let mut inputs = Vec::with_capacity(fragments.len());
-        for (f, deleted) in fragments.iter().zip(deletions) {
-            let sequence = self
-                .row_id_sequence(f)?
-                .ok_or(RowIdError::MissingSequence { fragment: f.id })?;
-            inputs.push(FragmentRowIds {
-                fragment_id: f.id,
-                physical_rows: f.physical_rows,
-                sequence: Arc::new(sequence),
-                deletions: deleted,
-            });
-        }
-        Ok(RowIdIndex::build(inputs)?)
+/// Without stable row ids `_rowid` is the row address: each of `ids` itself when a live
+/// row of this version (its fragment exists, the offset is below `physical_rows`, and no
+/// deletion file deletes it), `None` otherwise.
+async fn live_addresses(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+    let deletions = deletion_vectors(snap).await?;
+    let fragments = snap.fragments().await?;
+    Ok(ids
+        .iter()
+        .map(|&id| {
+            let (frag, offset) = lancet_proto::RowAddress::split(id);
+            let k = fragments
+                .binary_search_by_key(&u64::from(frag), |f| f.id)
+                .ok()?;
+            let f = fragments.get(k)?;
+            let deleted = deletions
+                .get(k)?
+                .as_ref()
+                .is_some_and(|d| d.contains(offset));
+            (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
+        })
+        .collect())
+}
+
+/// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
+/// stable row ids; otherwise each live address twice (`_rowid` is the address).
+pub(crate) async fn live_row_ids(snap: &Snapshot) -> Result<Vec<(u64, u64)>> {
+    if snap.has_stable_row_ids() {
+        return Ok(row_id_index(snap).await?.iter().collect());
     }
+    let deletions = deletion_vectors(snap).await?;
+    let mut out = Vec::new();
+    for (f, deleted) in snap.fragments().await?.iter().zip(deletions) {
+        let frag = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
+            fragment: f.id,
+            rule: "fragment ids must fit 32 bits".into(),
+        })?;
+        let rows = u32::try_from(f.physical_rows).unwrap_or(u32::MAX);
+        for offset in 0..rows {
+            if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
+                continue;
+            }
+            let address = lancet_proto::RowAddress::new(frag, offset).as_u64();
+            out.push((address, address));
+        }
+    }
+    Ok(out)
+}
+
+async fn build_row_id_index(snap: &Snapshot) -> Result<RowIdIndex> {
+    let deletions = deletion_vectors(snap).await?;
+    let fragments = snap.fragments().await?;
+    let mut inputs = Vec::with_capacity(fragments.len());
+    for (f, deleted) in fragments.iter().zip(deletions) {
+        let sequence =
+            row_id_sequence(snap, f)?.ok_or(RowIdError::MissingSequence { fragment: f.id })?;
+        inputs.push(FragmentRowIds {
+            fragment_id: f.id,
+            physical_rows: f.physical_rows,
+            sequence: Arc::new(sequence),
+            deletions: deleted,
+        });
+    }
+    Ok(RowIdIndex::build(inputs)?)
 }

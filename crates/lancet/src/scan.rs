@@ -1,8 +1,8 @@
-//! Reading rows: [`Dataset::scan`], [`Dataset::take`] and [`Dataset::take_addresses`].
+//! Reading rows: [`Dataset::scan`](crate::Dataset::scan), [`Dataset::take`](crate::Dataset::take) and [`Dataset::take_addresses`](crate::Dataset::take_addresses).
 //!
 //! Composition only: lancet-file reads a fragment's columns from its data files (NULL for a
 //! field no file holds), deletion vectors and row ids come from lancet-rowid, and a filter is
-//! answered by [`Dataset::search`] (through BTrees where they cover, by reading columns
+//! answered by [`Dataset::search`](crate::Dataset::search) (through BTrees where they cover, by reading columns
 //! elsewhere) before any projected column is read. Rows come in fragment order, then offset,
 //! as pylance's `to_table` returns them; `_rowid` then `_rowaddr` follow the projected
 //! columns.
@@ -20,8 +20,10 @@ use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::RoaringBitmap;
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::rowids;
+use crate::search;
+use crate::snapshot::Snapshot;
 
 /// Rows read per batch of a scan.
 const SCAN_BATCH_ROWS: u64 = 64 * 1024;
@@ -32,7 +34,7 @@ const SCAN_READ_AHEAD: usize = 2;
 /// in one pass; a larger one batch by batch, so that a wide scan's memory stays a few batches.
 const WHOLE_FRAGMENT_CELLS: u64 = 4 * 1024 * 1024;
 
-/// What [`Dataset::scan`] returns.
+/// What [`Dataset::scan`](crate::Dataset::scan) returns.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
     /// The columns, in this order (every column in schema order when `None`).
@@ -159,413 +161,414 @@ impl ChunkRows {
     }
 }
 
-impl Dataset {
-    /// The table's Arrow schema (top-level fields in manifest order).
-    pub fn schema(&self) -> Result<SchemaRef> {
-        let columns = self.projection(None)?;
-        Ok(Arc::new(Schema::new(
-            columns.into_iter().map(|c| c.field).collect::<Vec<_>>(),
-        )))
-    }
+/// The table's Arrow schema (top-level fields in manifest order).
+pub(crate) fn schema(snap: &Snapshot) -> Result<SchemaRef> {
+    let columns = projection(snap, None)?;
+    Ok(Arc::new(Schema::new(
+        columns.into_iter().map(|c| c.field).collect::<Vec<_>>(),
+    )))
+}
 
-    /// The columns `columns` (every column when `None`), each with its field ids.
-    pub(crate) fn projection(&self, columns: Option<&[String]>) -> Result<Vec<Column>> {
-        let all = lancet_file::table_schema(&self.manifest().fields, &self.manifest_ref().object)?;
-        let Some(columns) = columns else {
-            return Ok(all);
+/// The columns `columns` (every column when `None`), each with its field ids.
+pub(crate) fn projection(snap: &Snapshot, columns: Option<&[String]>) -> Result<Vec<Column>> {
+    let all = lancet_file::table_schema(&snap.manifest().fields, &snap.manifest_ref().object)?;
+    let Some(columns) = columns else {
+        return Ok(all);
+    };
+    columns
+        .iter()
+        .map(|c| {
+            all.iter()
+                .find(|col| col.field.name() == c)
+                .cloned()
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: format!("column {c:?}"),
+                    reason: "the table has no such column".into(),
+                })
+        })
+        .collect()
+}
+
+/// The columns `projection` of `fragment`'s rows `rows`.
+pub(crate) async fn read_rows(
+    snap: &Snapshot,
+    fragment: &DataFragment,
+    projection: &[Column],
+    rows: Rows<'_>,
+) -> Result<RecordBatch> {
+    snap.require_no_overlays(fragment, "reading rows")?;
+    let mut files = Vec::with_capacity(fragment.files.len());
+    for (file, location) in fragment
+        .files
+        .iter()
+        .zip(snap.data_file_locations(fragment)?)
+    {
+        let store = match location.base.base_id {
+            None => snap.file_store().clone(),
+            Some(_) => crate::snapshot::file_store_for(&snap.store_for(&location.base)?)?,
         };
-        columns
-            .iter()
-            .map(|c| {
-                all.iter()
-                    .find(|col| col.field.name() == c)
-                    .cloned()
-                    .ok_or_else(|| Error::InvalidArgument {
-                        what: format!("column {c:?}"),
-                        reason: "the table has no such column".into(),
-                    })
-            })
-            .collect()
+        files.push(DataFileAt {
+            path: snap.store_for(&location.base)?.path(&location.path),
+            store,
+            size: (file.file_size_bytes > 0).then_some(file.file_size_bytes),
+            fields: file.fields.clone(),
+        });
     }
+    Ok(Box::pin(lancet_file::read_fragment(
+        &files,
+        projection,
+        fragment.physical_rows,
+        rows,
+    ))
+    .await?)
+}
 
-    /// The columns `projection` of `fragment`'s rows `rows`.
-    pub(crate) async fn read_rows(
-        &self,
-        fragment: &DataFragment,
-        projection: &[Column],
-        rows: Rows<'_>,
-    ) -> Result<RecordBatch> {
-        self.require_no_overlays(fragment, "reading rows")?;
-        let mut files = Vec::with_capacity(fragment.files.len());
-        for (file, location) in fragment
-            .files
-            .iter()
-            .zip(self.data_file_locations(fragment)?)
-        {
-            let store = match location.base.base_id {
-                None => self.file_store().clone(),
-                Some(_) => Dataset::file_store_for(&self.store_for(&location.base)?)?,
-            };
-            files.push(DataFileAt {
-                path: self.store_for(&location.base)?.path(&location.path),
-                store,
-                size: (file.file_size_bytes > 0).then_some(file.file_size_bytes),
-                fields: file.fields.clone(),
-            });
-        }
-        Ok(Box::pin(lancet_file::read_fragment(
-            &files,
-            projection,
-            fragment.physical_rows,
-            rows,
-        ))
-        .await?)
-    }
+/// The schema of the batches [`Dataset::scan`](crate::Dataset::scan) returns for `options`.
+pub(crate) fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
+    let projection = projection(snap, options.columns.as_deref())?;
+    Ok(output_schema(
+        &projection,
+        options.with_row_id,
+        options.with_row_address,
+    ))
+}
 
-    /// The schema of the batches [`Dataset::scan`] returns for `options`.
-    pub(crate) fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
-        let projection = self.projection(options.columns.as_deref())?;
-        Ok(output_schema(
-            &projection,
-            options.with_row_id,
-            options.with_row_address,
-        ))
-    }
-
-    /// The rows of this version (deleted rows left out) as a stream of batches; see
-    /// [`ScanOptions`]. A filter is answered before any projected column is read.
-    pub async fn scan(
-        &self,
-        options: ScanOptions,
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        if let Some(v) = options.version.filter(|v| *v != self.version()) {
-            let at = self.checkout(v).await?;
-            let options = ScanOptions {
-                version: None,
-                ..options
-            };
-            return Box::pin(at.scan(options)).await;
-        }
-        let projection = self.projection(options.columns.as_deref())?;
-        let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
-        let fragments = match &options.fragments {
-            None => self.fragments().await?,
-            Some(ids) => self.fragments_with_ids(ids).await?,
+/// The rows of this version (deleted rows left out) as a stream of batches; see
+/// [`ScanOptions`]. A filter is answered before any projected column is read.
+pub(crate) async fn scan(
+    snap: &Snapshot,
+    options: ScanOptions,
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    if let Some(v) = options.version.filter(|v| *v != snap.version()) {
+        let at = snap.checkout(v).await?;
+        let options = ScanOptions {
+            version: None,
+            ..options
         };
-        let fragments = self.with_known_rows(fragments).await?;
-        let matched = match &options.filter {
-            Some(f) => {
-                let (matched, stats) = self.search_addresses_in(f, fragments.clone()).await?;
-                if let Some(m) = &options.metrics {
-                    m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
-                    m.scanned_fragments
-                        .fetch_add(stats.scanned_fragments, Ordering::Relaxed);
-                    let mut indexed = m
-                        .indexed
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
-                    for (name, fragments) in stats.indexed {
-                        *indexed.entry(name).or_default() |= fragments;
-                    }
+        return Box::pin(scan(&at, options)).await;
+    }
+    let projection = projection(snap, options.columns.as_deref())?;
+    let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
+    let fragments = match &options.fragments {
+        None => snap.fragments().await?,
+        Some(ids) => snap.fragments_with_ids(ids).await?,
+    };
+    let fragments = snap.with_known_rows(fragments).await?;
+    let matched = match &options.filter {
+        Some(f) => {
+            let (matched, stats) = search::search_addresses_in(snap, f, fragments.clone()).await?;
+            if let Some(m) = &options.metrics {
+                m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
+                m.scanned_fragments
+                    .fetch_add(stats.scanned_fragments, Ordering::Relaxed);
+                let mut indexed = m
+                    .indexed
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                for (name, fragments) in stats.indexed {
+                    *indexed.entry(name).or_default() |= fragments;
                 }
-                Some(matched)
             }
-            None => None,
-        };
-        let deletions = match (&matched, &options.fragments) {
-            (Some(_), _) => vec![None; fragments.len()],
-            (None, None) => self.deletion_vectors().await?,
-            (None, Some(_)) => {
-                let mut out = Vec::with_capacity(fragments.len());
-                for f in fragments.iter() {
-                    out.push(self.cached_deletion_vector(f).await?);
+            Some(matched)
+        }
+        None => None,
+    };
+    let deletions = match (&matched, &options.fragments) {
+        (Some(_), _) => vec![None; fragments.len()],
+        (None, None) => rowids::deletion_vectors(snap).await?,
+        (None, Some(_)) => {
+            let mut out = Vec::with_capacity(fragments.len());
+            for f in fragments.iter() {
+                out.push(rowids::cached_deletion_vector(snap, f).await?);
+            }
+            out
+        }
+    };
+    let mut skip = options.offset;
+    let mut left = options.limit.unwrap_or(u64::MAX);
+    let mut reads = Vec::new();
+    for (f, deleted) in fragments.iter().zip(deletions) {
+        if left == 0 {
+            break;
+        }
+        // a fragment the scan takes whole (no filter, offset or limit inside it) and whose
+        // projected columns are small enough to hold is read in one pass: its file's
+        // pages in one request, sliced into batches after
+        let cells = f
+            .physical_rows
+            .saturating_mul(projection.len().max(1) as u64);
+        if matched.is_none() && skip == 0 && cells <= WHOLE_FRAGMENT_CELLS {
+            let live = match &deleted {
+                Some(d) => f.physical_rows.saturating_sub(d.len()),
+                None => f.physical_rows,
+            };
+            if live <= left {
+                let rows = match &deleted {
+                    Some(d) => ChunkRows::At(
+                        (0..f.physical_rows)
+                            .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o)))
+                            .collect(),
+                    ),
+                    None => ChunkRows::Range(0..f.physical_rows),
+                };
+                left -= live;
+                if live > 0 {
+                    reads.push(Read::Fragment(Chunk {
+                        fragment: f.clone(),
+                        rows,
+                    }));
                 }
-                out
+                continue;
             }
+        }
+        let rows: Vec<ChunkRows> = match (&matched, deleted) {
+            (Some(m), _) => {
+                let Ok(id) = u32::try_from(f.id) else {
+                    continue;
+                };
+                match m.get(&id) {
+                    Some(offsets) => offsets_in_chunks(offsets.iter().map(u64::from)),
+                    None => continue,
+                }
+            }
+            (None, Some(d)) => offsets_in_chunks(
+                (0..f.physical_rows).filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
+            ),
+            (None, None) => ranges_in_chunks(f.physical_rows),
         };
-        let mut skip = options.offset;
-        let mut left = options.limit.unwrap_or(u64::MAX);
-        let mut reads = Vec::new();
-        for (f, deleted) in fragments.iter().zip(deletions) {
+        for r in rows {
+            let n = r.len();
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            let r = r.window(skip, left);
+            skip = 0;
+            left = left.saturating_sub(r.len());
+            reads.push(Read::Chunk(Chunk {
+                fragment: f.clone(),
+                rows: r,
+            }));
             if left == 0 {
                 break;
             }
-            // a fragment the scan takes whole (no filter, offset or limit inside it) and whose
-            // projected columns are small enough to hold is read in one pass: its file's
-            // pages in one request, sliced into batches after
-            let cells = f
-                .physical_rows
-                .saturating_mul(projection.len().max(1) as u64);
-            if matched.is_none() && skip == 0 && cells <= WHOLE_FRAGMENT_CELLS {
-                let live = match &deleted {
-                    Some(d) => f.physical_rows.saturating_sub(d.len()),
-                    None => f.physical_rows,
-                };
-                if live <= left {
-                    let rows = match &deleted {
-                        Some(d) => ChunkRows::At(
-                            (0..f.physical_rows)
-                                .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o)))
-                                .collect(),
-                        ),
-                        None => ChunkRows::Range(0..f.physical_rows),
-                    };
-                    left -= live;
-                    if live > 0 {
-                        reads.push(Read::Fragment(Chunk {
-                            fragment: f.clone(),
-                            rows,
-                        }));
-                    }
-                    continue;
-                }
-            }
-            let rows: Vec<ChunkRows> = match (&matched, deleted) {
-                (Some(m), _) => {
-                    let Ok(id) = u32::try_from(f.id) else {
-                        continue;
-                    };
-                    match m.get(&id) {
-                        Some(offsets) => offsets_in_chunks(offsets.iter().map(u64::from)),
-                        None => continue,
-                    }
-                }
-                (None, Some(d)) => offsets_in_chunks(
-                    (0..f.physical_rows)
-                        .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
-                ),
-                (None, None) => ranges_in_chunks(f.physical_rows),
-            };
-            for r in rows {
-                let n = r.len();
-                if skip >= n {
-                    skip -= n;
-                    continue;
-                }
-                let r = r.window(skip, left);
-                skip = 0;
-                left = left.saturating_sub(r.len());
-                reads.push(Read::Chunk(Chunk {
-                    fragment: f.clone(),
-                    rows: r,
-                }));
-                if left == 0 {
-                    break;
-                }
-            }
         }
-        if let Some(m) = &options.metrics {
-            let mut ids: Vec<u64> = reads.iter().map(|r| r.fragment_id()).collect();
-            ids.dedup();
-            m.fragments_read
-                .fetch_add(ids.len() as u64, Ordering::Relaxed);
-        }
-        let ds = self.clone();
-        let projection = Arc::new(projection);
-        let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
-        let stream = futures::stream::iter(reads)
-            .map(move |read| {
-                let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
-                async move {
-                    match read {
-                        Read::Chunk(chunk) => Ok::<_, Error>(vec![
-                            ds.read_chunk(&chunk, &projection, schema, with_id, with_addr)
-                                .await?,
-                        ]),
-                        Read::Fragment(whole) => {
-                            let batch = ds
-                                .read_chunk(&whole, &projection, schema, with_id, with_addr)
-                                .await?;
-                            Ok(batches_of(&batch, SCAN_BATCH_ROWS))
-                        }
-                    }
-                }
-            })
-            .buffered(SCAN_READ_AHEAD)
-            .map_ok(|batches: Vec<RecordBatch>| futures::stream::iter(batches.into_iter().map(Ok)))
-            .try_flatten();
-        Ok(stream.boxed())
     }
-
-    async fn read_chunk(
-        &self,
-        chunk: &Chunk,
-        projection: &[Column],
-        schema: SchemaRef,
-        with_id: bool,
-        with_addr: bool,
-    ) -> Result<RecordBatch> {
-        let rows = match &chunk.rows {
-            ChunkRows::Range(r) => Rows::Range(r.clone()),
-            ChunkRows::At(v) => Rows::At(v),
-        };
-        let batch = self.read_rows(&chunk.fragment, projection, rows).await?;
-        let offsets = match with_id || with_addr {
-            true => chunk.rows.offsets(),
-            false => Vec::new(),
-        };
-        self.with_row_columns(batch, &chunk.fragment, &offsets, schema, with_id, with_addr)
+    if let Some(m) = &options.metrics {
+        let mut ids: Vec<u64> = reads.iter().map(|r| r.fragment_id()).collect();
+        ids.dedup();
+        m.fragments_read
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
     }
-
-    /// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added.
-    fn with_row_columns(
-        &self,
-        batch: RecordBatch,
-        fragment: &DataFragment,
-        offsets: &[u64],
-        schema: SchemaRef,
-        with_id: bool,
-        with_addr: bool,
-    ) -> Result<RecordBatch> {
-        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-        let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
-            at: self.manifest_ref(),
-            rule: format!("fragment id {} exceeds 32 bits", fragment.id),
-        })?;
-        let addresses = || offsets.iter().map(move |o| RowAddress::first_of(id) | o);
-        if with_id {
-            let ids: UInt64Array = match self.row_id_sequence(fragment)? {
-                Some(seq) => offsets
-                    .iter()
-                    .map(|o| {
-                        seq.get(*o)
-                            .ok_or_else(|| lancet_rowid::RowIdError::LengthMismatch {
-                                fragment: fragment.id,
-                                sequence_len: seq.len(),
-                                physical_rows: fragment.physical_rows,
-                            })
-                    })
-                    .collect::<std::result::Result<Vec<u64>, _>>()?
-                    .into(),
-                None if self.has_stable_row_ids() => {
-                    return Err(lancet_rowid::RowIdError::MissingSequence {
-                        fragment: fragment.id,
-                    }
-                    .into())
-                }
-                None => addresses().collect(),
-            };
-            columns.push(Arc::new(ids));
-        }
-        if with_addr {
-            columns.push(Arc::new(addresses().collect::<UInt64Array>()));
-        }
-        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        RecordBatch::try_new_with_options(schema, columns, &options)
-            .map_err(|e| Error::Internal(format!("assembling scanned rows: {e}")))
-    }
-
-    /// The live rows of `fragment` (`deleted` its deleted offsets) with every column, in
-    /// offset order, in batches of at most 64K rows.
-    pub(crate) fn live_rows(
-        &self,
-        fragment: DataFragment,
-        deleted: Option<RoaringBitmap>,
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let projection = Arc::new(self.projection(None)?);
-        let schema = output_schema(&projection, false, false);
-        let chunks = match deleted {
-            Some(d) => offsets_in_chunks(
-                (0..fragment.physical_rows)
-                    .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
-            ),
-            None => ranges_in_chunks(fragment.physical_rows),
-        };
-        let ds = self.clone();
-        let stream = futures::stream::iter(chunks).then(move |rows| {
-            let chunk = Chunk {
-                fragment: fragment.clone(),
-                rows,
-            };
+    let ds = snap.clone();
+    let projection = Arc::new(projection);
+    let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
+    let stream = futures::stream::iter(reads)
+        .map(move |read| {
             let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
             async move {
-                ds.read_chunk(&chunk, &projection, schema, false, false)
-                    .await
-            }
-        });
-        Ok(stream.boxed())
-    }
-
-    /// The rows with stable row ids (row addresses on a table without stable row ids)
-    /// `row_ids`, in the order asked; an id that is not live is an error naming it.
-    pub async fn take(&self, row_ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
-        if !self.has_stable_row_ids() {
-            return self.take_addresses(row_ids, columns).await;
-        }
-        let found = self.lookup_row_ids(row_ids).await?;
-        let mut addresses = Vec::with_capacity(row_ids.len());
-        for (id, address) in row_ids.iter().zip(found) {
-            addresses.push(address.ok_or_else(|| Error::InvalidArgument {
-                what: format!("row id {id}"),
-                reason: format!("no live row of version {} has it", self.version()),
-            })?);
-        }
-        self.take_addresses(&addresses, columns).await
-    }
-
-    /// The live rows at `addresses`, in the order asked; an address that is not a live row
-    /// is an error naming it.
-    pub(crate) async fn take_addresses(
-        &self,
-        addresses: &[u64],
-        columns: Option<&[String]>,
-    ) -> Result<RecordBatch> {
-        let projection = self.projection(columns)?;
-        let schema = output_schema(&projection, false, false);
-        let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for a in addresses {
-            let (f, o) = RowAddress::split(*a);
-            by_fragment.entry(f).or_default().push(o);
-        }
-        let mut parts = Vec::new();
-        // where each fragment's rows start in the concatenation
-        let mut starts: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
-        let mut at = 0u64;
-        for (id, mut offsets) in by_fragment {
-            offsets.sort_unstable();
-            offsets.dedup();
-            let not_live = |o: u32| Error::InvalidArgument {
-                what: format!("row address {}", RowAddress::first_of(id) | u64::from(o)),
-                reason: format!("not a live row of version {}", self.version()),
-            };
-            let fragment = self
-                .fragment(u64::from(id))
-                .await?
-                .ok_or_else(|| not_live(offsets.first().copied().unwrap_or(0)))?;
-            if let Some(o) = offsets
-                .iter()
-                .find(|o| u64::from(**o) >= fragment.physical_rows)
-            {
-                return Err(not_live(*o));
-            }
-            if let Some(d) = self.cached_deletion_vector(&fragment).await? {
-                if let Some(o) = offsets.iter().find(|o| d.contains(**o)) {
-                    return Err(not_live(*o));
+                match read {
+                    Read::Chunk(chunk) => Ok::<_, Error>(vec![
+                        read_chunk(&ds, &chunk, &projection, schema, with_id, with_addr).await?,
+                    ]),
+                    Read::Fragment(whole) => {
+                        let batch =
+                            read_chunk(&ds, &whole, &projection, schema, with_id, with_addr)
+                                .await?;
+                        Ok(batches_of(&batch, SCAN_BATCH_ROWS))
+                    }
                 }
             }
-            let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
-            parts.push(
-                self.read_rows(&fragment, &projection, Rows::At(&rows))
-                    .await?,
-            );
-            starts.insert(id, (at, offsets));
-            at += rows.len() as u64;
-        }
-        let all = arrow_select::concat::concat_batches(&schema, &parts)
-            .map_err(|e| Error::Internal(format!("concatenating taken rows: {e}")))?;
-        let order: UInt64Array = addresses
-            .iter()
-            .map(|a| {
-                let (f, o) = RowAddress::split(*a);
-                let (start, offsets) = starts.get(&f)?;
-                offsets.binary_search(&o).ok().map(|i| start + i as u64)
-            })
-            .collect::<Option<Vec<u64>>>()
-            .ok_or_else(|| Error::Internal("a taken row was not read".into()))?
-            .into();
-        arrow_select::take::take_record_batch(&all, &order)
-            .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))
+        })
+        .buffered(SCAN_READ_AHEAD)
+        .map_ok(|batches: Vec<RecordBatch>| futures::stream::iter(batches.into_iter().map(Ok)))
+        .try_flatten();
+    Ok(stream.boxed())
+}
+
+async fn read_chunk(
+    snap: &Snapshot,
+    chunk: &Chunk,
+    projection: &[Column],
+    schema: SchemaRef,
+    with_id: bool,
+    with_addr: bool,
+) -> Result<RecordBatch> {
+    let rows = match &chunk.rows {
+        ChunkRows::Range(r) => Rows::Range(r.clone()),
+        ChunkRows::At(v) => Rows::At(v),
+    };
+    let batch = read_rows(snap, &chunk.fragment, projection, rows).await?;
+    let offsets = match with_id || with_addr {
+        true => chunk.rows.offsets(),
+        false => Vec::new(),
+    };
+    with_row_columns(
+        snap,
+        batch,
+        &chunk.fragment,
+        &offsets,
+        schema,
+        with_id,
+        with_addr,
+    )
+}
+
+/// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added.
+fn with_row_columns(
+    snap: &Snapshot,
+    batch: RecordBatch,
+    fragment: &DataFragment,
+    offsets: &[u64],
+    schema: SchemaRef,
+    with_id: bool,
+    with_addr: bool,
+) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
+        at: snap.manifest_ref(),
+        rule: format!("fragment id {} exceeds 32 bits", fragment.id),
+    })?;
+    let addresses = || offsets.iter().map(move |o| RowAddress::first_of(id) | o);
+    if with_id {
+        let ids: UInt64Array = match rowids::row_id_sequence(snap, fragment)? {
+            Some(seq) => offsets
+                .iter()
+                .map(|o| {
+                    seq.get(*o)
+                        .ok_or_else(|| lancet_rowid::RowIdError::LengthMismatch {
+                            fragment: fragment.id,
+                            sequence_len: seq.len(),
+                            physical_rows: fragment.physical_rows,
+                        })
+                })
+                .collect::<std::result::Result<Vec<u64>, _>>()?
+                .into(),
+            None if snap.has_stable_row_ids() => {
+                return Err(lancet_rowid::RowIdError::MissingSequence {
+                    fragment: fragment.id,
+                }
+                .into())
+            }
+            None => addresses().collect(),
+        };
+        columns.push(Arc::new(ids));
     }
+    if with_addr {
+        columns.push(Arc::new(addresses().collect::<UInt64Array>()));
+    }
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(schema, columns, &options)
+        .map_err(|e| Error::Internal(format!("assembling scanned rows: {e}")))
+}
+
+/// The live rows of `fragment` (`deleted` its deleted offsets) with every column, in
+/// offset order, in batches of at most 64K rows.
+pub(crate) fn live_rows(
+    snap: &Snapshot,
+    fragment: DataFragment,
+    deleted: Option<RoaringBitmap>,
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    let projection = Arc::new(projection(snap, None)?);
+    let schema = output_schema(&projection, false, false);
+    let chunks = match deleted {
+        Some(d) => offsets_in_chunks(
+            (0..fragment.physical_rows).filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
+        ),
+        None => ranges_in_chunks(fragment.physical_rows),
+    };
+    let ds = snap.clone();
+    let stream = futures::stream::iter(chunks).then(move |rows| {
+        let chunk = Chunk {
+            fragment: fragment.clone(),
+            rows,
+        };
+        let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
+        async move { read_chunk(&ds, &chunk, &projection, schema, false, false).await }
+    });
+    Ok(stream.boxed())
+}
+
+/// The rows with stable row ids (row addresses on a table without stable row ids)
+/// `row_ids`, in the order asked; an id that is not live is an error naming it.
+pub(crate) async fn take(
+    snap: &Snapshot,
+    row_ids: &[u64],
+    columns: Option<&[String]>,
+) -> Result<RecordBatch> {
+    if !snap.has_stable_row_ids() {
+        return take_addresses(snap, row_ids, columns).await;
+    }
+    let found = rowids::lookup_row_ids(snap, row_ids).await?;
+    let mut addresses = Vec::with_capacity(row_ids.len());
+    for (id, address) in row_ids.iter().zip(found) {
+        addresses.push(address.ok_or_else(|| Error::InvalidArgument {
+            what: format!("row id {id}"),
+            reason: format!("no live row of version {} has it", snap.version()),
+        })?);
+    }
+    take_addresses(snap, &addresses, columns).await
+}
+
+/// The live rows at `addresses`, in the order asked; an address that is not a live row
+/// is an error naming it.
+pub(crate) async fn take_addresses(
+    snap: &Snapshot,
+    addresses: &[u64],
+    columns: Option<&[String]>,
+) -> Result<RecordBatch> {
+    let projection = projection(snap, columns)?;
+    let schema = output_schema(&projection, false, false);
+    let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for a in addresses {
+        let (f, o) = RowAddress::split(*a);
+        by_fragment.entry(f).or_default().push(o);
+    }
+    let mut parts = Vec::new();
+    // where each fragment's rows start in the concatenation
+    let mut starts: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
+    let mut at = 0u64;
+    for (id, mut offsets) in by_fragment {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let not_live = |o: u32| Error::InvalidArgument {
+            what: format!("row address {}", RowAddress::first_of(id) | u64::from(o)),
+            reason: format!("not a live row of version {}", snap.version()),
+        };
+        let fragment = snap
+            .fragment(u64::from(id))
+            .await?
+            .ok_or_else(|| not_live(offsets.first().copied().unwrap_or(0)))?;
+        if let Some(o) = offsets
+            .iter()
+            .find(|o| u64::from(**o) >= fragment.physical_rows)
+        {
+            return Err(not_live(*o));
+        }
+        if let Some(d) = rowids::cached_deletion_vector(snap, &fragment).await? {
+            if let Some(o) = offsets.iter().find(|o| d.contains(**o)) {
+                return Err(not_live(*o));
+            }
+        }
+        let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
+        parts.push(read_rows(snap, &fragment, &projection, Rows::At(&rows)).await?);
+        starts.insert(id, (at, offsets));
+        at += rows.len() as u64;
+    }
+    let all = arrow_select::concat::concat_batches(&schema, &parts)
+        .map_err(|e| Error::Internal(format!("concatenating taken rows: {e}")))?;
+    let order: UInt64Array = addresses
+        .iter()
+        .map(|a| {
+            let (f, o) = RowAddress::split(*a);
+            let (start, offsets) = starts.get(&f)?;
+            offsets.binary_search(&o).ok().map(|i| start + i as u64)
+        })
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| Error::Internal("a taken row was not read".into()))?
+        .into();
+    arrow_select::take::take_record_batch(&all, &order)
+        .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))
 }
 
 /// The schema of scanned rows: the projection, then `_rowid`, then `_rowaddr`.

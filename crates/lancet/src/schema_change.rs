@@ -8,181 +8,188 @@ use futures::TryStreamExt;
 use lancet_proto::table::transaction::{Operation, Project};
 pub use lancet_txn::build::ColumnAlteration;
 
+use crate::backfill;
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::operations;
+use crate::scan;
 use crate::scan::ScanOptions;
+use crate::snapshot::Snapshot;
 
-impl Dataset {
-    /// Drops the top-level `columns` (and everything under them) in one Project, as Lance
-    /// 14.0.2's `drop_columns`: no data is rewritten; a data file holding only dropped
-    /// columns leaves its fragments, one holding others stays as it is; an index on a dropped
-    /// column goes. A column the table does not have, or dropping every column, is
-    /// `InvalidInput` with nothing published.
-    pub async fn drop_columns(&self, columns: &[&str]) -> Result<Committed> {
-        let schema = lancet_txn::build::drop_fields(&self.manifest().fields, columns)?;
-        self.commit(Operation::Project(Project {
+/// Drops the top-level `columns` (and everything under them) in one Project, as Lance
+/// 14.0.2's `drop_columns`: no data is rewritten; a data file holding only dropped
+/// columns leaves its fragments, one holding others stays as it is; an index on a dropped
+/// column goes. A column the table does not have, or dropping every column, is
+/// `InvalidInput` with nothing published.
+pub(crate) async fn drop_columns(snap: &Snapshot, columns: &[&str]) -> Result<Committed> {
+    let schema = lancet_txn::build::drop_fields(&snap.manifest().fields, columns)?;
+    operations::commit(
+        snap,
+        Operation::Project(Project {
             schema,
             preserves_nullability: true,
-        }))
-        .await
-    }
+        }),
+    )
+    .await
+}
 
-    /// Renames columns and changes their nullability in one Project, as Lance 14.0.2's
-    /// `alter_columns` without a cast: no data is rewritten and every field keeps its id, so
-    /// indexes stay. Making a column non-nullable first reads it: a NULL refuses the change.
-    /// An unknown column, or a name taken, is `InvalidInput` with nothing published. A change
-    /// of type rewrites the column instead, in one Merge (see `cast_columns`).
-    pub async fn alter_columns(&self, alterations: &[ColumnAlteration]) -> Result<Committed> {
-        let (schema, tightens) =
-            lancet_txn::build::alter_fields(&self.manifest().fields, alterations)?;
-        if alterations.iter().any(|a| a.data_type.is_some()) {
-            if tightens {
-                return Err(Error::InvalidArgument {
-                    what: "alter_columns".into(),
-                    reason: "cannot make a column non-nullable and cast columns in the same \
-                             call: apply the cast first, then the nullability change"
-                        .into(),
-                });
-            }
-            return self.cast_columns(alterations, schema).await;
+/// Renames columns and changes their nullability in one Project, as Lance 14.0.2's
+/// `alter_columns` without a cast: no data is rewritten and every field keeps its id, so
+/// indexes stay. Making a column non-nullable first reads it: a NULL refuses the change.
+/// An unknown column, or a name taken, is `InvalidInput` with nothing published. A change
+/// of type rewrites the column instead, in one Merge (see `cast_columns`).
+pub(crate) async fn alter_columns(
+    snap: &Snapshot,
+    alterations: &[ColumnAlteration],
+) -> Result<Committed> {
+    let (schema, tightens) = lancet_txn::build::alter_fields(&snap.manifest().fields, alterations)?;
+    if alterations.iter().any(|a| a.data_type.is_some()) {
+        if tightens {
+            return Err(Error::InvalidArgument {
+                what: "alter_columns".into(),
+                reason: "cannot make a column non-nullable and cast columns in the same \
+                         call: apply the cast first, then the nullability change"
+                    .into(),
+            });
         }
-        for a in alterations.iter().filter(|a| a.nullable == Some(false)) {
-            self.require_no_nulls(&a.path).await?;
-        }
-        self.commit(Operation::Project(Project {
+        return cast_columns(snap, alterations, schema).await;
+    }
+    for a in alterations.iter().filter(|a| a.nullable == Some(false)) {
+        require_no_nulls(snap, &a.path).await?;
+    }
+    operations::commit(
+        snap,
+        Operation::Project(Project {
             schema,
             // a write since this version could add a NULL: not asserted after tightening
             preserves_nullability: !tightens,
-        }))
-        .await
-    }
+        }),
+    )
+    .await
+}
 
-    /// The casts of `alterations` over `schema` (the renames and nullability already
-    /// applied), as Lance 14.0.2's `alter_columns` with `data_type`: each cast column gets a
-    /// new field id and a new data file in every fragment holding its values cast (a value
-    /// that does not fit refuses the whole change, nothing published); the files holding the
-    /// old column keep listing its id (as after a drop), and a file left holding no column
-    /// leaves its fragment; one Merge. A cast Lance refuses (another family of types), or of a
-    /// column an index covers, is `InvalidInput`.
-    async fn cast_columns(
-        &self,
-        alterations: &[ColumnAlteration],
-        mut schema: Vec<lancet_proto::file::Field>,
-    ) -> Result<Committed> {
-        let table = self.schema()?;
-        let fragments = self.fragments().await?;
-        crate::merge::require_known_rows(self, &fragments, "a cast")?;
-        let mut next = self.next_field_id().await?;
-        // (fragment id, its new data files), all written before anything is published
-        let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();
-        let mut required = false;
-        for a in alterations {
-            let Some(to) = &a.data_type else { continue };
-            let invalid = |reason: String| Error::InvalidArgument {
-                what: format!("column {:?}", a.path),
-                reason,
-            };
-            let from = table
-                .field_with_name(&a.path)
-                .map_err(|_| invalid("the table has no such column".into()))?;
-            let old = self.projection(Some(std::slice::from_ref(&a.path)))?;
-            let old_id = old.first().map(|c| c.id()).unwrap_or(-1);
-            if !lancet_txn::build::cast_allowed(from.data_type(), to) {
-                return Err(invalid(format!(
-                    "Cannot cast column \"{}\" from {} to {to}",
-                    a.path,
-                    from.data_type()
-                )));
+/// The casts of `alterations` over `schema` (the renames and nullability already
+/// applied), as Lance 14.0.2's `alter_columns` with `data_type`: each cast column gets a
+/// new field id and a new data file in every fragment holding its values cast (a value
+/// that does not fit refuses the whole change, nothing published); the files holding the
+/// old column keep listing its id (as after a drop), and a file left holding no column
+/// leaves its fragment; one Merge. A cast Lance refuses (another family of types), or of a
+/// column an index covers, is `InvalidInput`.
+async fn cast_columns(
+    snap: &Snapshot,
+    alterations: &[ColumnAlteration],
+    mut schema: Vec<lancet_proto::file::Field>,
+) -> Result<Committed> {
+    let table = scan::schema(snap)?;
+    let fragments = snap.fragments().await?;
+    crate::merge::require_known_rows(snap, &fragments, "a cast")?;
+    let mut next = backfill::next_field_id(snap).await?;
+    // (fragment id, its new data files), all written before anything is published
+    let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();
+    let mut required = false;
+    for a in alterations {
+        let Some(to) = &a.data_type else { continue };
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: format!("column {:?}", a.path),
+            reason,
+        };
+        let from = table
+            .field_with_name(&a.path)
+            .map_err(|_| invalid("the table has no such column".into()))?;
+        let old = scan::projection(snap, Some(std::slice::from_ref(&a.path)))?;
+        let old_id = old.first().map(|c| c.id()).unwrap_or(-1);
+        if !lancet_txn::build::cast_allowed(from.data_type(), to) {
+            return Err(invalid(format!(
+                "Cannot cast column \"{}\" from {} to {to}",
+                a.path,
+                from.data_type()
+            )));
+        }
+        if let Some(index) = snap.indices().iter().find(|i| i.fields.contains(&old_id)) {
+            return Err(invalid(format!(
+                "it has index {:?} attached: a cast rewrites the column and invalidates \
+                 it; drop the index first, then recreate it after the cast",
+                index.name
+            )));
+        }
+        let name = a.rename.clone().unwrap_or_else(|| a.path.clone());
+        let nullable = a.nullable.unwrap_or(from.is_nullable());
+        required |= !nullable;
+        let field = arrow_schema::Field::new(&name, to.clone(), nullable);
+        let mut new =
+            lancet_file::manifest_fields(&arrow_schema::Schema::new(vec![field.clone()]))?;
+        for f in &mut new {
+            f.id += next;
+            if f.parent_id >= 0 {
+                f.parent_id += next;
             }
-            if let Some(index) = self.indices().iter().find(|i| i.fields.contains(&old_id)) {
-                return Err(invalid(format!(
-                    "it has index {:?} attached: a cast rewrites the column and invalidates \
-                     it; drop the index first, then recreate it after the cast",
-                    index.name
-                )));
-            }
-            let name = a.rename.clone().unwrap_or_else(|| a.path.clone());
-            let nullable = a.nullable.unwrap_or(from.is_nullable());
-            required |= !nullable;
-            let field = arrow_schema::Field::new(&name, to.clone(), nullable);
-            let mut new =
-                lancet_file::manifest_fields(&arrow_schema::Schema::new(vec![field.clone()]))?;
-            for f in &mut new {
-                f.id += next;
-                if f.parent_id >= 0 {
-                    f.parent_id += next;
-                }
-            }
-            next += new.len() as i32;
-            let ids: Vec<i32> = new.iter().map(|f| f.id).collect();
-            schema = lancet_txn::build::replace_field(&schema, old_id, &new);
-            let value = lancet_filter::Scalar::Column(a.path.clone());
-            let file_schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![field]));
-            for f in fragments.iter().filter(|f| f.physical_rows > 0) {
-                match self
-                    .backfill_file(f, &value, &old, &file_schema, &ids)
-                    .await
-                {
-                    Ok(file) => written.push((f.id, file)),
-                    Err(e) => {
-                        self.delete_unpublished(written.iter().map(|(_, d)| d))
-                            .await;
-                        return Err(e);
-                    }
+        }
+        next += new.len() as i32;
+        let ids: Vec<i32> = new.iter().map(|f| f.id).collect();
+        schema = lancet_txn::build::replace_field(&schema, old_id, &new);
+        let value = lancet_filter::Scalar::Column(a.path.clone());
+        let file_schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![field]));
+        for f in fragments.iter().filter(|f| f.physical_rows > 0) {
+            match backfill::backfill_file(snap, f, &value, &old, &file_schema, &ids).await {
+                Ok(file) => written.push((f.id, file)),
+                Err(e) => {
+                    backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
+                    return Err(e);
                 }
             }
         }
-        if let Err(e) = lancet_txn::build::check_unique_names(&schema, "Merge") {
-            self.delete_unpublished(written.iter().map(|(_, d)| d))
-                .await;
-            return Err(e.into());
-        }
-        let listed: Vec<lancet_proto::table::DataFragment> = fragments
-            .iter()
-            .map(|f| {
-                let mut f = f.clone();
-                lancet_txn::build::keep_files_with_fields(&mut f.files, &schema);
-                f.files.extend(
-                    written
-                        .iter()
-                        .filter(|(id, _)| *id == f.id)
-                        .map(|(_, d)| d.clone()),
-                );
-                f
-            })
-            .collect();
-        let published = self
-            .commit(Operation::Merge(lancet_proto::table::transaction::Merge {
-                fragments: listed,
-                schema,
-                schema_metadata: self.manifest().schema_metadata.clone(),
-                preserves_nullability: !required,
-            }))
-            .await;
-        if published.is_err() {
-            self.delete_unpublished(written.iter().map(|(_, d)| d))
-                .await;
-        }
-        published
     }
+    if let Err(e) = lancet_txn::build::check_unique_names(&schema, "Merge") {
+        backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
+        return Err(e.into());
+    }
+    let listed: Vec<lancet_proto::table::DataFragment> = fragments
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            lancet_txn::build::keep_files_with_fields(&mut f.files, &schema);
+            f.files.extend(
+                written
+                    .iter()
+                    .filter(|(id, _)| *id == f.id)
+                    .map(|(_, d)| d.clone()),
+            );
+            f
+        })
+        .collect();
+    let published = operations::commit(
+        snap,
+        Operation::Merge(lancet_proto::table::transaction::Merge {
+            fragments: listed,
+            schema,
+            schema_metadata: snap.manifest().schema_metadata.clone(),
+            preserves_nullability: !required,
+        }),
+    )
+    .await;
+    if published.is_err() {
+        backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
+    }
+    published
+}
 
-    /// Refuses when column `column` holds a NULL in this version.
-    async fn require_no_nulls(&self, column: &str) -> Result<()> {
-        let mut batches = self
-            .scan(ScanOptions {
-                columns: Some(vec![column.to_string()]),
-                ..Default::default()
-            })
-            .await?;
-        while let Some(batch) = batches.try_next().await? {
-            if batch.columns().iter().any(|c| c.null_count() > 0) {
-                return Err(Error::InvalidArgument {
-                    what: format!("column {column:?}"),
-                    reason: "it contains NULL values and cannot be made non-nullable".into(),
-                });
-            }
+/// Refuses when column `column` holds a NULL in this version.
+async fn require_no_nulls(snap: &Snapshot, column: &str) -> Result<()> {
+    let mut batches = scan::scan(
+        snap,
+        ScanOptions {
+            columns: Some(vec![column.to_string()]),
+            ..Default::default()
+        },
+    )
+    .await?;
+    while let Some(batch) = batches.try_next().await? {
+        if batch.columns().iter().any(|c| c.null_count() > 0) {
+            return Err(Error::InvalidArgument {
+                what: format!("column {column:?}"),
+                reason: "it contains NULL values and cannot be made non-nullable".into(),
+            });
         }
-        Ok(())
     }
+    Ok(())
 }

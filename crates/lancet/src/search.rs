@@ -1,4 +1,4 @@
-//! Exact answers to a [`Filter`]: [`Dataset::search`].
+//! Exact answers to a [`Filter`]: [`Dataset::search`](crate::Dataset::search).
 //!
 //! Each predicate is answered on one column. When a BTree covers the column, its segments
 //! answer the fragments they cover (through the Fragment Reuse Index when rewrites moved
@@ -22,12 +22,15 @@ use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 use tracing::Instrument;
 
-use crate::dataset::Dataset;
 use crate::error::Error;
 use crate::error::Result;
+use crate::indexes;
+use crate::rowids;
+use crate::scan;
+use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
-/// What [`Dataset::search`] found.
+/// What [`Dataset::search`](crate::Dataset::search) found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchResult {
     /// Rows where the filter is TRUE: row ids (equal to row addresses unless the table has
@@ -55,7 +58,7 @@ pub(crate) struct SearchStats {
     pub indexed: BTreeMap<String, RoaringBitmap>,
 }
 
-/// How [`Dataset::search_with`] answers.
+/// How [`Dataset::search_with`](crate::Dataset::search_with) answers.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
     /// Leave deleted rows out (the default); `false` answers over every physical row.
@@ -70,107 +73,111 @@ impl Default for SearchOptions {
     }
 }
 
-impl Dataset {
-    /// The rows of this version where `filter` is TRUE, and where it is NULL.
-    pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
-        self.search_with(filter, &SearchOptions::default()).await
-    }
+/// The rows of this version where `filter` is TRUE, and where it is NULL.
+pub(crate) async fn search(snap: &Snapshot, filter: &Filter) -> Result<SearchResult> {
+    search_with(snap, filter, &SearchOptions::default()).await
+}
 
-    /// [`Dataset::search`] with options.
-    pub async fn search_with(
-        &self,
-        filter: &Filter,
-        options: &SearchOptions,
-    ) -> Result<SearchResult> {
-        let span = tracing::debug_span!("search", uri = %self.uri(), filter = filter.text());
-        self.search_inner(filter, options).instrument(span).await
-    }
+/// [`Dataset::search`](crate::Dataset::search) with options.
+pub(crate) async fn search_with(
+    snap: &Snapshot,
+    filter: &Filter,
+    options: &SearchOptions,
+) -> Result<SearchResult> {
+    let span = tracing::debug_span!("search", uri = %snap.uri(), filter = filter.text());
+    search_inner(snap, filter, options).instrument(span).await
+}
 
-    async fn search_inner(&self, filter: &Filter, options: &SearchOptions) -> Result<SearchResult> {
-        let (search, result) = self.answer(filter, options.apply_deletions).await?;
-        let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
-            match &search.row_ids {
-                Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
-                None => addrs,
-            }
-        };
-        let stats = search.stats();
-        Ok(SearchResult {
-            row_ids: to_row_ids(result.true_ids),
-            null_row_ids: to_row_ids(result.null_ids),
-            pages_read: stats.pages_read,
-            scanned_fragments: stats.scanned_fragments,
-            indexed: stats.indexed,
-        })
-    }
-
-    /// The live rows where `filter` is TRUE, by fragment and offset.
-    pub(crate) async fn search_addresses(&self, filter: &Filter) -> Result<crate::scan::Matched> {
-        let fragments = self.fragments().await?;
-        Ok(self.search_addresses_in(filter, fragments).await?.0)
-    }
-
-    /// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
-    /// fragment and offset; with what answering it read.
-    pub(crate) async fn search_addresses_in(
-        &self,
-        filter: &Filter,
-        fragments: Arc<[DataFragment]>,
-    ) -> Result<(crate::scan::Matched, SearchStats)> {
-        let (search, result) = self.answer_over(filter, true, fragments).await?;
-        let matched = result
-            .true_ids
-            .bitmaps()
-            .map(|(f, rows)| (f, rows.clone()))
-            .collect();
-        Ok((matched, search.stats()))
-    }
-
-    /// `filter` answered over this version's row addresses.
-    async fn answer<'a>(
-        &'a self,
-        filter: &'a Filter,
-        apply_deletions: bool,
-    ) -> Result<(Search<'a>, NullableIdSet)> {
-        self.answer_over(filter, apply_deletions, self.fragments().await?)
-            .await
-    }
-
-    /// `filter` answered over the row addresses of `fragments` (some of this version's).
-    async fn answer_over<'a>(
-        &'a self,
-        filter: &'a Filter,
-        apply_deletions: bool,
-        fragments: Arc<[DataFragment]>,
-    ) -> Result<(Search<'a>, NullableIdSet)> {
-        let expr = filter.expr().clone().push_not();
-        let fragments = self.with_known_rows(fragments).await?;
-        let row_ids = if self.has_stable_row_ids() {
-            Some(self.row_id_index().await?)
-        } else {
-            None
-        };
-        let search = Search {
-            ds: self,
-            filter,
-            fragments,
-            universe: OnceLock::new(),
-            row_ids,
-            pages: AtomicU64::new(0),
-            scanned: AtomicU64::new(0),
-            indexed: Mutex::new(BTreeMap::new()),
-            fragment_ids: OnceLock::new(),
-        };
-        let mut result = lancet_filter::answer(&search, &expr).await?;
-        if apply_deletions {
-            result = search.without_deleted(result).await?;
+async fn search_inner(
+    snap: &Snapshot,
+    filter: &Filter,
+    options: &SearchOptions,
+) -> Result<SearchResult> {
+    let (search, result) = answer(snap, filter, options.apply_deletions).await?;
+    let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
+        match &search.row_ids {
+            Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
+            None => addrs,
         }
-        Ok((search, result))
+    };
+    let stats = search.stats();
+    Ok(SearchResult {
+        row_ids: to_row_ids(result.true_ids),
+        null_row_ids: to_row_ids(result.null_ids),
+        pages_read: stats.pages_read,
+        scanned_fragments: stats.scanned_fragments,
+        indexed: stats.indexed,
+    })
+}
+
+/// The live rows where `filter` is TRUE, by fragment and offset.
+pub(crate) async fn search_addresses(
+    snap: &Snapshot,
+    filter: &Filter,
+) -> Result<crate::scan::Matched> {
+    let fragments = snap.fragments().await?;
+    Ok(search_addresses_in(snap, filter, fragments).await?.0)
+}
+
+/// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
+/// fragment and offset; with what answering it read.
+pub(crate) async fn search_addresses_in(
+    snap: &Snapshot,
+    filter: &Filter,
+    fragments: Arc<[DataFragment]>,
+) -> Result<(crate::scan::Matched, SearchStats)> {
+    let (search, result) = answer_over(snap, filter, true, fragments).await?;
+    let matched = result
+        .true_ids
+        .bitmaps()
+        .map(|(f, rows)| (f, rows.clone()))
+        .collect();
+    Ok((matched, search.stats()))
+}
+
+/// `filter` answered over this version's row addresses.
+async fn answer<'a>(
+    snap: &'a Snapshot,
+    filter: &'a Filter,
+    apply_deletions: bool,
+) -> Result<(Search<'a>, NullableIdSet)> {
+    answer_over(snap, filter, apply_deletions, snap.fragments().await?).await
+}
+
+/// `filter` answered over the row addresses of `fragments` (some of this version's).
+async fn answer_over<'a>(
+    snap: &'a Snapshot,
+    filter: &'a Filter,
+    apply_deletions: bool,
+    fragments: Arc<[DataFragment]>,
+) -> Result<(Search<'a>, NullableIdSet)> {
+    let expr = filter.expr().clone().push_not();
+    let fragments = snap.with_known_rows(fragments).await?;
+    let row_ids = if snap.has_stable_row_ids() {
+        Some(rowids::row_id_index(snap).await?)
+    } else {
+        None
+    };
+    let search = Search {
+        ds: snap,
+        filter,
+        fragments,
+        universe: OnceLock::new(),
+        row_ids,
+        pages: AtomicU64::new(0),
+        scanned: AtomicU64::new(0),
+        indexed: Mutex::new(BTreeMap::new()),
+        fragment_ids: OnceLock::new(),
+    };
+    let mut result = lancet_filter::answer(&search, &expr).await?;
+    if apply_deletions {
+        result = search.without_deleted(result).await?;
     }
+    Ok((search, result))
 }
 
 struct Search<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
     filter: &'a Filter,
     /// The version's fragments, in id order.
     fragments: Arc<[DataFragment]>,
@@ -301,7 +308,7 @@ impl Search<'_> {
             let Some(f) = self.fragments.get(i) else {
                 continue;
             };
-            if let Some(d) = Box::pin(self.ds.cached_deletion_vector(f)).await? {
+            if let Some(d) = Box::pin(rowids::cached_deletion_vector(self.ds, f)).await? {
                 deleted |= RoaringTreemap::from_bitmaps([(id, (*d).clone())]);
             }
         }
@@ -343,12 +350,12 @@ impl Search<'_> {
         let index = if leaves.iter().any(|l| matches!(l, Leaf::Like { .. })) {
             None
         } else {
-            self.ds.btree_on_field(field.id)
+            indexes::btree_on_field(self.ds, field.id)
         };
         let mut answered = NullableIdSet::default();
         let mut covered = RoaringBitmap::new();
         if let Some(name) = index {
-            let segments = Box::pin(self.ds.btree_segments(&name)).await?;
+            let segments = Box::pin(indexes::btree_segments(self.ds, &name)).await?;
             let queries = match segments.first() {
                 Some(first) => {
                     let value_type = first.index.lookup().value_type().clone();
@@ -377,7 +384,7 @@ impl Search<'_> {
                             seg.index.pages_read().saturating_sub(before),
                             Ordering::Relaxed,
                         );
-                        let mut r = Box::pin(self.ds.segment_answer(seg, r)).await?;
+                        let mut r = Box::pin(indexes::segment_answer(self.ds, seg, r)).await?;
                         if !seg.ids_are_addresses(self.ds.has_stable_row_ids()) {
                             r = self.ids_to_addresses(&r)?;
                         }
@@ -390,7 +397,7 @@ impl Search<'_> {
                     });
                 }
                 answered = result.unwrap_or_default();
-                covered = self.ds.answered_fragments(&segments).await?;
+                covered = indexes::answered_fragments(self.ds, &segments).await?;
                 // the fragments of this search the index answered for
                 let here = &covered & self.fragment_ids();
                 if !here.is_empty() {
@@ -452,7 +459,7 @@ impl Search<'_> {
             self.scanned.fetch_add(1, Ordering::Relaxed);
             // boxed: lance-file's read futures are large, and inline in this recursion they
             // overflow a 2 MiB thread stack in debug builds
-            let values = Box::pin(self.ds.read_column(f, field_id)).await?;
+            let values = Box::pin(indexes::read_column(self.ds, f, field_id)).await?;
             let base = RowAddress::first_of(id);
             let mut part: Option<NullableIdSet> = None;
             for leaf in leaves {
@@ -477,10 +484,8 @@ impl Search<'_> {
         let mut columns = Vec::new();
         e.columns(&mut columns);
         let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
-        let projection = self
-            .ds
-            .projection(Some(&columns))
-            .map_err(|e| self.invalid(e.to_string()))?;
+        let projection =
+            scan::projection(self.ds, Some(&columns)).map_err(|e| self.invalid(e.to_string()))?;
         let mut out = NullableIdSet::default();
         for f in self.fragments.iter() {
             let Ok(id) = u32::try_from(f.id) else {
@@ -490,7 +495,13 @@ impl Search<'_> {
                 continue;
             }
             self.scanned.fetch_add(1, Ordering::Relaxed);
-            let batch = Box::pin(self.ds.read_rows(f, &projection, lancet_file::Rows::All)).await?;
+            let batch = Box::pin(scan::read_rows(
+                self.ds,
+                f,
+                &projection,
+                lancet_file::Rows::All,
+            ))
+            .await?;
             let truth = lancet_filter::scalar::compare(left, *op, right, &batch)
                 .map_err(|reason| self.invalid(reason))?;
             let base = RowAddress::first_of(id);

@@ -24,24 +24,31 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::cleanup::CleanupPolicy;
+use crate::commit;
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::fri;
+use crate::handle::Dataset;
+use crate::indexes;
+use crate::operations;
+use crate::rewrite;
 use crate::rewrite::RewriteMapping;
+use crate::rowids;
+use crate::scan;
 use crate::scan::ScanOptions;
 use crate::segment::BTreeSegment;
+use crate::snapshot::Snapshot;
+use crate::verify;
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]
 pub struct Storage<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
 }
 
-impl Dataset {
-    /// This version as stored: objects, structures and expert writes below the table API.
-    pub fn storage(&self) -> Storage<'_> {
-        Storage { ds: self }
-    }
+/// This version as stored: objects, structures and expert writes below the table API.
+pub(crate) fn storage(snap: &Snapshot) -> Storage<'_> {
+    Storage { ds: snap }
 }
 
 /// Objects and locations.
@@ -111,7 +118,7 @@ impl<'a> Storage<'a> {
 
     /// The transaction that made this version, if it records one.
     pub async fn transaction(self) -> Result<Option<StoredTransaction>> {
-        self.ds.transaction().await
+        commit::transaction(self.ds).await
     }
 }
 
@@ -124,7 +131,7 @@ impl Storage<'_> {
 
     /// The row-id sequence of `fragment`, where stored inline.
     pub fn row_id_sequence(&self, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
-        self.ds.row_id_sequence(fragment)
+        rowids::row_id_sequence(self.ds, fragment)
     }
 
     /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
@@ -132,32 +139,32 @@ impl Storage<'_> {
         &self,
         fragment: &DataFragment,
     ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
-        self.ds.version_sequences(fragment)
+        rowids::version_sequences(self.ds, fragment)
     }
 
     /// The rows `fragment`'s deletion file deletes (read through the session cache).
     pub async fn deletion_vector(self, fragment: &DataFragment) -> Result<Option<RoaringBitmap>> {
-        self.ds.deletion_vector(fragment).await
+        rowids::deletion_vector(self.ds, fragment).await
     }
 
     /// Every fragment's deletion vector, in fragment order.
     pub async fn deletion_vectors(self) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
-        self.ds.deletion_vectors().await
+        rowids::deletion_vectors(self.ds).await
     }
 
     /// The row-id index of a stable-row-id version.
     pub async fn row_id_index(self) -> Result<Arc<RowIdIndex>> {
-        self.ds.row_id_index().await
+        rowids::row_id_index(self.ds).await
     }
 
     /// The address of each of `ids` (`_rowid` values), `None` for a row not live.
     pub async fn lookup_row_ids(self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
-        self.ds.lookup_row_ids(ids).await
+        rowids::lookup_row_ids(self.ds, ids).await
     }
 
     /// Every live row as `(_rowid, address)`.
     pub async fn live_row_ids(self) -> Result<Vec<(u64, u64)>> {
-        self.ds.live_row_ids().await
+        rowids::live_row_ids(self.ds).await
     }
 
     /// The rows at `addresses`, in that order.
@@ -166,12 +173,12 @@ impl Storage<'_> {
         addresses: &[u64],
         columns: Option<&[String]>,
     ) -> Result<RecordBatch> {
-        self.ds.take_addresses(addresses, columns).await
+        scan::take_addresses(self.ds, addresses, columns).await
     }
 
     /// The schema [`Dataset::scan`] produces with `options`.
     pub fn scan_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
-        self.ds.scan_schema(options)
+        scan::scan_schema(self.ds, options)
     }
 }
 
@@ -179,37 +186,37 @@ impl Storage<'_> {
 impl<'a> Storage<'a> {
     /// The BTree indexes, each with its segments' entries.
     pub fn btree_indices(&self) -> Vec<(String, Vec<&'a IndexMetadata>)> {
-        self.ds.btree_indices()
+        indexes::btree_indices(self.ds)
     }
 
     /// The fragments an index entry covers (`None`: every fragment).
     pub fn index_fragments(&self, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
-        self.ds.index_fragments(meta)
+        indexes::index_fragments(self.ds, meta)
     }
 
     /// The segments of BTree index `name`, opened (cached per version).
     pub async fn btree_segments(self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
-        self.ds.btree_segments(name).await
+        indexes::btree_segments(self.ds, name).await
     }
 
     /// The Fragment Reuse Index entry, if the version has one.
     pub fn fri_entry(&self) -> Option<&'a IndexMetadata> {
-        self.ds.fri_entry()
+        fri::fri_entry(self.ds)
     }
 
     /// The FRI history, validated and ready to translate (cached per version).
     pub async fn fri_history(self) -> Result<Option<Arc<History>>> {
-        self.ds.fri_history().await
+        fri::fri_history(self.ds).await
     }
 
     /// The FRI history as stored.
     pub async fn fri_ledger(self) -> Result<Option<lancet_reuse::Ledger>> {
-        self.ds.fri_ledger().await
+        fri::fri_ledger(self.ds).await
     }
 
     /// Objects under `_fri/` no version references, older than `older_than`.
     pub async fn unreferenced_fri_files(self, older_than: Duration) -> Result<Vec<Path>> {
-        self.ds.unreferenced_fri_files(older_than).await
+        rewrite::unreferenced_fri_files(self.ds, older_than).await
     }
 }
 
@@ -217,7 +224,7 @@ impl<'a> Storage<'a> {
 impl Storage<'_> {
     /// The rules between `previous` and this version (ids and flags never go back).
     pub fn check_lineage(&self, previous: &Dataset) -> Result<()> {
-        self.ds.check_lineage(previous)
+        verify::check_lineage(self.ds, &previous.snap)
     }
 
     /// Commits `actions` (the fragment tree's storage actions) with `manifest` and `indices`
@@ -232,9 +239,7 @@ impl Storage<'_> {
         actions: &[(u64, Action)],
         config: &TreeWriterConfig,
     ) -> Result<Committed> {
-        self.ds
-            .commit_with_actions(manifest, indices, actions, config)
-            .await
+        commit::commit_with_actions(self.ds, manifest, indices, actions, config).await
     }
 
     /// Commits `manifest` and `indices` as the next version, the fragments unchanged.
@@ -243,7 +248,7 @@ impl Storage<'_> {
         manifest: Manifest,
         indices: &[IndexMetadata],
     ) -> Result<Committed> {
-        self.ds.commit_manifest(manifest, indices).await
+        commit::commit_manifest(self.ds, manifest, indices).await
     }
 
     /// The Delete of the rows at `offsets` of each fragment named, deletion files written,
@@ -253,7 +258,7 @@ impl Storage<'_> {
         offsets: &[(u64, RoaringBitmap)],
         predicate: &str,
     ) -> Result<Delete> {
-        self.ds.delete_operation(offsets, predicate).await
+        operations::delete_operation(self.ds, offsets, predicate).await
     }
 
     /// Deletes the rows at `offsets` of each fragment named, as one Delete recording
@@ -263,7 +268,7 @@ impl Storage<'_> {
         offsets: &[(u64, RoaringBitmap)],
         predicate: &str,
     ) -> Result<Committed> {
-        self.ds.delete_rows(offsets, predicate).await
+        operations::delete_rows(self.ds, offsets, predicate).await
     }
 
     /// Commits a rewrite of `sources` into `destinations` recorded in the Fragment Reuse
@@ -274,17 +279,17 @@ impl Storage<'_> {
         destinations: Vec<DataFragment>,
         mapping: RewriteMapping<'_>,
     ) -> Result<Committed> {
-        self.ds.commit_rewrite(sources, destinations, mapping).await
+        rewrite::commit_rewrite(self.ds, sources, destinations, mapping).await
     }
 
     /// Drops the FRI transitions no index needs (nothing published when none can go).
     pub async fn trim_fri(self) -> Result<Committed> {
-        self.ds.trim_fri().await
+        rewrite::trim_fri(self.ds).await
     }
 
     /// Re-publishes the FRI history as a tagged (index_version 1) entry.
     pub async fn upgrade_fri(self) -> Result<Committed> {
-        self.ds.upgrade_fri().await
+        fri::upgrade_fri(self.ds).await
     }
 
     /// Deletes the `_fri/` objects [`Storage::unreferenced_fri_files`] lists, as the cleanup
@@ -294,8 +299,6 @@ impl Storage<'_> {
         older_than: Duration,
         policy: &CleanupPolicy,
     ) -> Result<Vec<Path>> {
-        self.ds
-            .delete_unreferenced_fri_files(older_than, policy)
-            .await
+        rewrite::delete_unreferenced_fri_files(self.ds, older_than, policy).await
     }
 }

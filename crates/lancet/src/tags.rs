@@ -4,20 +4,19 @@
 
 use lancet_paths::refs::{self, Tag};
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::handle::Dataset;
+use crate::snapshot::Snapshot;
 
 /// The tags of a table, through one of its handles ([`Dataset::tags`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Tags<'a> {
-    ds: &'a Dataset,
+    ds: &'a Snapshot,
 }
 
-impl Dataset {
-    /// The table's tags: list, create, move, delete, and open a version by its tag.
-    pub fn tags(&self) -> Tags<'_> {
-        Tags { ds: self }
-    }
+/// The table's tags: list, create, move, delete, and open a version by its tag.
+pub(crate) fn tags(snap: &Snapshot) -> Tags<'_> {
+    Tags { ds: snap }
 }
 
 impl<'a> Tags<'a> {
@@ -67,7 +66,7 @@ impl<'a> Tags<'a> {
                 ),
             });
         }
-        self.ds.checkout(tag.version).await
+        self.ds.checkout(tag.version).await.map(Dataset::from)
     }
 
     /// The manifest size of `version` (this handle's when `None`), which must exist.

@@ -21,8 +21,9 @@ use lancet_txn::{
     Candidate, DataFileFacts, FragmentChange, RowIdChanges, StoredDataFile, TxnError,
 };
 
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::rowids;
+use crate::snapshot::Snapshot;
 
 /// What a successful verify saw.
 #[derive(Debug, Clone, Default)]
@@ -33,187 +34,183 @@ pub struct VerifyReport {
     pub tree: Option<TreeStats>,
 }
 
-impl Dataset {
-    /// Checks every rule on this version (see the module doc).
-    pub async fn verify(&self) -> Result<VerifyReport> {
-        self.verify_with(false).await
-    }
+/// Checks every rule on this version (see the module doc).
+pub(crate) async fn verify(snap: &Snapshot) -> Result<VerifyReport> {
+    verify_with(snap, false).await
+}
 
-    /// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
-    /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
-    /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
-    pub async fn verify_data(&self) -> Result<VerifyReport> {
-        self.verify_with(true).await
-    }
+/// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
+/// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
+/// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
+pub(crate) async fn verify_data(snap: &Snapshot) -> Result<VerifyReport> {
+    verify_with(snap, true).await
+}
 
-    async fn verify_with(&self, data: bool) -> Result<VerifyReport> {
-        let tree = match self.tree() {
-            Some(reader) => Some(reader.verify().await?),
-            None => None,
-        };
-        for index in self.indices() {
-            if !index.fragment_bitmap.is_empty() {
-                decode_roaring32(&index.fragment_bitmap).map_err(|e| Error::Corrupt {
-                    at: self.manifest_ref(),
-                    rule: format!("index {:?}: fragment_bitmap: {e}", index.name),
-                })?;
+async fn verify_with(snap: &Snapshot, data: bool) -> Result<VerifyReport> {
+    let tree = match snap.tree() {
+        Some(reader) => Some(reader.verify().await?),
+        None => None,
+    };
+    for index in snap.indices() {
+        if !index.fragment_bitmap.is_empty() {
+            decode_roaring32(&index.fragment_bitmap).map_err(|e| Error::Corrupt {
+                at: snap.manifest_ref(),
+                rule: format!("index {:?}: fragment_bitmap: {e}", index.name),
+            })?;
+        }
+    }
+    let fragments = snap.fragments().await?;
+    for f in fragments.iter() {
+        rowids::row_id_sequence(snap, f)?;
+    }
+    let facts = match data {
+        true => Some(data_file_facts(snap, &fragments).await?),
+        false => None,
+    };
+    check_invariants(snap, &fragments, facts.as_deref()).await?;
+    Ok(VerifyReport {
+        version: snap.version(),
+        fragments: fragments.len() as u64,
+        tree,
+    })
+}
+
+/// lancet-txn's invariants over every fragment of the version, as created by it.
+async fn check_invariants(
+    snap: &Snapshot,
+    fragments: &[DataFragment],
+    data_files: Option<&[DataFileFacts]>,
+) -> Result<()> {
+    let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
+    let mut rows = RowIdChanges::default();
+    if snap.has_stable_row_ids() {
+        for f in fragments {
+            if let Some(ids) = crate::publish::fragment_row_ids(snap, f).await? {
+                rows.after.push(ids);
             }
         }
-        let fragments = self.fragments().await?;
-        for f in fragments.iter() {
-            self.row_id_sequence(f)?;
-        }
-        let facts = match data {
-            true => Some(self.data_file_facts(&fragments).await?),
-            false => None,
-        };
-        self.check_invariants(&fragments, facts.as_deref()).await?;
-        Ok(VerifyReport {
-            version: self.version(),
-            fragments: fragments.len() as u64,
-            tree,
+    }
+    let candidate = Candidate {
+        version: snap.version(),
+        previous: None,
+        next: lancet_txn::Version {
+            manifest: snap.manifest(),
+            indices: snap.indices(),
+        },
+        changes: &changes,
+        row_ids: Some(&rows),
+        operation: None,
+        data_files,
+        unmodelled: &[],
+        missing_deletion_files: &[],
+        reserved: &[],
+        fri_transitions: &[],
+    };
+    lancet_txn::check(&candidate).map_err(|e| invariant_broken(snap, e))
+}
+
+/// What storage holds for every data file of `fragments`. A file that is missing or does
+/// not open is a fact (the invariant names it); a store that fails otherwise is an error.
+pub(crate) async fn data_file_facts(
+    snap: &Snapshot,
+    fragments: &[DataFragment],
+) -> Result<Vec<DataFileFacts>> {
+    // a fragment naming a base_id the manifest lacks is judged by `BaseIdKnown` (which
+    // `check` runs before the data-file rules): its files are not looked for
+    let files: Vec<(u64, lancet_proto::table::DataFile, _)> = fragments
+        .iter()
+        .filter_map(|f| Some((f, snap.data_file_locations(f).ok()?)))
+        .flat_map(|(f, locations)| {
+            f.files
+                .iter()
+                .zip(locations)
+                .map(move |(file, location)| (f.id, file.clone(), location))
         })
-    }
-
-    /// lancet-txn's invariants over every fragment of the version, as created by it.
-    async fn check_invariants(
-        &self,
-        fragments: &[DataFragment],
-        data_files: Option<&[DataFileFacts]>,
-    ) -> Result<()> {
-        let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
-        let mut rows = RowIdChanges::default();
-        if self.has_stable_row_ids() {
-            for f in fragments {
-                if let Some(ids) = crate::publish::fragment_row_ids(self, f).await? {
-                    rows.after.push(ids);
+        .collect();
+    // one store and lance-file handle per base, not per file (a handle starts lance-io's
+    // scheduler); the table's own are the dataset's
+    let mut stores: std::collections::HashMap<String, (DatasetStore, lancet_file::FileStore)> =
+        Default::default();
+    for (_, _, location) in &files {
+        if !stores.contains_key(&location.base.uri) {
+            let handles = match location.base.base_id {
+                None => (snap.store().clone(), snap.file_store().clone()),
+                Some(_) => {
+                    let store = snap.store_for(&location.base)?;
+                    let fs = crate::snapshot::file_store_for(&store)?;
+                    (store, fs)
                 }
-            }
+            };
+            stores.insert(location.base.uri.clone(), handles);
         }
-        let candidate = Candidate {
-            version: self.version(),
-            previous: None,
-            next: lancet_txn::Version {
-                manifest: self.manifest(),
-                indices: self.indices(),
-            },
-            changes: &changes,
-            row_ids: Some(&rows),
-            operation: None,
-            data_files,
-            unmodelled: &[],
-            missing_deletion_files: &[],
-            reserved: &[],
-            fri_transitions: &[],
-        };
-        lancet_txn::check(&candidate).map_err(|e| self.invariant_broken(e))
     }
-
-    /// What storage holds for every data file of `fragments`. A file that is missing or does
-    /// not open is a fact (the invariant names it); a store that fails otherwise is an error.
-    pub(crate) async fn data_file_facts(
-        &self,
-        fragments: &[DataFragment],
-    ) -> Result<Vec<DataFileFacts>> {
-        // a fragment naming a base_id the manifest lacks is judged by `BaseIdKnown` (which
-        // `check` runs before the data-file rules): its files are not looked for
-        let files: Vec<(u64, lancet_proto::table::DataFile, _)> = fragments
-            .iter()
-            .filter_map(|f| Some((f, self.data_file_locations(f).ok()?)))
-            .flat_map(|(f, locations)| {
-                f.files
-                    .iter()
-                    .zip(locations)
-                    .map(move |(file, location)| (f.id, file.clone(), location))
+    let stores = &stores;
+    // each distinct file opened once (fragments may share one: a bench's pooled files)
+    let mut distinct: Vec<(lancet_proto::table::DataFile, _)> = Vec::new();
+    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
+    let mut which = Vec::with_capacity(files.len());
+    for (fragment, file, location) in files {
+        let key = (location.base.uri.clone(), location.path.clone());
+        let i = *index.entry(key).or_insert_with(|| {
+            distinct.push((file.clone(), location));
+            distinct.len() - 1
+        });
+        which.push((fragment, file.path, i));
+    }
+    let stored: Vec<std::result::Result<StoredDataFile, String>> = futures::stream::iter(distinct)
+        .map(|(file, location)| async move {
+            let (store, fs) = stores
+                .get(&location.base.uri)
+                .ok_or_else(|| Error::Internal("a data file's base was not resolved".into()))?;
+            let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
+            let opened = lancet_file::LanceFile::open(fs, &store.path(&location.path), size).await;
+            Ok(match opened {
+                Ok(f) => Ok(StoredDataFile {
+                    num_rows: f.num_rows(),
+                    field_ids: f.field_ids().to_vec(),
+                }),
+                Err(e) if e.is_not_found() => Err("no such object".to_string()),
+                Err(e) if e.is_unreadable() => Err(e.to_string()),
+                Err(e) => return Err(Error::from(e)),
             })
-            .collect();
-        // one store and lance-file handle per base, not per file (a handle starts lance-io's
-        // scheduler); the table's own are the dataset's
-        let mut stores: std::collections::HashMap<String, (DatasetStore, lancet_file::FileStore)> =
-            Default::default();
-        for (_, _, location) in &files {
-            if !stores.contains_key(&location.base.uri) {
-                let handles = match location.base.base_id {
-                    None => (self.store().clone(), self.file_store().clone()),
-                    Some(_) => {
-                        let store = self.store_for(&location.base)?;
-                        let fs = Dataset::file_store_for(&store)?;
-                        (store, fs)
-                    }
-                };
-                stores.insert(location.base.uri.clone(), handles);
-            }
-        }
-        let stores = &stores;
-        // each distinct file opened once (fragments may share one: a bench's pooled files)
-        let mut distinct: Vec<(lancet_proto::table::DataFile, _)> = Vec::new();
-        let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
-        let mut which = Vec::with_capacity(files.len());
-        for (fragment, file, location) in files {
-            let key = (location.base.uri.clone(), location.path.clone());
-            let i = *index.entry(key).or_insert_with(|| {
-                distinct.push((file.clone(), location));
-                distinct.len() - 1
-            });
-            which.push((fragment, file.path, i));
-        }
-        let stored: Vec<std::result::Result<StoredDataFile, String>> =
-            futures::stream::iter(distinct)
-                .map(|(file, location)| async move {
-                    let (store, fs) = stores.get(&location.base.uri).ok_or_else(|| {
-                        Error::Internal("a data file's base was not resolved".into())
-                    })?;
-                    let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
-                    let opened =
-                        lancet_file::LanceFile::open(fs, &store.path(&location.path), size).await;
-                    Ok(match opened {
-                        Ok(f) => Ok(StoredDataFile {
-                            num_rows: f.num_rows(),
-                            field_ids: f.field_ids().to_vec(),
-                        }),
-                        Err(e) if e.is_not_found() => Err("no such object".to_string()),
-                        Err(e) if e.is_unreadable() => Err(e.to_string()),
-                        Err(e) => return Err(Error::from(e)),
-                    })
-                })
-                .buffered(16)
-                .try_collect()
-                .await?;
-        Ok(which
-            .into_iter()
-            .map(|(fragment, path, i)| DataFileFacts {
-                fragment,
-                path,
-                stored: stored
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| Err("not opened".to_string())),
-            })
-            .collect())
-    }
+        })
+        .buffered(16)
+        .try_collect()
+        .await?;
+    Ok(which
+        .into_iter()
+        .map(|(fragment, path, i)| DataFileFacts {
+            fragment,
+            path,
+            stored: stored
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Err("not opened".to_string())),
+        })
+        .collect())
+}
 
-    /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
-    /// `max_fragment_id` and `next_row_id` never decrease); a broken one is
-    /// [`Error::BrokenInvariant`], as [`Dataset::verify`] reports them.
-    pub(crate) fn check_lineage(&self, previous: &Dataset) -> Result<()> {
-        lancet_txn::check_lineage(self.version(), previous.manifest(), self.manifest())
-            .map_err(|e| self.invariant_broken(e))
-    }
+/// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
+/// `max_fragment_id` and `next_row_id` never decrease); a broken one is
+/// [`Error::BrokenInvariant`], as [`Dataset::verify`] reports them.
+pub(crate) fn check_lineage(snap: &Snapshot, previous: &Snapshot) -> Result<()> {
+    lancet_txn::check_lineage(snap.version(), previous.manifest(), snap.manifest())
+        .map_err(|e| invariant_broken(snap, e))
+}
 
-    /// A stored version's broken invariant, at the subject.
-    fn invariant_broken(&self, e: TxnError) -> Error {
-        match e {
-            TxnError::Invalid {
-                invariant,
-                subject,
-                detail,
-                ..
-            } => Error::BrokenInvariant {
-                at: self.manifest_ref().within(subject),
-                invariant,
-                detail,
-            },
-            other => Error::Txn(other),
-        }
+/// A stored version's broken invariant, at the subject.
+fn invariant_broken(snap: &Snapshot, e: TxnError) -> Error {
+    match e {
+        TxnError::Invalid {
+            invariant,
+            subject,
+            detail,
+            ..
+        } => Error::BrokenInvariant {
+            at: snap.manifest_ref().within(subject),
+            invariant,
+            detail,
+        },
+        other => Error::Txn(other),
     }
 }

@@ -1,4 +1,4 @@
-//! Writing rows: [`Dataset::create`], [`Dataset::append`] and [`Dataset::write_fragments`].
+//! Writing rows: [`Dataset::create`](crate::Dataset::create), [`Dataset::append`](crate::Dataset::append) and [`Dataset::write_fragments`](crate::Dataset::write_fragments).
 //!
 //! Composition only: lancet-file writes the data files (split every `max_rows_per_file`
 //! rows, the table's field ids), lancet-txn says what a new table's first version is (an
@@ -20,9 +20,11 @@ use tracing::Instrument;
 
 use crate::cache::Caches;
 use crate::commit::Committed;
-use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::operations;
 use crate::publish::{publish, Publication};
+use crate::scan;
+use crate::snapshot::Snapshot;
 
 /// Where a table keeps its fragment records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub enum Layout {
     Tree,
 }
 
-/// How [`Dataset::create`] makes a table.
+/// How [`Dataset::create`](crate::Dataset::create) makes a table.
 #[derive(Debug, Clone, Copy)]
 pub struct CreateOptions {
     /// Stable row ids (feature flag 2): `_rowid` survives updates and compaction.
@@ -72,299 +74,298 @@ async fn refuse_existing(store: &DatasetStore, uri: &str) -> Result<()> {
     Ok(())
 }
 
-impl Dataset {
-    /// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
-    /// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
-    /// row ids from 0. Memory stays bounded by a batch.
-    pub async fn create<S>(
-        uri: &str,
-        schema: SchemaRef,
-        batches: S,
-        options: CreateOptions,
-    ) -> Result<Committed>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        let written = Dataset::write_new_fragments(uri, schema.clone(), batches, options).await?;
-        Dataset::create_from_fragments(uri, schema, written, options).await
-    }
+/// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
+/// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
+/// row ids from 0. Memory stays bounded by a batch.
+pub(crate) async fn create<S>(
+    uri: &str,
+    schema: SchemaRef,
+    batches: S,
+    options: CreateOptions,
+) -> Result<Committed>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    let written = write_new_fragments(uri, schema.clone(), batches, options).await?;
+    create_from_fragments(uri, schema, written, options).await
+}
 
-    /// Writes `batches` of `schema` as the data files of fragments of a table not yet created
-    /// at `uri`, without committing: the distributed form of [`Dataset::create`]. Many
-    /// workers write with the same schema and options; one commits everything they wrote
-    /// with [`Dataset::create_from_fragments`]. Field ids are the schema's from 0, as the
-    /// new table's will be. A location that holds a table is refused.
-    pub async fn write_new_fragments<S>(
-        uri: &str,
-        schema: SchemaRef,
-        batches: S,
-        options: CreateOptions,
-    ) -> Result<Vec<DataFragment>>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        let store = DatasetStore::create(uri)?;
-        refuse_existing(&store, uri).await?;
-        let fields = lancet_file::manifest_fields(&schema)?;
-        let fs = Dataset::file_store_for(&store)?;
-        write_data(
-            &fs,
-            &store,
-            &schema,
-            &field_ids(&fields),
-            batches,
-            FragmentOptions {
-                version: options.data_storage_version,
-                max_rows_per_file: options.max_rows_per_file,
-                max_rows_per_group: options.max_rows_per_group,
-                ..Default::default()
-            },
-        )
-        .await
-    }
-
-    /// Creates a table at `uri` (which must hold none) as version 1 holding `written`
-    /// (fragments [`Dataset::write_new_fragments`] wrote with the same `schema` and
-    /// options) in one Overwrite: fragments numbered from 0 in the order given.
-    pub async fn create_from_fragments(
-        uri: &str,
-        schema: SchemaRef,
-        written: Vec<DataFragment>,
-        options: CreateOptions,
-    ) -> Result<Committed> {
-        let store = DatasetStore::create(uri)?;
-        refuse_existing(&store, uri).await?;
-        let fields = lancet_file::manifest_fields(&schema)?;
-        let version = options.data_storage_version;
-        let (major, minor) = version.data_file_version();
-        let base = lancet_txn::build::new_table(
-            &fields,
-            &format!("{major}.{minor}"),
-            options.stable_row_ids,
-            env!("CARGO_PKG_VERSION"),
-        );
-        let operation = Operation::Overwrite(Overwrite {
-            fragments: written,
-            schema: fields,
-            ..Default::default()
-        });
-        let empty = lancet_txn::Version {
-            manifest: &base,
-            indices: &[],
-        };
-        let plan = lancet_txn::build::plan(empty, &operation)?;
-        let mut manifest = plan.manifest;
-        let mut fragments = plan.created;
-        if options.stable_row_ids {
-            manifest.next_row_id = lancet_rowid::assign::assign_row_ids(0, &mut fragments)?;
-            for f in &mut fragments {
-                lancet_rowid::assign::stamp_versions(f, 1, 0, |_| None)?;
-            }
-        }
-        manifest.version = 1;
-        manifest.timestamp = Some(manifest::now_timestamp());
-        let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
-        match options.layout {
-            Layout::Flat => manifest.fragments = fragments,
-            Layout::Tree => {
-                let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
-                let commit = writer.bulk_load(&fragments).await?;
-                manifest.fragment_tree = Some(commit.metadata);
-            }
-        }
-        // the flags the layout needs, decided by lancet-txn
-        lancet_txn::protocol::settle(&mut manifest, &[]);
-        let txn = new_transaction(0, operation);
-        let (rows, added) = (
-            changes
-                .iter()
-                .filter_map(|c| c.after.as_ref())
-                .map(|f| f.physical_rows)
-                .sum(),
-            changes.len(),
-        );
-        let (created, size) = publish(
-            &store,
-            &Caches::new(Default::default()),
-            Publication {
-                manifest: &manifest,
-                indices: &[],
-                unknown_fields: &[],
-                scheme: NamingScheme::V2,
-                transaction: Some(&txn),
-                previous: None,
-                changes: Some(&changes),
-                data_files: None,
-                reserved: &[],
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            Error::Paths(lancet_paths::PathsError::AlreadyExists { .. }) => {
-                Error::InvalidArgument {
-                    what: format!("create {uri}"),
-                    reason: "another writer created a table there first".into(),
-                }
-            }
-            e => e,
-        })?;
-        // the manifest and the transaction file (data files are the writer's, not counted)
-        let transaction = match lancet_txn::protocol::writes_transaction_file(&manifest) {
-            true => txn.encoded_len() as u64,
-            false => 0,
-        };
-        Ok(Committed {
-            objects_written: 1 + u64::from(transaction > 0),
-            bytes_written: size + transaction,
-            versions: 1,
-            attempts: 1,
-            rows,
-            fragments_added: added,
-            ..Committed::nothing(created)
-        })
-    }
-
-    /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
-    /// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new
-    /// columns, data files in the table's file version, new fragments numbered after
-    /// `max_fragment_id` and, with stable row ids, row ids from `next_row_id` (no id is handed
-    /// out twice); the indexes go, as Lance leaves them. No rows is an empty table (a
-    /// truncation). The table's layout stays (a tree holds the new fragments).
-    /// [`Committed::rows`]: the rows written.
-    pub async fn overwrite<S>(
-        &self,
-        schema: SchemaRef,
-        batches: S,
-        options: &AppendOptions,
-    ) -> Result<Committed>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
-            return Err(Error::InvalidArgument {
-                what: "overwrite options".into(),
-                reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
-            });
-        }
-        let fields = lancet_file::manifest_fields(&schema)?;
-        let fragments = write_data(
-            self.file_store(),
-            self.store(),
-            &schema,
-            &field_ids(&fields),
-            batches,
-            FragmentOptions {
-                version: self.data_file_version()?,
-                max_rows_per_file: options.max_rows_per_file,
-                max_rows_per_group: options.max_rows_per_group,
-                ..Default::default()
-            },
-        )
-        .await?;
-        let rows = fragments.iter().map(|f| f.physical_rows).sum();
-        let operation = Operation::Overwrite(Overwrite {
-            fragments,
-            schema: fields,
-            ..Default::default()
-        });
-        Ok(self.commit(operation).await?.with_rows(rows))
-    }
-
-    /// Writes `batches` (the table's schema) as the data files of new fragments, without
-    /// committing them: Lance's distributed write. Many workers write; one commits
-    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
-    /// The fragments have id 0 and no row ids (the commit gives both).
-    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        self.write_fragments_with(batches, FragmentOptions::default())
-            .await
-    }
-
-    /// [`Dataset::write_fragments`] with `options` (its file version is the table's).
-    pub(crate) async fn write_fragments_with<S>(
-        &self,
-        batches: S,
-        options: FragmentOptions,
-    ) -> Result<Vec<DataFragment>>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        let schema = self.schema()?;
-        let fields = &self.manifest().fields;
-        let options = FragmentOptions {
-            version: self.data_file_version()?,
-            ..options
-        };
-        write_data(
-            self.file_store(),
-            self.store(),
-            &schema,
-            &field_ids(fields),
-            batches,
-            options,
-        )
-        .await
-    }
-
-    /// Appends `batches` (the table's schema) as new fragments in one Append. No rows at all
-    /// is refused with nothing published, as Lance 14.0.2's writer refuses it ("No data to
-    /// write").
-    pub async fn append<S>(&self, batches: S) -> Result<Committed>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        self.append_with(batches, &AppendOptions::default()).await
-    }
-
-    /// [`Dataset::append`] with how the new data files are cut (`options`).
-    pub async fn append_with<S>(&self, batches: S, options: &AppendOptions) -> Result<Committed>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
-            return Err(Error::InvalidArgument {
-                what: "append options".into(),
-                reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
-            });
-        }
-        let span = tracing::debug_span!("write_fragments", uri = %self.uri());
-        let cut = FragmentOptions {
+/// Writes `batches` of `schema` as the data files of fragments of a table not yet created
+/// at `uri`, without committing: the distributed form of [`Dataset::create`](crate::Dataset::create). Many
+/// workers write with the same schema and options; one commits everything they wrote
+/// with [`Dataset::create_from_fragments`](crate::Dataset::create_from_fragments). Field ids are the schema's from 0, as the
+/// new table's will be. A location that holds a table is refused.
+pub(crate) async fn write_new_fragments<S>(
+    uri: &str,
+    schema: SchemaRef,
+    batches: S,
+    options: CreateOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    let store = DatasetStore::create(uri)?;
+    refuse_existing(&store, uri).await?;
+    let fields = lancet_file::manifest_fields(&schema)?;
+    let fs = crate::snapshot::file_store_for(&store)?;
+    write_data(
+        &fs,
+        &store,
+        &schema,
+        &field_ids(&fields),
+        batches,
+        FragmentOptions {
+            version: options.data_storage_version,
             max_rows_per_file: options.max_rows_per_file,
             max_rows_per_group: options.max_rows_per_group,
             ..Default::default()
-        };
-        let fragments = self
-            .write_fragments_with(batches, cut)
-            .instrument(span)
-            .await?;
-        if fragments.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "append".into(),
-                reason: "no rows to append".into(),
-            });
-        }
-        let rows = fragments.iter().map(|f| f.physical_rows).sum();
-        Ok(self
-            .commit(Operation::Append(Append { fragments }))
-            .await?
-            .with_rows(rows))
-    }
+        },
+    )
+    .await
+}
 
-    /// The file version the table writes data files in (its manifest's data storage format).
-    pub(crate) fn data_file_version(&self) -> Result<FileVersion> {
-        let version = self
-            .manifest()
-            .data_format
-            .as_ref()
-            .map_or("2.0", |f| f.version.as_str());
-        FileVersion::parse(version).ok_or_else(|| Error::Unsupported {
-            uri: self.uri().to_string(),
-            version: self.version(),
-            rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {version:?}"),
-        })
+/// Creates a table at `uri` (which must hold none) as version 1 holding `written`
+/// (fragments [`Dataset::write_new_fragments`](crate::Dataset::write_new_fragments) wrote with the same `schema` and
+/// options) in one Overwrite: fragments numbered from 0 in the order given.
+pub(crate) async fn create_from_fragments(
+    uri: &str,
+    schema: SchemaRef,
+    written: Vec<DataFragment>,
+    options: CreateOptions,
+) -> Result<Committed> {
+    let store = DatasetStore::create(uri)?;
+    refuse_existing(&store, uri).await?;
+    let fields = lancet_file::manifest_fields(&schema)?;
+    let version = options.data_storage_version;
+    let (major, minor) = version.data_file_version();
+    let base = lancet_txn::build::new_table(
+        &fields,
+        &format!("{major}.{minor}"),
+        options.stable_row_ids,
+        env!("CARGO_PKG_VERSION"),
+    );
+    let operation = Operation::Overwrite(Overwrite {
+        fragments: written,
+        schema: fields,
+        ..Default::default()
+    });
+    let empty = lancet_txn::Version {
+        manifest: &base,
+        indices: &[],
+    };
+    let plan = lancet_txn::build::plan(empty, &operation)?;
+    let mut manifest = plan.manifest;
+    let mut fragments = plan.created;
+    if options.stable_row_ids {
+        manifest.next_row_id = lancet_rowid::assign::assign_row_ids(0, &mut fragments)?;
+        for f in &mut fragments {
+            lancet_rowid::assign::stamp_versions(f, 1, 0, |_| None)?;
+        }
     }
+    manifest.version = 1;
+    manifest.timestamp = Some(manifest::now_timestamp());
+    let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
+    match options.layout {
+        Layout::Flat => manifest.fragments = fragments,
+        Layout::Tree => {
+            let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
+            let commit = writer.bulk_load(&fragments).await?;
+            manifest.fragment_tree = Some(commit.metadata);
+        }
+    }
+    // the flags the layout needs, decided by lancet-txn
+    lancet_txn::protocol::settle(&mut manifest, &[]);
+    let txn = new_transaction(0, operation);
+    let (rows, added) = (
+        changes
+            .iter()
+            .filter_map(|c| c.after.as_ref())
+            .map(|f| f.physical_rows)
+            .sum(),
+        changes.len(),
+    );
+    let (created, size) = publish(
+        &store,
+        &Caches::new(Default::default()),
+        Publication {
+            manifest: &manifest,
+            indices: &[],
+            unknown_fields: &[],
+            scheme: NamingScheme::V2,
+            transaction: Some(&txn),
+            previous: None,
+            changes: Some(&changes),
+            data_files: None,
+            reserved: &[],
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        Error::Paths(lancet_paths::PathsError::AlreadyExists { .. }) => Error::InvalidArgument {
+            what: format!("create {uri}"),
+            reason: "another writer created a table there first".into(),
+        },
+        e => e,
+    })?;
+    // the manifest and the transaction file (data files are the writer's, not counted)
+    let transaction = match lancet_txn::protocol::writes_transaction_file(&manifest) {
+        true => txn.encoded_len() as u64,
+        false => 0,
+    };
+    Ok(Committed {
+        objects_written: 1 + u64::from(transaction > 0),
+        bytes_written: size + transaction,
+        versions: 1,
+        attempts: 1,
+        rows,
+        fragments_added: added,
+        ..Committed::nothing(created)
+    })
+}
+
+/// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
+/// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new
+/// columns, data files in the table's file version, new fragments numbered after
+/// `max_fragment_id` and, with stable row ids, row ids from `next_row_id` (no id is handed
+/// out twice); the indexes go, as Lance leaves them. No rows is an empty table (a
+/// truncation). The table's layout stays (a tree holds the new fragments).
+/// [`Committed::rows`]: the rows written.
+pub(crate) async fn overwrite<S>(
+    snap: &Snapshot,
+    schema: SchemaRef,
+    batches: S,
+    options: &AppendOptions,
+) -> Result<Committed>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+        return Err(Error::InvalidArgument {
+            what: "overwrite options".into(),
+            reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+        });
+    }
+    let fields = lancet_file::manifest_fields(&schema)?;
+    let fragments = write_data(
+        snap.file_store(),
+        snap.store(),
+        &schema,
+        &field_ids(&fields),
+        batches,
+        FragmentOptions {
+            version: data_file_version(snap)?,
+            max_rows_per_file: options.max_rows_per_file,
+            max_rows_per_group: options.max_rows_per_group,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let rows = fragments.iter().map(|f| f.physical_rows).sum();
+    let operation = Operation::Overwrite(Overwrite {
+        fragments,
+        schema: fields,
+        ..Default::default()
+    });
+    Ok(operations::commit(snap, operation).await?.with_rows(rows))
+}
+
+/// Writes `batches` (the table's schema) as the data files of new fragments, without
+/// committing them: Lance's distributed write. Many workers write; one commits
+/// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`](crate::Dataset::commit)).
+/// The fragments have id 0 and no row ids (the commit gives both).
+pub(crate) async fn write_fragments<S>(snap: &Snapshot, batches: S) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    write_fragments_with(snap, batches, FragmentOptions::default()).await
+}
+
+/// [`Dataset::write_fragments`](crate::Dataset::write_fragments) with `options` (its file version is the table's).
+pub(crate) async fn write_fragments_with<S>(
+    snap: &Snapshot,
+    batches: S,
+    options: FragmentOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    let schema = scan::schema(snap)?;
+    let fields = &snap.manifest().fields;
+    let options = FragmentOptions {
+        version: data_file_version(snap)?,
+        ..options
+    };
+    write_data(
+        snap.file_store(),
+        snap.store(),
+        &schema,
+        &field_ids(fields),
+        batches,
+        options,
+    )
+    .await
+}
+
+/// Appends `batches` (the table's schema) as new fragments in one Append. No rows at all
+/// is refused with nothing published, as Lance 14.0.2's writer refuses it ("No data to
+/// write").
+pub(crate) async fn append<S>(snap: &Snapshot, batches: S) -> Result<Committed>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    append_with(snap, batches, &AppendOptions::default()).await
+}
+
+/// [`Dataset::append`](crate::Dataset::append) with how the new data files are cut (`options`).
+pub(crate) async fn append_with<S>(
+    snap: &Snapshot,
+    batches: S,
+    options: &AppendOptions,
+) -> Result<Committed>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
+    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+        return Err(Error::InvalidArgument {
+            what: "append options".into(),
+            reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+        });
+    }
+    let span = tracing::debug_span!("write_fragments", uri = %snap.uri());
+    let cut = FragmentOptions {
+        max_rows_per_file: options.max_rows_per_file,
+        max_rows_per_group: options.max_rows_per_group,
+        ..Default::default()
+    };
+    let fragments = write_fragments_with(snap, batches, cut)
+        .instrument(span)
+        .await?;
+    if fragments.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "append".into(),
+            reason: "no rows to append".into(),
+        });
+    }
+    let rows = fragments.iter().map(|f| f.physical_rows).sum();
+    Ok(
+        operations::commit(snap, Operation::Append(Append { fragments }))
+            .await?
+            .with_rows(rows),
+    )
+}
+
+/// The file version the table writes data files in (its manifest's data storage format).
+pub(crate) fn data_file_version(snap: &Snapshot) -> Result<FileVersion> {
+    let version = snap
+        .manifest()
+        .data_format
+        .as_ref()
+        .map_or("2.0", |f| f.version.as_str());
+    FileVersion::parse(version).ok_or_else(|| Error::Unsupported {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+        rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {version:?}"),
+    })
 }
 
 /// Every field id of a table's schema, in the manifest's (depth-first) order.
@@ -397,7 +398,7 @@ where
     lancet_file::write_fragments(fs, &store.path("data"), schema, field_ids, batches, options).await
 }
 
-/// How [`Dataset::append_with`] cuts the rows into data files (Lance's defaults: a new file
+/// How [`Dataset::append_with`](crate::Dataset::append_with) cuts the rows into data files (Lance's defaults: a new file
 /// every 1,048,576 rows, 1,024 rows handed to the file writer at once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendOptions {
@@ -415,8 +416,8 @@ impl Default for AppendOptions {
     }
 }
 
-/// Batches held in memory as the stream [`Dataset::create`], [`Dataset::append`] and
-/// [`Dataset::write_fragments`] take.
+/// Batches held in memory as the stream [`Dataset::create`](crate::Dataset::create), [`Dataset::append`](crate::Dataset::append) and
+/// [`Dataset::write_fragments`](crate::Dataset::write_fragments) take.
 pub fn batches(
     batches: impl IntoIterator<Item = RecordBatch, IntoIter: Send>,
 ) -> impl Stream<Item = Result<RecordBatch>> + Send {
