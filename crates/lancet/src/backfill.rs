@@ -21,11 +21,11 @@ use lancet_filter::Scalar;
 use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Merge, Operation};
 use lancet_proto::table::{DataFile, DataFragment};
 
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::exprs::ValueExpr;
 use crate::operations;
-use crate::scan;
+use crate::rows;
 use crate::snapshot::Snapshot;
 use crate::write;
 
@@ -65,7 +65,7 @@ pub(crate) async fn add_column(
     if options.fragments_per_commit == 0 {
         return Err(invalid("fragments_per_commit must be at least 1".into()));
     }
-    let schema = scan::schema(snap)?;
+    let schema = rows::schema(snap)?;
     let empty = RecordBatch::new_empty(schema.clone());
     let data_type = value.evaluate(&empty).map_err(invalid)?.data_type().clone();
     if data_type == arrow_schema::DataType::Null {
@@ -83,7 +83,7 @@ pub(crate) async fn add_column(
                 (ids, Some(added), fragments.iter().collect())
             }
             Ok(existing) => {
-                let column = scan::projection(snap, Some(&[name.to_string()]))?
+                let column = rows::projection(snap, Some(&[name.to_string()]))?
                     .into_iter()
                     .next()
                     .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
@@ -107,7 +107,7 @@ pub(crate) async fn add_column(
     let mut columns = Vec::new();
     value.columns(&mut columns);
     let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
-    let projection = scan::projection(snap, Some(&columns))?;
+    let projection = rows::projection(snap, Some(&columns))?;
     let file_schema = Arc::new(Schema::new(vec![field]));
     // every file first: an expression failing on any row publishes nothing
     let mut files: Vec<(u64, DataFile)> = Vec::with_capacity(pending.len());
@@ -221,7 +221,7 @@ pub(crate) async fn backfill_file(
     schema: &Arc<Schema>,
     ids: &[i32],
 ) -> Result<lancet_proto::table::DataFile> {
-    let rows = scan::read_rows(snap, fragment, projection, Rows::All).await?;
+    let rows = rows::read_rows(snap, fragment, projection, Rows::All).await?;
     let column = value
         .evaluate_as(&rows, schema.field(0).data_type())
         .map_err(|reason| Error::InvalidArgument {
@@ -267,7 +267,7 @@ async fn write_fragment_file(
 /// come from elsewhere ([`Dataset::write_column_file`](crate::Dataset::write_column_file), [`Dataset::replace_data_files`](crate::Dataset::replace_data_files)).
 /// A name the table has, or a non-nullable field, is refused with nothing published.
 pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Result<Committed> {
-    let schema = scan::schema(snap)?;
+    let schema = rows::schema(snap)?;
     let invalid = |name: &str, reason: &str| Error::InvalidArgument {
         what: format!("add column {name:?}"),
         reason: reason.to_string(),
@@ -312,7 +312,7 @@ pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Resul
 /// Fragments with no data file holding column `name` (it reads NULL there until
 /// backfilled), in id order: what a stopped backfill has left to do.
 pub(crate) async fn unfilled_fragments(snap: &Snapshot, name: &str) -> Result<Vec<u64>> {
-    let column = scan::projection(snap, Some(&[name.to_string()]))?
+    let column = rows::projection(snap, Some(&[name.to_string()]))?
         .into_iter()
         .next()
         .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
@@ -337,8 +337,8 @@ pub(crate) async fn fragment_rows(
     let fragment = fragment
         .first()
         .ok_or_else(|| Error::Internal(format!("fragment {id} not found")))?;
-    let projection = scan::projection(snap, columns)?;
-    scan::read_rows(snap, fragment, &projection, Rows::All).await
+    let projection = rows::projection(snap, columns)?;
+    rows::read_rows(snap, fragment, &projection, Rows::All).await
 }
 
 /// Writes `batch` (columns of the table, of their types, one value per physical row of
@@ -371,7 +371,7 @@ pub(crate) async fn write_column_file(
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let schema = scan::schema(snap)?;
+    let schema = rows::schema(snap)?;
     for f in batch.schema().fields() {
         match schema.field_with_name(f.name()) {
             Ok(t) if t.data_type() == f.data_type() => {}
@@ -386,7 +386,7 @@ pub(crate) async fn write_column_file(
             Err(_) => return Err(invalid(format!("the table has no column {:?}", f.name()))),
         }
     }
-    let ids: Vec<i32> = scan::projection(snap, Some(&names))?
+    let ids: Vec<i32> = rows::projection(snap, Some(&names))?
         .iter()
         .flat_map(|c| c.ids.iter().copied())
         .collect();

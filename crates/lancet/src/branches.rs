@@ -9,7 +9,7 @@ use lancet_paths::layout;
 use lancet_paths::refs::{self, Branch};
 
 use crate::clone;
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::Result;
 use crate::handle::Dataset;
 use crate::snapshot::Snapshot;

@@ -35,7 +35,7 @@ pub(crate) async fn shallow_clone(
     snap: &Snapshot,
     target: &str,
     version: Option<u64>,
-) -> Result<crate::commit::Committed> {
+) -> Result<crate::committed::Committed> {
     let span = tracing::info_span!("shallow_clone", source = %snap.uri(), target, ?version);
     shallow_clone_inner(snap, target, version, None)
         .instrument(span)
@@ -50,7 +50,7 @@ pub(crate) async fn shallow_clone_inner(
     target: &str,
     version: Option<u64>,
     branch: Option<&str>,
-) -> Result<crate::commit::Committed> {
+) -> Result<crate::committed::Committed> {
     let source = match version {
         Some(v) if v != snap.version() => snap.checkout(v).await?,
         _ => snap.clone(),
@@ -122,13 +122,13 @@ pub(crate) async fn shallow_clone_inner(
     )
     .await?;
     tracing::info!(version = clone.version(), "shallow clone committed");
-    Ok(crate::commit::Committed {
+    Ok(crate::committed::Committed {
         versions: 1,
         attempts: 1,
         // the manifest and its transaction file
         objects_written: 2,
         bytes_written: size,
-        ..crate::commit::Committed::nothing(clone.with_clock(snap.clock().clone()))
+        ..crate::committed::Committed::nothing(clone.with_clock(snap.clock().clone()))
     })
 }
 

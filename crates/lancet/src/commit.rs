@@ -30,100 +30,14 @@ use lancet_txn::rebase::{
 };
 use tracing::Instrument;
 
+use crate::committed::Committed;
 use crate::error::{Error, Result};
-use crate::handle::Dataset;
-use crate::operations;
+use crate::history;
+use crate::plan;
 use crate::publish::{publish, Publication};
 use crate::rowids;
 use crate::snapshot::Snapshot;
 use crate::verify;
-
-/// What a write did: the shape every write returns (append, delete, update, add-column, a
-/// compaction, an index build or optimization, a restore, a conversion, a commit of an
-/// operation). A write that publishes one version reports it; one that commits in steps (a
-/// backfill committing every few fragments, an optimization of several indexes) reports the
-/// last and the totals; one with nothing to do (a compaction of a compact table) publishes
-/// nothing and reports the version it was called on with `versions` 0.
-#[derive(Debug, Clone)]
-pub struct Committed {
-    /// The latest version the write published, or the one it was called on.
-    pub dataset: Dataset,
-    /// Versions published.
-    pub versions: u64,
-    /// Objects written: tree objects, index and data files where counted, and manifests.
-    pub objects_written: u64,
-    /// Their bytes.
-    pub bytes_written: u64,
-    /// The tree objects among them (relative path, bytes); the rest are manifests and
-    /// transaction files.
-    pub tree_objects: Vec<(String, u64)>,
-    /// Attempts the commits made: 1 each, plus one per race lost and rebased over.
-    pub attempts: u32,
-    /// Rows the write appended, deleted or updated (matched by its filter); 0 for a write
-    /// that changes no row's value (an index build, a compaction, a restore, a conversion).
-    pub rows: u64,
-    /// Fragments the write removed (a compaction's sources, fragments a delete emptied) and
-    /// added (new data).
-    pub fragments_removed: usize,
-    pub fragments_added: usize,
-    /// What a merge_insert did with its rows (`None` for other writes): their sum is
-    /// [`Committed::rows`].
-    pub merged: Option<MergeStats>,
-}
-
-/// The rows a merge_insert inserted, updated and deleted (pylance's `num_inserted_rows`,
-/// `num_updated_rows`, `num_deleted_rows`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MergeStats {
-    pub inserted_rows: u64,
-    pub updated_rows: u64,
-    pub deleted_rows: u64,
-}
-
-impl Committed {
-    /// A write that published nothing: `dataset` as it is.
-    pub(crate) fn nothing(snap: Snapshot) -> Self {
-        Committed {
-            dataset: snap.into(),
-            versions: 0,
-            objects_written: 0,
-            bytes_written: 0,
-            tree_objects: Vec::new(),
-            attempts: 0,
-            rows: 0,
-            fragments_removed: 0,
-            fragments_added: 0,
-            merged: None,
-        }
-    }
-
-    /// This write followed by `next` (a later step of the same write): `next`'s version, the
-    /// totals of both.
-    pub(crate) fn then(mut self, next: Committed) -> Self {
-        self.dataset = next.dataset;
-        self.versions += next.versions;
-        self.objects_written += next.objects_written;
-        self.bytes_written += next.bytes_written;
-        self.tree_objects.extend(next.tree_objects);
-        self.attempts += next.attempts;
-        self.rows += next.rows;
-        self.fragments_removed += next.fragments_removed;
-        self.fragments_added += next.fragments_added;
-        self.merged = next.merged.or(self.merged);
-        self
-    }
-
-    /// With `rows` reported as the rows the write changed.
-    pub(crate) fn with_rows(mut self, rows: u64) -> Self {
-        self.rows = rows;
-        self
-    }
-
-    /// The version published (or the one the write was called on).
-    pub fn version(&self) -> u64 {
-        self.dataset.snap.version()
-    }
-}
 
 /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
 /// the fields lancet does not model from this version's manifest. On a tree version the
@@ -281,7 +195,7 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
         // the read, so a wait between the two would only widen the window others win in.
         let random = ObjectUuid::new_v4().as_bytes()[0];
         tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
-        let (latest, since) = transactions_through(&base, lost).await?;
+        let (latest, since) = history::transactions_through(&base, lost).await?;
         if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
             return Ok(done(dataset));
         }
@@ -366,50 +280,13 @@ async fn landed(snap: &Snapshot, version: u64, transaction: Option<&Transaction>
     lancet_paths::transaction::recorded_by(snap.store(), version, snap.naming_scheme(), uuid).await
 }
 
-/// The versions after this one up to the latest, each with its transaction
-/// ([`lancet_paths::transaction::versions_since`]); and the latest version. Manifests read
-/// here seed the manifest cache, so opening the latest version reads nothing twice.
-pub(crate) async fn transactions_since(
-    snap: &Snapshot,
-) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
-    transactions_through(snap, snap.version()).await
-}
-
-/// [`Dataset::transactions_since`] when version `known` is known to exist (the version a
-/// commit lost): the hint is read while the manifests through `known` are, not before.
-pub(crate) async fn transactions_through(
-    snap: &Snapshot,
-    known: u64,
-) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
-    let scheme = snap.naming_scheme();
-    let read =
-        lancet_paths::transaction::versions_since(snap.store(), scheme, snap.version(), known)
-            .await?;
-    let mut out = Vec::with_capacity(read.len());
-    let mut files = Vec::with_capacity(read.len());
-    for (file, txn) in read {
-        out.push((file.entry.version, txn));
-        files.push(file);
-    }
-    for file in files {
-        snap.cache_manifest(file).await;
-    }
-    let latest = snap.checkout(snap.version() + out.len() as u64).await?;
-    Ok((latest, out))
-}
-
-/// This version's transaction (what the commit that made it did), if it records one.
-pub(crate) async fn transaction(snap: &Snapshot) -> Result<Option<StoredTransaction>> {
-    Ok(lancet_paths::transaction::read_transaction(snap.store(), snap.manifest_file()).await?)
-}
-
 /// `intent` prepared on this version: a change planned here (lancet-txn's plan, then its
 /// storage actions), or the caller's storage actions applied; the tree writer's objects or
 /// the flat list either way.
 async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared> {
     let (mut manifest, indices, actions, data_files, reserved, config) = match intent {
         Intent::Change { change, judged } => {
-            let built = Box::pin(operations::build(snap, change)).await?;
+            let built = Box::pin(plan::build(snap, change)).await?;
             if built.replaces_content {
                 // a restore or a conversion brings its own fragment list or tree
                 let mut manifest = built.manifest;

@@ -28,7 +28,7 @@ use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds};
 use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::indexes;
 use crate::operations;

@@ -21,15 +21,17 @@ use crate::branches::Branches;
 use crate::cache::Caches;
 use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::compaction::{Compaction, CompactionOptions};
 use crate::error::Result;
 use crate::exprs::{Assignment, ValueExpr};
 use crate::handle::Dataset;
+use crate::index_build;
 use crate::indexes::IndexSummary;
 use crate::merge::MergeInsert;
 use crate::metadata::MetadataTarget;
 use crate::optimize::OptimizeOptions;
+use crate::rows;
 use crate::scan::ScanOptions;
 use crate::schema_change::ColumnAlteration;
 use crate::search::{SearchOptions, SearchResult};
@@ -129,7 +131,7 @@ impl Dataset {
 
     /// The table's Arrow schema (top-level fields in manifest order).
     pub fn schema(&self) -> Result<SchemaRef> {
-        scan::schema(&self.snap)
+        rows::schema(&self.snap)
     }
 
     /// The rows of this version (deleted rows left out) as a stream of batches; see
@@ -396,8 +398,8 @@ impl Dataset {
         &self,
         column: &str,
         page_rows: impl Into<Option<u64>>,
-    ) -> Result<crate::commit::Committed> {
-        Box::pin(indexes::build_btree(&self.snap, column, page_rows)).await
+    ) -> Result<crate::committed::Committed> {
+        Box::pin(index_build::build_btree(&self.snap, column, page_rows)).await
     }
 
     /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
@@ -410,7 +412,7 @@ impl Dataset {
         fragments: Option<&[u64]>,
         page_rows: u64,
     ) -> Result<IndexMetadata> {
-        Box::pin(indexes::train_btree_segment(
+        Box::pin(index_build::train_btree_segment(
             &self.snap, column, fragments, page_rows,
         ))
         .await
@@ -424,8 +426,11 @@ impl Dataset {
         &self,
         column: &str,
         segments: Vec<IndexMetadata>,
-    ) -> Result<crate::commit::Committed> {
-        Box::pin(indexes::commit_btree_segments(&self.snap, column, segments)).await
+    ) -> Result<crate::committed::Committed> {
+        Box::pin(index_build::commit_btree_segments(
+            &self.snap, column, segments,
+        ))
+        .await
     }
 
     /// Extends every BTree index over the fragments it does not cover, and rewrites segments
@@ -475,7 +480,7 @@ impl Dataset {
         &self,
         target: &str,
         version: Option<u64>,
-    ) -> Result<crate::commit::Committed> {
+    ) -> Result<crate::committed::Committed> {
         Box::pin(clone::shallow_clone(&self.snap, target, version)).await
     }
 

@@ -5,13 +5,12 @@ use std::sync::Arc;
 use lancet_paths::{files, BaseRequirement, ObjectUuid};
 use lancet_proto::table::IndexMetadata;
 use lancet_reuse::decode_inline;
+use lancet_reuse::History;
 use lancet_reuse::RowMap;
 use lancet_reuse::{content_location, is_fri_entry, ContentLocation};
-use lancet_reuse::{History, ReuseError};
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
-use crate::rewrite;
 use crate::snapshot::Snapshot;
 
 /// The `__lance_frag_reuse` entry, if the version has one.
@@ -103,19 +102,4 @@ pub(crate) async fn decode_fri_under(
         }
     };
     Ok(decode_inline(&bytes, index_version, &what)?)
-}
-
-/// Re-publishes this version's FRI history as a tagged (index_version 1) entry in the next
-/// version: every transition as a v1 `Transition`, feature flag 1024 set in both words, the
-/// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
-/// release builds refuse FRI there) and when the history has transitions lancet cannot
-/// interpret (it would have to carry them unread).
-pub(crate) async fn upgrade_fri(snap: &Snapshot) -> Result<crate::commit::Committed> {
-    let what = snap.manifest_ref().object;
-    let ledger = rewrite::extendable_history(snap, &what)
-        .await?
-        .ok_or_else(|| ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index")))?;
-    // the graph rules hold before anything is republished
-    let ledger = History::new(ledger, &what)?.ledger;
-    rewrite::publish_history(snap, None, ledger, crate::rewrite::Format::Tagged).await
 }

@@ -10,7 +10,7 @@ use crate::snapshot::Snapshot;
 ///   [`Dataset::checkout`], [`Dataset::with_clock`], [`Dataset::uri`], [`Dataset::version`],
 ///   [`Dataset::schema`], [`Dataset::num_rows`], [`Dataset::scan`], [`Dataset::take`],
 ///   [`Dataset::search`], [`Dataset::search_with`].
-/// - **Write** (each returns [`crate::commit::Committed`]): [`Dataset::create`], [`Dataset::append`],
+/// - **Write** (each returns [`crate::committed::Committed`]): [`Dataset::create`], [`Dataset::append`],
 ///   [`Dataset::append_with`], [`Dataset::overwrite`], [`Dataset::write_fragments`] (a
 ///   distributed write's files),
 ///   [`Dataset::commit`] (any Lance operation), [`Dataset::delete`], [`Dataset::update`],

@@ -135,21 +135,26 @@ mod changes;
 mod cleanup;
 mod clone;
 mod commit;
+mod committed;
 mod compaction;
 mod dataset;
 mod error;
 mod exprs;
 mod fri;
 mod handle;
+mod history;
+mod index_build;
 mod indexes;
 mod merge;
 mod metadata;
 mod mutate;
 mod operations;
 mod optimize;
+mod plan;
 mod publish;
 mod rewrite;
 mod rowids;
+mod rows;
 mod scan;
 mod schema_change;
 mod search;
@@ -171,7 +176,7 @@ pub use cleanup::{
     CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
-pub use commit::{Committed, MergeStats};
+pub use committed::{Committed, MergeStats};
 pub use compaction::{Compaction, CompactionOptions, CompactionResult, CompactionTask};
 pub use error::{Error, ErrorKind, Result};
 pub use exprs::{Assignment, ValueExpr};

@@ -28,12 +28,12 @@ use lancet_rowid::RowIdSequence;
 use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
-use crate::commit::{Committed, MergeStats};
+use crate::committed::{Committed, MergeStats};
 use crate::error::{Error, Result};
 use crate::indexes;
 use crate::operations;
 use crate::rowids;
-use crate::scan;
+use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
 use crate::write;
@@ -249,7 +249,7 @@ impl MergeInsert<'_> {
 
     /// The source as one batch in the table's schema (columns reordered by name).
     fn conform(&self, base: &Snapshot, batches: &[RecordBatch]) -> Result<RecordBatch> {
-        let table = scan::schema(base)?;
+        let table = rows::schema(base)?;
         let invalid = |reason: String| Error::InvalidArgument {
             what: "merge_insert source".into(),
             reason,
@@ -305,7 +305,7 @@ impl MergeInsert<'_> {
         let mut matching = keys.matching(rules);
         let fragments = base.fragments().await?;
         require_known_rows(base, &fragments, "merge_insert")?;
-        let projection = scan::projection(base, Some(&self.on))?;
+        let projection = rows::projection(base, Some(&self.on))?;
         // a BTree on the one key column answers the fragments it covers, unless every
         // target row must be seen (rows no source row matches are deleted)
         let lookup = match rules.collect_unmatched_target {
@@ -319,7 +319,7 @@ impl MergeInsert<'_> {
                         continue;
                     };
                     let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-                    let batch = scan::read_rows(base, f, &projection, Rows::At(&offsets)).await?;
+                    let batch = rows::read_rows(base, f, &projection, Rows::At(&offsets)).await?;
                     let addresses: Vec<u64> = offsets
                         .iter()
                         .map(|o| RowAddress::first_of(id) | o)
@@ -343,7 +343,7 @@ impl MergeInsert<'_> {
             .map(|f| {
                 let (base, projection) = (base.clone(), projection.clone());
                 tokio::spawn(async move {
-                    let batch = scan::read_rows(&base, &f, &projection, Rows::All).await?;
+                    let batch = rows::read_rows(&base, &f, &projection, Rows::All).await?;
                     let deleted = rowids::cached_deletion_vector(&base, &f).await?;
                     Ok::<_, Error>((f, batch, deleted))
                 })
@@ -504,7 +504,7 @@ impl MergeInsert<'_> {
         }
         if !wanted_target.is_empty() {
             let projection =
-                scan::projection(base, Some(&wanted_target)).map_err(|e| invalid(e.to_string()))?;
+                rows::projection(base, Some(&wanted_target)).map_err(|e| invalid(e.to_string()))?;
             // each target row read once, by fragment, then lined up with the pairs
             let mut rows: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
             rows.sort_unstable();
@@ -520,7 +520,7 @@ impl MergeInsert<'_> {
                     .iter()
                     .map(|a| u64::from(RowAddress::split(*a).1))
                     .collect();
-                parts.push(scan::read_rows(base, f, &projection, Rows::At(&offsets)).await?);
+                parts.push(rows::read_rows(base, f, &projection, Rows::At(&offsets)).await?);
             }
             let schema = Arc::new(Schema::new(
                 projection

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use lancet_filter::Filter;
 use lancet_proto::table::transaction::{Operation, UpdateConfig, UpdateMap, UpdateMapEntry};
 
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::mutate;
 use crate::operations;

@@ -18,12 +18,12 @@ use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
 use lancet_rowid::RowIdSequence;
 use roaring::RoaringBitmap;
 
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::exprs::Assignment;
 use crate::operations;
 use crate::rowids;
-use crate::scan;
+use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
 use crate::write;
@@ -62,7 +62,7 @@ pub(crate) async fn update(
             reason: "no column is assigned".into(),
         });
     }
-    let projection = scan::projection(snap, None)?;
+    let projection = rows::projection(snap, None)?;
     // the assigned columns and their descendants, as Lance records them
     let mut preserving = Vec::new();
     for (column, _) in assignments {
@@ -85,7 +85,7 @@ pub(crate) async fn update(
             .await?
             .ok_or_else(|| Error::Internal(format!("fragment {id} was matched but is gone")))?;
         let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-        let old = scan::read_rows(snap, &fragment, &projection, Rows::At(&offsets)).await?;
+        let old = rows::read_rows(snap, &fragment, &projection, Rows::At(&offsets)).await?;
         batches.push(Ok(assign(&old, assignments, filter)?));
         if let Some(sequence) = rowids::row_id_sequence(snap, &fragment)? {
             moved_ids.extend(offsets.iter().filter_map(|o| sequence.get(*o)));

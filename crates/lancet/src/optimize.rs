@@ -18,7 +18,7 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::Translation;
 use roaring::RoaringBitmap;
 
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::fri;
 use crate::indexes;

@@ -17,11 +17,8 @@ use std::sync::Arc;
 
 use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::{DatasetStore, PathsError};
-use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
-use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
-use lancet_rowid::{RowIdSequence, U64Segment};
-use lancet_txn::{Candidate, FragmentChange, FragmentRowIds, Invariant, RowIdChanges, TxnError};
-use roaring::RoaringTreemap;
+use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
+use lancet_txn::{Candidate, FragmentChange, Invariant, RowIdChanges, TxnError};
 
 use crate::cache::Caches;
 use crate::error::{Error, ErrorKind, Result};
@@ -225,7 +222,7 @@ async fn row_id_changes(
         // a conversion gives most fragments unchanged: read their deletion files once
         if let (Some(b), Some(a)) = (&c.before, &c.after) {
             if a == b {
-                match fragment_row_ids(prev, a).await? {
+                match rowids::fragment_row_ids(prev, a).await? {
                     Some(ids) => out.unchanged.push(ids),
                     None if a.row_id_sequence.is_none() => {}
                     None => return Ok(None),
@@ -235,7 +232,7 @@ async fn row_id_changes(
         }
         for (side, list) in [(&c.before, &mut out.before), (&c.after, &mut out.after)] {
             let Some(f) = side else { continue };
-            match fragment_row_ids(prev, f).await? {
+            match rowids::fragment_row_ids(prev, f).await? {
                 Some(ids) => list.push(ids),
                 None if f.row_id_sequence.is_none() => {} // judged by RowIdSequencePresent
                 None => return Ok(None),
@@ -243,62 +240,4 @@ async fn row_id_changes(
         }
     }
     Ok(Some(out))
-}
-
-/// The row ids of `f` read through `ds`; `None` when its sequence is not inline.
-pub(crate) async fn fragment_row_ids(
-    ds: &Snapshot,
-    f: &DataFragment,
-) -> Result<Option<FragmentRowIds>> {
-    if !matches!(f.row_id_sequence, Some(PbRowIds::InlineRowIds(_))) {
-        return Ok(None);
-    }
-    let Some(sequence) = rowids::row_id_sequence(ds, f)? else {
-        return Ok(None);
-    };
-    let mut live = ids_of(&sequence);
-    let mut missing_deletion_file = false;
-    let deleted = match rowids::deletion_vector(ds, f).await {
-        Ok(d) => d.unwrap_or_default(),
-        // judged by DeletionFileExists, with the rows counted as not deleted
-        Err(
-            Error::Paths(PathsError::NotFound { .. })
-            | Error::RowId(lancet_rowid::RowIdError::Paths(PathsError::NotFound { .. })),
-        ) => {
-            missing_deletion_file = true;
-            Default::default()
-        }
-        Err(e) => return Err(e),
-    };
-    let mut deleted_rows = 0;
-    for offset in &deleted {
-        if let Some(id) = sequence.get(u64::from(offset)) {
-            live.remove(id);
-            deleted_rows += 1;
-        }
-    }
-    // run containers: a range of ids is a few bytes instead of two per id (a conversion
-    // holds every fragment's ids twice, before and after)
-    live.optimize();
-    Ok(Some(FragmentRowIds {
-        fragment: f.id,
-        sequence_len: sequence.len(),
-        deleted_rows,
-        missing_deletion_file,
-        live,
-    }))
-}
-
-/// Every id of a sequence, ranges inserted whole.
-fn ids_of(sequence: &RowIdSequence) -> RoaringTreemap {
-    let mut ids = RoaringTreemap::new();
-    for segment in sequence.segments() {
-        match segment {
-            U64Segment::Range(r) => {
-                ids.insert_range(r.clone());
-            }
-            other => ids.extend(other.iter()),
-        }
-    }
-    ids
 }

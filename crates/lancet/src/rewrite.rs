@@ -29,10 +29,10 @@ use lancet_txn::rebase::{judge_since, ConflictCause, IndexIntent};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
-use crate::commit;
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::Result;
 use crate::fri;
+use crate::history;
 use crate::indexes;
 use crate::operations;
 use crate::rowids;
@@ -131,7 +131,7 @@ where
                 // every version up to `version` was judged compatible; judge the ones
                 // published since before preparing on the latest
                 let (latest, since) =
-                    commit::transactions_since(&base.checkout(version).await?).await?;
+                    history::transactions_since(&base.checkout(version).await?).await?;
                 let mine = rewrite_of(sources);
                 if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
                     return Err(crate::error::Error::CommitConflict {
@@ -477,4 +477,19 @@ fn rewrite_of(sources: &[u32]) -> lancet_proto::table::transaction::Operation {
         }],
         ..Default::default()
     })
+}
+
+/// Re-publishes this version's FRI history as a tagged (index_version 1) entry in the next
+/// version: every transition as a v1 `Transition`, feature flag 1024 set in both words, the
+/// previous entry replaced in the same commit. Refused on stable-row-id tables (Lance 14
+/// release builds refuse FRI there) and when the history has transitions lancet cannot
+/// interpret (it would have to carry them unread).
+pub(crate) async fn upgrade_fri(snap: &Snapshot) -> Result<crate::committed::Committed> {
+    let what = snap.manifest_ref().object;
+    let ledger = extendable_history(snap, &what)
+        .await?
+        .ok_or_else(|| ReuseError::InvalidInput(format!("{what} has no Fragment Reuse Index")))?;
+    // the graph rules hold before anything is republished
+    let ledger = History::new(ledger, &what)?.ledger;
+    publish_history(snap, None, ledger, Format::Tagged).await
 }

@@ -9,7 +9,8 @@ use lancet_rowid::{
     FragmentRowIds, LazyFragment, LazyRowIds, RowIdError, RowIdIndex, RowIdSequence,
     VersionSequence,
 };
-use roaring::RoaringBitmap;
+use lancet_txn::FragmentRowIds as TxnRowIds;
+use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
@@ -284,4 +285,64 @@ async fn build_row_id_index(snap: &Snapshot) -> Result<RowIdIndex> {
         });
     }
     Ok(RowIdIndex::build(inputs)?)
+}
+
+/// The row ids of `f` read through `ds`; `None` when its sequence is not inline.
+pub(crate) async fn fragment_row_ids(ds: &Snapshot, f: &DataFragment) -> Result<Option<TxnRowIds>> {
+    if !matches!(
+        f.row_id_sequence,
+        Some(lancet_proto::table::data_fragment::RowIdSequence::InlineRowIds(_))
+    ) {
+        return Ok(None);
+    }
+    let Some(sequence) = row_id_sequence(ds, f)? else {
+        return Ok(None);
+    };
+    let mut live = ids_of(&sequence);
+    let mut missing_deletion_file = false;
+    let deleted = match deletion_vector(ds, f).await {
+        Ok(d) => d.unwrap_or_default(),
+        // judged by DeletionFileExists, with the rows counted as not deleted
+        Err(
+            Error::Paths(lancet_paths::PathsError::NotFound { .. })
+            | Error::RowId(lancet_rowid::RowIdError::Paths(lancet_paths::PathsError::NotFound {
+                ..
+            })),
+        ) => {
+            missing_deletion_file = true;
+            Default::default()
+        }
+        Err(e) => return Err(e),
+    };
+    let mut deleted_rows = 0;
+    for offset in &deleted {
+        if let Some(id) = sequence.get(u64::from(offset)) {
+            live.remove(id);
+            deleted_rows += 1;
+        }
+    }
+    // run containers: a range of ids is a few bytes instead of two per id (a conversion
+    // holds every fragment's ids twice, before and after)
+    live.optimize();
+    Ok(Some(TxnRowIds {
+        fragment: f.id,
+        sequence_len: sequence.len(),
+        deleted_rows,
+        missing_deletion_file,
+        live,
+    }))
+}
+
+/// Every id of a sequence, ranges inserted whole.
+fn ids_of(sequence: &RowIdSequence) -> RoaringTreemap {
+    let mut ids = RoaringTreemap::new();
+    for segment in sequence.segments() {
+        match segment {
+            lancet_rowid::U64Segment::Range(r) => {
+                ids.insert_range(r.clone());
+            }
+            other => ids.extend(other.iter()),
+        }
+    }
+    ids
 }

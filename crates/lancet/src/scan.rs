@@ -14,7 +14,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use lancet_file::{Column, DataFileAt, Rows};
+use lancet_file::{Column, Rows};
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
@@ -22,6 +22,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::rowids;
+use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
 
@@ -161,71 +162,9 @@ impl ChunkRows {
     }
 }
 
-/// The table's Arrow schema (top-level fields in manifest order).
-pub(crate) fn schema(snap: &Snapshot) -> Result<SchemaRef> {
-    let columns = projection(snap, None)?;
-    Ok(Arc::new(Schema::new(
-        columns.into_iter().map(|c| c.field).collect::<Vec<_>>(),
-    )))
-}
-
-/// The columns `columns` (every column when `None`), each with its field ids.
-pub(crate) fn projection(snap: &Snapshot, columns: Option<&[String]>) -> Result<Vec<Column>> {
-    let all = lancet_file::table_schema(&snap.manifest().fields, &snap.manifest_ref().object)?;
-    let Some(columns) = columns else {
-        return Ok(all);
-    };
-    columns
-        .iter()
-        .map(|c| {
-            all.iter()
-                .find(|col| col.field.name() == c)
-                .cloned()
-                .ok_or_else(|| Error::InvalidArgument {
-                    what: format!("column {c:?}"),
-                    reason: "the table has no such column".into(),
-                })
-        })
-        .collect()
-}
-
-/// The columns `projection` of `fragment`'s rows `rows`.
-pub(crate) async fn read_rows(
-    snap: &Snapshot,
-    fragment: &DataFragment,
-    projection: &[Column],
-    rows: Rows<'_>,
-) -> Result<RecordBatch> {
-    snap.require_no_overlays(fragment, "reading rows")?;
-    let mut files = Vec::with_capacity(fragment.files.len());
-    for (file, location) in fragment
-        .files
-        .iter()
-        .zip(snap.data_file_locations(fragment)?)
-    {
-        let store = match location.base.base_id {
-            None => snap.file_store().clone(),
-            Some(_) => crate::snapshot::file_store_for(&snap.store_for(&location.base)?)?,
-        };
-        files.push(DataFileAt {
-            path: snap.store_for(&location.base)?.path(&location.path),
-            store,
-            size: (file.file_size_bytes > 0).then_some(file.file_size_bytes),
-            fields: file.fields.clone(),
-        });
-    }
-    Ok(Box::pin(lancet_file::read_fragment(
-        &files,
-        projection,
-        fragment.physical_rows,
-        rows,
-    ))
-    .await?)
-}
-
 /// The schema of the batches [`Dataset::scan`](crate::Dataset::scan) returns for `options`.
 pub(crate) fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
-    let projection = projection(snap, options.columns.as_deref())?;
+    let projection = rows::projection(snap, options.columns.as_deref())?;
     Ok(output_schema(
         &projection,
         options.with_row_id,
@@ -247,7 +186,7 @@ pub(crate) async fn scan(
         };
         return Box::pin(scan(&at, options)).await;
     }
-    let projection = projection(snap, options.columns.as_deref())?;
+    let projection = rows::projection(snap, options.columns.as_deref())?;
     let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
     let fragments = match &options.fragments {
         None => snap.fragments().await?,
@@ -398,7 +337,7 @@ async fn read_chunk(
         ChunkRows::Range(r) => Rows::Range(r.clone()),
         ChunkRows::At(v) => Rows::At(v),
     };
-    let batch = read_rows(snap, &chunk.fragment, projection, rows).await?;
+    let batch = rows::read_rows(snap, &chunk.fragment, projection, rows).await?;
     let offsets = match with_id || with_addr {
         true => chunk.rows.offsets(),
         false => Vec::new(),
@@ -469,7 +408,7 @@ pub(crate) fn live_rows(
     fragment: DataFragment,
     deleted: Option<RoaringBitmap>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-    let projection = Arc::new(projection(snap, None)?);
+    let projection = Arc::new(rows::projection(snap, None)?);
     let schema = output_schema(&projection, false, false);
     let chunks = match deleted {
         Some(d) => offsets_in_chunks(
@@ -517,7 +456,7 @@ pub(crate) async fn take_addresses(
     addresses: &[u64],
     columns: Option<&[String]>,
 ) -> Result<RecordBatch> {
-    let projection = projection(snap, columns)?;
+    let projection = rows::projection(snap, columns)?;
     let schema = output_schema(&projection, false, false);
     let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for a in addresses {
@@ -551,7 +490,7 @@ pub(crate) async fn take_addresses(
             }
         }
         let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
-        parts.push(read_rows(snap, &fragment, &projection, Rows::At(&rows)).await?);
+        parts.push(rows::read_rows(snap, &fragment, &projection, Rows::At(&rows)).await?);
         starts.insert(id, (at, offsets));
         at += rows.len() as u64;
     }
@@ -598,6 +537,3 @@ fn ranges_in_chunks(rows: u64) -> Vec<ChunkRows> {
         .map(|start| ChunkRows::Range(start..rows.min(start + SCAN_BATCH_ROWS)))
         .collect()
 }
-
-/// Addresses matched by a search, by fragment.
-pub(crate) type Matched = BTreeMap<u32, RoaringBitmap>;

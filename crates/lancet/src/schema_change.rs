@@ -9,9 +9,10 @@ use lancet_proto::table::transaction::{Operation, Project};
 pub use lancet_txn::build::ColumnAlteration;
 
 use crate::backfill;
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::operations;
+use crate::rows;
 use crate::scan;
 use crate::scan::ScanOptions;
 use crate::snapshot::Snapshot;
@@ -80,7 +81,7 @@ async fn cast_columns(
     alterations: &[ColumnAlteration],
     mut schema: Vec<lancet_proto::file::Field>,
 ) -> Result<Committed> {
-    let table = scan::schema(snap)?;
+    let table = rows::schema(snap)?;
     let fragments = snap.fragments().await?;
     crate::merge::require_known_rows(snap, &fragments, "a cast")?;
     let mut next = backfill::next_field_id(snap).await?;
@@ -96,7 +97,7 @@ async fn cast_columns(
         let from = table
             .field_with_name(&a.path)
             .map_err(|_| invalid("the table has no such column".into()))?;
-        let old = scan::projection(snap, Some(std::slice::from_ref(&a.path)))?;
+        let old = rows::projection(snap, Some(std::slice::from_ref(&a.path)))?;
         let old_id = old.first().map(|c| c.id()).unwrap_or(-1);
         if !lancet_txn::build::cast_allowed(from.data_type(), to) {
             return Err(invalid(format!(

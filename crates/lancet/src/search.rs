@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::indexes;
 use crate::rowids;
-use crate::scan;
+use crate::rows;
 use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
@@ -114,7 +114,7 @@ async fn search_inner(
 pub(crate) async fn search_addresses(
     snap: &Snapshot,
     filter: &Filter,
-) -> Result<crate::scan::Matched> {
+) -> Result<crate::rows::Matched> {
     let fragments = snap.fragments().await?;
     Ok(search_addresses_in(snap, filter, fragments).await?.0)
 }
@@ -125,7 +125,7 @@ pub(crate) async fn search_addresses_in(
     snap: &Snapshot,
     filter: &Filter,
     fragments: Arc<[DataFragment]>,
-) -> Result<(crate::scan::Matched, SearchStats)> {
+) -> Result<(crate::rows::Matched, SearchStats)> {
     let (search, result) = answer_over(snap, filter, true, fragments).await?;
     let matched = result
         .true_ids
@@ -485,7 +485,7 @@ impl Search<'_> {
         e.columns(&mut columns);
         let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
         let projection =
-            scan::projection(self.ds, Some(&columns)).map_err(|e| self.invalid(e.to_string()))?;
+            rows::projection(self.ds, Some(&columns)).map_err(|e| self.invalid(e.to_string()))?;
         let mut out = NullableIdSet::default();
         for f in self.fragments.iter() {
             let Ok(id) = u32::try_from(f.id) else {
@@ -495,7 +495,7 @@ impl Search<'_> {
                 continue;
             }
             self.scanned.fetch_add(1, Ordering::Relaxed);
-            let batch = Box::pin(scan::read_rows(
+            let batch = Box::pin(rows::read_rows(
                 self.ds,
                 f,
                 &projection,

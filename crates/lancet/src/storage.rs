@@ -25,10 +25,11 @@ use roaring::RoaringBitmap;
 
 use crate::cleanup::CleanupPolicy;
 use crate::commit;
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::Result;
 use crate::fri;
 use crate::handle::Dataset;
+use crate::history;
 use crate::indexes;
 use crate::operations;
 use crate::rewrite;
@@ -118,7 +119,7 @@ impl<'a> Storage<'a> {
 
     /// The transaction that made this version, if it records one.
     pub async fn transaction(self) -> Result<Option<StoredTransaction>> {
-        commit::transaction(self.ds).await
+        history::transaction(self.ds).await
     }
 }
 
@@ -289,7 +290,7 @@ impl Storage<'_> {
 
     /// Re-publishes the FRI history as a tagged (index_version 1) entry.
     pub async fn upgrade_fri(self) -> Result<Committed> {
-        fri::upgrade_fri(self.ds).await
+        rewrite::upgrade_fri(self.ds).await
     }
 
     /// Deletes the `_fri/` objects [`Storage::unreferenced_fri_files`] lists, as the cleanup

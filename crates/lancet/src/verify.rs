@@ -85,7 +85,7 @@ async fn check_invariants(
     let mut rows = RowIdChanges::default();
     if snap.has_stable_row_ids() {
         for f in fragments {
-            if let Some(ids) = crate::publish::fragment_row_ids(snap, f).await? {
+            if let Some(ids) = crate::rowids::fragment_row_ids(snap, f).await? {
                 rows.after.push(ids);
             }
         }

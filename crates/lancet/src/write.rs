@@ -19,11 +19,11 @@ use lancet_txn::operation::new_transaction;
 use tracing::Instrument;
 
 use crate::cache::Caches;
-use crate::commit::Committed;
+use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::operations;
 use crate::publish::{publish, Publication};
-use crate::scan;
+use crate::rows;
 use crate::snapshot::Snapshot;
 
 /// Where a table keeps its fragment records.
@@ -289,7 +289,7 @@ pub(crate) async fn write_fragments_with<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
-    let schema = scan::schema(snap)?;
+    let schema = rows::schema(snap)?;
     let fields = &snap.manifest().fields;
     let options = FragmentOptions {
         version: data_file_version(snap)?,

@@ -1,0 +1,139 @@
+//! BTree indexes built and committed: trained on a column (whole, or one segment of some
+//! fragments for a distributed build) and published as a CreateIndex.
+
+use lancet_btree::TrainOptions;
+use lancet_proto::table::transaction::{CreateIndex, Operation};
+use lancet_proto::table::IndexMetadata;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::indexes;
+use crate::operations;
+use crate::optimize;
+use crate::rows;
+use crate::snapshot::Snapshot;
+
+/// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
+/// the next version under the name `{column}_idx`, replacing an index of that name.
+/// `page_rows`: rows per index page, or `None` for Lance's default, 4,096
+/// ([`lancet_btree::DEFAULT_PAGE_ROWS`]): `ds.build_btree("id", None)`.
+pub(crate) async fn build_btree(
+    snap: &Snapshot,
+    column: &str,
+    page_rows: impl Into<Option<u64>>,
+) -> Result<crate::committed::Committed> {
+    let page_rows = page_rows.into().unwrap_or(lancet_btree::DEFAULT_PAGE_ROWS);
+    let segment = train_btree_segment(snap, column, None, page_rows).await?;
+    commit_btree_segments(snap, column, vec![segment]).await
+}
+
+/// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
+/// fragment when `None`) and writes its files, without committing: the distributed form of
+/// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
+/// commits every segment with [`Dataset::commit_btree_segments`].
+pub(crate) async fn train_btree_segment(
+    snap: &Snapshot,
+    column: &str,
+    fragments: Option<&[u64]>,
+    page_rows: u64,
+) -> Result<IndexMetadata> {
+    let field = snap
+        .manifest()
+        .fields
+        .iter()
+        .find(|f| f.name == column && f.parent_id == -1)
+        .cloned()
+        .ok_or_else(|| Error::InvalidArgument {
+            what: format!("column {column:?}"),
+            reason: "the table has no such top-level column".into(),
+        })?;
+    let chosen = match fragments {
+        None => snap.fragments().await?,
+        Some(ids) => snap.fragments_with_ids(ids).await?,
+    };
+    let covered: RoaringBitmap = chosen
+        .iter()
+        .map(|f| {
+            u32::try_from(f.id).map_err(|_| Error::Corrupt {
+                at: snap.manifest_ref(),
+                rule: format!("fragment id {} exceeds 32 bits", f.id),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let batches = indexes::training_pairs(snap, field.id, &covered).await?;
+    // no fragments (a truncated table): an empty index of the column's type, as Lance
+    // 14.0.2 builds one
+    let value_type = match batches.first() {
+        Some(b) => b.column(0).data_type().clone(),
+        None => rows::schema(snap)?
+            .field_with_name(column)
+            .map_err(|e| Error::Internal(format!("column {column:?}: {e}")))?
+            .data_type()
+            .clone(),
+    };
+    let name = format!("{column}_idx");
+    let options = TrainOptions {
+        page_rows,
+        ..Default::default()
+    };
+    optimize::train_segment(
+        snap,
+        &name,
+        field.id,
+        &value_type,
+        batches,
+        covered,
+        options,
+    )
+    .await
+}
+
+/// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
+/// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
+/// that name. Segments of another index or column, or two covering one fragment, are
+/// refused with nothing published.
+pub(crate) async fn commit_btree_segments(
+    snap: &Snapshot,
+    column: &str,
+    segments: Vec<IndexMetadata>,
+) -> Result<crate::committed::Committed> {
+    let name = format!("{column}_idx");
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("segments of {name}"),
+        reason,
+    };
+    let field = snap
+        .manifest()
+        .fields
+        .iter()
+        .find(|f| f.name == column && f.parent_id == -1)
+        .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
+    if segments.is_empty() {
+        return Err(invalid("no segments".into()));
+    }
+    let mut seen = RoaringBitmap::new();
+    for s in &segments {
+        if s.name != name || s.fields != [field.id] {
+            return Err(invalid(format!(
+                "segment {:?} on fields {:?} is not one of {name} on field {}",
+                s.name, s.fields, field.id
+            )));
+        }
+        let covered = indexes::index_fragments(snap, s)?.unwrap_or_default();
+        if !(&seen & &covered).is_empty() {
+            return Err(invalid("two segments cover the same fragment".to_string()));
+        }
+        seen |= covered;
+    }
+    let removed_indices = snap
+        .indices()
+        .iter()
+        .filter(|m| m.name == name)
+        .cloned()
+        .collect();
+    let op = Operation::CreateIndex(CreateIndex {
+        new_indices: segments,
+        removed_indices,
+    });
+    operations::commit(snap, op).await
+}
