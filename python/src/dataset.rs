@@ -330,7 +330,11 @@ impl PyDataset {
         let fields: Vec<arrow_schema::Field> =
             schema.fields().iter().map(|f| f.as_ref().clone()).collect();
         let ds = self.ds.clone();
-        let c = block_on(py, async move { ds.add_null_columns(&fields).await }).py_err()?;
+        let c = block_on(
+            py,
+            async move { ds.storage().add_null_columns(&fields).await },
+        )
+        .py_err()?;
         Ok(self.after(c.dataset))
     }
 
@@ -402,7 +406,8 @@ impl PyDataset {
         let ds = self.ds.clone();
         let rows = page_rows.unwrap_or(lancet::btree::DEFAULT_PAGE_ROWS);
         let segment = block_on(py, async move {
-            ds.train_btree_segment(&column, Some(&fragments), rows)
+            ds.storage()
+                .train_btree_segment(&column, Some(&fragments), rows)
                 .await
         })
         .py_err()?;
@@ -425,7 +430,7 @@ impl PyDataset {
             .collect::<PyResult<Vec<_>>>()?;
         let ds = self.ds.clone();
         let c = block_on(py, async move {
-            ds.commit_btree_segments(&column, segments).await
+            ds.storage().commit_btree_segments(&column, segments).await
         })
         .py_err()?;
         Ok(self.after(c.dataset))
@@ -435,6 +440,7 @@ impl PyDataset {
     fn list_indices(&self) -> PyResult<Vec<IndexRow>> {
         Ok(self
             .ds
+            .storage()
             .index_summaries()
             .py_err()?
             .into_iter()
@@ -468,7 +474,7 @@ impl PyDataset {
             defer_index_remap,
         );
         let ds = self.ds.clone();
-        let c = block_on(py, async move { ds.compact(&options).await }).py_err()?;
+        let c = block_on(py, async move { ds.optimize().compact(&options).await }).py_err()?;
         Ok((self.after(c.dataset.clone()), committed(py, &c)?))
     }
 
@@ -491,7 +497,10 @@ impl PyDataset {
             defer_index_remap,
         );
         let ds = self.ds.clone();
-        let tasks = block_on(py, async move { ds.compaction().plan(&options).await }).py_err()?;
+        let tasks = block_on(py, async move {
+            ds.optimize().compaction().plan(&options).await
+        })
+        .py_err()?;
         tasks.iter().map(to_json).collect()
     }
 
@@ -500,7 +509,10 @@ impl PyDataset {
         let task: CompactionTask = serde_json::from_str(task)
             .map_err(|e| invalid(format!("not a compaction task: {e}")))?;
         let ds = self.ds.clone();
-        let result = block_on(py, async move { ds.compaction().execute(&task).await }).py_err()?;
+        let result = block_on(py, async move {
+            ds.optimize().compaction().execute(&task).await
+        })
+        .py_err()?;
         to_json(&result)
     }
 
@@ -516,7 +528,10 @@ impl PyDataset {
             .collect::<Result<_, _>>()
             .map_err(|e| invalid(format!("not a compaction result: {e}")))?;
         let ds = self.ds.clone();
-        let c = block_on(py, async move { ds.compaction().commit(&results).await }).py_err()?;
+        let c = block_on(py, async move {
+            ds.optimize().compaction().commit(&results).await
+        })
+        .py_err()?;
         Ok((self.after(c.dataset.clone()), committed(py, &c)?))
     }
 
@@ -524,7 +539,11 @@ impl PyDataset {
     fn optimize_indices(&self, py: Python<'_>, merge: bool) -> PyResult<PyDataset> {
         let ds = self.ds.clone();
         let options = OptimizeOptions { merge };
-        let c = block_on(py, async move { ds.optimize_indices(&options).await }).py_err()?;
+        let c = block_on(
+            py,
+            async move { ds.optimize().optimize_indices(&options).await },
+        )
+        .py_err()?;
         Ok(self.after(c.dataset))
     }
 
@@ -613,6 +632,7 @@ impl PyDataset {
             for e in entries {
                 let at = ds.checkout(e.version).await?;
                 let t = at
+                    .storage()
                     .manifest()
                     .timestamp
                     .as_ref()
@@ -644,7 +664,9 @@ impl PyDataset {
     fn convert_to_tree(&self, py: Python<'_>) -> PyResult<PyDataset> {
         let ds = self.ds.clone();
         let c = block_on(py, async move {
-            ds.convert_to_tree(&Default::default(), |_, _| {}).await
+            ds.storage()
+                .convert_to_tree(&Default::default(), |_, _| {})
+                .await
         })
         .py_err()?;
         Ok(self.after(c.dataset))
@@ -652,7 +674,7 @@ impl PyDataset {
 
     fn flatten(&self, py: Python<'_>) -> PyResult<PyDataset> {
         let ds = self.ds.clone();
-        let c = block_on(py, async move { ds.flatten().await }).py_err()?;
+        let c = block_on(py, async move { ds.storage().flatten().await }).py_err()?;
         Ok(self.after(c.dataset))
     }
 
@@ -663,7 +685,7 @@ impl PyDataset {
         let ds = self.ds.clone();
         let r = block_on(py, async move {
             match data {
-                true => ds.verify_data().await,
+                true => ds.storage().verify_data().await,
                 false => ds.verify().await,
             }
         })
@@ -680,8 +702,10 @@ impl PyDataset {
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let reader = import_stream(data)?;
         let ds = self.ds.clone();
-        let written =
-            block_on(py, async move { ds.write_fragments(batches(reader)).await }).py_err()?;
+        let written = block_on(py, async move {
+            ds.storage().write_fragments(batches(reader)).await
+        })
+        .py_err()?;
         Ok(written
             .iter()
             .map(|f| PyBytes::new(py, &f.encode_to_vec()))
@@ -709,7 +733,7 @@ impl PyDataset {
         block_on(py, async move {
             let mut all = std::collections::BTreeSet::new();
             for c in &columns {
-                all.extend(ds.unfilled_fragments(c).await?);
+                all.extend(ds.storage().unfilled_fragments(c).await?);
             }
             Ok::<_, lancet::Error>(all.into_iter().collect())
         })
@@ -725,10 +749,9 @@ impl PyDataset {
         columns: Option<Vec<String>>,
     ) -> PyResult<ArrowStream> {
         let ds = self.ds.clone();
-        let batch = block_on(
-            py,
-            async move { ds.fragment_rows(id, columns.as_deref()).await },
-        )
+        let batch = block_on(py, async move {
+            ds.storage().fragment_rows(id, columns.as_deref()).await
+        })
         .py_err()?;
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
     }
@@ -752,7 +775,7 @@ impl PyDataset {
                 }
             })?;
             let batch = arrow_select_concat(&schema, &batches)?;
-            ds.write_column_file(id, batch).await
+            ds.storage().write_column_file(id, batch).await
         })
         .py_err()?;
         Ok(PyBytes::new(py, &file.encode_to_vec()))
@@ -773,7 +796,11 @@ impl PyDataset {
             })
             .collect::<PyResult<_>>()?;
         let ds = self.ds.clone();
-        let c = block_on(py, async move { ds.replace_data_files(&files).await }).py_err()?;
+        let c = block_on(
+            py,
+            async move { ds.storage().replace_data_files(&files).await },
+        )
+        .py_err()?;
         Ok(self.after(c.dataset))
     }
 }

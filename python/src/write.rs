@@ -133,7 +133,7 @@ pub fn write_new_fragments<'py>(
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let written = block_on(py, async move {
-        Dataset::write_new_fragments(&uri, schema, batches(reader), options).await
+        lancet::write_new_fragments(&uri, schema, batches(reader), options).await
     })
     .py_err()?;
     Ok(written
@@ -159,7 +159,7 @@ pub fn create_from_fragments(
     let schema = import_stream(schema)?.schema();
     let fragments = decode_fragments(&fragments)?;
     let ds = block_on(py, async move {
-        Dataset::create_from_fragments(&uri, Arc::clone(&schema), fragments, options).await
+        lancet::create_from_fragments(&uri, Arc::clone(&schema), fragments, options).await
     })
     .py_err()?;
     Ok(PyDataset::new(ds.dataset))

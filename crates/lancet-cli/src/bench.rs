@@ -210,7 +210,7 @@ async fn writer(
         let actions = generator.actions(&mut rng, changed, ds.version(), |id| id % writers == w);
         // written before the commit (and its clock), as a writer writes them
         stage_deletion_files(&ds, &actions).await?;
-        let mut manifest = ds.manifest().clone();
+        let mut manifest = ds.storage().manifest().clone();
         manifest.next_row_id = manifest.next_row_id.max(generator.next_row_id);
         let start = Instant::now();
         let committed = ds
@@ -295,7 +295,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     .await?
     .dataset;
     let empty = Dataset::open_with(store.clone(), Some(empty.version()), caches.clone()).await?;
-    let mut manifest = empty.manifest().clone();
+    let mut manifest = empty.storage().manifest().clone();
     manifest.next_row_id = manifest.next_row_id.max(next_row_id);
     let actions: Vec<(u64, Action)> = records
         .into_iter()
@@ -312,7 +312,11 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     let config = o.config.clone();
     if o.tree {
         eprintln!("bench: converting to a tree");
-        ds = ds.convert_to_tree(&config, |_, _| {}).await?.dataset;
+        ds = ds
+            .storage()
+            .convert_to_tree(&config, |_, _| {})
+            .await?
+            .dataset;
         let mut rest = rest.into_iter().peekable();
         while rest.peek().is_some() {
             let chunk: Vec<_> = rest
@@ -328,7 +332,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
                 .into_iter()
                 .map(|f| (f.id, Action::Upsert(Box::new(f))))
                 .collect();
-            let mut manifest = ds.manifest().clone();
+            let mut manifest = ds.storage().manifest().clone();
             manifest.next_row_id = manifest.next_row_id.max(next_row_id);
             stage_deletion_files(&ds, &actions).await?;
             ds = ds

@@ -18,7 +18,7 @@ pub async fn clone(source: &str, target: &str, version: Option<u64>) -> Result<(
         "cloned version {} of {source} to {target}: {fragments} fragments shared through base path {}",
         clone.version(),
         clone
-            .manifest()
+            .storage().manifest()
             .base_paths
             .last()
             .map_or(0, |b| b.id)

@@ -235,7 +235,11 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     .await?;
     let config = TreeWriterConfig::default();
     if o.tree {
-        ds = ds.convert_to_tree(&config, |_, _| {}).await?.dataset;
+        ds = ds
+            .storage()
+            .convert_to_tree(&config, |_, _| {})
+            .await?
+            .dataset;
     }
     let initial: Vec<(u64, Action)> = (0..o.fragments)
         .map(|id| (id, Action::Upsert(Box::new(fragment(id)))))
@@ -243,7 +247,7 @@ pub async fn run(o: Options) -> Result<(), CliError> {
     write_files(&ds, &initial, &template).await?;
     ds = ds
         .storage()
-        .commit_actions(ds.manifest().clone(), &[], &initial, &config)
+        .commit_actions(ds.storage().manifest().clone(), &[], &initial, &config)
         .await?
         .dataset;
     let mut live: std::collections::VecDeque<u64> = (0..o.fragments).collect();
@@ -273,7 +277,7 @@ pub async fn run(o: Options) -> Result<(), CliError> {
         write_files(&ds, &actions, &template).await?;
         ds = ds
             .storage()
-            .commit_actions(ds.manifest().clone(), &[], &actions, &config)
+            .commit_actions(ds.storage().manifest().clone(), &[], &actions, &config)
             .await?
             .dataset;
         if !o.json && (v + 1) % 1000 == 0 {

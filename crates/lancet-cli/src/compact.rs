@@ -52,7 +52,7 @@ pub async fn run(
     let ds = Dataset::open(uri).await?;
     let compacted = match step {
         Step::Plan => {
-            let tasks = ds.compaction().plan(&options).await?;
+            let tasks = ds.optimize().compaction().plan(&options).await?;
             println!("{}", json(&tasks)?);
             return Ok(());
         }
@@ -68,7 +68,10 @@ pub async fn run(
                 }
                 Err(_) => read_json(&task)?,
             };
-            println!("{}", json(&ds.compaction().execute(&task).await?)?);
+            println!(
+                "{}",
+                json(&ds.optimize().compaction().execute(&task).await?)?
+            );
             return Ok(());
         }
         Step::Commit(files) => {
@@ -76,19 +79,19 @@ pub async fn run(
                 .iter()
                 .map(read_json::<CompactionResult>)
                 .collect::<Result<Vec<_>, _>>()?;
-            ds.compaction().commit(&results).await?
+            ds.optimize().compaction().commit(&results).await?
         }
         Step::All => {
             // the library's compact, one task at a time, with progress on a terminal
-            let tasks = ds.compaction().plan(&options).await?;
+            let tasks = ds.optimize().compaction().plan(&options).await?;
             let bar = progress(tasks.len() as u64);
             let mut results = Vec::with_capacity(tasks.len());
             for task in &tasks {
-                results.push(ds.compaction().execute(task).await?);
+                results.push(ds.optimize().compaction().execute(task).await?);
                 bar.inc(1);
             }
             bar.finish_and_clear();
-            ds.compaction().commit(&results).await?
+            ds.optimize().compaction().commit(&results).await?
         }
     };
     let version = compacted.version();

@@ -180,7 +180,7 @@ pub async fn write_fragments(uri: &str, from: &Path) -> Result<(), CliError> {
     use lancet::proto::prost::Message;
     let ds = Dataset::open(uri).await?;
     let (_, rows) = read_rows(from, Some(ds.schema()?))?;
-    let fragments = ds.write_fragments(counted(rows)).await?;
+    let fragments = ds.storage().write_fragments(counted(rows)).await?;
     let encoded: Vec<String> = fragments
         .iter()
         .map(|f| base64::engine::general_purpose::STANDARD.encode(f.encode_to_vec()))
@@ -257,7 +257,10 @@ pub async fn update_metadata(
         ));
     }
     let ds = Dataset::open(uri).await?;
-    let done = ds.update_metadata(target, &entries, replace).await?;
+    let done = ds
+        .storage()
+        .update_metadata(target, &entries, replace)
+        .await?;
     match json {
         true => println!("{}", serde_json::json!({ "version": done.version() })),
         false => println!("updated {uri} (version {})", done.version()),
@@ -267,7 +270,7 @@ pub async fn update_metadata(
 
 /// `lancet truncate`.
 pub async fn truncate(uri: &str, json: bool) -> Result<(), CliError> {
-    let done = Dataset::open(uri).await?.truncate().await?;
+    let done = Dataset::open(uri).await?.storage().truncate().await?;
     report(json, "deleted_rows", done.rows, done.version());
     Ok(())
 }

@@ -101,6 +101,7 @@ pub async fn run(dir: &str, tree: bool) -> Result<(), CliError> {
     let mut ds = create(dir).await?;
     if tree {
         ds = ds
+            .storage()
             .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
             .await?
             .dataset;

@@ -19,7 +19,7 @@ async fn open(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
 pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(), CliError> {
     let ds = open(uri, version).await?;
     let mut out = Vec::new();
-    for s in ds.index_summaries()? {
+    for s in ds.storage().index_summaries()? {
         out.push(json!({
             "name": s.name,
             "type": s.index_type,
@@ -71,7 +71,7 @@ pub async fn search(
     let options = lancet::SearchOptions {
         apply_deletions: !no_deletions,
     };
-    let found = ds.search_with(&filter, &options).await?;
+    let found = ds.storage().search_with(&filter, &options).await?;
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     if json_out {
@@ -110,6 +110,7 @@ pub async fn build(uri: &str, column: &str, zone_size: u64) -> Result<(), CliErr
 pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError> {
     let ds = open(uri, None).await?;
     let next = ds
+        .optimize()
         .optimize_indices(&lancet::OptimizeOptions { merge })
         .await?
         .dataset;

@@ -117,7 +117,7 @@ fn index_report(index: &IndexMetadata) -> Result<IndexReport, CliError> {
 /// Builds the report of one opened version. On a tree version every fragment is resolved
 /// (the whole tree is read and checked) and `proto_b64` is the resolved `DataFragment`.
 pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
-    let m = ds.manifest();
+    let m = ds.storage().manifest();
     let decoded = &ds.storage().manifest_file().decoded;
     let b64 = base64::engine::general_purpose::STANDARD;
     let all = ds.fragments().await?;
@@ -142,6 +142,7 @@ pub async fn report(ds: &Dataset) -> Result<Report, CliError> {
         });
     }
     let indices = ds
+        .storage()
         .indices()
         .iter()
         .map(index_report)

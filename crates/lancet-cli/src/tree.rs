@@ -149,8 +149,9 @@ pub async fn convert(uri: &str, leaf_records: usize, inline_root: bool) -> Resul
     if inline_root {
         config.inline_root_max_bytes = usize::MAX;
     }
-    let large = ds.manifest().fragments.len() >= 100_000;
+    let large = ds.storage().manifest().fragments.len() >= 100_000;
     let next = ds
+        .storage()
         .convert_to_tree(&config, |done, total| {
             if large {
                 eprint!("\rconverting: {done}/{total} fragments");
@@ -181,11 +182,11 @@ pub async fn convert(uri: &str, leaf_records: usize, inline_root: bool) -> Resul
 /// `lancet tree flatten`: the latest version's tree as a flat manifest, version N+1.
 pub async fn flatten(uri: &str) -> Result<(), CliError> {
     let ds = Dataset::open(uri).await?;
-    let next = ds.flatten().await?.dataset;
+    let next = ds.storage().flatten().await?.dataset;
     println!(
         "version {} lists {} fragments in a flat manifest",
         next.version(),
-        next.manifest().fragments.len()
+        next.storage().manifest().fragments.len()
     );
     Ok(())
 }

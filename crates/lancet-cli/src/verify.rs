@@ -82,7 +82,7 @@ async fn check(
         .map_err(fail(version))?;
     let v = ds.version();
     let verified = match data {
-        true => ds.verify_data().await,
+        true => ds.storage().verify_data().await,
         false => ds.verify().await,
     };
     verified.map_err(fail(Some(v)))?;

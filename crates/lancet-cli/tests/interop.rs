@@ -303,7 +303,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         let ds = Dataset::open(&uri).await.unwrap();
         let next = ds
             .storage()
-            .commit_manifest(ds.manifest().clone(), ds.indices())
+            .commit_manifest(ds.storage().manifest().clone(), ds.storage().indices())
             .await
             .unwrap()
             .dataset;
@@ -312,7 +312,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
             next.fragments().await.unwrap(),
             ds.fragments().await.unwrap()
         );
-        assert_eq!(next.indices(), ds.indices());
+        assert_eq!(next.storage().indices(), ds.storage().indices());
         let after = peer(&["scan", &uri]);
         assert_eq!(after["version"], json!(ds.version() + 1), "{name}");
         for key in ["count", "columns", "rows", "indices"] {
@@ -321,7 +321,7 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         // committing the same version again loses the race instead of overwriting
         let err = ds
             .storage()
-            .commit_manifest(ds.manifest().clone(), ds.indices())
+            .commit_manifest(ds.storage().manifest().clone(), ds.storage().indices())
             .await
             .unwrap_err();
         assert!(
@@ -1172,7 +1172,7 @@ async fn treeify(name: &str) -> (PathBuf, u64, u64) {
     .await
     .unwrap();
     let flat = ds.version();
-    let mut m = ds.manifest().clone();
+    let mut m = ds.storage().manifest().clone();
     m.fragments.clear();
     m.fragment_tree = Some(built.metadata);
     m.reader_feature_flags |= lancet::paths::flags::FRAGMENT_TREE;
@@ -1181,7 +1181,7 @@ async fn treeify(name: &str) -> (PathBuf, u64, u64) {
     write_manifest(
         &store,
         &ManifestContent {
-            indices: ds.indices(),
+            indices: ds.storage().indices(),
             unknown_fields: &ds.storage().manifest_file().decoded.unknown_fields,
             scheme: ds.storage().naming_scheme(),
             ..ManifestContent::new(&m)
@@ -1454,6 +1454,7 @@ async fn lancet_and_pylance_commits_rebase_over_each_other() {
 /// name, fields and fragment bitmap.
 async fn signature(ds: &Dataset) -> String {
     let indices: Vec<(String, Vec<i32>, Vec<u8>)> = ds
+        .storage()
         .indices()
         .iter()
         .map(|i| (i.name.clone(), i.fields.clone(), i.fragment_bitmap.clone()))
@@ -1826,7 +1827,7 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
             .iter()
             .map(|n| n.as_str().unwrap().to_string())
             .collect();
-        for i in ds.indices() {
+        for i in ds.storage().indices() {
             let covers_now = match ds.storage().index_fragments(i).unwrap() {
                 Some(b) => b.iter().any(|f| frags.contains(&u64::from(f))),
                 None => true,
@@ -1839,7 +1840,7 @@ async fn pylance_and_lancet_writers_race_on_one_table() {
         }
         for name in &listed {
             assert!(
-                ds.indices().iter().any(|i| &i.name == name),
+                ds.storage().indices().iter().any(|i| &i.name == name),
                 "version {v}: pylance lists {name}, lancet has no such index"
             );
         }
@@ -2073,7 +2074,10 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         let uri = dir.to_str().unwrap().to_string();
         let ds = Dataset::open(&uri).await.unwrap();
         let rows_before = peer(&["scan", &uri])["count"].as_u64().unwrap();
-        let (max_before, next_before) = (ds.manifest().max_fragment_id, ds.manifest().next_row_id);
+        let (max_before, next_before) = (
+            ds.storage().manifest().max_fragment_id,
+            ds.storage().manifest().next_row_id,
+        );
 
         // Append: 1500 rows in two fragments pylance wrote, at id 0 as Lance leaves them
         let written = peer(&["write-fragments", &uri, "500000", "1500"]);
@@ -2101,7 +2105,10 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         let stable = appended.storage().has_stable_row_ids();
         assert_eq!(stable, name == "stable");
         if stable {
-            assert_eq!(appended.manifest().next_row_id, next_before + 1500);
+            assert_eq!(
+                appended.storage().manifest().next_row_id,
+                next_before + 1500
+            );
             let ids = peer(&["rowids", &uri, &appended.version().to_string()]);
             let new_ids: Vec<u64> = ids["row_ids"]
                 .as_array()
@@ -2194,7 +2201,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
         assert_eq!(verified["valid"], true, "{name}: {verified}");
 
         // ReserveFragments: the next fragment pylance appends takes an id past the reserved
-        let max = updated.manifest().max_fragment_id.unwrap();
+        let max = updated.storage().manifest().max_fragment_id.unwrap();
         let reserved = updated
             .commit(Operation::ReserveFragments(ReserveFragments {
                 num_fragments: 3,
@@ -2202,7 +2209,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
             .await
             .unwrap()
             .dataset;
-        assert_eq!(reserved.manifest().max_fragment_id, Some(max + 3));
+        assert_eq!(reserved.storage().manifest().max_fragment_id, Some(max + 3));
         // pylance's Python binding has no class for it: it reads the transaction as its base
         let seen = peer(&["transactions", &uri]);
         assert_eq!(
@@ -2219,7 +2226,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
 
         // Overwrite: fragments and indices replaced, ids and row ids never reused
         let written = peer(&["write-fragments", &uri, "800000", "100"]);
-        let next_row_id = after.manifest().next_row_id;
+        let next_row_id = after.storage().manifest().next_row_id;
         let over = after
             .commit(Operation::Overwrite(Overwrite {
                 fragments: fragments_of(&written),
@@ -2261,7 +2268,7 @@ async fn operations_committed_by_lancet_are_read_by_pylance() {
             })
         };
         let based = over.commit(op(&base)).await.unwrap().dataset;
-        assert_eq!(based.manifest().base_paths, vec![base.clone()]);
+        assert_eq!(based.storage().manifest().base_paths, vec![base.clone()]);
         assert_eq!(peer(&["scan", &uri])["count"], json!(100), "{name}");
         let err = based.commit(op(&base)).await.unwrap_err();
         assert!(err.to_string().contains("base id 7 is taken"), "{err}");
@@ -2285,7 +2292,15 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
     let ds = Dataset::open(&uri).await.unwrap();
     let store = ds.storage().store().clone();
     let fs = ds.storage().file_store().clone();
-    let next_field = ds.manifest().fields.iter().map(|f| f.id).max().unwrap() + 1;
+    let next_field = ds
+        .storage()
+        .manifest()
+        .fields
+        .iter()
+        .map(|f| f.id)
+        .max()
+        .unwrap()
+        + 1;
     let extra = Schema::new(vec![Field::new("extra", DataType::Int64, true)]);
     let mut field = lancet::file::manifest_fields(&extra).unwrap().remove(0);
     field.id = next_field;
@@ -2341,13 +2356,13 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
         merged.files.push(file);
         fragments.push(merged);
     }
-    let mut schema = ds.manifest().fields.clone();
+    let mut schema = ds.storage().manifest().fields.clone();
     schema.push(field);
     let merged = ds
         .commit(Operation::Merge(Merge {
             fragments,
             schema,
-            schema_metadata: ds.manifest().schema_metadata.clone(),
+            schema_metadata: ds.storage().manifest().schema_metadata.clone(),
             preserves_nullability: true,
         }))
         .await
@@ -2464,7 +2479,7 @@ async fn operation_appends_and_pylance_appends_rebase_over_each_other_with_stabl
     let scan = peer(&["scan", &uri]);
     let rows_before = prepared.num_rows().unwrap();
     assert_eq!(scan["count"], json!(rows_before + 300 + 200 + 100 + 50));
-    assert!(latest.manifest().next_row_id > *distinct.iter().max().unwrap());
+    assert!(latest.storage().manifest().next_row_id > *distinct.iter().max().unwrap());
     let verified: Value = serde_json::from_str(&lancet(&["verify", &uri, "--json"])).unwrap();
     assert_eq!(verified["valid"], true, "{verified}");
 }

@@ -269,22 +269,24 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     };
     let before_misuse = versions(store.clone()).await;
     let dead = u64::from(sources[0]);
-    let mut lowered = latest.manifest().clone();
+    let mut lowered = latest.storage().manifest().clone();
     lowered.max_fragment_id = lowered.max_fragment_id.map(|m| m - 1);
     let mut elsewhere = fragment(dead + 1000);
     elsewhere.files[0].base_id = Some(77);
     let next_id = latest
+        .storage()
         .manifest()
         .max_fragment_id
         .map_or(0, |m| u64::from(m) + 1);
     elsewhere.id = next_id;
     // manifest edits a careless engine makes
     let edited = |edit: &dyn Fn(&mut Manifest)| {
-        let mut m = latest.manifest().clone();
+        let mut m = latest.storage().manifest().clone();
         edit(&mut m);
         m
     };
     let with_deletions = latest
+        .storage()
         .manifest()
         .fragments
         .iter()
@@ -295,13 +297,13 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         .fri_entry()
         .cloned()
         .expect("the rewrite's FRI entry");
-    let mut indices_twice = latest.indices().to_vec();
-    indices_twice.push(latest.indices()[0].clone());
+    let mut indices_twice = latest.storage().indices().to_vec();
+    indices_twice.push(latest.storage().indices()[0].clone());
     let mut second_fri = fri.clone();
     second_fri.uuid = Some(lancet::proto::table::Uuid {
         uuid: vec![0xab; 16],
     });
-    let mut two_fris = latest.indices().to_vec();
+    let mut two_fris = latest.storage().indices().to_vec();
     two_fris.push(second_fri);
     let edits: Vec<(
         Manifest,
@@ -310,7 +312,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     )> = vec![
         (
             edited(&|m| m.fragments.reverse()),
-            latest.indices().to_vec(),
+            latest.storage().indices().to_vec(),
             lancet::Invariant::FragmentIdsIncrease,
         ),
         (
@@ -319,7 +321,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 f.id = u64::from(m.max_fragment_id.unwrap()) + 5;
                 m.fragments.push(f);
             }),
-            latest.indices().to_vec(),
+            latest.storage().indices().to_vec(),
             lancet::Invariant::FragmentIdWithinMax,
         ),
         (
@@ -328,7 +330,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 let rows = f.physical_rows;
                 f.deletion_file.as_mut().unwrap().num_deleted_rows = rows + 1;
             }),
-            latest.indices().to_vec(),
+            latest.storage().indices().to_vec(),
             lancet::Invariant::DeletionsWithinRows,
         ),
         (
@@ -336,12 +338,12 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 m.reader_feature_flags &= !lancet::paths::flags::DELETION_FILES;
                 m.writer_feature_flags &= !lancet::paths::flags::DELETION_FILES;
             }),
-            latest.indices().to_vec(),
+            latest.storage().indices().to_vec(),
             lancet::Invariant::FlagRequired,
         ),
         (
             edited(&|m| m.writer_feature_flags &= !lancet::paths::flags::FRAGMENT_REUSE_INDEX),
-            latest.indices().to_vec(),
+            latest.storage().indices().to_vec(),
             lancet::Invariant::ManifestFlags,
         ),
         (
@@ -351,6 +353,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 m.writer_feature_flags &= !lancet::paths::flags::FRAGMENT_REUSE_INDEX;
             }),
             latest
+                .storage()
                 .indices()
                 .iter()
                 .filter(|i| i.uuid != fri.uuid)
@@ -359,12 +362,12 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             lancet::Invariant::FlagKept,
         ),
         (
-            latest.manifest().clone(),
+            latest.storage().manifest().clone(),
             indices_twice,
             lancet::Invariant::IndexEntriesDistinct,
         ),
         (
-            latest.manifest().clone(),
+            latest.storage().manifest().clone(),
             two_fris,
             lancet::Invariant::SingleFragmentReuseIndex,
         ),
@@ -386,7 +389,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let misuse = [
         // an upsert of a fragment id the rewrite removed
         (
-            latest.manifest().clone(),
+            latest.storage().manifest().clone(),
             vec![(dead, Action::Upsert(Box::new(fragment(dead))))],
             lancet::Invariant::FragmentIdFresh,
         ),
@@ -397,7 +400,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         ),
         // a data file in a base the manifest does not have
         (
-            latest.manifest().clone(),
+            latest.storage().manifest().clone(),
             vec![(next_id, Action::Upsert(Box::new(elsewhere)))],
             lancet::Invariant::BaseIdKnown,
         ),
@@ -407,7 +410,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             .storage()
             .commit_actions(
                 manifest,
-                latest.indices(),
+                latest.storage().indices(),
                 &actions,
                 &TreeWriterConfig::default(),
             )
@@ -441,7 +444,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let mut misnamed = good.clone();
     misnamed[0].files[0].fields.push(99);
     misnamed[0].files[0].column_indices.push(9);
-    let mut ghost = latest.manifest().fragments[with_deletions].clone();
+    let mut ghost = latest.storage().manifest().fragments[with_deletions].clone();
     ghost.deletion_file.as_mut().unwrap().id ^= 0x5555;
     let refused_ops = [
         (
@@ -482,7 +485,11 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let new_id = appended.fragments().await.unwrap().last().unwrap().id;
     assert_eq!(
         Some(new_id),
-        latest.manifest().max_fragment_id.map(|m| u64::from(m) + 1)
+        latest
+            .storage()
+            .manifest()
+            .max_fragment_id
+            .map(|m| u64::from(m) + 1)
     );
     let rows = |v: &Value| v["count"].as_u64().unwrap();
     let before_rows = rows(&before);
@@ -497,7 +504,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let seen = peer(&py, &["transactions", uri]);
     assert_eq!(seen["transactions"][0]["operation"], "Delete", "{seen}");
     assert_eq!(seen["transactions"][1]["operation"], "Append", "{seen}");
-    deleted.verify_data().await.unwrap();
+    deleted.storage().verify_data().await.unwrap();
 
     type Misuse = (
         Manifest,
@@ -545,15 +552,15 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             ..fragment(3)
         };
         let advanced = |n: u64| {
-            let mut m = ds.manifest().clone();
+            let mut m = ds.storage().manifest().clone();
             m.next_row_id = n;
             m
         };
         let mut repeated = range(300..400);
         repeated[1] = 300;
-        let mut lowered = ds.manifest().clone();
+        let mut lowered = ds.storage().manifest().clone();
         lowered.next_row_id = 299;
-        let mut tagged = ds.manifest().clone();
+        let mut tagged = ds.storage().manifest().clone();
         tagged.reader_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX
             | lancet::paths::flags::FRAG_REUSE_WITH_STABLE_ROW_IDS;
         tagged.writer_feature_flags = tagged.reader_feature_flags;
@@ -563,7 +570,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             index_version: Some(1),
             ..Default::default()
         };
-        let mut duplicate_base = ds.manifest().clone();
+        let mut duplicate_base = ds.storage().manifest().clone();
         let base = lancet::proto::table::BasePath {
             id: 4,
             is_dataset_root: true,
@@ -668,7 +675,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         let err = ds
             .storage()
             .commit_actions(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &upsert(fragment(2)),
                 &TreeWriterConfig::default(),
@@ -741,25 +748,25 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         let mut stray = fragment(2);
         stray.files[0].path = "2b.lance".into();
         stray.files[0].fields = vec![7];
-        let mut new_field = ds.manifest().clone();
+        let mut new_field = ds.storage().manifest().clone();
         new_field.fields.push(field(2, "w"));
         let index = vec![covering(1, &[0, 1])];
         let cases: Vec<Misuse> = vec![
             (
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 vec![covering(1, &[0, 1, 3])],
                 upsert(fragment(3)),
                 Invariant::IndexCoverageIndexed,
             ),
             (
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 index.clone(),
                 upsert(rewritten),
                 Invariant::IndexCoverageRewritten,
             ),
             (new_field, index.clone(), vec![], Invariant::FieldIdFresh),
             (
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 index.clone(),
                 upsert(stray),
                 Invariant::DataFileFieldsInSchema,
@@ -801,7 +808,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         let (fri, external) =
             lancet::reuse::publish::tagged_entry(Uuid { uuid: vec![8; 16] }, 1, &ledger, 0);
         assert!(external.is_none());
-        let mut tagged = ds.manifest().clone();
+        let mut tagged = ds.storage().manifest().clone();
         tagged.reader_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
         tagged.writer_feature_flags |= lancet::paths::flags::FRAGMENT_REUSE_INDEX;
         let err = ds
@@ -836,7 +843,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             (
                 lancet::Operation::Merge(Merge {
                     fragments: vec![fragment(0)],
-                    schema: ds.manifest().fields.clone(),
+                    schema: ds.storage().manifest().fields.clone(),
                     ..Default::default()
                 }),
                 Invariant::MergeKeepsFragments,
@@ -844,7 +851,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             (
                 lancet::Operation::Overwrite(Overwrite {
                     fragments: vec![deleted],
-                    schema: ds.manifest().fields.clone(),
+                    schema: ds.storage().manifest().fields.clone(),
                     ..Default::default()
                 }),
                 Invariant::OverwriteFresh,
@@ -871,7 +878,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
         let err = stable
             .storage()
             .commit_actions(
-                stable.manifest().clone(),
+                stable.storage().manifest().clone(),
                 &[btree(2, 0), btree(3, 1)],
                 &[],
                 &TreeWriterConfig::default(),
@@ -914,7 +921,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             common::stage(&base, &actions).await;
             base.storage()
                 .commit_actions(
-                    base.manifest().clone(),
+                    base.storage().manifest().clone(),
                     &[],
                     &actions,
                     &TreeWriterConfig::default(),
@@ -949,6 +956,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let start = Dataset::open_with(store, None, Caches::new(Default::default()))
         .await
         .unwrap()
+        .storage()
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
@@ -971,6 +979,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
             let mut attempts = Vec::new();
             for i in 0..per_writer {
                 let id = ds
+                    .storage()
                     .manifest()
                     .max_fragment_id
                     .map_or(0, |m| u64::from(m) + 1);
@@ -981,7 +990,7 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 let committed = ds
                     .storage()
                     .commit_actions(
-                        ds.manifest().clone(),
+                        ds.storage().manifest().clone(),
                         &[],
                         &[(id, Action::Upsert(Box::new(f)))],
                         &TreeWriterConfig::tiny(),
@@ -1135,7 +1144,7 @@ async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
                     .unwrap();
             }
             "compact" => {
-                ds.compact(&Default::default()).await.unwrap();
+                ds.optimize().compact(&Default::default()).await.unwrap();
             }
             _ => unreachable!(),
         }

@@ -245,7 +245,7 @@ async fn check_previous_compares_max_fragment_id() {
     let uri = dir.path().to_str().unwrap();
     let store = DatasetStore::open(uri).unwrap();
     let v1 = lancet::Dataset::open(uri).await.unwrap();
-    let mut m = v1.manifest().clone();
+    let mut m = v1.storage().manifest().clone();
     m.version = 2;
     m.max_fragment_id = Some(40);
     write_manifest(&store, &ManifestContent::new(&m))

@@ -104,8 +104,8 @@ async fn create(dir: &std::path::Path) -> String {
     .unwrap();
     ds.storage()
         .commit_actions(
-            ds.manifest().clone(),
-            ds.indices(),
+            ds.storage().manifest().clone(),
+            ds.storage().indices(),
             &[(frag as u64, lancet::tree::Action::AddDeletionFile(file))],
             &Default::default(),
         )

@@ -264,7 +264,7 @@ async fn write_fragment_file(
 
 /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
 /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
-/// come from elsewhere ([`Dataset::write_column_file`](crate::Dataset::write_column_file), [`Dataset::replace_data_files`](crate::Dataset::replace_data_files)).
+/// come from elsewhere ([`Storage::write_column_file`](crate::Storage::write_column_file), [`Storage::replace_data_files`](crate::Storage::replace_data_files)).
 /// A name the table has, or a non-nullable field, is refused with nothing published.
 pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Result<Committed> {
     let schema = rows::schema(snap)?;
@@ -343,7 +343,7 @@ pub(crate) async fn fragment_rows(
 
 /// Writes `batch` (columns of the table, of their types, one value per physical row of
 /// fragment `id`) as one data file for that fragment, and returns it unpublished:
-/// [`Dataset::replace_data_files`](crate::Dataset::replace_data_files) publishes it. A column the table lacks, of another
+/// [`Storage::replace_data_files`](crate::Storage::replace_data_files) publishes it. A column the table lacks, of another
 /// type, or a row count other than the fragment's is refused and nothing is written.
 pub(crate) async fn write_column_file(
     snap: &Snapshot,
@@ -399,7 +399,7 @@ pub(crate) async fn write_column_file(
     write_fragment_file(snap, fragment, batch, &ids).await
 }
 
-/// Publishes data files written by [`Dataset::write_column_file`](crate::Dataset::write_column_file) in one
+/// Publishes data files written by [`Storage::write_column_file`](crate::Storage::write_column_file) in one
 /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
 /// invariants judge the candidate; a refused commit publishes nothing and the caller
 /// still owns the files.

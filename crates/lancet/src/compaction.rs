@@ -1,5 +1,5 @@
 //! Compaction, planned, executed anywhere, committed once: [`Dataset::plan_compaction`](crate::Dataset::plan_compaction),
-//! [`Dataset::execute_compaction`](crate::Dataset::execute_compaction), [`Dataset::commit_compaction`](crate::Dataset::commit_compaction) and [`Dataset::compact`](crate::Dataset::compact).
+//! [`Dataset::execute_compaction`](crate::Dataset::execute_compaction), [`Dataset::commit_compaction`](crate::Dataset::commit_compaction) and [`Optimizer::compact`](crate::Optimizer::compact).
 //!
 //! Composition only. lancet-txn plans the tasks as Lance 14 does; a task (which serializes)
 //! reads its fragments' live rows at the version it was planned on and writes them as new
@@ -443,7 +443,7 @@ mod fragments_b64 {
     }
 }
 
-/// Lance's distributed compaction through one handle ([`Dataset::compaction`](crate::Dataset::compaction)): [`Compaction::plan`]
+/// Lance's distributed compaction through one handle ([`Optimizer::compaction`](crate::Optimizer::compaction)): [`Compaction::plan`]
 /// on one version, [`Compaction::execute`] of each task in any process (tasks and results are
 /// serializable), [`Compaction::commit`] of every result in one Rewrite.
 #[derive(Debug, Clone, Copy)]

@@ -10,11 +10,11 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{Field, SchemaRef};
+use arrow_schema::SchemaRef;
 use futures::Stream;
 use lancet_paths::clock::Clock;
 use lancet_paths::DatasetStore;
-use lancet_proto::table::{DataFile, DataFragment, IndexMetadata, Manifest};
+use lancet_proto::table::DataFragment;
 
 use crate::backfill::AddColumnOptions;
 use crate::branches::Branches;
@@ -22,19 +22,16 @@ use crate::cache::Caches;
 use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
 use crate::committed::Committed;
-use crate::compaction::{Compaction, CompactionOptions};
 use crate::error::Result;
 use crate::exprs::{Assignment, ValueExpr};
 use crate::handle::Dataset;
 use crate::index_build;
-use crate::indexes::IndexSummary;
 use crate::merge::MergeInsert;
-use crate::metadata::MetadataTarget;
-use crate::optimize::OptimizeOptions;
+use crate::optimizer::{self, Optimizer};
 use crate::rows;
 use crate::scan::ScanOptions;
 use crate::schema_change::ColumnAlteration;
-use crate::search::{SearchOptions, SearchResult};
+use crate::search::SearchResult;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::tags::Tags;
@@ -42,13 +39,12 @@ use crate::verify::VerifyReport;
 use crate::version_ref::VersionRef;
 use crate::write::{AppendOptions, CreateOptions};
 use crate::{
-    backfill, branches, changes, cleanup, clone, commit, compaction, indexes, merge, metadata,
-    mutate, operations, optimize, scan, schema_change, search, storage, tags, verify, write,
+    backfill, branches, changes, cleanup, clone, commit, merge, mutate, operations, scan,
+    schema_change, search, storage, tags, verify, write,
 };
 use futures::stream::BoxStream;
 use lancet_filter::Filter;
 use lancet_proto::table::transaction::Operation;
-use lancet_tree::TreeWriterConfig;
 
 /// Open and read.
 impl Dataset {
@@ -60,13 +56,6 @@ impl Dataset {
             Caches::new(Default::default()),
         )
         .await
-    }
-
-    /// Opens version `version` of the table at `uri` with default caches (a version cleanup
-    /// removed, or never committed, is `ErrorKind::NotFound`).
-    pub async fn open_version(uri: &str, version: u64) -> Result<Self> {
-        let caches = Caches::new(Default::default());
-        Self::open_with(DatasetStore::open(uri)?, Some(version), caches).await
     }
 
     /// Opens the version `at` names of the table at `uri`: a version number, a tag (of the
@@ -108,19 +97,11 @@ impl Dataset {
         self.snap.version()
     }
 
-    pub fn manifest(&self) -> &Manifest {
-        self.snap.manifest()
-    }
-
     /// Every fragment of the version, in id order: the manifest's flat list, or every record
     /// of the fragment tree resolved through its buffered mutations (the whole tree is read
     /// and checked; the result is kept in the index cache for this version).
     pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
         self.snap.fragments().await
-    }
-
-    pub fn indices(&self) -> &[IndexMetadata] {
-        self.snap.indices()
     }
 
     /// Visible rows of the version, when every fragment's counts are known (always on a
@@ -153,15 +134,6 @@ impl Dataset {
     pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
         Box::pin(search::search(&self.snap, filter)).await
     }
-
-    /// [`Dataset::search`] with options.
-    pub async fn search_with(
-        &self,
-        filter: &Filter,
-        options: &SearchOptions,
-    ) -> Result<SearchResult> {
-        Box::pin(search::search_with(&self.snap, filter, options)).await
-    }
 }
 
 /// Write.
@@ -181,35 +153,6 @@ impl Dataset {
         Box::pin(write::create(uri, schema, batches, options)).await
     }
 
-    /// Writes `batches` of `schema` as the data files of fragments of a table not yet created
-    /// at `uri`, without committing: the distributed form of [`Dataset::create`]. Many
-    /// workers write with the same schema and options; one commits everything they wrote
-    /// with [`Dataset::create_from_fragments`]. Field ids are the schema's from 0, as the
-    /// new table's will be. A location that holds a table is refused.
-    pub async fn write_new_fragments<S>(
-        uri: &str,
-        schema: SchemaRef,
-        batches: S,
-        options: CreateOptions,
-    ) -> Result<Vec<DataFragment>>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        Box::pin(write::write_new_fragments(uri, schema, batches, options)).await
-    }
-
-    /// Creates a table at `uri` (which must hold none) as version 1 holding `written`
-    /// (fragments [`Dataset::write_new_fragments`] wrote with the same `schema` and
-    /// options) in one Overwrite: fragments numbered from 0 in the order given.
-    pub async fn create_from_fragments(
-        uri: &str,
-        schema: SchemaRef,
-        written: Vec<DataFragment>,
-        options: CreateOptions,
-    ) -> Result<Committed> {
-        Box::pin(write::create_from_fragments(uri, schema, written, options)).await
-    }
-
     /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
     /// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new
     /// columns, data files in the table's file version, new fragments numbered after
@@ -227,17 +170,6 @@ impl Dataset {
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
         Box::pin(write::overwrite(&self.snap, schema, batches, options)).await
-    }
-
-    /// Writes `batches` (the table's schema) as the data files of new fragments, without
-    /// committing them: Lance's distributed write. Many workers write; one commits
-    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
-    /// The fragments have id 0 and no row ids (the commit gives both).
-    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
-    where
-        S: Stream<Item = Result<RecordBatch>> + Send,
-    {
-        Box::pin(write::write_fragments(&self.snap, batches)).await
     }
 
     /// Appends `batches` (the table's schema) as new fragments in one Append. No rows at all
@@ -261,7 +193,7 @@ impl Dataset {
     /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
     /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
     /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
-    /// [`Dataset::compact`], which write what it needs beside it. New fragments at id
+    /// [`Optimizer::compact`](crate::Optimizer::compact), which write what it needs beside it. New fragments at id
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the
     /// data files it adds read; a lost race is rebased (the operation planned again on the
@@ -311,14 +243,6 @@ impl Dataset {
         Box::pin(backfill::add_column(&self.snap, name, value, options)).await
     }
 
-    /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
-    /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
-    /// come from elsewhere ([`Dataset::write_column_file`], [`Dataset::replace_data_files`]).
-    /// A name the table has, or a non-nullable field, is refused with nothing published.
-    pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
-        Box::pin(backfill::add_null_columns(&self.snap, fields)).await
-    }
-
     /// Drops the top-level `columns` (and everything under them) in one Project, as Lance
     /// 14.0.2's `drop_columns`: no data is rewritten; a data file holding only dropped
     /// columns leaves its fragments, one holding others stays as it is; an index on a dropped
@@ -337,29 +261,6 @@ impl Dataset {
         Box::pin(schema_change::alter_columns(&self.snap, alterations)).await
     }
 
-    /// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
-    /// or, with `replace`, makes the map exactly the entries that have a value — in one
-    /// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
-    /// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
-    /// with nothing published.
-    pub async fn update_metadata(
-        &self,
-        target: MetadataTarget<'_>,
-        entries: &[(&str, Option<&str>)],
-        replace: bool,
-    ) -> Result<Committed> {
-        Box::pin(metadata::update_metadata(
-            &self.snap, target, entries, replace,
-        ))
-        .await
-    }
-
-    /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
-    /// indexes and history stay.
-    pub async fn truncate(&self) -> Result<Committed> {
-        Box::pin(metadata::truncate(&self.snap)).await
-    }
-
     /// Publishes the version after the latest with version `version`'s content (fragments or
     /// tree, schema, indices), as Lance's Restore: `max_fragment_id` and `next_row_id` are not
     /// lowered, so ids handed out since stay dead, and sticky feature flags stay set. The
@@ -372,22 +273,10 @@ impl Dataset {
 
 /// Maintain.
 impl Dataset {
-    /// Plans, executes every task here, and commits: `compact_files` in one call.
-    ///
-    /// `CompactionOptions::default()` is pylance's `compact_files()` with no argument:
-    /// fragments below 1,048,576 rows are merged with their neighbours into fragments near
-    /// that size, and a fragment with more than 10% of its rows deleted is rewritten without
-    /// them; every BTree covering a rewritten fragment is rewritten in the same commit
-    /// (`defer_index_remap: true` records the moves in the Fragment Reuse Index instead).
-    /// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
-    pub async fn compact(&self, options: &CompactionOptions) -> Result<Committed> {
-        Box::pin(compaction::compact(&self.snap, options)).await
-    }
-
-    /// Lance's distributed compaction: the tasks planned on this version, each executed
-    /// anywhere, every result committed once.
-    pub fn compaction(&self) -> Compaction<'_> {
-        compaction::compaction(&self.snap)
+    /// This version's optimizations, pylance's `dataset.optimize`: compaction (in one call,
+    /// or planned, executed on many workers and committed once) and index optimization.
+    pub fn optimize(&self) -> Optimizer<'_> {
+        optimizer::optimizer(&self.snap)
     }
 
     /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
@@ -400,44 +289,6 @@ impl Dataset {
         page_rows: impl Into<Option<u64>>,
     ) -> Result<crate::committed::Committed> {
         Box::pin(index_build::build_btree(&self.snap, column, page_rows)).await
-    }
-
-    /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
-    /// fragment when `None`) and writes its files, without committing: the distributed form of
-    /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
-    /// commits every segment with [`Dataset::commit_btree_segments`].
-    pub async fn train_btree_segment(
-        &self,
-        column: &str,
-        fragments: Option<&[u64]>,
-        page_rows: u64,
-    ) -> Result<IndexMetadata> {
-        Box::pin(index_build::train_btree_segment(
-            &self.snap, column, fragments, page_rows,
-        ))
-        .await
-    }
-
-    /// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
-    /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
-    /// that name. Segments of another index or column, or two covering one fragment, are
-    /// refused with nothing published.
-    pub async fn commit_btree_segments(
-        &self,
-        column: &str,
-        segments: Vec<IndexMetadata>,
-    ) -> Result<crate::committed::Committed> {
-        Box::pin(index_build::commit_btree_segments(
-            &self.snap, column, segments,
-        ))
-        .await
-    }
-
-    /// Extends every BTree index over the fragments it does not cover, and rewrites segments
-    /// that hold addresses from before deferred compactions (see the module docs). Returns
-    /// a version per index changed, and the trimmed history's (none when nothing needed doing).
-    pub async fn optimize_indices(&self, options: &OptimizeOptions) -> Result<Committed> {
-        Box::pin(optimize::optimize_indices(&self.snap, options)).await
     }
 
     /// Removes the versions `policy` selects and every object only they (or no version)
@@ -455,25 +306,6 @@ impl Dataset {
         Box::pin(cleanup::cleanup_with_progress(&self.snap, policy, progress)).await
     }
 
-    /// Publishes version N+1 of this flat table with its fragments moved into a fragment
-    /// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
-    /// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
-    /// are read from the data and deletion files. `progress` is told how many fragments are
-    /// ready, as counts are resolved.
-    pub async fn convert_to_tree(
-        &self,
-        config: &TreeWriterConfig,
-        progress: impl Fn(usize, usize),
-    ) -> Result<Committed> {
-        Box::pin(commit::convert_to_tree(&self.snap, config, progress)).await
-    }
-
-    /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
-    /// (what Lance 14 reads).
-    pub async fn flatten(&self) -> Result<Committed> {
-        Box::pin(commit::flatten(&self.snap)).await
-    }
-
     /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
     /// which must not hold a table yet: its first version, opened.
     pub async fn shallow_clone(
@@ -483,45 +315,10 @@ impl Dataset {
     ) -> Result<crate::committed::Committed> {
         Box::pin(clone::shallow_clone(&self.snap, target, version)).await
     }
-
-    /// Fragments with no data file holding column `name` (it reads NULL there until
-    /// backfilled), in id order: what a stopped backfill has left to do.
-    pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
-        Box::pin(backfill::unfilled_fragments(&self.snap, name)).await
-    }
-
-    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
-    /// them), the columns `columns` (every column when `None`): what a backfill computes a
-    /// new column's file from.
-    pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
-        Box::pin(backfill::fragment_rows(&self.snap, id, columns)).await
-    }
-
-    /// Writes `batch` (columns of the table, of their types, one value per physical row of
-    /// fragment `id`) as one data file for that fragment, and returns it unpublished:
-    /// [`Dataset::replace_data_files`] publishes it. A column the table lacks, of another
-    /// type, or a row count other than the fragment's is refused and nothing is written.
-    pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
-        Box::pin(backfill::write_column_file(&self.snap, id, batch)).await
-    }
-
-    /// Publishes data files written by [`Dataset::write_column_file`] in one
-    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
-    /// invariants judge the candidate; a refused commit publishes nothing and the caller
-    /// still owns the files.
-    pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
-        Box::pin(backfill::replace_data_files(&self.snap, files)).await
-    }
 }
 
 /// Inspect.
 impl Dataset {
-    /// Every index of this version, grouped by name in manifest order, with its type.
-    /// A `fragment_bitmap` that does not decode is an error naming the index.
-    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
-        indexes::index_summaries(&self.snap)
-    }
-
     /// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
     /// equal to pylance's `delta(begin_version=begin, end_version=end)`: inserted and updated
     /// rows are read from this handle's version (as Lance reads its dataset's), deleted ids
@@ -540,13 +337,6 @@ impl Dataset {
     /// Checks every rule on this version (see the module doc).
     pub async fn verify(&self) -> Result<VerifyReport> {
         Box::pin(verify::verify(&self.snap)).await
-    }
-
-    /// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
-    /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
-    /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
-    pub async fn verify_data(&self) -> Result<VerifyReport> {
-        Box::pin(verify::verify_data(&self.snap)).await
     }
 
     /// The table's tags: list, create, move, delete, and open a version by its tag.

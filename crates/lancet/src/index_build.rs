@@ -30,7 +30,7 @@ pub(crate) async fn build_btree(
 /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
 /// fragment when `None`) and writes its files, without committing: the distributed form of
 /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
-/// commits every segment with [`Dataset::commit_btree_segments`].
+/// commits every segment with [`Storage::commit_btree_segments`](crate::Storage::commit_btree_segments).
 pub(crate) async fn train_btree_segment(
     snap: &Snapshot,
     column: &str,
@@ -88,7 +88,7 @@ pub(crate) async fn train_btree_segment(
     .await
 }
 
-/// Commits `segments` ([`Dataset::train_btree_segment`]'s, of this table's column
+/// Commits `segments` ([`Storage::train_btree_segment`](crate::Storage::train_btree_segment)'s, of this table's column
 /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
 /// that name. Segments of another index or column, or two covering one fragment, are
 /// refused with nothing published.

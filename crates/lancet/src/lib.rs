@@ -85,9 +85,9 @@
 //! let ds = ds.build_btree("id", None).await?.dataset; // Lance's default page size
 //! let ds = ds.delete(&Filter::parse("id % 3 = 0")?).await?.dataset;
 //! // rewrite the fragments with deletions; the BTree is remapped in the same commit
-//! let compacted = ds.compact(&CompactionOptions::default()).await?;
+//! let compacted = ds.optimize().compact(&CompactionOptions::default()).await?;
 //! assert_eq!((compacted.versions, compacted.fragments_removed), (1, 10));
-//! let ds = compacted.dataset.optimize_indices(&Default::default()).await?.dataset;
+//! let ds = compacted.dataset.optimize().optimize_indices(&Default::default()).await?.dataset;
 //! let report = ds.cleanup(&CleanupPolicy { retain_versions: Some(1), ..Default::default() }).await?;
 //! assert!(!report.removed_versions.is_empty());
 //! # Ok::<_, Box<dyn std::error::Error>>(())
@@ -109,7 +109,7 @@
 //! # let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from_iter_values(0..10))])?;
 //! let ds = Dataset::create(uri, schema, futures::stream::iter([Ok(batch)]), CreateOptions::default()).await?.dataset;
 //! ds.verify().await?; // every invariant of the stored version
-//! ds.verify_data().await?; // and every data file's footer against its record
+//! ds.storage().verify_data().await?; // and every data file's footer against its record
 //! for f in ds.fragments().await?.iter() {
 //!     println!("fragment {} holds {} rows", f.id, f.physical_rows);
 //! }
@@ -150,6 +150,7 @@ mod metadata;
 mod mutate;
 mod operations;
 mod optimize;
+mod optimizer;
 mod plan;
 mod publish;
 mod rewrite;
@@ -196,6 +197,7 @@ pub use version_ref::VersionRef;
 
 pub use lancet_paths::refs::Tag;
 pub use optimize::OptimizeOptions;
+pub use optimizer::Optimizer;
 pub use rewrite::{RewriteGroup, RewriteMapping};
 pub use scan::{ScanMetrics, ScanOptions};
 pub use schema_change::ColumnAlteration;
@@ -203,7 +205,10 @@ pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;
 pub use tags::Tags;
 pub use verify::VerifyReport;
-pub use write::{batches, batches_from_reader, AppendOptions, CreateOptions, Layout};
+pub use write::{
+    batches, batches_from_reader, create_from_fragments, write_new_fragments, AppendOptions,
+    CreateOptions, Layout,
+};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;

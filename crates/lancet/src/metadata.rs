@@ -13,7 +13,7 @@ use crate::mutate;
 use crate::operations;
 use crate::snapshot::Snapshot;
 
-/// Which of a table's maps [`Dataset::update_metadata`](crate::Dataset::update_metadata) changes.
+/// Which of a table's maps [`Storage::update_metadata`](crate::Storage::update_metadata) changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetadataTarget<'a> {
     /// The table's config (`ds.config()`: Lance's settings, e.g. `lance.auto_cleanup.*`).

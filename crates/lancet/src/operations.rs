@@ -24,7 +24,7 @@ use crate::snapshot::Snapshot;
 /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
 /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a
 /// Restore (as [`Dataset::restore`]); a Rewrite through [`crate::storage::Storage::commit_rewrite`] or
-/// [`Dataset::compact`], which write what it needs beside it. New fragments at id
+/// [`Optimizer::compact`](crate::Optimizer::compact), which write what it needs beside it. New fragments at id
 /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
 /// version sequences. The candidate is judged by the invariants, with the footers of the
 /// data files it adds read; a lost race is rebased (the operation planned again on the

@@ -1,4 +1,4 @@
-//! Index optimize: [`Dataset::optimize_indices`](crate::Dataset::optimize_indices).
+//! Index optimize: [`Optimizer::optimize_indices`](crate::Optimizer::optimize_indices).
 //!
 //! Composition only. For each BTree index: the fragments its segments do not answer (appended
 //! since, or written by updates) are trained into a new segment, or merged with every segment
@@ -27,7 +27,7 @@ use crate::rewrite;
 use crate::segment::BTreeSegment;
 use crate::snapshot::Snapshot;
 
-/// How [`Dataset::optimize_indices`](crate::Dataset::optimize_indices) extends indexes.
+/// How [`Optimizer::optimize_indices`](crate::Optimizer::optimize_indices) extends indexes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OptimizeOptions {
     /// Merge every segment and the new rows into one segment; otherwise the new rows become

@@ -58,7 +58,7 @@ pub(crate) struct SearchStats {
     pub indexed: BTreeMap<String, RoaringBitmap>,
 }
 
-/// How [`Dataset::search_with`](crate::Dataset::search_with) answers.
+/// How [`Storage::search_with`](crate::Storage::search_with) answers.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
     /// Leave deleted rows out (the default); `false` answers over every physical row.

@@ -11,11 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
+use arrow_schema::Field;
 use arrow_schema::SchemaRef;
+use futures::Stream;
 use lancet_file::FileStore;
+use lancet_filter::Filter;
 use lancet_paths::manifest::{ManifestFile, NamingScheme};
 use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ResolvedBase, StoredTransaction};
 use lancet_proto::table::transaction::Delete;
+use lancet_proto::table::DataFile;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
 use lancet_reuse::History;
 use lancet_rowid::{RowIdIndex, RowIdSequence, VersionSequence};
@@ -23,6 +27,7 @@ use lancet_tree::{Action, TreeReader, TreeWriterConfig};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::backfill;
 use crate::cleanup::CleanupPolicy;
 use crate::commit;
 use crate::committed::Committed;
@@ -30,16 +35,24 @@ use crate::error::Result;
 use crate::fri;
 use crate::handle::Dataset;
 use crate::history;
+use crate::index_build;
 use crate::indexes;
+use crate::indexes::IndexSummary;
+use crate::metadata;
+use crate::metadata::MetadataTarget;
 use crate::operations;
 use crate::rewrite;
 use crate::rewrite::RewriteMapping;
 use crate::rowids;
 use crate::scan;
 use crate::scan::ScanOptions;
+use crate::search;
+use crate::search::{SearchOptions, SearchResult};
 use crate::segment::BTreeSegment;
 use crate::snapshot::Snapshot;
 use crate::verify;
+use crate::verify::VerifyReport;
+use crate::write;
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]
@@ -301,5 +314,168 @@ impl Storage<'_> {
         policy: &CleanupPolicy,
     ) -> Result<Vec<Path>> {
         rewrite::delete_unreferenced_fri_files(self.ds, older_than, policy).await
+    }
+}
+
+/// Schema and metadata, below the table API.
+impl<'a> Storage<'a> {
+    pub fn manifest(&self) -> &'a Manifest {
+        self.ds.manifest()
+    }
+
+    pub fn indices(&self) -> &'a [IndexMetadata] {
+        self.ds.indices()
+    }
+
+    /// Every index of this version, grouped by name in manifest order, with its type.
+    /// A `fragment_bitmap` that does not decode is an error naming the index.
+    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
+        indexes::index_summaries(self.ds)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
+    /// or, with `replace`, makes the map exactly the entries that have a value — in one
+    /// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
+    /// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
+    /// with nothing published.
+    pub async fn update_metadata(
+        &self,
+        target: MetadataTarget<'_>,
+        entries: &[(&str, Option<&str>)],
+        replace: bool,
+    ) -> Result<Committed> {
+        Box::pin(metadata::update_metadata(self.ds, target, entries, replace)).await
+    }
+}
+
+/// Searches over physical rows, and whole checks.
+impl<'a> Storage<'a> {
+    /// [`Dataset::search`] with options.
+    pub async fn search_with(
+        &self,
+        filter: &Filter,
+        options: &SearchOptions,
+    ) -> Result<SearchResult> {
+        Box::pin(search::search_with(self.ds, filter, options)).await
+    }
+
+    /// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
+    /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
+    /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
+    pub async fn verify_data(&self) -> Result<VerifyReport> {
+        Box::pin(verify::verify_data(self.ds)).await
+    }
+}
+
+/// Distributed writes: data files and index segments staged by workers, committed once.
+impl<'a> Storage<'a> {
+    /// Writes `batches` (the table's schema) as the data files of new fragments, without
+    /// committing them: Lance's distributed write. Many workers write; one commits
+    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
+    /// The fragments have id 0 and no row ids (the commit gives both).
+    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::write_fragments(self.ds, batches)).await
+    }
+
+    /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
+    /// fragment when `None`) and writes its files, without committing: the distributed form of
+    /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
+    /// commits every segment with [`Storage::commit_btree_segments`](crate::Storage::commit_btree_segments).
+    pub async fn train_btree_segment(
+        &self,
+        column: &str,
+        fragments: Option<&[u64]>,
+        page_rows: u64,
+    ) -> Result<IndexMetadata> {
+        Box::pin(index_build::train_btree_segment(
+            self.ds, column, fragments, page_rows,
+        ))
+        .await
+    }
+
+    /// Commits `segments` ([`Storage::train_btree_segment`](crate::Storage::train_btree_segment)'s, of this table's column
+    /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
+    /// that name. Segments of another index or column, or two covering one fragment, are
+    /// refused with nothing published.
+    pub async fn commit_btree_segments(
+        &self,
+        column: &str,
+        segments: Vec<IndexMetadata>,
+    ) -> Result<crate::committed::Committed> {
+        Box::pin(index_build::commit_btree_segments(
+            self.ds, column, segments,
+        ))
+        .await
+    }
+}
+
+/// Backfills: a column added as NULLs, then its files written fragment by fragment.
+impl<'a> Storage<'a> {
+    /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
+    /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
+    /// come from elsewhere ([`Storage::write_column_file`](crate::Storage::write_column_file), [`Storage::replace_data_files`](crate::Storage::replace_data_files)).
+    /// A name the table has, or a non-nullable field, is refused with nothing published.
+    pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
+        Box::pin(backfill::add_null_columns(self.ds, fields)).await
+    }
+
+    /// Fragments with no data file holding column `name` (it reads NULL there until
+    /// backfilled), in id order: what a stopped backfill has left to do.
+    pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
+        Box::pin(backfill::unfilled_fragments(self.ds, name)).await
+    }
+
+    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
+    /// them), the columns `columns` (every column when `None`): what a backfill computes a
+    /// new column's file from.
+    pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
+        Box::pin(backfill::fragment_rows(self.ds, id, columns)).await
+    }
+
+    /// Writes `batch` (columns of the table, of their types, one value per physical row of
+    /// fragment `id`) as one data file for that fragment, and returns it unpublished:
+    /// [`Storage::replace_data_files`](crate::Storage::replace_data_files) publishes it. A column the table lacks, of another
+    /// type, or a row count other than the fragment's is refused and nothing is written.
+    pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
+        Box::pin(backfill::write_column_file(self.ds, id, batch)).await
+    }
+
+    /// Publishes data files written by [`Storage::write_column_file`](crate::Storage::write_column_file) in one
+    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
+    /// invariants judge the candidate; a refused commit publishes nothing and the caller
+    /// still owns the files.
+    pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
+        Box::pin(backfill::replace_data_files(self.ds, files)).await
+    }
+}
+
+/// Layout and bulk rewrites.
+impl<'a> Storage<'a> {
+    /// Publishes version N+1 of this flat table with its fragments moved into a fragment
+    /// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
+    /// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
+    /// are read from the data and deletion files. `progress` is told how many fragments are
+    /// ready, as counts are resolved.
+    pub async fn convert_to_tree(
+        &self,
+        config: &TreeWriterConfig,
+        progress: impl Fn(usize, usize),
+    ) -> Result<Committed> {
+        Box::pin(commit::convert_to_tree(self.ds, config, progress)).await
+    }
+
+    /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
+    /// (what Lance 14 reads).
+    pub async fn flatten(&self) -> Result<Committed> {
+        Box::pin(commit::flatten(self.ds)).await
+    }
+
+    /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
+    /// indexes and history stay.
+    pub async fn truncate(&self) -> Result<Committed> {
+        Box::pin(metadata::truncate(self.ds)).await
     }
 }

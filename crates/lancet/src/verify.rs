@@ -8,7 +8,7 @@
 //! `max_fragment_id`, known `base_id`s, deletions within rows, needed flags, index entries)
 //! and, with stable row ids, every live row id is checked to be live once and below
 //! `next_row_id` (deletion files are read for that; data files never). A broken invariant is
-//! `Corrupt` naming it. [`Dataset::verify_data`] also opens every data file: it exists, holds
+//! `Corrupt` naming it. [`Storage::verify_data`](crate::Storage::verify_data) also opens every data file: it exists, holds
 //! `physical_rows` rows and the field ids its `DataFile` lists. [`Dataset::check_lineage`]
 //! judges it against the version before it.
 

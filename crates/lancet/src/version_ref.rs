@@ -18,6 +18,14 @@ pub struct VersionRef {
 }
 
 impl VersionRef {
+    /// Version `version` of the main line.
+    pub fn at(version: u64) -> Self {
+        Self {
+            version: Some(version),
+            ..Self::default()
+        }
+    }
+
     /// The dataset root (`uri`, or a branch's root below it) and the version (`None`: the
     /// latest) this reference names. Reads the tag, or the branch references, under `uri`.
     pub async fn resolve(&self, uri: &str) -> Result<(String, Option<u64>)> {

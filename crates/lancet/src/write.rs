@@ -1,4 +1,4 @@
-//! Writing rows: [`Dataset::create`](crate::Dataset::create), [`Dataset::append`](crate::Dataset::append) and [`Dataset::write_fragments`](crate::Dataset::write_fragments).
+//! Writing rows: [`Dataset::create`](crate::Dataset::create), [`Dataset::append`](crate::Dataset::append) and [`Storage::write_fragments`](crate::Storage::write_fragments).
 //!
 //! Composition only: lancet-file writes the data files (split every `max_rows_per_file`
 //! rows, the table's field ids), lancet-txn says what a new table's first version is (an
@@ -93,9 +93,9 @@ where
 /// Writes `batches` of `schema` as the data files of fragments of a table not yet created
 /// at `uri`, without committing: the distributed form of [`Dataset::create`](crate::Dataset::create). Many
 /// workers write with the same schema and options; one commits everything they wrote
-/// with [`Dataset::create_from_fragments`](crate::Dataset::create_from_fragments). Field ids are the schema's from 0, as the
+/// with [`create_from_fragments`]. Field ids are the schema's from 0, as the
 /// new table's will be. A location that holds a table is refused.
-pub(crate) async fn write_new_fragments<S>(
+pub async fn write_new_fragments<S>(
     uri: &str,
     schema: SchemaRef,
     batches: S,
@@ -125,9 +125,9 @@ where
 }
 
 /// Creates a table at `uri` (which must hold none) as version 1 holding `written`
-/// (fragments [`Dataset::write_new_fragments`](crate::Dataset::write_new_fragments) wrote with the same `schema` and
+/// (fragments [`write_new_fragments`] wrote with the same `schema` and
 /// options) in one Overwrite: fragments numbered from 0 in the order given.
-pub(crate) async fn create_from_fragments(
+pub async fn create_from_fragments(
     uri: &str,
     schema: SchemaRef,
     written: Vec<DataFragment>,
@@ -280,7 +280,7 @@ where
     write_fragments_with(snap, batches, FragmentOptions::default()).await
 }
 
-/// [`Dataset::write_fragments`](crate::Dataset::write_fragments) with `options` (its file version is the table's).
+/// [`Storage::write_fragments`](crate::Storage::write_fragments) with `options` (its file version is the table's).
 pub(crate) async fn write_fragments_with<S>(
     snap: &Snapshot,
     batches: S,
@@ -417,7 +417,7 @@ impl Default for AppendOptions {
 }
 
 /// Batches held in memory as the stream [`Dataset::create`](crate::Dataset::create), [`Dataset::append`](crate::Dataset::append) and
-/// [`Dataset::write_fragments`](crate::Dataset::write_fragments) take.
+/// [`Storage::write_fragments`](crate::Storage::write_fragments) take.
 pub fn batches(
     batches: impl IntoIterator<Item = RecordBatch, IntoIter: Send>,
 ) -> impl Stream<Item = Result<RecordBatch>> + Send {

@@ -37,7 +37,12 @@ fn now_policy() -> CleanupPolicy {
 async fn history(dir: &std::path::Path, config: Option<&TreeWriterConfig>) -> Dataset {
     let mut ds = flat_table(dir, 6).await;
     if let Some(config) = config {
-        ds = ds.convert_to_tree(config, |_, _| {}).await.unwrap().dataset;
+        ds = ds
+            .storage()
+            .convert_to_tree(config, |_, _| {})
+            .await
+            .unwrap()
+            .dataset;
     }
     let config = config.cloned().unwrap_or_default();
     materialize_files(dir, &ds).await;
@@ -61,7 +66,7 @@ async fn history(dir: &std::path::Path, config: Option<&TreeWriterConfig>) -> Da
     ];
     for actions in steps {
         ds = ds
-            .commit_staged(ds.manifest().clone(), &[], &actions, &config)
+            .commit_staged(ds.storage().manifest().clone(), &[], &actions, &config)
             .await
             .unwrap();
         materialize_files(dir, &ds).await;
@@ -222,6 +227,7 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
     let config = TreeWriterConfig::default();
     let mut ds = flat_table(dir.path(), 3)
         .await
+        .storage()
         .convert_to_tree(&config, |_, _| {})
         .await
         .unwrap()
@@ -242,7 +248,12 @@ async fn a_file_only_a_superseded_mutation_names_is_not_reachable() {
         },
     ] {
         ds = ds
-            .commit_staged(ds.manifest().clone(), &[], &[(0, action)], &config)
+            .commit_staged(
+                ds.storage().manifest().clone(),
+                &[],
+                &[(0, action)],
+                &config,
+            )
             .await
             .unwrap();
         materialize_files(dir.path(), &ds).await;
@@ -322,7 +333,13 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
         5,
         "a clone keeps the source's version number"
     );
-    let base = clone.manifest().base_paths.last().unwrap().clone();
+    let base = clone
+        .storage()
+        .manifest()
+        .base_paths
+        .last()
+        .unwrap()
+        .clone();
     assert!(base.is_dataset_root);
     assert_eq!(
         std::fs::canonicalize(&base.path).unwrap(),
@@ -345,6 +362,7 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
     assert_resolves(&clone).await;
     if config.is_none() {
         assert!(clone
+            .storage()
             .manifest()
             .fragments
             .iter()
@@ -367,7 +385,7 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
             ),
         ];
         c = c
-            .commit_staged(c.manifest().clone(), &[], &actions, &config)
+            .commit_staged(c.storage().manifest().clone(), &[], &actions, &config)
             .await
             .unwrap();
         materialize_files(&target, &c).await;
@@ -396,7 +414,13 @@ async fn clone_shares_and_never_writes_to_the_source(config: Option<TreeWriterCo
         .await
         .unwrap()
         .dataset;
-    let ids: Vec<u32> = cc.manifest().base_paths.iter().map(|b| b.id).collect();
+    let ids: Vec<u32> = cc
+        .storage()
+        .manifest()
+        .base_paths
+        .iter()
+        .map(|b| b.id)
+        .collect();
     assert_eq!(ids, [base.id, base.id + 1]);
     assert_resolves(&cc).await;
     assert_eq!(
@@ -474,7 +498,7 @@ async fn a_clone_reads_the_row_maps_of_its_sources_tagged_fri() {
         .commit_manifest(
             lancet::proto::table::Manifest {
                 fragments: vec![rows(0, 15)],
-                ..ds.manifest().clone()
+                ..ds.storage().manifest().clone()
             },
             &[],
         )
@@ -577,7 +601,7 @@ async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
     let ds = flat_table(dir.path(), 2).await.with_clock(clock.clone());
     let ds = ds
         .commit_staged(
-            ds.manifest().clone(),
+            ds.storage().manifest().clone(),
             &[],
             &[(1, Action::Remove)],
             &TreeWriterConfig::default(),
@@ -585,13 +609,13 @@ async fn commits_stamp_and_cleanup_judges_by_the_injected_clock() {
         .await
         .unwrap();
     assert_eq!(
-        lancet::paths::manifest::timestamp_ms(ds.manifest()),
+        lancet::paths::manifest::timestamp_ms(ds.storage().manifest()),
         clock.now_ms(),
         "the commit time is the clock's"
     );
     let ds = ds
         .storage()
-        .commit_manifest(ds.manifest().clone(), &[])
+        .commit_manifest(ds.storage().manifest().clone(), &[])
         .await
         .unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();

@@ -63,6 +63,7 @@ async fn actions(rng: &mut Rng, ds: &Dataset, serial: &mut u64) -> Vec<(u64, Act
     let mut out: Vec<(u64, Action)> = Vec::new();
     let mut touched = BTreeSet::new();
     let next_id = ds
+        .storage()
         .manifest()
         .max_fragment_id
         .map_or(0, |m| u64::from(m) + 1);
@@ -125,7 +126,7 @@ async fn failed_attempt(t: &Table, actions: &[(u64, Action)], k: u64) {
     store.arm();
     let result = ds
         .storage()
-        .commit_actions(ds.manifest().clone(), &[], actions, &t.config)
+        .commit_actions(ds.storage().manifest().clone(), &[], actions, &t.config)
         .await;
     assert!(result.is_err(), "the attempt must fail");
 }
@@ -177,6 +178,7 @@ async fn run(seed: u64, steps: u64) {
         let mut ds = flat_table(&dir, 4).await;
         if tree {
             ds = ds
+                .storage()
                 .convert_to_tree(&config, |_, _| {})
                 .await
                 .unwrap()
@@ -199,7 +201,7 @@ async fn run(seed: u64, steps: u64) {
                 let t = &mut tables[i];
                 let acts = actions(&mut rng, &t.ds, &mut serial).await;
                 t.ds =
-                    t.ds.commit_staged(t.ds.manifest().clone(), &[], &acts, &t.config)
+                    t.ds.commit_staged(t.ds.storage().manifest().clone(), &[], &acts, &t.config)
                         .await
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                 materialize_files(&t.dir, &t.ds).await;

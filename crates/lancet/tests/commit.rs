@@ -17,6 +17,7 @@ async fn tree_and_flat_commits_agree() {
     let tiny = TreeWriterConfig::tiny();
     let mut tree = flat_table(b.path(), 20)
         .await
+        .storage()
         .convert_to_tree(&tiny, |_, _| {})
         .await
         .unwrap()
@@ -43,11 +44,11 @@ async fn tree_and_flat_commits_agree() {
             actions.push((new - 1, Action::Remove));
         }
         flat = flat
-            .commit_staged(flat.manifest().clone(), &[], &actions, &tiny)
+            .commit_staged(flat.storage().manifest().clone(), &[], &actions, &tiny)
             .await
             .unwrap();
         tree = tree
-            .commit_staged(tree.manifest().clone(), &[], &actions, &tiny)
+            .commit_staged(tree.storage().manifest().clone(), &[], &actions, &tiny)
             .await
             .unwrap();
         tree.verify().await.unwrap();
@@ -57,13 +58,13 @@ async fn tree_and_flat_commits_agree() {
             "round {round}"
         );
         assert_eq!(
-            tree.manifest().max_fragment_id,
-            flat.manifest().max_fragment_id
+            tree.storage().manifest().max_fragment_id,
+            flat.storage().manifest().max_fragment_id
         );
         assert_eq!(tree.num_rows(), flat.num_rows());
     }
     // flattening publishes the same fragments flat
-    let back = tree.flatten().await.unwrap().dataset;
+    let back = tree.storage().flatten().await.unwrap().dataset;
     assert!(back.storage().tree().is_none());
     assert_eq!(
         back.fragments().await.unwrap(),
@@ -72,7 +73,7 @@ async fn tree_and_flat_commits_agree() {
     // a bad action fails before anything is published
     let err = back
         .commit_staged(
-            back.manifest().clone(),
+            back.storage().manifest().clone(),
             &[],
             &[(999, Action::AddDataFile(fragment(0).files[0].clone()))],
             &tiny,
@@ -87,6 +88,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let base = flat_table(dir.path(), 3)
         .await
+        .storage()
         .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
         .unwrap()
@@ -95,7 +97,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
         let ds = ds.clone();
         async move {
             ds.commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[(3, Action::Upsert(Box::new(fragment(3))))],
                 &TreeWriterConfig::default(),
@@ -116,7 +118,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
         .map(|f| f.id)
         .collect();
     assert_eq!(ids, vec![0, 1, 2, 3, 4]);
-    assert_eq!(second.manifest().max_fragment_id, Some(4));
+    assert_eq!(second.storage().manifest().max_fragment_id, Some(4));
     let txn = second.storage().transaction().await.unwrap().unwrap();
     assert_eq!(txn.operation_name(), "Append");
     assert_eq!(txn.transaction.read_version, base.version());
@@ -126,7 +128,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
         let ds = ds.clone();
         async move {
             ds.commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[(
                     1,
@@ -170,7 +172,7 @@ async fn a_lost_race_rebases_compatible_commits_and_reports_real_conflicts() {
     // a deletion of another fragment rebases
     let other = second
         .commit_staged(
-            second.manifest().clone(),
+            second.storage().manifest().clone(),
             &[],
             &[(
                 2,
@@ -199,6 +201,7 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
     };
     let base = flat_table(dir.path(), 10)
         .await
+        .storage()
         .convert_to_tree(&config, |_, _| {})
         .await
         .unwrap()
@@ -212,12 +215,12 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
     common::stage(&base, &append(10)).await;
     let won = base
         .storage()
-        .commit_actions(base.manifest().clone(), &[], &append(10), &config)
+        .commit_actions(base.storage().manifest().clone(), &[], &append(10), &config)
         .await
         .unwrap();
     // a tree table inlines its transactions (flag 32): the manifest is the only object
     assert_eq!((won.attempts, won.objects_written), (1, 1));
-    assert!(won.dataset.manifest().transaction_file.is_empty());
+    assert!(won.dataset.storage().manifest().transaction_file.is_empty());
     assert!(
         won.dataset.storage().transaction().await.unwrap().is_some(),
         "the transaction is read from the manifest's inline section"
@@ -225,7 +228,7 @@ async fn a_rebased_tree_commit_reuses_the_winners_external_root() {
     // prepared on the same version: loses the race, rebases onto the winner's tree
     let rebased = base
         .storage()
-        .commit_actions(base.manifest().clone(), &[], &append(10), &config)
+        .commit_actions(base.storage().manifest().clone(), &[], &append(10), &config)
         .await
         .unwrap();
     assert_eq!(rebased.attempts, 2);
@@ -259,6 +262,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     let dir = tempfile::tempdir().unwrap();
     let base = flat_table(dir.path(), 3)
         .await
+        .storage()
         .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
         .unwrap()
@@ -266,7 +270,7 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     let config = TreeWriterConfig::default();
     let deleted = base
         .commit_staged(
-            base.manifest().clone(),
+            base.storage().manifest().clone(),
             &[],
             &[(
                 1,
@@ -289,7 +293,12 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     };
     // prepared on the version before the delete
     let filled = base
-        .commit_staged(base.manifest().clone(), &[], &backfill("w1.lance"), &config)
+        .commit_staged(
+            base.storage().manifest().clone(),
+            &[],
+            &backfill("w1.lance"),
+            &config,
+        )
         .await
         .unwrap();
     assert_eq!(filled.version(), deleted.version() + 1);
@@ -301,7 +310,12 @@ async fn a_backfill_is_a_replacement_that_rebases_over_deletes() {
     filled.verify().await.unwrap();
     // a second backfill of fragment 1 prepared on the same version as the first
     let lost = base
-        .commit_staged(base.manifest().clone(), &[], &backfill("w2.lance"), &config)
+        .commit_staged(
+            base.storage().manifest().clone(),
+            &[],
+            &backfill("w2.lance"),
+            &config,
+        )
         .await;
     match lost {
         Err(Error::CommitConflict {
@@ -346,19 +360,20 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         .await;
         if tree {
             base = base
+                .storage()
                 .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
                 .await
                 .unwrap()
                 .dataset;
         }
         let config = TreeWriterConfig::default();
-        let same = base.manifest().clone();
+        let same = base.storage().manifest().clone();
         let base = base.storage().commit_manifest(same, &[]).await.unwrap();
         // another writer deletes rows of fragment 2 first
         let deleted = base
             .dataset
             .commit_staged(
-                base.dataset.manifest().clone(),
+                base.dataset.storage().manifest().clone(),
                 &[],
                 &[(
                     2,
@@ -373,7 +388,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             .await
             .unwrap();
         // prepared on `base`: column w (field 1) and its file on fragment 1
-        let mut with_w = base.dataset.manifest().clone();
+        let mut with_w = base.dataset.storage().manifest().clone();
         with_w.fields.push(field(1, "w"));
         let mut file = fragment(1).files[0].clone();
         file.path = "w1.lance".into();
@@ -390,6 +405,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             .unwrap();
         assert_eq!(filled.version(), deleted.version() + 1, "tree={tree}");
         let names: Vec<&str> = filled
+            .storage()
             .manifest()
             .fields
             .iter()
@@ -398,7 +414,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         assert_eq!(names, ["a", "w"], "tree={tree}");
         assert!(filled.fragments().await.unwrap()[2].deletion_file.is_some());
         // a second schema change prepared on `base` conflicts: the schema changed since
-        let mut with_x = base.dataset.manifest().clone();
+        let mut with_x = base.dataset.storage().manifest().clone();
         with_x.fields.push(field(1, "x"));
         let lost = base.dataset.commit_staged(with_x, &[], &[], &config).await;
         assert!(

@@ -73,11 +73,11 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
     for stable in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let ds = table(dir.path(), stable).await;
-        let tasks = ds.compaction().plan(&options()).await.unwrap();
+        let tasks = ds.optimize().compaction().plan(&options()).await.unwrap();
         assert_eq!(tasks.len(), 2);
         let mut results = Vec::new();
         for t in &tasks {
-            results.push(ds.compaction().execute(t).await.unwrap());
+            results.push(ds.optimize().compaction().execute(t).await.unwrap());
         }
         // meanwhile: an append, and a delete in a fragment no task rewrites... there is none
         // here, so delete in the appended fragment
@@ -91,13 +91,13 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
             .await
             .unwrap()
             .dataset;
-        let compacted = ds.compaction().commit(&results).await.unwrap();
+        let compacted = ds.optimize().compaction().commit(&results).await.unwrap();
         let latest = compacted.dataset;
         assert_eq!(latest.version(), deleted.version() + 1);
         let want: Vec<i64> = (0..840).collect();
         assert_eq!(ids(&latest).await, want, "stable={stable}");
         assert_eq!(latest.fragments().await.unwrap().len(), 3);
-        latest.verify_data().await.unwrap();
+        latest.storage().verify_data().await.unwrap();
         // the remapped index still answers, the appended fragment scanned
         let found = latest
             .search(&Filter::parse("id = 5 OR id = 820").unwrap())
@@ -111,10 +111,10 @@ async fn a_compaction_rebases_over_appends_and_deletes_elsewhere() {
 async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), true).await;
-    let tasks = ds.compaction().plan(&options()).await.unwrap();
+    let tasks = ds.optimize().compaction().plan(&options()).await.unwrap();
     let mut results = Vec::new();
     for t in &tasks {
-        results.push(ds.compaction().execute(t).await.unwrap());
+        results.push(ds.optimize().compaction().execute(t).await.unwrap());
     }
     // a delete of rows the compaction already copied
     let deleted = ds
@@ -122,7 +122,12 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
         .await
         .unwrap()
         .dataset;
-    let err = ds.compaction().commit(&results).await.unwrap_err();
+    let err = ds
+        .optimize()
+        .compaction()
+        .commit(&results)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     assert!(
         matches!(
@@ -139,7 +144,7 @@ async fn a_compaction_over_a_delete_of_its_rows_is_a_typed_conflict() {
     assert_eq!(latest.version(), deleted.version());
     assert_eq!(ids(&latest).await, (10..800).collect::<Vec<i64>>());
     // planned again on the latest version, it lands
-    let again = latest.compact(&options()).await.unwrap();
+    let again = latest.optimize().compact(&options()).await.unwrap();
     let compacted = again.dataset;
     assert_eq!(ids(&compacted).await, (10..800).collect::<Vec<i64>>());
 }
@@ -154,7 +159,7 @@ async fn a_legacy_row_id_segment_is_rebuilt_never_mixed() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), true).await;
     // relabel the segment as a legacy (row-id) one
-    let old = ds.indices()[0].clone();
+    let old = ds.storage().indices()[0].clone();
     let mut legacy = old.clone();
     legacy.index_version = Some(0);
     legacy.uuid = Some(lancet::proto::table::Uuid { uuid: vec![7; 16] });
@@ -213,11 +218,12 @@ async fn a_legacy_row_id_segment_is_rebuilt_never_mixed() {
     assert_eq!(reopened.version(), ds.version());
     // optimize rebuilds one address segment over all nine fragments
     let optimized = ds
+        .optimize()
         .optimize_indices(&Default::default())
         .await
         .unwrap()
         .dataset;
-    let segments: Vec<_> = optimized.indices().to_vec();
+    let segments: Vec<_> = optimized.storage().indices().to_vec();
     assert_eq!(segments.len(), 1);
     assert_eq!(segments[0].index_version, Some(1));
     let covered = optimized

@@ -51,7 +51,8 @@ async fn table(dir: &std::path::Path, fragments: u64, tree: bool) -> Dataset {
         .await
         .unwrap();
     if tree {
-        ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+        ds.storage()
+            .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
             .await
             .unwrap()
             .dataset
@@ -95,6 +96,7 @@ async fn run_writers(start: Dataset, n: u64) -> Vec<Result<u64, Error>> {
                 if let Action::Upsert(f) = &mut action {
                     // a fresh id on the version the writer prepares on
                     let next = ds
+                        .storage()
                         .manifest()
                         .max_fragment_id
                         .map_or(0, |m| u64::from(m) + 1);
@@ -103,7 +105,7 @@ async fn run_writers(start: Dataset, n: u64) -> Vec<Result<u64, Error>> {
                 }
                 ds = ds
                     .commit_staged(
-                        ds.manifest().clone(),
+                        ds.storage().manifest().clone(),
                         &[],
                         &[(id, action)],
                         &TreeWriterConfig::tiny(),
@@ -189,7 +191,7 @@ async fn overlapping_deletions_conflict_and_never_corrupt() {
                 });
                 match ds
                     .commit_staged(
-                        ds.manifest().clone(),
+                        ds.storage().manifest().clone(),
                         &[],
                         &[(0, action)],
                         &TreeWriterConfig::tiny(),

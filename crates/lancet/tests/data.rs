@@ -8,7 +8,7 @@ use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
-use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, ScanOptions};
+use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, ScanOptions, VersionRef};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -103,7 +103,7 @@ async fn flat_and_tree_tables_change_and_read_alike() {
             .unwrap();
         assert_eq!(changed.rows, 7);
         let ds = changed.dataset;
-        ds.verify_data().await.unwrap();
+        ds.storage().verify_data().await.unwrap();
         let all = scan(
             &ds,
             ScanOptions {
@@ -264,7 +264,7 @@ async fn a_filter_reads_a_column_no_file_holds_as_null_as_a_scan_does() {
             .await
             .unwrap()
             .dataset;
-        let mut fields = ds.manifest().fields.clone();
+        let mut fields = ds.storage().manifest().fields.clone();
         let next = fields.iter().map(|f| f.id).max().unwrap() + 1;
         let mut v = lancet::file::manifest_fields(&Schema::new(vec![Field::new(
             "v",
@@ -345,12 +345,12 @@ async fn no_table_here_is_not_found() {
     .dataset;
     let err = ds.checkout(9).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-    let err = Dataset::open_version(uri.to_str().unwrap(), 9)
+    let err = Dataset::open_ref(uri.to_str().unwrap(), &VersionRef::at(9))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     assert_eq!(
-        Dataset::open_version(uri.to_str().unwrap(), 1)
+        Dataset::open_ref(uri.to_str().unwrap(), &VersionRef::at(1))
             .await
             .unwrap()
             .version(),
@@ -597,6 +597,7 @@ async fn every_write_reports_what_it_did_in_one_shape() {
         // nothing to optimize: nothing published, the same version
         let optimized = indexed
             .dataset
+            .optimize()
             .optimize_indices(&Default::default())
             .await
             .unwrap();
@@ -620,6 +621,7 @@ async fn every_write_reports_what_it_did_in_one_shape() {
         // a compaction of the small fragments, then nothing left to compact
         let compacted = filled
             .dataset
+            .optimize()
             .compact(&lancet::CompactionOptions::default())
             .await
             .unwrap();
@@ -630,6 +632,7 @@ async fn every_write_reports_what_it_did_in_one_shape() {
         );
         let again = compacted
             .dataset
+            .optimize()
             .compact(&lancet::CompactionOptions::default())
             .await
             .unwrap();
@@ -680,6 +683,7 @@ async fn a_column_with_nulls_stays_nullable() {
     let done = ds.alter_columns(&[tighten("x")]).await.unwrap();
     let x = done
         .dataset
+        .storage()
         .manifest()
         .fields
         .iter()
@@ -736,7 +740,12 @@ async fn a_merge_insert_rebases_over_deletes_and_is_redone_over_compactions() {
         assert_eq!(merged.version(), 3, "stable={stable}");
         // 2. a compaction of the fragments it updates lands first: the merge is redone
         let stale = merged.dataset.clone();
-        let compacted = merged.dataset.compact(&Default::default()).await.unwrap();
+        let compacted = merged
+            .dataset
+            .optimize()
+            .compact(&Default::default())
+            .await
+            .unwrap();
         assert!(compacted.versions >= 1);
         let again = stale
             .merge_insert(&["id"])
@@ -883,7 +892,7 @@ async fn fragments_of_unknown_row_count_are_read_not_taken_as_empty() {
     let mut scanned = column_i64(&scan(&after, ScanOptions::default()).await, "id");
     scanned.sort_unstable();
     assert_eq!(scanned, left);
-    after.verify_data().await.unwrap();
+    after.storage().verify_data().await.unwrap();
 }
 
 /// `Dataset::open_ref` opens what the CLI's `--version/--tag/--branch` and the Python
@@ -1024,12 +1033,12 @@ async fn table_at(uri: &str, n: i64, per_file: u64) -> Dataset {
 /// `physical_rows` 0 ("unknown" to Lance 14), the rest as `ds` holds it.
 async fn legacy_version(ds: &Dataset) {
     use lancet::paths::manifest::{write_manifest, ManifestContent};
-    let mut legacy = ds.manifest().clone();
+    let mut legacy = ds.storage().manifest().clone();
     legacy.version += 1;
     for f in &mut legacy.fragments {
         f.physical_rows = 0;
     }
-    let indices = ds.indices().to_vec();
+    let indices = ds.storage().indices().to_vec();
     let content = ManifestContent {
         indices: &indices,
         ..ManifestContent::new(&legacy)
@@ -1058,6 +1067,7 @@ async fn a_compaction_of_fragments_of_unknown_row_count_keeps_every_row() {
         let legacy = Dataset::open(uri).await.unwrap();
         assert_eq!(legacy.num_rows(), None);
         let compacted = legacy
+            .optimize()
             .compact(&lancet::CompactionOptions {
                 defer_index_remap: defer,
                 ..Default::default()
@@ -1079,6 +1089,6 @@ async fn a_compaction_of_fragments_of_unknown_row_count_keeps_every_row() {
                 "defer={defer}: the index answers"
             );
         }
-        ds.verify_data().await.unwrap();
+        ds.storage().verify_data().await.unwrap();
     }
 }

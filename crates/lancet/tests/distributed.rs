@@ -90,12 +90,12 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     };
     let mut written = Vec::new();
     for start in [0, 10, 20] {
-        let part = Dataset::write_new_fragments(uri, schema(), stream(rows(start, 10)), options)
+        let part = lancet::write_new_fragments(uri, schema(), stream(rows(start, 10)), options)
             .await
             .unwrap();
         written.extend(part);
     }
-    let ds = Dataset::create_from_fragments(uri, schema(), written.clone(), options)
+    let ds = lancet::create_from_fragments(uri, schema(), written.clone(), options)
         .await
         .unwrap()
         .dataset;
@@ -106,11 +106,11 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     assert_eq!(got, (0..30).collect::<Vec<_>>());
     // a location holding a table is refused, before anything is written
     let before = files(std::path::Path::new(uri));
-    let e = Dataset::write_new_fragments(uri, schema(), stream(rows(0, 5)), options)
+    let e = lancet::write_new_fragments(uri, schema(), stream(rows(0, 5)), options)
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    let e = Dataset::create_from_fragments(uri, schema(), written, options)
+    let e = lancet::create_from_fragments(uri, schema(), written, options)
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -214,14 +214,20 @@ async fn btree_segments_trained_apart_answer_as_one_index() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), Layout::Tree).await;
     let a = ds
+        .storage()
         .train_btree_segment("id", Some(&[0, 2, 4, 6, 8]), 64)
         .await
         .unwrap();
     let b = ds
+        .storage()
         .train_btree_segment("id", Some(&[1, 3, 5, 7, 9]), 64)
         .await
         .unwrap();
-    let c = ds.train_btree_segment("s", Some(&[1]), 64).await.unwrap();
+    let c = ds
+        .storage()
+        .train_btree_segment("s", Some(&[1]), 64)
+        .await
+        .unwrap();
     let before = files(dir.path());
     // refused: overlapping segments, another column's segment, none
     for (segments, column) in [
@@ -231,6 +237,7 @@ async fn btree_segments_trained_apart_answer_as_one_index() {
         (vec![a.clone()], "nope"),
     ] {
         let e = ds
+            .storage()
             .commit_btree_segments(column, segments)
             .await
             .unwrap_err();
@@ -246,11 +253,12 @@ async fn btree_segments_trained_apart_answer_as_one_index() {
     );
 
     let ds = ds
+        .storage()
         .commit_btree_segments("id", vec![a, b])
         .await
         .unwrap()
         .dataset;
-    let summary = ds.index_summaries().unwrap();
+    let summary = ds.storage().index_summaries().unwrap();
     assert_eq!((summary.len(), summary[0].segments), (1, 2));
     assert_eq!(summary[0].fragments.len(), 10);
     let found = ds
@@ -271,16 +279,24 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
         Field::new("id", DataType::Int64, true),
         Field::new("other", DataType::Int64, false),
     ] {
-        let e = ds.add_null_columns(&[bad]).await.unwrap_err();
+        let e = ds.storage().add_null_columns(&[bad]).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
     let ds = ds
+        .storage()
         .add_null_columns(std::slice::from_ref(&twice))
         .await
         .unwrap()
         .dataset;
     assert_eq!(ds.version(), 2);
-    assert_eq!(ds.unfilled_fragments("twice").await.unwrap().len(), 10);
+    assert_eq!(
+        ds.storage()
+            .unfilled_fragments("twice")
+            .await
+            .unwrap()
+            .len(),
+        10
+    );
 
     let column = |n: i64, start: i64| -> RecordBatch {
         RecordBatch::try_new(
@@ -292,6 +308,7 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
         .unwrap()
     };
     let rows0 = ds
+        .storage()
         .fragment_rows(0, Some(&["id".to_string()]))
         .await
         .unwrap();
@@ -312,24 +329,34 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
     )
     .unwrap();
     for bad in [column(99, 0), wrong_type, unknown] {
-        let e = ds.write_column_file(0, bad).await.unwrap_err();
+        let e = ds.storage().write_column_file(0, bad).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
-    let e = ds.write_column_file(42, column(100, 0)).await.unwrap_err();
+    let e = ds
+        .storage()
+        .write_column_file(42, column(100, 0))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert_eq!(files(dir.path()), before);
 
     let mut written = Vec::new();
     for f in 0..4u64 {
         let file = ds
+            .storage()
             .write_column_file(f, column(100, f as i64 * 100))
             .await
             .unwrap();
         written.push((f, file));
     }
-    let ds = ds.replace_data_files(&written).await.unwrap().dataset;
+    let ds = ds
+        .storage()
+        .replace_data_files(&written)
+        .await
+        .unwrap()
+        .dataset;
     assert_eq!(
-        ds.unfilled_fragments("twice").await.unwrap(),
+        ds.storage().unfilled_fragments("twice").await.unwrap(),
         vec![4, 5, 6, 7, 8, 9]
     );
     let got: Vec<RecordBatch> = ds
@@ -353,20 +380,20 @@ async fn a_backfill_writes_column_files_per_fragment_and_publishes_them() {
         })
         .collect();
     assert_eq!(twice_values, vec![Some(642), None]); // fragment 7 not backfilled yet
-    ds.verify_data().await.unwrap();
+    ds.storage().verify_data().await.unwrap();
 }
 
 #[tokio::test]
 async fn an_empty_table_gets_an_empty_btree_as_lance_builds_one() {
     let dir = tempfile::tempdir().unwrap();
     let ds = table(dir.path(), Layout::Flat).await;
-    let ds = ds.truncate().await.unwrap().dataset;
+    let ds = ds.storage().truncate().await.unwrap().dataset;
     let ds = ds.build_btree("id", 64).await.unwrap().dataset;
-    let summary = ds.index_summaries().unwrap();
+    let summary = ds.storage().index_summaries().unwrap();
     assert_eq!((summary.len(), summary[0].fragments.len()), (1, 0));
     let found = ds.search(&Filter::parse("id = 5").unwrap()).await.unwrap();
     assert!(found.row_ids.is_empty());
-    ds.verify_data().await.unwrap();
+    ds.storage().verify_data().await.unwrap();
     // rows appended later are found (by scan until the index is optimized over them)
     let ds = ds.append(stream(rows(5000, 10))).await.unwrap().dataset;
     let found = ds
@@ -375,6 +402,7 @@ async fn an_empty_table_gets_an_empty_btree_as_lance_builds_one() {
         .unwrap();
     assert_eq!(found.row_ids.len(), 1);
     let ds = ds
+        .optimize()
         .optimize_indices(&Default::default())
         .await
         .unwrap()

@@ -24,6 +24,7 @@ use lancet::{Caches, CleanupPolicy, Dataset};
 async fn tree_table(dir: &std::path::Path) -> Dataset {
     flat_table(dir, 40)
         .await
+        .storage()
         .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
@@ -107,7 +108,7 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
         .await
         .unwrap()
         .storage()
-        .commit_actions(base.manifest().clone(), &[], &actions(), &config)
+        .commit_actions(base.storage().manifest().clone(), &[], &actions(), &config)
         .await
         .unwrap();
     assert!(clean.objects_written >= 6, "{}", clean.objects_written);
@@ -135,7 +136,7 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
         copy(template.path(), count_dir.path());
         let (ds, store) = faulty(count_dir.path(), request, 0, Mode::Before).await;
         ds.storage()
-            .commit_actions(ds.manifest().clone(), &[], &actions(), &config)
+            .commit_actions(ds.storage().manifest().clone(), &[], &actions(), &config)
             .await
             .unwrap();
         let n = store.matching();
@@ -153,7 +154,7 @@ async fn every_failed_request_of_a_tree_commit_leaves_the_old_or_the_new_version
                 let (ds, _) = faulty(dir.path(), request, k, mode).await;
                 let result = ds
                     .storage()
-                    .commit_actions(ds.manifest().clone(), &[], &actions(), &config)
+                    .commit_actions(ds.storage().manifest().clone(), &[], &actions(), &config)
                     .await;
                 let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
                 let what = format!("{request:?} #{k} {mode:?}: {result:?}");
@@ -224,7 +225,7 @@ async fn a_cleanup_that_meets_failed_requests_never_deletes_what_a_version_needs
         ds = ds
             .storage()
             .commit_actions(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &actions,
                 &TreeWriterConfig::tiny(),

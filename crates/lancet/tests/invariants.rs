@@ -42,7 +42,8 @@ async fn layout(ds: Dataset, layout: Layout) -> Dataset {
     match layout {
         Layout::Flat => ds,
         Layout::Tree => {
-            ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+            ds.storage()
+                .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
                 .await
                 .unwrap()
                 .dataset
@@ -62,7 +63,7 @@ async fn refused(
     want: Invariant,
 ) {
     let before = versions_dir(dir);
-    let mut manifest = ds.manifest().clone();
+    let mut manifest = ds.storage().manifest().clone();
     edit(&mut manifest);
     // the data files staged, as a writer writes them (deletion files are not: the
     // deletion-file rules are among those tested)
@@ -120,7 +121,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         // fragment 3 removed: its id stays dead
         let ds = ds
             .commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[(3, Action::Remove)],
                 &TreeWriterConfig::tiny(),
@@ -146,7 +147,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
             Invariant::MaxFragmentIdMonotone,
         )
         .await;
-        let mut advanced = ds.manifest().clone();
+        let mut advanced = ds.storage().manifest().clone();
         advanced.next_row_id = 100;
         let ds = ds
             .storage()
@@ -173,7 +174,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         let before = versions_dir(d);
         let err = ds
             .commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[(1, Action::AddDeletionFile(too_many))],
                 &TreeWriterConfig::tiny(),
@@ -254,7 +255,7 @@ async fn fragment_id_count_base_and_index_rules_refuse_without_writing() {
         tagged.index_version = Some(1);
         refused(d, &ds, keep, &[tagged], &[], Invariant::FlagRequired).await;
         // 1024 is sticky once set
-        let mut with_fri = ds.manifest().clone();
+        let mut with_fri = ds.storage().manifest().clone();
         with_fri.reader_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
         with_fri.writer_feature_flags |= flags::FRAGMENT_REUSE_INDEX;
         let ds = ds
@@ -422,7 +423,7 @@ async fn row_id_rules_refuse_without_writing() {
         )
         .await;
         // and the valid append lands
-        let mut m = ds.manifest().clone();
+        let mut m = ds.storage().manifest().clone();
         next(&mut m);
         let appended = ds
             .commit_staged(
@@ -446,7 +447,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
         let start = layout(flat_table(d, 4).await, l).await;
         let removed = start
             .commit_staged(
-                start.manifest().clone(),
+                start.storage().manifest().clone(),
                 &[],
                 &[(3, Action::Remove)],
                 &TreeWriterConfig::tiny(),
@@ -455,7 +456,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
             .unwrap();
         let appended = removed
             .commit_staged(
-                removed.manifest().clone(),
+                removed.storage().manifest().clone(),
                 &[],
                 &[upsert(fragment(4))],
                 &TreeWriterConfig::tiny(),
@@ -473,7 +474,11 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
             .map(|f| f.id)
             .collect();
         assert_eq!(ids, vec![0, 1, 2, 3], "{l:?}");
-        assert_eq!(restored.manifest().max_fragment_id, Some(4), "{l:?}");
+        assert_eq!(
+            restored.storage().manifest().max_fragment_id,
+            Some(4),
+            "{l:?}"
+        );
         let txn = restored.storage().transaction().await.unwrap().unwrap();
         assert_eq!(txn.operation_name(), "Restore");
         restored.verify().await.unwrap();
@@ -489,7 +494,7 @@ async fn restore_publishes_an_old_version_without_lowering_ids() {
         .await;
         let next = restored
             .commit_staged(
-                restored.manifest().clone(),
+                restored.storage().manifest().clone(),
                 &[],
                 &[upsert(fragment(5))],
                 &TreeWriterConfig::tiny(),
@@ -546,7 +551,7 @@ async fn verify_names_the_invariant_a_stored_version_breaks() {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
             let ds = stable_table(d, 3).await;
-            let mut m = ds.manifest().clone();
+            let mut m = ds.storage().manifest().clone();
             m.version = 2;
             edit(&mut m);
             if l == Layout::Tree {
@@ -587,7 +592,7 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
             let ds = stable_table(d, 3).await;
-            let mut m = ds.manifest().clone();
+            let mut m = ds.storage().manifest().clone();
             m.version = 2;
             edit(&mut m);
             if !to_tree {
@@ -600,10 +605,11 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
             let before = versions_dir(d);
             let err = match to_tree {
                 true => bad
+                    .storage()
                     .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
                     .await
                     .unwrap_err(),
-                false => bad.flatten().await.unwrap_err(),
+                false => bad.storage().flatten().await.unwrap_err(),
             };
             if !to_tree && want == Invariant::BaseIdKnown {
                 // the tree reader refuses the record before any invariant is judged
@@ -618,7 +624,8 @@ async fn a_conversion_of_a_version_that_breaks_an_invariant_is_refused() {
     // a valid table converts both ways
     let dir = tempfile::tempdir().unwrap();
     let tree = layout(stable_table(dir.path(), 3).await, Layout::Tree).await;
-    tree.flatten()
+    tree.storage()
+        .flatten()
         .await
         .unwrap()
         .dataset
@@ -652,7 +659,7 @@ async fn index_coverage_and_schema_rules_refuse_without_writing() {
             ..Default::default()
         };
         let ds = layout(common::table_of(d, holding_a).await, l).await;
-        let mut schema = ds.manifest().clone();
+        let mut schema = ds.storage().manifest().clone();
         schema.fields = vec![field(0, "a")];
         schema.max_allocated_field_id = Some(2);
         schema.writer_feature_flags |= flags::NON_REUSABLE_FIELD_IDS;
@@ -736,7 +743,7 @@ async fn storage_actions_are_judged_by_the_files_they_add() {
                 let before = versions_dir(d);
                 let err = ds
                     .storage()
-                    .commit_actions(ds.manifest().clone(), &[], &actions, &config)
+                    .commit_actions(ds.storage().manifest().clone(), &[], &actions, &config)
                     .await
                     .unwrap_err();
                 assert_eq!(err.invariant(), Some(want), "{l:?}: {err}");
@@ -773,7 +780,7 @@ async fn storage_actions_are_judged_by_the_files_they_add() {
         // each staged, the same commits land
         let staged = ds
             .commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[upsert(fragment(2)), (0, Action::AddDeletionFile(deletion))],
                 &config,

@@ -195,7 +195,7 @@ async fn commits_on_cold_leaves_reopen_them_from_kept_outlines() {
         records[id as usize].deletion_file = Some(deletion);
         ds = ds
             .commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &[(id, Action::AddDeletionFile(deletion))],
                 &TreeWriterConfig::default(),
@@ -261,18 +261,25 @@ async fn index_fragment_bitmaps_decode_strictly() {
         .await
         .unwrap();
     assert_eq!(
-        ds.storage().index_fragments(&ds.indices()[0]).unwrap(),
+        ds.storage()
+            .index_fragments(&ds.storage().indices()[0])
+            .unwrap(),
         Some(good)
     );
     assert_eq!(
-        ds.storage().index_fragments(&ds.indices()[1]).unwrap(),
+        ds.storage()
+            .index_fragments(&ds.storage().indices()[1])
+            .unwrap(),
         None
     );
     for i in [2, 3] {
-        let err = ds.storage().index_fragments(&ds.indices()[i]).unwrap_err();
+        let err = ds
+            .storage()
+            .index_fragments(&ds.storage().indices()[i])
+            .unwrap_err();
         assert_eq!(err.kind(), lancet::ErrorKind::Corrupt, "{err}");
         let err = err.to_string();
-        assert!(err.contains(&ds.indices()[i].name), "{err}");
+        assert!(err.contains(&ds.storage().indices()[i].name), "{err}");
         assert!(err.contains("fragment_bitmap"), "{err}");
     }
 }

@@ -86,7 +86,8 @@ async fn table_with_flags(dir: &Path, feature_flags: u64, tree: bool) -> Dataset
     if !tree {
         return ds;
     }
-    ds.convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
+    ds.storage()
+        .convert_to_tree(&TreeWriterConfig::tiny(), |_, _| {})
         .await
         .unwrap()
         .dataset
@@ -149,8 +150,8 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
             vec![(0, (0..30).collect()), (1, (30..50).collect())],
             "tree={tree}"
         );
-        assert_eq!(one.manifest().next_row_id, 50);
-        assert_eq!(one.manifest().max_fragment_id, Some(1));
+        assert_eq!(one.storage().manifest().next_row_id, 50);
+        assert_eq!(one.storage().manifest().max_fragment_id, Some(1));
         let f = one.storage().fragment(1).await.unwrap().unwrap();
         let (created, updated) = one.storage().version_sequences(&f).unwrap();
         assert_eq!(created.unwrap().version_at(19), Some(one.version()));
@@ -188,7 +189,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         assert_eq!(live[0], (0, expect));
         let f0 = three.storage().fragment(0).await.unwrap().unwrap();
         assert_eq!(f0.deletion_file.unwrap().num_deleted_rows, 3);
-        three.verify_data().await.unwrap();
+        three.storage().verify_data().await.unwrap();
 
         // an update moves row id 7 to a new fragment: same id, creation kept
         let mut moved = written(d, "moved.lance", 1).await;
@@ -214,7 +215,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         let live = row_ids(&four).await;
         assert_eq!(live.last().unwrap(), &(2, vec![7]), "tree={tree}");
         assert_eq!(
-            four.manifest().next_row_id,
+            four.storage().manifest().next_row_id,
             50,
             "a moved row takes no new id"
         );
@@ -222,7 +223,7 @@ async fn append_numbers_fragments_and_assigns_row_ids_on_both_layouts() {
         let (created, updated) = four.storage().version_sequences(&f2).unwrap();
         assert_eq!(created.unwrap().version_at(0), Some(one.version()));
         assert_eq!(updated.unwrap().version_at(0), Some(four.version()));
-        four.verify_data().await.unwrap();
+        four.storage().verify_data().await.unwrap();
     }
 }
 
@@ -246,7 +247,7 @@ async fn two_appends_prepared_on_one_version_both_land_with_distinct_ids() {
             row_ids(&latest).await,
             vec![(0, (0..10).collect()), (1, (10..15).collect())]
         );
-        latest.verify_data().await.unwrap();
+        latest.storage().verify_data().await.unwrap();
     }
 }
 
@@ -333,7 +334,7 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
             .await
             .unwrap()
             .dataset;
-        assert_eq!(reserved.manifest().max_fragment_id, Some(4));
+        assert_eq!(reserved.storage().manifest().max_fragment_id, Some(4));
         let five = reserved
             .commit(append(vec![written(d, "g.lance", 3).await]))
             .await
@@ -410,7 +411,7 @@ async fn bad_operations_are_refused_typed_and_write_nothing() {
             .await
             .unwrap()
             .dataset;
-        assert_eq!(indexed.indices().len(), 1);
+        assert_eq!(indexed.storage().indices().len(), 1);
         let twice = Operation::CreateIndex(CreateIndex {
             new_indices: vec![entry(1)],
             removed_indices: vec![],
@@ -459,7 +460,7 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
         .unwrap()
         .dataset;
     assert_eq!(two.num_rows(), Some(8));
-    two.verify_data().await.unwrap();
+    two.storage().verify_data().await.unwrap();
 }
 
 /// Merge lists every fragment of the table (Lance 14.0.2's `merge_fragments_valid`): one it
@@ -544,7 +545,7 @@ async fn merge_and_data_replacement_keep_lances_rules() {
             replaced.storage().fragment(1).await.unwrap().unwrap().files,
             vec![same]
         );
-        replaced.verify_data().await.unwrap();
+        replaced.storage().verify_data().await.unwrap();
     }
 }
 
@@ -617,7 +618,7 @@ async fn update_config_changes_config_and_metadata() {
             .dataset;
         let reopened = Dataset::open(d.to_str().unwrap()).await.unwrap();
         assert_eq!(reopened.version(), next.version());
-        let m = reopened.manifest();
+        let m = reopened.storage().manifest();
         assert_eq!(
             m.config
                 .get("lance.auto_cleanup.interval")
@@ -677,7 +678,7 @@ async fn a_column_rewritten_in_place_leaves_its_index() {
             .dataset;
         let covered = ds
             .storage()
-            .index_fragments(&ds.indices()[0])
+            .index_fragments(&ds.storage().indices()[0])
             .unwrap()
             .unwrap();
         assert_eq!(covered.iter().collect::<Vec<_>>(), [1], "{layout:?}");
@@ -696,7 +697,7 @@ async fn a_column_rewritten_in_place_leaves_its_index() {
         assert_eq!(found("a = 5").await, [5], "{layout:?}");
         assert!(found("a = 1005").await.is_empty(), "{layout:?}");
         assert_eq!(found("a = 1015").await, [(1 << 32) | 5], "{layout:?}");
-        ds.verify_data().await.unwrap();
+        ds.storage().verify_data().await.unwrap();
     }
 }
 
@@ -726,7 +727,7 @@ async fn reserved_fragment_ids_can_be_used_once() {
             .await
             .unwrap()
             .dataset;
-        assert_eq!(ds.manifest().max_fragment_id, Some(4));
+        assert_eq!(ds.storage().manifest().max_fragment_id, Some(4));
         let mut staged = written(d, "c.lance", 4).await;
         staged.id = 3;
         let ds = ds
@@ -736,8 +737,8 @@ async fn reserved_fragment_ids_can_be_used_once() {
             .dataset;
         let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
         assert_eq!(ids, [0, 1, 3], "tree={tree}");
-        assert_eq!(ds.manifest().max_fragment_id, Some(4));
-        ds.verify_data().await.unwrap();
+        assert_eq!(ds.storage().manifest().max_fragment_id, Some(4));
+        ds.storage().verify_data().await.unwrap();
         // fragments 1 and 3 removed: neither id may be taken again
         let ds = ds
             .commit(Operation::Delete(Delete {

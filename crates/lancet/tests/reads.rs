@@ -152,7 +152,7 @@ async fn reads_per_object_of_each_command() {
                             .unwrap();
                     }
                     "compact" => {
-                        ds.compact(&Default::default()).await.unwrap();
+                        ds.optimize().compact(&Default::default()).await.unwrap();
                     }
                     "optimize" => {
                         let ds = ds
@@ -161,7 +161,10 @@ async fn reads_per_object_of_each_command() {
                             .unwrap()
                             .dataset;
                         counting.reset();
-                        ds.optimize_indices(&Default::default()).await.unwrap();
+                        ds.optimize()
+                            .optimize_indices(&Default::default())
+                            .await
+                            .unwrap();
                     }
                     "append" => {
                         ds.append(futures::stream::iter([Ok(rows(1_000_000, 10))]))

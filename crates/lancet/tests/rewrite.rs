@@ -78,8 +78,8 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
     let ids: Vec<u64> = ds.fragments().await.unwrap().iter().map(|f| f.id).collect();
     assert_eq!(ids, vec![2], "ids are assigned after the largest used");
     for word in [
-        ds.manifest().reader_feature_flags,
-        ds.manifest().writer_feature_flags,
+        ds.storage().manifest().reader_feature_flags,
+        ds.storage().manifest().writer_feature_flags,
     ] {
         assert_ne!(word & flags::FRAGMENT_REUSE_INDEX, 0);
     }
@@ -121,7 +121,7 @@ async fn a_chain_of_rewrites_is_committed_and_translates() {
     let trimmed = trimmed.dataset;
     assert!(trimmed.storage().fri_entry().is_none());
     assert_ne!(
-        trimmed.manifest().reader_feature_flags & flags::FRAGMENT_REUSE_INDEX,
+        trimmed.storage().manifest().reader_feature_flags & flags::FRAGMENT_REUSE_INDEX,
         0
     );
     assert_eq!(trimmed.storage().trim_fri().await.unwrap().versions, 0);
@@ -273,8 +273,8 @@ async fn a_flat_rewrite_is_rebased_over_other_writers() {
         let ds = table(m, &[]).await;
         let changed = ds
             .commit_staged(
-                ds.manifest().clone(),
-                ds.indices(),
+                ds.storage().manifest().clone(),
+                ds.storage().indices(),
                 &[(id, other)],
                 &Default::default(),
             )

@@ -80,7 +80,7 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
         let before = versions_dir(dir.path());
         let err = ds
             .commit_staged(
-                ds.manifest().clone(),
+                ds.storage().manifest().clone(),
                 &[],
                 &append(),
                 &TreeWriterConfig::default(),
@@ -99,6 +99,7 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
             "{message}"
         );
         let err = ds
+            .storage()
             .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
             .await
             .unwrap_err();
@@ -114,14 +115,15 @@ async fn a_fragment_with_an_external_file_arm_is_never_written_again() {
     let ds = table(dir.path(), &[]).await;
     let next = ds
         .commit_staged(
-            ds.manifest().clone(),
+            ds.storage().manifest().clone(),
             &[],
             &append(),
             &TreeWriterConfig::default(),
         )
         .await
         .unwrap();
-    next.convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
+    next.storage()
+        .convert_to_tree(&TreeWriterConfig::default(), |_, _| {})
         .await
         .unwrap();
 }

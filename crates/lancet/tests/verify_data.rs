@@ -89,7 +89,7 @@ async fn table_allocating(
 
 async fn broken_invariant(ds: &Dataset) -> (Invariant, String) {
     ds.verify().await.unwrap();
-    let err = ds.verify_data().await.unwrap_err();
+    let err = ds.storage().verify_data().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     let message = err.to_string();
     let invariant = err
@@ -102,7 +102,7 @@ async fn broken_invariant(ds: &Dataset) -> (Invariant, String) {
 #[tokio::test]
 async fn data_files_that_match_their_fragments_pass() {
     let (_dir, ds) = table_with(|_, _| {}).await;
-    let report = ds.verify_data().await.unwrap();
+    let report = ds.storage().verify_data().await.unwrap();
     assert_eq!(report.fragments, 2);
 }
 
@@ -158,7 +158,7 @@ async fn other_field_ids_than_the_data_file_lists_break_data_file_fields() {
     // a tombstone (-2) stands for one retired column the file still holds: [0, -2] is the
     // file's two columns, [-2] leaves one of them unaccounted for
     let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![0, -2]).await;
-    ds.verify_data().await.unwrap();
+    ds.storage().verify_data().await.unwrap();
     let (_dir, ds) = table_with(|_, f| f.files[0].fields = vec![-2]).await;
     assert_eq!(broken_invariant(&ds).await.0, Invariant::DataFileFields);
 }

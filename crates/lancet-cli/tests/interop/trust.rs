@@ -279,6 +279,7 @@ async fn a_rebased_delete_does_not_bring_back_a_dropped_column() {
     assert_eq!(json!(files), dropped["files"], "the files pylance left");
     let names: Vec<&str> = committed
         .dataset
+        .storage()
         .manifest()
         .fields
         .iter()

@@ -96,7 +96,7 @@ pub fn files(dir: &Path) -> BTreeSet<String> {
 pub async fn needed_by(ds: &Dataset) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     out.insert(ds.storage().manifest_path());
-    let tf = &ds.manifest().transaction_file;
+    let tf = &ds.storage().manifest().transaction_file;
     if !tf.is_empty() {
         out.insert(format!("_transactions/{tf}"));
     }
@@ -110,7 +110,7 @@ pub async fn needed_by(ds: &Dataset) -> BTreeSet<String> {
             }
             walk.into_stream().try_collect().await.unwrap()
         }
-        None => ds.manifest().fragments.clone(),
+        None => ds.storage().manifest().fragments.clone(),
     };
     for f in &fragments {
         for l in ds.storage().data_file_locations(f).unwrap() {
