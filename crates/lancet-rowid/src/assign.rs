@@ -9,12 +9,14 @@
 //!   for new rows) and `_row_last_updated_at_version` (the new version), as Lance's writer
 //!   builds them: one `Range` run per stretch of equal versions.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use lancet_proto::table::data_fragment::{
     CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence as PbRowIds,
 };
 use lancet_proto::table::DataFragment;
+use lancet_txn::finish::Finished;
 
 use crate::error::{Result, RowIdError};
 use crate::segment::U64Segment;
@@ -185,6 +187,79 @@ pub fn rechunk_fragments(
         start = end;
     }
     Ok(())
+}
+
+/// Row ids and version sequences for what a change finished on a stable-row-id table writes
+/// (`finished`, committed as `version`; `manifest` names the manifest in errors), as Lance
+/// 14.0.2's commit gives them:
+/// - new fragments take ids from the manifest's `next_row_id`, which is advanced past them;
+///   rows an update moved keep their ids ([`assign_row_ids`]);
+/// - each new fragment is created at `version`, except rows an update moved, which keep the
+///   version they were created at in the records the change updates or removes (a row of a
+///   record without a created-at sequence counts as created at 1, written before Lance
+///   tracked versions); every row is last updated at `version` ([`stamp_versions`]);
+/// - records whose data files a Merge or a DataReplacement rewrote are updated at `version`
+///   ([`restamp_updated`]).
+///
+/// Returns the new fragments that hold only moved rows (every row keeps its id), for the
+/// index rule of an Update that moves rows (`lancet_txn::build::cover_moved_rows`). A
+/// Rewrite's destinations carry their rows' ids and versions as the rewrite wrote them: the
+/// caller does not stamp a Rewrite.
+pub fn stamp_change(finished: &mut Finished, version: u64, manifest: &str) -> Result<Vec<u32>> {
+    let mut moved_only = Vec::new();
+    let mut moved = false;
+    for f in &finished.created {
+        let carried = crate::fragment::row_ids_of(f, manifest)?.map(|s| s.len());
+        moved |= carried.is_some();
+        if carried == Some(f.physical_rows) {
+            moved_only.push(u32::try_from(f.id).unwrap_or(u32::MAX));
+        }
+    }
+    let fresh_from = finished.manifest.next_row_id;
+    finished.manifest.next_row_id = assign_row_ids(fresh_from, &mut finished.created)?;
+    let created_at = match moved {
+        true => created_at_of(
+            finished
+                .updated
+                .iter()
+                .map(|(before, _)| before)
+                .chain(&finished.removed),
+            manifest,
+        )?,
+        false => HashMap::new(),
+    };
+    for f in &mut finished.created {
+        stamp_versions(f, version, fresh_from, |id| created_at.get(&id).copied())?;
+    }
+    for (_, after) in &mut finished.updated {
+        if finished.rewritten.contains(&after.id) {
+            restamp_updated(after, version);
+        }
+    }
+    Ok(moved_only)
+}
+
+/// The version each row of `fragments` was created at, by row id. Rows of a fragment without
+/// a created-at sequence count as created at 1 (written before Lance tracked versions).
+fn created_at_of<'a>(
+    fragments: impl Iterator<Item = &'a DataFragment>,
+    manifest: &str,
+) -> Result<HashMap<u64, u64>> {
+    let mut out = HashMap::new();
+    for f in fragments {
+        let Some(ids) = crate::fragment::row_ids_of(f, manifest)? else {
+            continue;
+        };
+        let (created, _) = crate::fragment::versions_of(f, manifest)?;
+        for (offset, id) in ids.iter().enumerate() {
+            let at = created
+                .as_ref()
+                .and_then(|c| c.version_at(offset as u64))
+                .unwrap_or(1);
+            out.insert(id, at);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

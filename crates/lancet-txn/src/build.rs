@@ -40,7 +40,7 @@ use lancet_proto::file::Field;
 use lancet_proto::flags;
 use lancet_proto::roaring_wire::encode_roaring32;
 use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
-use lancet_proto::table::transaction::{Operation, Update};
+use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
 use lancet_proto::table::{DataFile, DataFragment, FragmentTreeMetadata, IndexMetadata, Manifest};
 use lancet_proto::transaction::operation_name;
 
@@ -865,13 +865,14 @@ pub fn new_table(fields: &[Field], version: &str, stable_row_ids: bool, writer: 
 /// the indexed values did not change. No index loses a fragment. Entries in the address
 /// domain are left alone: ZoneMap and BloomFilter, and every entry with `index_version` 1 or
 /// more (a BTree pylance 14.0.2 trains holds addresses, and it does not extend those either:
-/// the moved rows are not at the addresses the index holds).
+/// the moved rows are not at the addresses the index holds). An Update in another mode moves
+/// no row: nothing changes.
 pub fn cover_moved_rows(
     indices: &mut [IndexMetadata],
     update: &Update,
     pure: &[u32],
 ) -> Result<()> {
-    if pure.is_empty() {
+    if pure.is_empty() || update.update_mode != UpdateMode::RewriteRows as i32 {
         return Ok(());
     }
     let sources: Vec<u32> = update

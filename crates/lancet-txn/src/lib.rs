@@ -33,6 +33,7 @@ mod conflict;
 pub mod coverage;
 mod error;
 pub mod fields;
+pub mod finish;
 mod invariant;
 mod invariants;
 pub mod merge;

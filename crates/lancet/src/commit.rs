@@ -20,6 +20,7 @@ use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::build::{Change, Content};
+use lancet_txn::finish;
 use lancet_txn::operation::{
     conversion_operation, data_operation, index_operation, new_transaction, restore_operation,
 };
@@ -655,13 +656,7 @@ struct Prepared {
 fn added_files(changes: &[FragmentChange]) -> Vec<DataFragment> {
     changes
         .iter()
-        .filter_map(|c| {
-            let after = c.after.as_ref()?;
-            let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
-            let mut f = after.clone();
-            f.files.retain(|d| !old.contains(d));
-            (!f.files.is_empty()).then_some(f)
-        })
+        .filter_map(|c| finish::files_added(c.before.as_ref(), c.after.as_ref()?))
         .collect()
 }
 
