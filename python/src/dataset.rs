@@ -217,11 +217,16 @@ impl PyDataset {
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
     }
 
-    /// `(id, physical rows, live rows)` of every fragment, in id order; live rows `None`
-    /// where a legacy manifest leaves the count unknown.
+    /// `(id, physical rows, live rows)` of every fragment, in id order, physical rows
+    /// counted from the data files where a legacy manifest leaves them unknown (the
+    /// facade's one rule); live rows `None` where the deleted rows are not counted.
     fn fragments(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, Option<u64>)>> {
         let ds = self.ds.clone();
-        let all = block_on(py, async move { ds.fragments().await }).py_err()?;
+        let all = block_on(
+            py,
+            async move { ds.storage().fragments_with_known_rows().await },
+        )
+        .py_err()?;
         Ok(all
             .iter()
             .map(|f| {

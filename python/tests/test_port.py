@@ -90,6 +90,29 @@ def test_lancet_reads_what_pylance_writes(tmp_uri):
     assert ds.count_rows("id > 100") == peer.count_rows("id > 100")
 
 
+def test_a_table_whose_manifest_leaves_row_counts_unknown_counts_every_row(tmp_uri):
+    """A fragment record with `physical_rows` 0 (a manifest written before Lance recorded
+    counts; pylance writes one when committed so) holds the rows of its data files: pylance
+    reads them from the files, and so does lancet, for every count and scan."""
+    from lance.fragment import FragmentMetadata
+
+    table = rows(0, 1000)
+    written = lance.fragment.write_fragments(table, tmp_uri, max_rows_per_file=300)
+    legacy = [FragmentMetadata(f.id, f.files, 0, f.deletion_file, f.row_id_meta) for f in written]
+    lance.LanceDataset.commit(tmp_uri, lance.LanceOperation.Overwrite(table.schema, legacy))
+    peer = lance.dataset(tmp_uri)
+    assert [f.metadata.physical_rows for f in peer.get_fragments()] == [None] * 4
+    ds = lancet.dataset(tmp_uri)
+    assert ds.count_rows() == peer.count_rows() == 1000
+    assert ds.count_rows("id >= 950") == peer.count_rows("id >= 950") == 50
+    assert [f.count_rows() for f in ds.get_fragments()] == [f.count_rows() for f in peer.get_fragments()]
+    assert [f.physical_rows for f in ds.get_fragments()] == [300, 300, 300, 100]
+    assert ds.to_table() == peer.to_table()
+    # a delete on such a table deletes what it matches, and pylance reads the result
+    ds.delete("id % 10 = 0")
+    assert lance.dataset(tmp_uri).count_rows() == lancet.dataset(tmp_uri).count_rows() == 900
+
+
 def test_writes_accept_pandas_polars_readers_and_batches(tmp_path):
     import pandas as pd
     import polars as pl

@@ -12,8 +12,8 @@ use lancet_proto::RowAddress;
 
 use crate::error::{Error, Result};
 use crate::rowids;
-use crate::scan;
 use crate::snapshot::Snapshot;
+use crate::take;
 
 /// The changes of versions `(begin, end]` ([`Dataset::changes`](crate::Dataset::changes)).
 #[derive(Debug, Clone)]
@@ -143,7 +143,7 @@ async fn rows_changed(
             }
         }
     }
-    let rows = scan::take_addresses(snap, &addresses, None).await?;
+    let rows = take::take_addresses(snap, &addresses, None).await?;
     let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().cloned().collect();
     let mut columns: Vec<ArrayRef> = rows.columns().to_vec();
     for (name, values) in [

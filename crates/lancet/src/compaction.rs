@@ -35,8 +35,8 @@ use crate::operations;
 use crate::rewrite;
 use crate::rewrite::{RewriteGroup, RewriteMapping};
 use crate::rowids;
-use crate::scan;
 use crate::snapshot::Snapshot;
+use crate::take;
 use crate::write;
 
 /// One group of fragments to rewrite together, as planned on `read_version`. Serializes
@@ -127,7 +127,7 @@ pub(crate) async fn execute_compaction(
         .sum();
     let rows: Vec<BoxStream<'static, Result<arrow_array::RecordBatch>>> = sources
         .iter()
-        .map(|(f, d)| scan::live_rows(&at, f.clone(), d.clone()))
+        .map(|(f, d)| take::live_rows(&at, f.clone(), d.clone()))
         .collect::<Result<_>>()?;
     // balanced outputs of about the target each, as pylance 14.0.2's compaction plans them
     let options = lancet_file::FragmentOptions {

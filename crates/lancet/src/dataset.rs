@@ -22,6 +22,7 @@ use crate::cache::Caches;
 use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
 use crate::committed::Committed;
+use crate::convert;
 use crate::error::Result;
 use crate::exprs::{Assignment, ValueExpr};
 use crate::handle::Dataset;
@@ -35,12 +36,13 @@ use crate::search::SearchResult;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::tags::Tags;
+use crate::take;
 use crate::verify::VerifyReport;
 use crate::version_ref::VersionRef;
 use crate::write::{AppendOptions, CreateOptions};
 use crate::{
-    backfill, branches, changes, cleanup, clone, commit, merge, mutate, operations, scan,
-    schema_change, search, storage, tags, verify, write,
+    backfill, branches, changes, cleanup, clone, merge, mutate, operations, scan, schema_change,
+    search, storage, tags, verify, write,
 };
 use futures::stream::BoxStream;
 use lancet_filter::Filter;
@@ -127,7 +129,7 @@ impl Dataset {
     /// The rows with stable row ids (row addresses on a table without stable row ids)
     /// `row_ids`, in the order asked; an id that is not live is an error naming it.
     pub async fn take(&self, row_ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
-        Box::pin(scan::take(&self.snap, row_ids, columns)).await
+        Box::pin(take::take(&self.snap, row_ids, columns)).await
     }
 
     /// The rows of this version where `filter` is TRUE, and where it is NULL.
@@ -267,7 +269,7 @@ impl Dataset {
     /// version records `Restore { version }`; it is never rebased (a concurrent commit makes
     /// it a retryable conflict). The way back from a bad version.
     pub async fn restore(&self, version: u64) -> Result<Committed> {
-        Box::pin(commit::restore(&self.snap, version)).await
+        Box::pin(convert::restore(&self.snap, version)).await
     }
 }
 

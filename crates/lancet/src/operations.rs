@@ -16,6 +16,7 @@ use roaring::RoaringBitmap;
 use crate::commit;
 use crate::commit::Intent;
 use crate::committed::Committed;
+use crate::convert;
 use crate::error::{Error, Result};
 use crate::plan;
 use crate::rowids;
@@ -31,7 +32,7 @@ use crate::snapshot::Snapshot;
 /// latest version) or fails typed.
 pub(crate) async fn commit(snap: &Snapshot, operation: Operation) -> Result<Committed> {
     match &operation {
-        Operation::Restore(r) => return commit::restore(snap, r.version).await,
+        Operation::Restore(r) => return convert::restore(snap, r.version).await,
         // its index entries and its history are written with it, by the paths that move rows
         Operation::Rewrite(_) => {
             return Err(Error::Txn(TxnError::Unsupported {

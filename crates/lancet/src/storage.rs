@@ -31,6 +31,7 @@ use crate::backfill;
 use crate::cleanup::CleanupPolicy;
 use crate::commit;
 use crate::committed::Committed;
+use crate::convert;
 use crate::error::Result;
 use crate::fri;
 use crate::handle::Dataset;
@@ -50,6 +51,7 @@ use crate::search;
 use crate::search::{SearchOptions, SearchResult};
 use crate::segment::BTreeSegment;
 use crate::snapshot::Snapshot;
+use crate::take;
 use crate::verify;
 use crate::verify::VerifyReport;
 use crate::write;
@@ -115,6 +117,15 @@ impl<'a> Storage<'a> {
     /// Fragment `id`, or `None` when the version has no such fragment.
     pub async fn fragment(self, id: u64) -> Result<Option<DataFragment>> {
         self.ds.fragment(id).await
+    }
+
+    /// Every fragment of the version, in id order, with every physical row count known: a
+    /// record that leaves it unknown (0, in a legacy manifest) counted from its first data
+    /// file's footer, as Lance 14's `FileFragment::physical_rows` counts it; the records are
+    /// otherwise as stored ([`crate::Dataset::fragments`] gives them as stored). What a
+    /// binding or an engine reports as a fragment's rows.
+    pub async fn fragments_with_known_rows(self) -> Result<Arc<[DataFragment]>> {
+        self.ds.with_known_rows(self.ds.fragments().await?).await
     }
 
     /// Where each data file of `fragment` lives.
@@ -187,7 +198,7 @@ impl Storage<'_> {
         addresses: &[u64],
         columns: Option<&[String]>,
     ) -> Result<RecordBatch> {
-        scan::take_addresses(self.ds, addresses, columns).await
+        take::take_addresses(self.ds, addresses, columns).await
     }
 
     /// The schema [`Dataset::scan`] produces with `options`.
@@ -464,13 +475,13 @@ impl<'a> Storage<'a> {
         config: &TreeWriterConfig,
         progress: impl Fn(usize, usize),
     ) -> Result<Committed> {
-        Box::pin(commit::convert_to_tree(self.ds, config, progress)).await
+        Box::pin(convert::convert_to_tree(self.ds, config, progress)).await
     }
 
     /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
     /// (what Lance 14 reads).
     pub async fn flatten(&self) -> Result<Committed> {
-        Box::pin(commit::flatten(self.ds)).await
+        Box::pin(convert::flatten(self.ds)).await
     }
 
     /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
