@@ -5,6 +5,7 @@ import datetime
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pytest
 
@@ -104,10 +105,14 @@ def test_a_table_whose_manifest_leaves_row_counts_unknown_counts_every_row(tmp_u
     assert [f.metadata.physical_rows for f in peer.get_fragments()] == [None] * 4
     ds = lancet.dataset(tmp_uri)
     assert ds.count_rows() == peer.count_rows() == 1000
-    assert ds.count_rows("id >= 950") == peer.count_rows("id >= 950") == 50
     assert [f.count_rows() for f in ds.get_fragments()] == [f.count_rows() for f in peer.get_fragments()]
+    assert [f.physical_rows for f in ds.get_fragments()] == [f.physical_rows for f in peer.get_fragments()]
     assert [f.physical_rows for f in ds.get_fragments()] == [300, 300, 300, 100]
     assert ds.to_table() == peer.to_table()
+    # pylance 14.0.2 refuses any filter here ("Fragments are missing row count stats");
+    # lancet answers it
+    assert ds.count_rows("id >= 950") == 50
+    assert ds.to_table(filter="id >= 950") == table.filter(pc.field("id") >= 950)
     # a delete on such a table deletes what it matches, and pylance reads the result
     ds.delete("id % 10 = 0")
     assert lance.dataset(tmp_uri).count_rows() == lancet.dataset(tmp_uri).count_rows() == 900
