@@ -4,14 +4,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use lancet_btree::{BTreeIndex, NullableIdSet};
+use lancet_btree::BTreeIndex;
 use lancet_paths::{files, ObjectUuid};
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
-use crate::fri;
 use crate::rowids;
 use crate::rows;
 use crate::segment::BTreeSegment;
@@ -175,48 +174,6 @@ async fn open_btree_segments(snap: &Snapshot, name: &str) -> Result<Vec<BTreeSeg
         });
     }
     Ok(out)
-}
-
-/// A segment's answer in this version's row addresses.
-///
-/// Index reuse: when the version has a Fragment Reuse Index, the segment's stored addresses
-/// are translated through the history (rows a rewrite deleted drop out). Without one, or
-/// for segments storing stable row ids (which rewrites do not change), the answer is the
-/// segment's own. See [`Dataset::answered_fragments`] for where the answers are complete.
-pub(crate) async fn segment_answer(
-    snap: &Snapshot,
-    segment: &BTreeSegment,
-    answer: NullableIdSet,
-) -> Result<NullableIdSet> {
-    if !segment.ids_are_addresses(snap.has_stable_row_ids()) {
-        return Ok(answer);
-    }
-    let Some(history) = fri::fri_history(snap).await? else {
-        return Ok(answer);
-    };
-    let true_ids = history.translate_set(&answer.true_ids).await?;
-    let null_ids = history.translate_set(&answer.null_ids).await?;
-    Ok(NullableIdSet::new(true_ids, null_ids))
-}
-
-/// The fragments on which the segments' answers (through [`Dataset::segment_answer`])
-/// are complete: the fragments they cover, plus, through the FRI history, every fragment
-/// whose rows all came from covered fragments. The rest must be scanned.
-pub(crate) async fn answered_fragments(
-    snap: &Snapshot,
-    segments: &[BTreeSegment],
-) -> Result<RoaringBitmap> {
-    let mut covered = RoaringBitmap::new();
-    for s in segments {
-        covered |= &s.fragments;
-    }
-    let all_addresses = segments
-        .iter()
-        .all(|s| s.ids_are_addresses(snap.has_stable_row_ids()));
-    match fri::fri_history(snap).await? {
-        Some(history) if all_addresses => Ok(history.covered_after(&covered)),
-        _ => Ok(covered),
-    }
 }
 
 /// The column `field_id` of `fragment`, read as a scan reads it (lancet-file's

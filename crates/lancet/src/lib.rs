@@ -144,6 +144,7 @@ mod exprs;
 mod fri;
 mod handle;
 mod history;
+mod index_answer;
 mod index_build;
 mod indexes;
 mod merge;

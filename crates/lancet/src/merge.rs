@@ -30,6 +30,7 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::committed::{Committed, MergeStats};
 use crate::error::{Error, Result};
+use crate::index_answer;
 use crate::indexes;
 use crate::operations;
 use crate::rowids;
@@ -603,33 +604,16 @@ impl MergeInsert<'_> {
         {
             return Ok(None);
         }
-        let query = Query::IsIn(values.clone());
-        let mut found = RoaringTreemap::new();
-        let mut row_ids = None;
-        for seg in segments.iter() {
-            let answer = seg.index.search(&query).await?;
-            let answer = indexes::segment_answer(base, seg, answer).await?;
-            if seg.ids_are_addresses(base.has_stable_row_ids()) {
-                found |= answer.true_ids;
-            } else {
-                // a legacy segment stores row ids: their addresses, through one index
-                if row_ids.is_none() {
-                    row_ids = Some(rowids::row_id_index(base).await?);
-                }
-                if let Some(index) = &row_ids {
-                    found.extend(answer.true_ids.iter().filter_map(|id| index.get(id)));
-                }
-            }
-        }
-        let covered = indexes::answered_fragments(base, &segments).await?;
-        // entries of rows outside the covered fragments, past a fragment's rows or deleted
-        // are not answers
         let fragments = base.fragments().await?;
+        let present: RoaringBitmap = fragments
+            .iter()
+            .filter_map(|f| u32::try_from(f.id).ok())
+            .collect();
+        let answer =
+            index_answer::answer(base, &segments, &[Query::IsIn(values.clone())], &present).await?;
+        // entries past a fragment's rows or of deleted rows are not answers
         let mut candidates = RoaringTreemap::new();
-        for (id, offsets) in found.bitmaps() {
-            if !covered.contains(id) {
-                continue;
-            }
+        for (id, offsets) in answer.rows.true_ids.bitmaps() {
             let Some(f) = find(&fragments, u64::from(id)) else {
                 continue;
             };
@@ -640,14 +624,7 @@ impl MergeInsert<'_> {
             }
             candidates |= RoaringTreemap::from_bitmaps([(id, offsets)]);
         }
-        // fragments the version no longer has are not covered
-        let mut present = RoaringBitmap::new();
-        for f in fragments.iter() {
-            if let Ok(id) = u32::try_from(f.id) {
-                present.insert(id);
-            }
-        }
-        Ok(Some((covered & present, candidates)))
+        Ok(Some((answer.covered, candidates)))
     }
 }
 

@@ -21,6 +21,7 @@ use roaring::RoaringBitmap;
 use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::fri;
+use crate::index_answer;
 use crate::indexes;
 use crate::operations;
 use crate::rewrite;
@@ -69,7 +70,7 @@ async fn optimize_index(
         return Ok(None);
     };
     let field_id = first.metadata.fields.first().copied().unwrap_or(-1);
-    let covered = indexes::answered_fragments(snap, &segments).await?;
+    let covered = index_answer::answered_fragments(snap, &segments).await?;
     let live: RoaringBitmap = snap
         .fragments()
         .await?
@@ -168,7 +169,7 @@ async fn segment_coverage(
     segment: &BTreeSegment,
     live: &RoaringBitmap,
 ) -> Result<RoaringBitmap> {
-    Ok(&indexes::answered_fragments(snap, std::slice::from_ref(segment)).await? & live)
+    Ok(&index_answer::answered_fragments(snap, std::slice::from_ref(segment)).await? & live)
 }
 
 /// A segment's `(value, id)` rows with its ids as current row addresses: translated

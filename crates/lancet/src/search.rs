@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 use crate::error::Error;
 use crate::error::Result;
+use crate::index_answer;
 use crate::indexes;
 use crate::rowids;
 use crate::rows;
@@ -374,54 +375,20 @@ impl Search<'_> {
                 None => None,
             };
             if let Some(queries) = queries {
-                let mut result: Option<NullableIdSet> = None;
-                for q in queries {
-                    let mut part = NullableIdSet::default();
-                    for seg in segments.iter() {
-                        let before = seg.index.pages_read();
-                        let r = Box::pin(seg.index.search(&q)).await?;
-                        self.pages.fetch_add(
-                            seg.index.pages_read().saturating_sub(before),
-                            Ordering::Relaxed,
-                        );
-                        let mut r = Box::pin(indexes::segment_answer(self.ds, seg, r)).await?;
-                        if !seg.ids_are_addresses(self.ds.has_stable_row_ids()) {
-                            r = self.ids_to_addresses(&r)?;
-                        }
-                        // translated answers of two segments may share a destination
-                        part = if segments.len() == 1 { r } else { part.or(&r) };
-                    }
-                    result = Some(match result {
-                        None => part,
-                        Some(prev) => prev.and(&part),
-                    });
-                }
-                answered = result.unwrap_or_default();
-                covered = indexes::answered_fragments(self.ds, &segments).await?;
-                // the fragments of this search the index answered for
-                let here = &covered & self.fragment_ids();
-                if !here.is_empty() {
+                let answer =
+                    index_answer::answer(self.ds, &segments, &queries, self.fragment_ids()).await?;
+                self.pages.fetch_add(answer.pages_read, Ordering::Relaxed);
+                if !answer.covered.is_empty() {
                     *self
                         .indexed
                         .lock()
                         .unwrap_or_else(|poisoned| poisoned.into_inner())
                         .entry(name.clone())
-                        .or_default() |= here;
+                        .or_default() |= &answer.covered;
                 }
-                // entries for rows no longer in this version are not answers, nor are those
-                // of rows now in fragments the index does not cover (a row an update moved
-                // keeps its id, not its indexed value): those fragments are scanned
-                answered = self.restrict(answered);
-                for set in [&mut answered.true_ids, &mut answered.null_ids] {
-                    let outside: Vec<u32> = set
-                        .bitmaps()
-                        .map(|(f, _)| f)
-                        .filter(|f| !covered.contains(*f))
-                        .collect();
-                    for f in outside {
-                        set.remove_range(RowAddress::fragment_range(f));
-                    }
-                }
+                // entries for rows no longer in this version are not answers
+                answered = self.restrict(answer.rows);
+                covered = answer.covered;
             }
         }
         let scanned = self
@@ -517,16 +484,6 @@ impl Search<'_> {
             out.union_disjoint(NullableIdSet::new(true_ids, null_ids));
         }
         Ok(self.restrict(out))
-    }
-
-    /// Legacy segments (index_version 0 on stable-row-id tables) store row ids.
-    fn ids_to_addresses(&self, r: &NullableIdSet) -> Result<NullableIdSet> {
-        let index = self
-            .row_ids
-            .as_ref()
-            .ok_or_else(|| Error::Internal("row id index missing".into()))?;
-        let map = |ids: &RoaringTreemap| ids.iter().filter_map(|id| index.get(id)).collect();
-        Ok(NullableIdSet::new(map(&r.true_ids), map(&r.null_ids)))
     }
 }
 
