@@ -4,6 +4,9 @@
 //!   order, takes the next `physical_rows` ids from `next_row_id` as one `Range` segment. A
 //!   fragment whose sequence is shorter than its rows (merge-insert: the rows it moved keep
 //!   their ids) gets fresh ids appended; rows an update moved keep their ids whole.
+//! - **Moved rows** (`keep_moved_ids`): rows an update or merge_insert writes again keep
+//!   their ids, in the order written; rows written after them (inserted) take fresh ids at
+//!   commit.
 //! - **Versions** (`stamp_versions`): a fragment the commit writes without version sequences
 //!   gets `_row_created_at_version` (the version each kept row was created at, the new version
 //!   for new rows) and `_row_last_updated_at_version` (the new version), as Lance's writer
@@ -71,6 +74,23 @@ fn fresh_ids(next: u64, count: u64, fragment: u64) -> Result<Range<u64>> {
         ))
     })?;
     Ok(next..end)
+}
+
+/// Gives `fragments` (new, in the order written) the ids of the rows they hold again:
+/// each takes the next `physical_rows` of `moved`, as one inline sequence; where the ids
+/// run out (the inserted rows) the sequence is shorter than the fragment, and
+/// [`assign_row_ids`] appends fresh ids at commit.
+pub fn keep_moved_ids(fragments: &mut [DataFragment], moved: impl IntoIterator<Item = u64>) {
+    let mut ids = moved.into_iter();
+    for f in fragments {
+        let mine: Vec<u64> = ids
+            .by_ref()
+            .take(usize::try_from(f.physical_rows).unwrap_or(usize::MAX))
+            .collect();
+        f.row_id_sequence = Some(PbRowIds::InlineRowIds(
+            RowIdSequence::from_values(&mine).encode(),
+        ));
+    }
 }
 
 /// Gives `fragment`, written by the commit of `version`, the version sequences it lacks:
@@ -290,6 +310,19 @@ mod tests {
         assert_eq!(next, 16);
         assert_eq!(ids(&fs[0]).segments(), &[U64Segment::Range(10..14)]);
         assert_eq!(ids(&fs[1]).segments(), &[U64Segment::Range(14..16)]);
+    }
+
+    #[test]
+    fn rows_written_again_keep_their_ids_in_order_and_inserted_rows_take_fresh_ones() {
+        // 3 moved rows over two new fragments of 2 rows each, then a fragment of inserts
+        let mut fs = vec![frag(7, 2), frag(8, 2), frag(9, 1)];
+        keep_moved_ids(&mut fs, [40, 3, 17]);
+        assert_eq!(ids(&fs[0]).iter().collect::<Vec<_>>(), vec![40, 3]);
+        assert_eq!(ids(&fs[1]).iter().collect::<Vec<_>>(), vec![17]);
+        assert_eq!(ids(&fs[2]).len(), 0);
+        assign_row_ids(100, &mut fs).unwrap();
+        assert_eq!(ids(&fs[1]).iter().collect::<Vec<_>>(), vec![17, 100]);
+        assert_eq!(ids(&fs[2]).iter().collect::<Vec<_>>(), vec![101]);
     }
 
     #[test]

@@ -10,13 +10,16 @@
 //! - rewrites: `Rewrite` with a group per rewrite (the sources and their destinations), built by
 //!   the rewriting path ([`crate::build::Change`]);
 //! - flat ↔ tree conversion: `Rewrite` with no groups (the fragments' content does not change);
-//! - restore: `Restore` naming the version whose content it publishes.
+//! - restore: `Restore` naming the version whose content it publishes;
+//! - rows written again (update, merge_insert): an `Update` in `RewriteRows` mode
+//!   ([`rows_rewritten`]).
 
+use lancet_proto::table::transaction::KeyExistenceFilter;
 use lancet_proto::table::transaction::{
     Append, CreateIndex, DataReplacement, DataReplacementGroup, Delete, Operation, Restore,
     Rewrite, Update, UpdateMode,
 };
-use lancet_proto::table::{IndexMetadata, Transaction};
+use lancet_proto::table::{DataFragment, IndexMetadata, Transaction};
 
 use crate::build::replace_data_file;
 use lancet_proto::FragmentChange;
@@ -127,6 +130,32 @@ pub fn index_operation(before: &[IndexMetadata], after: &[IndexMetadata]) -> Opt
 /// content changes).
 pub fn conversion_operation() -> Operation {
     Operation::Rewrite(Rewrite::default())
+}
+
+/// The `Update` of rows written again: `delete` removes their old copies (fragments removed
+/// or given deletion files), `new_fragments` hold the new copies (and any inserted rows,
+/// whose keys `inserted_rows` records for merge_insert's conflict check), in Lance's
+/// `RewriteRows` mode.
+///
+/// `preserving` names the fields whose index coverage the moved rows' old fragments keep
+/// (`fields_for_preserving_frag_bitmap`): Lance records the assigned fields and their
+/// descendants for an update, and every field for a merge_insert (it rewrites whole rows:
+/// `fields_pre_order`). No field is recorded as modified: no data file is rewritten in place.
+pub fn rows_rewritten(
+    delete: Delete,
+    new_fragments: Vec<DataFragment>,
+    preserving: Vec<u32>,
+    inserted_rows: Option<KeyExistenceFilter>,
+) -> Operation {
+    Operation::Update(Update {
+        removed_fragment_ids: delete.deleted_fragment_ids,
+        updated_fragments: delete.updated_fragments,
+        new_fragments,
+        fields_modified: Vec::new(),
+        fields_for_preserving_frag_bitmap: preserving,
+        update_mode: UpdateMode::RewriteRows as i32,
+        inserted_rows,
+    })
 }
 
 /// Lance's `Restore` of `version`'s content.

@@ -20,12 +20,11 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use lancet_btree::Query;
 use lancet_file::Rows;
 use lancet_filter::Filter;
-use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
-use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use lancet_rowid::RowIdSequence;
 use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
+use lancet_txn::operation::rows_rewritten;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::committed::{Committed, MergeStats};
@@ -416,7 +415,7 @@ impl MergeInsert<'_> {
         };
         if base.has_stable_row_ids() && !new_fragments.is_empty() {
             let moved = moved_row_ids(base, &fragments, &matched.updates)?;
-            give_row_ids(&mut new_fragments, moved);
+            lancet_rowid::assign::keep_moved_ids(&mut new_fragments, moved);
         }
         let offsets: Vec<(u64, RoaringBitmap)> = deletes
             .bitmaps()
@@ -430,24 +429,15 @@ impl MergeInsert<'_> {
             let rows = matched.inserts.iter().map(|s| *s as usize);
             Some(inserted_keys(&field_ids, &key_columns, rows)?)
         };
-        let update = Update {
-            removed_fragment_ids: delete.deleted_fragment_ids,
-            updated_fragments: delete.updated_fragments,
-            new_fragments,
-            fields_modified: Vec::new(),
-            // every field: a merge rewrites whole rows (Lance's `fields_pre_order`)
-            fields_for_preserving_frag_bitmap: base
-                .manifest()
-                .fields
-                .iter()
-                .filter_map(|f| u32::try_from(f.id).ok())
-                .collect(),
-            update_mode: UpdateMode::RewriteRows as i32,
-            inserted_rows,
-        };
+        // every field: a merge rewrites whole rows
+        let every_field = base.manifest().fields.iter();
+        let every_field = every_field
+            .filter_map(|f| u32::try_from(f.id).ok())
+            .collect();
+        let update = rows_rewritten(delete, new_fragments, every_field, inserted_rows);
         let inserted = matched.inserts.len() as u64;
         let updated = matched.updates.len() as u64;
-        let mut committed = operations::commit(base, Operation::Update(update))
+        let mut committed = operations::commit(base, update)
             .await?
             .with_rows(inserted + updated + deleted_rows);
         committed.merged = Some(MergeStats {
@@ -692,16 +682,4 @@ fn moved_row_ids(
         ids.push(id);
     }
     Ok(ids)
-}
-
-/// The moved rows keep their ids, in the order written; the rows after them (inserted) get
-/// theirs at commit.
-fn give_row_ids(fragments: &mut [DataFragment], moved: Vec<u64>) {
-    let mut ids = moved.into_iter();
-    for f in fragments {
-        let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
-        f.row_id_sequence = Some(PbRowIds::InlineRowIds(
-            RowIdSequence::from_values(&mine).encode(),
-        ));
-    }
 }

@@ -13,9 +13,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use lancet_file::Rows;
 use lancet_filter::{Filter, Scalar};
-use lancet_proto::table::data_fragment::RowIdSequence as PbRowIds;
-use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
-use lancet_rowid::RowIdSequence;
+use lancet_txn::operation::rows_rewritten;
 use roaring::RoaringBitmap;
 
 use crate::committed::Committed;
@@ -93,32 +91,15 @@ pub(crate) async fn update(
     }
     let mut new_fragments = write::write_fragments(snap, futures::stream::iter(batches)).await?;
     if snap.has_stable_row_ids() {
-        // the moved rows keep their ids, in the order they were written
-        let mut ids = moved_ids.into_iter();
-        for f in &mut new_fragments {
-            let mine: Vec<u64> = ids.by_ref().take(f.physical_rows as usize).collect();
-            f.row_id_sequence = Some(PbRowIds::InlineRowIds(
-                RowIdSequence::from_values(&mine).encode(),
-            ));
-        }
+        lancet_rowid::assign::keep_moved_ids(&mut new_fragments, moved_ids);
     }
     let offsets: Vec<(u64, RoaringBitmap)> = matched
         .into_iter()
         .map(|(f, o)| (u64::from(f), o))
         .collect();
     let delete = operations::delete_operation(snap, &offsets, filter.text()).await?;
-    let update = Update {
-        removed_fragment_ids: delete.deleted_fragment_ids,
-        updated_fragments: delete.updated_fragments,
-        new_fragments,
-        fields_modified: Vec::new(),
-        fields_for_preserving_frag_bitmap: preserving,
-        update_mode: UpdateMode::RewriteRows as i32,
-        inserted_rows: None,
-    };
-    Ok(operations::commit(snap, Operation::Update(update))
-        .await?
-        .with_rows(rows))
+    let update = rows_rewritten(delete, new_fragments, preserving, None);
+    Ok(operations::commit(snap, update).await?.with_rows(rows))
 }
 
 /// `batch` with each assigned column replaced by its new value, cast to the column's type.
