@@ -21,7 +21,7 @@
 //!    complete if the cleanup stops half-way), then the objects, concurrently and at a
 //!    bounded rate. A failed delete is reported and the run goes on.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
 use lancet_paths::cleanup::{plan, Decide, Listed, ObjectKind, References, Retention, LISTED_DIRS};
@@ -31,6 +31,7 @@ use lancet_paths::refs;
 use lancet_paths::sweep::{delete_planned, remove_empty_index_dirs, Places};
 use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
+use object_store::path::Path;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -107,20 +108,7 @@ async fn cleanup_inner(
     policy: &CleanupPolicy,
     progress: &(impl Fn(CleanupProgress) + Send + Sync),
 ) -> Result<CleanupReport> {
-    policy.check().map_err(|reason| Error::InvalidArgument {
-        what: "cleanup policy".into(),
-        reason: reason.into(),
-    })?;
-    if let Some(branch) = &snap.manifest().branch {
-        // a branch's tags and sub-branches live under the main dataset's `_refs/`
-        return Err(Error::Unsupported {
-            uri: snap.uri().to_string(),
-            version: snap.version(),
-            rule: format!(
-                "cleanup of branch {branch:?}: clean the main dataset, which keeps what its branches use"
-            ),
-        });
-    }
+    refuse(snap, policy)?;
     let now_ms = snap.clock().now_ms();
     let store = snap.store();
     let entries = manifest::list_versions(store).await?;
@@ -166,56 +154,16 @@ async fn cleanup_inner(
         ..Default::default()
     };
     let mut referenced = referenced_by_branches;
-    let mut verified = References::default();
-    let mut removed_manifests = HashSet::new();
-    // each version's references, several versions at once, in version order
-    let mut read = futures::stream::iter(files)
-        .map(|file| async move {
-            let version = file.entry.version;
-            let manifest_path = snap.store().relative(&file.entry.path).ok_or_else(|| {
-                Error::Internal(format!(
-                    "manifest {} lies outside the dataset root",
-                    file.entry.path
-                ))
-            })?;
-            let is_removed = removed(&file);
-            snap.cache_manifest(file).await;
-            let ds = snap.checkout(version).await?;
-            let refs = references_of(snap, &ds, true).await?;
-            Ok::<_, Error>((version, manifest_path, is_removed, refs))
-        })
-        .buffered(READ_CONCURRENCY);
-    let mut done = 0;
-    while let Some(next) = read.next().await {
-        let (version, manifest_path, is_removed, refs) = next?;
-        if is_removed {
-            report.removed_versions.push(version);
-            removed_manifests.insert(manifest_path);
-            verified.extend(refs);
-        } else {
-            report.kept_versions.push(version);
-            referenced.extend(refs);
-        }
-        done += 1;
-        progress(CleanupProgress::Reading { done, total });
-    }
-    drop(read);
+    let sorted = sort_versions(snap, files, &removed, &|done| {
+        progress(CleanupProgress::Reading { done, total })
+    })
+    .await?;
+    report.removed_versions = sorted.removed;
+    report.kept_versions = sorted.kept;
+    referenced.extend(sorted.referenced);
+    let (verified, removed_manifests) = (sorted.verified, sorted.removed_manifests);
 
-    let mut listing = Vec::new();
-    let mut locations = std::collections::HashMap::new();
-    for prefix in LISTED_DIRS {
-        for meta in store.list(prefix).await? {
-            let Some(path) = store.relative(&meta.location) else {
-                continue;
-            };
-            listing.push(Listed {
-                path: path.clone(),
-                size: meta.size,
-                last_modified_ms: meta.last_modified.timestamp_millis(),
-            });
-            locations.insert(path, meta.location);
-        }
-    }
+    let (listing, locations) = list_objects(store).await?;
     progress(CleanupProgress::Reading { done: total, total });
     let decided = plan(
         listing,
@@ -250,14 +198,119 @@ async fn cleanup_inner(
         report.failed = failed;
         remove_empty_index_dirs(store, &doomed);
     }
-    for (o, kind) in &doomed {
-        let t = report.deleted.entry(*kind).or_default();
-        t.objects += 1;
-        t.bytes += o.size;
-    }
-    report.deleted_paths = doomed.into_iter().map(|(o, _)| o.path).collect();
-    report.deleted_paths.sort();
+    report.tally(doomed);
     Ok(report)
+}
+
+/// Refuses a policy that is not valid and a branch (its tags and sub-branches live under
+/// the main dataset's `_refs/`).
+fn refuse(snap: &Snapshot, policy: &CleanupPolicy) -> Result<()> {
+    policy.check().map_err(|reason| Error::InvalidArgument {
+        what: "cleanup policy".into(),
+        reason: reason.into(),
+    })?;
+    if let Some(branch) = &snap.manifest().branch {
+        return Err(Error::Unsupported {
+            uri: snap.uri().to_string(),
+            version: snap.version(),
+            rule: format!(
+                "cleanup of branch {branch:?}: clean the main dataset, which keeps what its branches use"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The versions of `files`, sorted by `removed` into kept and removed ones, with what each
+/// side references; `progress` hears how many were read.
+struct Sorted {
+    kept: Vec<u64>,
+    removed: Vec<u64>,
+    /// What kept versions reference.
+    referenced: References,
+    /// What removed versions reference (deleted when nothing kept references it).
+    verified: References,
+    removed_manifests: HashSet<String>,
+}
+
+/// Each version's references, several versions at once, in version order.
+async fn sort_versions(
+    snap: &Snapshot,
+    files: Vec<ManifestFile>,
+    removed: &(impl Fn(&ManifestFile) -> bool + Sync),
+    progress: &(impl Fn(u64) + Send + Sync),
+) -> Result<Sorted> {
+    let mut sorted = Sorted {
+        kept: Vec::new(),
+        removed: Vec::new(),
+        referenced: References::default(),
+        verified: References::default(),
+        removed_manifests: HashSet::new(),
+    };
+    let mut read = futures::stream::iter(files)
+        .map(|file| async move {
+            let version = file.entry.version;
+            let manifest_path = snap.store().relative(&file.entry.path).ok_or_else(|| {
+                Error::Internal(format!(
+                    "manifest {} lies outside the dataset root",
+                    file.entry.path
+                ))
+            })?;
+            let is_removed = removed(&file);
+            snap.cache_manifest(file).await;
+            let ds = snap.checkout(version).await?;
+            let refs = references_of(snap, &ds, true).await?;
+            Ok::<_, Error>((version, manifest_path, is_removed, refs))
+        })
+        .buffered(READ_CONCURRENCY);
+    let mut done = 0;
+    while let Some(next) = read.next().await {
+        let (version, manifest_path, is_removed, refs) = next?;
+        if is_removed {
+            sorted.removed.push(version);
+            sorted.removed_manifests.insert(manifest_path);
+            sorted.verified.extend(refs);
+        } else {
+            sorted.kept.push(version);
+            sorted.referenced.extend(refs);
+        }
+        done += 1;
+        progress(done);
+    }
+    Ok(sorted)
+}
+
+/// The objects under the directories cleanup sweeps, with where each is stored.
+async fn list_objects(store: &DatasetStore) -> Result<(Vec<Listed>, HashMap<String, Path>)> {
+    let mut listing = Vec::new();
+    let mut locations = HashMap::new();
+    for prefix in LISTED_DIRS {
+        for meta in store.list(prefix).await? {
+            let Some(path) = store.relative(&meta.location) else {
+                continue;
+            };
+            listing.push(Listed {
+                path: path.clone(),
+                size: meta.size,
+                last_modified_ms: meta.last_modified.timestamp_millis(),
+            });
+            locations.insert(path, meta.location);
+        }
+    }
+    Ok((listing, locations))
+}
+
+impl CleanupReport {
+    /// Counts `deleted` (the objects removed) by kind, with their sorted paths.
+    fn tally(&mut self, deleted: Vec<(Listed, ObjectKind)>) {
+        for (o, kind) in &deleted {
+            let t = self.deleted.entry(*kind).or_default();
+            t.objects += 1;
+            t.bytes += o.size;
+        }
+        self.deleted_paths = deleted.into_iter().map(|(o, _)| o.path).collect();
+        self.deleted_paths.sort();
+    }
 }
 
 /// What `ds` (a version of this dataset, or of one of its branches) names in this

@@ -107,56 +107,24 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
     let mut intent = intent;
     let mut base = snap.clone();
     let mut new_ids: Option<Vec<u64>> = None;
-    let mut attempt = 0u32;
-    let started = std::time::Instant::now();
+    let mut race = Race {
+        snap,
+        attempt: 0,
+        started: std::time::Instant::now(),
+        attempt_started: std::time::Instant::now(),
+    };
     loop {
-        attempt += 1;
-        let attempt_started = std::time::Instant::now();
+        race.attempt += 1;
+        race.attempt_started = std::time::Instant::now();
         let prepared = prepare(&base, &intent)
-            .instrument(tracing::debug_span!("prepare", attempt))
+            .instrument(tracing::debug_span!("prepare", attempt = race.attempt))
             .await?;
-        if new_ids.is_none() {
-            new_ids = Some(
-                prepared
-                    .changes
-                    .iter()
-                    .filter(|c| c.before.is_none() && c.after.is_some())
-                    .map(|c| c.id)
-                    .collect(),
-            );
-        }
+        new_ids.get_or_insert_with(|| prepared.new_ids());
         let txn = new_transaction(snap.version(), prepared.operation.clone());
+        let summary = Summary::of(&prepared);
+        let operation = prepared.operation.clone();
         let changes = (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);
-        let (objects, bytes) = (prepared.objects, prepared.bytes);
-        let tree_objects = prepared.tree_objects.clone();
-        let (removed, added) =
-            prepared
-                .changes
-                .iter()
-                .fold((0, 0), |(r, a), c| match (&c.before, &c.after) {
-                    (Some(_), None) => (r + 1, a),
-                    (None, Some(_)) => (r, a + 1),
-                    _ => (r, a),
-                });
-        let done = |dataset: Snapshot| {
-            // the transaction file, unless the table inlines transactions only (flag 32)
-            let file = protocol::writes_transaction_file(dataset.manifest());
-            Committed {
-                versions: 1,
-                tree_objects: tree_objects.clone(),
-                objects_written: objects + 1 + u64::from(file),
-                bytes_written: bytes
-                    + dataset.manifest_file().entry.size
-                    + if file { txn.encoded_len() as u64 } else { 0 },
-                attempts: attempt,
-                rows: 0,
-                fragments_removed: removed,
-                fragments_added: added,
-                merged: None,
-                dataset: dataset.into(),
-            }
-        };
-        let lost = match publish_sized(
+        let published = publish_sized(
             &base,
             prepared.manifest,
             &prepared.indices,
@@ -165,26 +133,81 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
             prepared.data_files.as_deref(),
             &prepared.reserved,
         )
-        .instrument(tracing::debug_span!("publish", attempt))
-        .await
-        {
-            Ok((dataset, _)) => return Ok(done(dataset)),
+        .instrument(tracing::debug_span!("publish", attempt = race.attempt))
+        .await;
+        let lost = match published {
+            Ok((dataset, _)) => return Ok(summary.committed(dataset, &txn, race.attempt)),
             Err(Error::CommitConflict { version, .. }) => version,
             Err(e) => return Err(e),
         };
-        let conflict = |reason: String, cause: ConflictCause| Error::CommitConflict {
-            uri: snap.uri().to_string(),
-            version: lost,
-            reason,
-            retryable: true,
-            cause,
+        // a change takes its row ids when planned again: none is reused
+        let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
+        let latest = match race.lost(&base, lost, &operation, &txn, ids_taken).await? {
+            Lost::Ours(dataset) => return Ok(summary.committed(dataset, &txn, race.attempt)),
+            Lost::Retry(latest) => latest,
         };
-        let mine = operation_name(&prepared.operation);
-        if let Some(what) = never_rebased(&prepared.operation) {
-            if landed(&base, lost, Some(&txn)).await.is_some() {
-                return Ok(done(base.checkout(lost).await?));
+        // Rebuild the caller's intent on the latest version.
+        let remap = remap_new_ids(
+            new_ids.as_deref().unwrap_or(&[]),
+            latest.manifest().max_fragment_id,
+        );
+        intent
+            .onto(snap, &latest, &remap, &mut new_ids)
+            .map_err(|(reason, cause)| {
+                race.conflict(
+                    lost,
+                    format!("{}: {reason}", operation_name(&operation)),
+                    cause,
+                )
+            })?;
+        tracing::info!(
+            uri = %snap.uri(),
+            lost,
+            onto = latest.version(),
+            attempt = race.attempt,
+            "commit rebased"
+        );
+        base = latest;
+    }
+}
+
+/// The commit loop's attempts so far.
+struct Race<'a> {
+    /// The version the commit was asked of.
+    snap: &'a Snapshot,
+    attempt: u32,
+    started: std::time::Instant,
+    attempt_started: std::time::Instant,
+}
+
+/// What losing the race for version `lost` comes to.
+enum Lost {
+    /// The version is ours after all (a put reported lost although it landed).
+    Ours(Snapshot),
+    /// Every version since the base is compatible: try again on the latest.
+    Retry(Snapshot),
+}
+
+impl Race<'_> {
+    /// After losing the put of `lost` prepared on `base`: an operation that is never rebased
+    /// fails (unless the version is ours); otherwise, after a jittered backoff, the
+    /// transactions published since `base` are read and judged against `operation`, within
+    /// the retry budget.
+    async fn lost(
+        &self,
+        base: &Snapshot,
+        lost: u64,
+        operation: &Operation,
+        txn: &Transaction,
+        ids_taken: bool,
+    ) -> Result<Lost> {
+        let mine = operation_name(operation);
+        if let Some(what) = never_rebased(operation) {
+            if landed(base, lost, Some(txn)).await.is_some() {
+                return Ok(Lost::Ours(base.checkout(lost).await?));
             }
-            return Err(conflict(
+            return Err(self.conflict(
+                lost,
                 format!("{mine} ({what}) is not rebased; start again from the latest version"),
                 ConflictCause::NotRebased,
             ));
@@ -192,82 +215,44 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
         // Wait first, then read: the version this attempt prepares on is as fresh as
         // the read, so a wait between the two would only widen the window others win in.
         let random = ObjectUuid::new_v4().as_bytes()[0];
-        tokio::time::sleep(backoff_delay(attempt, attempt_started.elapsed(), random)).await;
-        let (latest, since) = history::transactions_through(&base, lost).await?;
-        if let Some(dataset) = ours(&latest, lost, &since, &txn).await? {
-            return Ok(done(dataset));
+        let delay = backoff_delay(self.attempt, self.attempt_started.elapsed(), random);
+        tokio::time::sleep(delay).await;
+        let (latest, since) = history::transactions_through(base, lost).await?;
+        if let Some(dataset) = ours(&latest, lost, &since, txn).await? {
+            return Ok(Lost::Ours(dataset));
         }
-        // a change takes its row ids when planned again: none is reused
-        let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
-        if let Err(c) = judge_since(&prepared.operation, &since, ids_taken) {
+        if let Err(c) = judge_since(operation, &since, ids_taken) {
             return Err(Error::CommitConflict {
-                uri: snap.uri().to_string(),
+                uri: self.snap.uri().to_string(),
                 version: c.version,
                 reason: c.reason,
                 retryable: c.retryable,
                 cause: c.cause,
             });
         }
-        if !may_retry(attempt, started.elapsed()) {
-            return Err(conflict(
+        if !may_retry(self.attempt, self.started.elapsed()) {
+            return Err(self.conflict(
+                lost,
                 format!(
-                    "{mine} lost {attempt} races in a row over {:.1} s",
-                    started.elapsed().as_secs_f64()
+                    "{mine} lost {} races in a row over {:.1} s",
+                    self.attempt,
+                    self.started.elapsed().as_secs_f64()
                 ),
                 ConflictCause::OutOfRetries,
             ));
         }
-        // Rebuild the caller's intent on the latest version.
-        let remap = remap_new_ids(
-            new_ids.as_deref().unwrap_or(&[]),
-            latest.manifest().max_fragment_id,
-        );
-        match &mut intent {
-            Intent::Change { change, .. } => {
-                if !remap.is_empty() && ids_fixed(&change.operation) {
-                    return Err(conflict(
-                        format!("{mine}: another writer took the destination fragment ids its Fragment Reuse Index entry or remapped indexes record"),
-                        ConflictCause::IdsTaken,
-                    ));
-                }
-                // planned again on the latest version, new ids and all
-                new_ids = None;
-            }
-            Intent::Actions {
-                index_intent,
-                caller,
-                manifest,
-                indices,
-                actions,
-                ..
-            } => {
-                // looked up by id: a rebased append of N fragments moves N ids
-                let remap: HashMap<u64, u64> = remap.into_iter().collect();
-                *actions = std::mem::take(actions)
-                    .into_iter()
-                    .map(|(id, action)| remap_action(id, action, &remap))
-                    .collect();
-                if let Some(ids) = &mut new_ids {
-                    for id in ids.iter_mut() {
-                        if let Some(n) = remap.get(id) {
-                            *id = *n;
-                        }
-                    }
-                }
-                *manifest = rebase_manifest(snap.manifest(), latest.manifest(), caller).map_err(
-                    |reason| conflict(format!("{mine}: {reason}"), ConflictCause::SchemaChanged),
-                )?;
-                *indices = index_intent.apply(latest.indices());
-            }
+        Ok(Lost::Retry(latest))
+    }
+
+    /// A retryable conflict over version `lost`.
+    fn conflict(&self, lost: u64, reason: String, cause: ConflictCause) -> Error {
+        Error::CommitConflict {
+            uri: self.snap.uri().to_string(),
+            version: lost,
+            reason,
+            retryable: true,
+            cause,
         }
-        tracing::info!(
-            uri = %snap.uri(),
-            lost,
-            onto = latest.version(),
-            attempt,
-            "commit rebased"
-        );
-        base = latest;
     }
 }
 
@@ -328,29 +313,8 @@ async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared> {
             config.clone(),
         ),
     };
-    let (mut objects, mut bytes) = (0, 0);
-    let mut tree_objects = Vec::new();
-    let changes: Arc<[FragmentChange]> = match snap.tree() {
-        Some(reader) => {
-            let mut changes = Arc::from(Vec::new());
-            if !actions.is_empty() {
-                let writer = TreeWriter::new(snap.store().clone(), config);
-                let commit = writer.commit(reader, &actions).await?;
-                objects += commit.written.len() as u64;
-                bytes += commit.object_bytes();
-                tree_objects = commit.written;
-                manifest.fragment_tree = Some(commit.metadata);
-                manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-                changes = commit.changes.into();
-            }
-            manifest.fragments.clear();
-            changes
-        }
-        None => {
-            protocol::known_max_fragment_id(&mut manifest);
-            lancet_tree::apply_flat(&mut manifest, &actions)?.into()
-        }
-    };
+    let applied = apply(snap, &mut manifest, &actions, &config).await?;
+    let changes = applied.changes;
     protocol::enable_for_changes(&mut manifest, &changes);
     // The data files the commit adds, as stored: a change's were read when it was planned;
     // raw storage actions' are read here.
@@ -371,10 +335,56 @@ async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared> {
         changes,
         data_files: Some(data_files),
         reserved,
-        objects,
-        bytes,
-        tree_objects,
+        objects: applied.objects,
+        bytes: applied.bytes,
+        tree_objects: applied.tree_objects,
     })
+}
+
+/// Storage actions applied to a version.
+struct Applied {
+    changes: Arc<[FragmentChange]>,
+    /// Objects the tree writer wrote, their bytes, and their paths and sizes.
+    objects: u64,
+    bytes: u64,
+    tree_objects: Vec<(String, u64)>,
+}
+
+/// `actions` applied to this version's fragments into `manifest`: on a tree by lancet-tree's
+/// writer (its objects written now, `manifest` given the new tree and no fragment list), on a
+/// flat version to the manifest's fragment list.
+async fn apply(
+    snap: &Snapshot,
+    manifest: &mut Manifest,
+    actions: &[(u64, Action)],
+    config: &TreeWriterConfig,
+) -> Result<Applied> {
+    let mut applied = Applied {
+        changes: Arc::from(Vec::new()),
+        objects: 0,
+        bytes: 0,
+        tree_objects: Vec::new(),
+    };
+    match snap.tree() {
+        Some(reader) => {
+            if !actions.is_empty() {
+                let writer = TreeWriter::new(snap.store().clone(), config.clone());
+                let commit = writer.commit(reader, actions).await?;
+                applied.objects = commit.written.len() as u64;
+                applied.bytes = commit.object_bytes();
+                applied.tree_objects = commit.written;
+                manifest.fragment_tree = Some(commit.metadata);
+                manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
+                applied.changes = commit.changes.into();
+            }
+            manifest.fragments.clear();
+        }
+        None => {
+            protocol::known_max_fragment_id(manifest);
+            applied.changes = lancet_tree::apply_flat(manifest, actions)?.into();
+        }
+    }
+    Ok(applied)
 }
 
 /// Publishes `manifest` as version N+1 (see [`crate::publish`]: judged by the invariants
@@ -502,6 +512,109 @@ impl Intent {
     }
 }
 
+impl Intent {
+    /// This intent carried from `snap` onto `latest` after losing a race: a change is
+    /// planned again there (its new ids with it, so `new_ids` is forgotten); storage actions
+    /// keep the caller's manifest changes and index changes over the latest version's,
+    /// with the ids of new fragments moved by `remap` (another writer took them). The
+    /// reason and cause when it cannot be carried.
+    fn onto(
+        &mut self,
+        snap: &Snapshot,
+        latest: &Snapshot,
+        remap: &[(u64, u64)],
+        new_ids: &mut Option<Vec<u64>>,
+    ) -> std::result::Result<(), (String, ConflictCause)> {
+        match self {
+            Intent::Change { change, .. } => {
+                if !remap.is_empty() && ids_fixed(&change.operation) {
+                    return Err((
+                        "another writer took the destination fragment ids its Fragment Reuse \
+                         Index entry or remapped indexes record"
+                            .into(),
+                        ConflictCause::IdsTaken,
+                    ));
+                }
+                *new_ids = None;
+            }
+            Intent::Actions {
+                index_intent,
+                caller,
+                manifest,
+                indices,
+                actions,
+                ..
+            } => {
+                // looked up by id: a rebased append of N fragments moves N ids
+                let remap: HashMap<u64, u64> = remap.iter().copied().collect();
+                *actions = std::mem::take(actions)
+                    .into_iter()
+                    .map(|(id, action)| remap_action(id, action, &remap))
+                    .collect();
+                for id in new_ids.iter_mut().flatten() {
+                    if let Some(n) = remap.get(id) {
+                        *id = *n;
+                    }
+                }
+                *manifest = rebase_manifest(snap.manifest(), latest.manifest(), caller)
+                    .map_err(|reason| (reason, ConflictCause::SchemaChanged))?;
+                *indices = index_intent.apply(latest.indices());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a prepared commit wrote and changed, for its [`Committed`].
+struct Summary {
+    objects: u64,
+    bytes: u64,
+    tree_objects: Vec<(String, u64)>,
+    removed: usize,
+    added: usize,
+}
+
+impl Summary {
+    fn of(prepared: &Prepared) -> Self {
+        let (mut removed, mut added) = (0, 0);
+        for c in prepared.changes.iter() {
+            match (&c.before, &c.after) {
+                (Some(_), None) => removed += 1,
+                (None, Some(_)) => added += 1,
+                _ => {}
+            }
+        }
+        Summary {
+            objects: prepared.objects,
+            bytes: prepared.bytes,
+            tree_objects: prepared.tree_objects.clone(),
+            removed,
+            added,
+        }
+    }
+
+    /// The commit that published `dataset` recording `txn`, at attempt `attempt`: the
+    /// manifest and, unless the table inlines transactions only (flag 32), the transaction
+    /// file count among the objects written.
+    fn committed(&self, dataset: Snapshot, txn: &Transaction, attempt: u32) -> Committed {
+        let file = protocol::writes_transaction_file(dataset.manifest());
+        Committed {
+            versions: 1,
+            tree_objects: self.tree_objects.clone(),
+            objects_written: self.objects + 1 + u64::from(file),
+            bytes_written: self.bytes
+                + dataset.manifest_file().entry.size
+                + if file { txn.encoded_len() as u64 } else { 0 },
+            attempts: attempt,
+            rows: 0,
+            fragments_removed: self.removed,
+            fragments_added: self.added,
+            merged: None,
+            dataset: dataset.into(),
+        }
+    }
+}
+
 /// A commit prepared on one version.
 struct Prepared {
     manifest: Manifest,
@@ -516,6 +629,17 @@ struct Prepared {
     objects: u64,
     bytes: u64,
     tree_objects: Vec<(String, u64)>,
+}
+
+impl Prepared {
+    /// The ids of the fragments the commit adds.
+    fn new_ids(&self) -> Vec<u64> {
+        self.changes
+            .iter()
+            .filter(|c| c.before.is_none() && c.after.is_some())
+            .map(|c| c.id)
+            .collect()
+    }
 }
 
 /// The changed fragments reduced to the data files they did not hold before (fragments that

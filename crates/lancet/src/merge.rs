@@ -23,7 +23,7 @@ use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use lancet_rowid::RowIdSequence;
-use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
+use lancet_txn::merge::{inserted_keys, Matching, MergeRules, SourceKeys, WhenMatched};
 use lancet_txn::operation::rows_rewritten;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
@@ -312,92 +312,16 @@ impl MergeInsert<'_> {
             true => None,
             false => self.index_lookup(base, &key_columns).await?,
         };
-        let covered = match lookup {
-            Some((covered, candidates)) => {
-                for (id, offsets) in candidates.bitmaps() {
-                    let Some(f) = find(&fragments, u64::from(id)) else {
-                        continue;
-                    };
-                    let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-                    let batch = rows::read_rows(base, f, &projection, Rows::At(&offsets)).await?;
-                    let addresses: Vec<u64> = offsets
-                        .iter()
-                        .map(|o| RowAddress::first_of(id) | o)
-                        .collect();
-                    matching.probe(batch.columns(), &addresses)?;
-                }
-                covered
-            }
-            None => RoaringBitmap::new(),
-        };
-        // the key columns of the other fragments, read a few at a time on the runtime's
-        // workers while this task probes them in fragment order
-        let scanned: Vec<DataFragment> = fragments
-            .iter()
-            .filter(|f| {
-                u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)) && f.physical_rows > 0
-            })
-            .cloned()
-            .collect();
-        let mut reads = futures::stream::iter(scanned)
-            .map(|f| {
-                let (base, projection) = (base.clone(), projection.clone());
-                tokio::spawn(async move {
-                    let batch = rows::read_rows(&base, &f, &projection, Rows::All).await?;
-                    let deleted = rowids::cached_deletion_vector(&base, &f).await?;
-                    Ok::<_, Error>((f, batch, deleted))
-                })
-            })
-            .buffered(READS_AHEAD);
-        while let Some(read) = reads.next().await {
-            let (f, batch, deleted) =
-                read.map_err(|e| Error::Internal(format!("a key read failed: {e}")))??;
-            let id = u32::try_from(f.id).unwrap_or(u32::MAX);
-            let first = RowAddress::first_of(id);
-            let (columns, addresses) = match deleted {
-                None => {
-                    let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
-                    (batch.columns().to_vec(), addresses)
-                }
-                Some(deleted) => {
-                    let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
-                        .filter(|o| !deleted.contains(*o))
-                        .collect();
-                    let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
-                    (take(&batch, live)?.columns().to_vec(), addresses)
-                }
-            };
-            matching.probe(&columns, &addresses)?;
-        }
+        probe_target(base, &fragments, &projection, lookup, &mut matching).await?;
         let mut matched = matching.finish();
         if let (WhenMatched::UpdateIf, Some(condition)) = (self.when_matched, &self.condition) {
             let holds = self
-                .condition_holds(base, &fragments, source, &matched.candidates, condition)
+                .condition_holds(base, source, &matched.candidates, condition)
                 .await?;
             matched = matched.settle(&holds, &self.on, &key_columns)?;
         }
 
-        let mut deletes: RoaringTreemap = matched.deletes.iter().copied().collect();
-        let mut deleted_rows = matched.deletes.len() as u64;
-        match &self.by_source {
-            BySource::Keep => {}
-            BySource::Delete => {
-                deleted_rows += matched.unmatched_target.len() as u64;
-                deletes.extend(matched.unmatched_target.iter().copied());
-            }
-            BySource::DeleteIf(filter) => {
-                let mut eligible = RoaringTreemap::new();
-                for (f, o) in search::search_addresses(base, filter).await? {
-                    eligible |= RoaringTreemap::from_bitmaps([(f, o)]);
-                }
-                for a in &matched.unmatched_target {
-                    if eligible.contains(*a) {
-                        deletes.insert(*a);
-                        deleted_rows += 1;
-                    }
-                }
-            }
-        }
+        let (mut deletes, deleted_rows) = self.deletes(base, &matched).await?;
         deletes.extend(matched.updates.iter().map(|(a, _)| *a));
 
         // updated rows in target order, then inserted rows in source order
@@ -448,13 +372,43 @@ impl MergeInsert<'_> {
         Ok(committed)
     }
 
+    /// The target rows the merge deletes (matched rows it deletes, and the rows no source
+    /// row matched when asked to delete them), and how many.
+    async fn deletes(
+        &self,
+        base: &Snapshot,
+        matched: &lancet_txn::merge::Matched,
+    ) -> Result<(RoaringTreemap, u64)> {
+        let mut deletes: RoaringTreemap = matched.deletes.iter().copied().collect();
+        let mut deleted_rows = matched.deletes.len() as u64;
+        match &self.by_source {
+            BySource::Keep => {}
+            BySource::Delete => {
+                deleted_rows += matched.unmatched_target.len() as u64;
+                deletes.extend(matched.unmatched_target.iter().copied());
+            }
+            BySource::DeleteIf(filter) => {
+                let mut eligible = RoaringTreemap::new();
+                for (f, o) in search::search_addresses(base, filter).await? {
+                    eligible |= RoaringTreemap::from_bitmaps([(f, o)]);
+                }
+                for a in &matched.unmatched_target {
+                    if eligible.contains(*a) {
+                        deletes.insert(*a);
+                        deleted_rows += 1;
+                    }
+                }
+            }
+        }
+        Ok((deletes, deleted_rows))
+    }
+
     /// Whether `condition` is TRUE on each matched (target row, source row) pair: its
     /// `source.COL` columns taken from the source, its `target.COL` columns read from the
     /// target rows (once each).
     async fn condition_holds(
         &self,
         base: &Snapshot,
-        fragments: &[DataFragment],
         source: &RecordBatch,
         pairs: &[(u64, u32)],
         condition: &Filter,
@@ -496,36 +450,9 @@ impl MergeInsert<'_> {
         if !wanted_target.is_empty() {
             let projection =
                 rows::projection(base, Some(&wanted_target)).map_err(|e| invalid(e.to_string()))?;
-            // each target row read once, by fragment, then lined up with the pairs
-            let mut rows: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
-            rows.sort_unstable();
-            rows.dedup();
-            let mut parts = Vec::new();
-            for run in rows.chunk_by(|a, b| RowAddress::split(*a).0 == RowAddress::split(*b).0) {
-                let Some(&first) = run.first() else { continue };
-                let fragment = RowAddress::split(first).0;
-                let f = find(fragments, u64::from(fragment)).ok_or_else(|| {
-                    Error::Internal(format!("matched fragment {fragment} is gone"))
-                })?;
-                let offsets: Vec<u64> = run
-                    .iter()
-                    .map(|a| u64::from(RowAddress::split(*a).1))
-                    .collect();
-                parts.push(rows::read_rows(base, f, &projection, Rows::At(&offsets)).await?);
-            }
-            let schema = Arc::new(Schema::new(
-                projection
-                    .iter()
-                    .map(|c| c.field.clone())
-                    .collect::<Vec<_>>(),
-            ));
-            let read = arrow_select::concat::concat_batches(&schema, &parts)
-                .map_err(|e| Error::Internal(format!("target rows: {e}")))?;
-            let at: Vec<u32> = pairs
-                .iter()
-                .map(|(a, _)| rows.binary_search(a).map_or(0, |i| i as u32))
-                .collect();
-            let lined = take(&read, at)?;
+            // each target row read once, lined up with the pairs
+            let addresses: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
+            let lined = crate::take::take_addresses(base, &addresses, Some(&wanted_target)).await?;
             for (c, column) in projection.iter().zip(lined.columns()) {
                 fields.push(
                     c.field
@@ -616,6 +543,76 @@ impl MergeInsert<'_> {
         }
         Ok(Some((answer.covered, candidates)))
     }
+}
+
+/// Probes `matching` with the key columns of the target's live rows: through the index
+/// `lookup` (the fragments it answers and the candidate rows on them) where there is one,
+/// and by reading the key columns of every other fragment.
+async fn probe_target(
+    base: &Snapshot,
+    fragments: &[DataFragment],
+    projection: &[lancet_file::Column],
+    lookup: Option<(RoaringBitmap, RoaringTreemap)>,
+    matching: &mut Matching<'_>,
+) -> Result<()> {
+    let covered = match lookup {
+        Some((covered, candidates)) => {
+            for (id, offsets) in candidates.bitmaps() {
+                let Some(f) = find(fragments, u64::from(id)) else {
+                    continue;
+                };
+                let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
+                let batch = rows::read_rows(base, f, projection, Rows::At(&offsets)).await?;
+                let addresses: Vec<u64> = offsets
+                    .iter()
+                    .map(|o| RowAddress::first_of(id) | o)
+                    .collect();
+                matching.probe(batch.columns(), &addresses)?;
+            }
+            covered
+        }
+        None => RoaringBitmap::new(),
+    };
+    // the key columns of the other fragments, read a few at a time on the runtime's
+    // workers while this task probes them in fragment order
+    let scanned: Vec<DataFragment> = fragments
+        .iter()
+        .filter(|f| {
+            u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)) && f.physical_rows > 0
+        })
+        .cloned()
+        .collect();
+    let mut reads = futures::stream::iter(scanned)
+        .map(|f| {
+            let (base, projection) = (base.clone(), projection.to_vec());
+            tokio::spawn(async move {
+                let batch = rows::read_rows(&base, &f, &projection, Rows::All).await?;
+                let deleted = rowids::cached_deletion_vector(&base, &f).await?;
+                Ok::<_, Error>((f, batch, deleted))
+            })
+        })
+        .buffered(READS_AHEAD);
+    while let Some(read) = reads.next().await {
+        let (f, batch, deleted) =
+            read.map_err(|e| Error::Internal(format!("a key read failed: {e}")))??;
+        let id = u32::try_from(f.id).unwrap_or(u32::MAX);
+        let first = RowAddress::first_of(id);
+        let (columns, addresses) = match deleted {
+            None => {
+                let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
+                (batch.columns().to_vec(), addresses)
+            }
+            Some(deleted) => {
+                let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
+                    .filter(|o| !deleted.contains(*o))
+                    .collect();
+                let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
+                (take(&batch, live)?.columns().to_vec(), addresses)
+            }
+        };
+        matching.probe(&columns, &addresses)?;
+    }
+    Ok(())
 }
 
 /// Refuses fragments whose row count is unknown (0 in a legacy manifest, which Lance 14

@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
-use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use futures::stream::{BoxStream, Stream, StreamExt, TryStreamExt};
 use lancet_file::{Column, Rows};
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
+use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::rowids;
@@ -192,22 +193,7 @@ pub(crate) async fn scan(
     };
     let fragments = snap.with_known_rows(fragments).await?;
     let matched = match &options.filter {
-        Some(f) => {
-            let (matched, stats) = search::search_addresses_in(snap, f, fragments.clone()).await?;
-            if let Some(m) = &options.metrics {
-                m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
-                m.scanned_fragments
-                    .fetch_add(stats.scanned_fragments, Ordering::Relaxed);
-                let mut indexed = m
-                    .indexed
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                for (name, fragments) in stats.indexed {
-                    *indexed.entry(name).or_default() |= fragments;
-                }
-            }
-            Some(matched)
-        }
+        Some(filter) => Some(matched_rows(snap, filter, &fragments, &options).await?),
         None => None,
     };
     let deletions = match (&matched, &options.fragments) {
@@ -221,8 +207,58 @@ pub(crate) async fn scan(
             out
         }
     };
-    let mut skip = options.offset;
-    let mut left = options.limit.unwrap_or(u64::MAX);
+    let window = (options.offset, options.limit.unwrap_or(u64::MAX));
+    let reads = plan_reads(
+        &fragments,
+        deletions,
+        matched.as_ref(),
+        projection.len(),
+        window,
+    );
+    if let Some(m) = &options.metrics {
+        let mut ids: Vec<u64> = reads.iter().map(|r| r.fragment_id()).collect();
+        ids.dedup();
+        m.fragments_read
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+    }
+    let stream = read_all(snap, reads, projection, schema, &options);
+    Ok(stream.boxed())
+}
+
+/// The live rows `filter` matches among `fragments`, by fragment; what answering read
+/// goes to the scan's metrics.
+async fn matched_rows(
+    snap: &Snapshot,
+    filter: &Filter,
+    fragments: &Arc<[DataFragment]>,
+    options: &ScanOptions,
+) -> Result<crate::rows::Matched> {
+    let (matched, stats) = search::search_addresses_in(snap, filter, fragments.clone()).await?;
+    if let Some(m) = &options.metrics {
+        m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
+        m.scanned_fragments
+            .fetch_add(stats.scanned_fragments, Ordering::Relaxed);
+        let mut indexed = m
+            .indexed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (name, fragments) in stats.indexed {
+            *indexed.entry(name).or_default() |= fragments;
+        }
+    }
+    Ok(matched)
+}
+
+/// The reads of a scan over `fragments` (each with its deletion vector, or the rows a filter
+/// `matched`), `columns` wide, skipping `window.0` rows and taking at most `window.1`.
+fn plan_reads(
+    fragments: &[DataFragment],
+    deletions: Vec<Option<Arc<RoaringBitmap>>>,
+    matched: Option<&crate::rows::Matched>,
+    columns: usize,
+    window: (u64, u64),
+) -> Vec<Read> {
+    let (mut skip, mut left) = window;
     let mut reads = Vec::new();
     for (f, deleted) in fragments.iter().zip(deletions) {
         if left == 0 {
@@ -231,9 +267,7 @@ pub(crate) async fn scan(
         // a fragment the scan takes whole (no filter, offset or limit inside it) and whose
         // projected columns are small enough to hold is read in one pass: its file's
         // pages in one request, sliced into batches after
-        let cells = f
-            .physical_rows
-            .saturating_mul(projection.len().max(1) as u64);
+        let cells = f.physical_rows.saturating_mul(columns.max(1) as u64);
         if matched.is_none() && skip == 0 && cells <= WHOLE_FRAGMENT_CELLS {
             let live = match &deleted {
                 Some(d) => f.physical_rows.saturating_sub(d.len()),
@@ -258,7 +292,7 @@ pub(crate) async fn scan(
                 continue;
             }
         }
-        let rows: Vec<ChunkRows> = match (&matched, deleted) {
+        let rows: Vec<ChunkRows> = match (matched, deleted) {
             (Some(m), _) => {
                 let Ok(id) = u32::try_from(f.id) else {
                     continue;
@@ -291,16 +325,21 @@ pub(crate) async fn scan(
             }
         }
     }
-    if let Some(m) = &options.metrics {
-        let mut ids: Vec<u64> = reads.iter().map(|r| r.fragment_id()).collect();
-        ids.dedup();
-        m.fragments_read
-            .fetch_add(ids.len() as u64, Ordering::Relaxed);
-    }
+    reads
+}
+
+/// The batches of `reads`, a few read ahead, in order.
+fn read_all(
+    snap: &Snapshot,
+    reads: Vec<Read>,
+    projection: Vec<Column>,
+    schema: SchemaRef,
+    options: &ScanOptions,
+) -> impl Stream<Item = Result<RecordBatch>> + Send + 'static {
     let ds = snap.clone();
     let projection = Arc::new(projection);
     let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
-    let stream = futures::stream::iter(reads)
+    futures::stream::iter(reads)
         .map(move |read| {
             let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
             async move {
@@ -319,8 +358,7 @@ pub(crate) async fn scan(
         })
         .buffered(SCAN_READ_AHEAD)
         .map_ok(|batches: Vec<RecordBatch>| futures::stream::iter(batches.into_iter().map(Ok)))
-        .try_flatten();
-    Ok(stream.boxed())
+        .try_flatten()
 }
 
 pub(crate) async fn read_chunk(
