@@ -12,6 +12,7 @@
 
 pub mod address;
 pub mod change;
+pub mod counts;
 mod error_kind;
 pub mod flags;
 pub mod le;
@@ -36,6 +37,7 @@ pub mod table {
 
 pub use address::RowAddress;
 pub use change::{diff_fragments, FragmentChange};
+pub use counts::{rows_unknown, FragmentSummary};
 pub use error_kind::ErrorKind;
 pub use malformed::Malformed;
 pub use object_ref::{register_local_root, shown, ObjectRef};

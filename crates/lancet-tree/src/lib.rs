@@ -48,7 +48,7 @@ mod writer;
 pub use clone::{clone_tree, point_mutations_at, point_root_at};
 pub use error::{Result, Rule, TreeError};
 pub use flat::apply_flat;
-pub use mutation::{actions_between, Action, Mutation};
+pub use mutation::{actions_between, change_actions, Action, Mutation};
 pub use objects::{
     DecodedLeaf, DecodedNode, NoCache, NodeCache, ObjectFetcher, ObjectKey, StoreFetcher,
     TreeObject,

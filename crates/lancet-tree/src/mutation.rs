@@ -292,6 +292,32 @@ impl Mutation {
     }
 }
 
+/// The storage actions of a change, in order: the fragments it removes, each updated
+/// fragment as what it gained ([`actions_between`]: a record listed as it is changes
+/// nothing, one that only gains data files or a deletion file is those, not the whole
+/// record), and each new fragment upserted.
+pub fn change_actions(
+    removed: impl IntoIterator<Item = u64>,
+    updated: &[(DataFragment, DataFragment)],
+    created: Vec<DataFragment>,
+) -> Vec<(u64, Action)> {
+    let mut actions: Vec<(u64, Action)> =
+        removed.into_iter().map(|id| (id, Action::Remove)).collect();
+    for (before, after) in updated {
+        actions.extend(
+            actions_between(before, after)
+                .into_iter()
+                .map(|a| (after.id, a)),
+        );
+    }
+    actions.extend(
+        created
+            .into_iter()
+            .map(|f| (f.id, Action::Upsert(Box::new(f)))),
+    );
+    actions
+}
+
 /// The actions that turn the record `before` into `after` with the least written: the data
 /// files it appends (`add_data_file`, a backfill) and the deletion file it sets
 /// (`add_deletion_file`, a delete) when nothing else changed; the whole record

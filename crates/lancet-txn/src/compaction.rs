@@ -241,6 +241,72 @@ pub fn drop_rewritten(
     out
 }
 
+/// What a compaction that rewrites `groups` (not deferring index remaps) does to one index
+/// entry, as Lance 14.0.2 decides it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexRemap {
+    /// The entry as it goes on (its fragment bitmap recalculated where it has one): it
+    /// covers none of the rewritten fragments, it is the Fragment Reuse Index, it indexes
+    /// stable row ids (the rows keep theirs), or it is an address-domain index (ZoneMap,
+    /// BloomFilter) on a stable-row-id table, which loses the rewritten fragments.
+    Keep(IndexMetadata),
+    /// The entry's data holds row addresses the rewrite moves: rewritten with the new
+    /// addresses, covering `fragments`. The entry carries the recalculated bitmap already.
+    Rewrite {
+        entry: IndexMetadata,
+        fragments: roaring::RoaringBitmap,
+    },
+}
+
+/// The remap of `index` (an entry of the version compacted) for a rewrite of `groups`;
+/// `covered`: its fragment bitmap (`None`: it names none, so covers every fragment).
+/// `is_fri`: the entry is the version's Fragment Reuse Index.
+pub fn remap_index(
+    index: &IndexMetadata,
+    covered: Option<&roaring::RoaringBitmap>,
+    groups: &[GroupIds],
+    stable_row_ids: bool,
+    is_fri: bool,
+) -> Result<IndexRemap> {
+    let touches = covered.is_none_or(|c| {
+        groups
+            .iter()
+            .any(|g| g.sources.iter().any(|s| c.contains(*s)))
+    });
+    if is_fri || !touches {
+        return Ok(IndexRemap::Keep(index.clone()));
+    }
+    let kind = index
+        .index_details
+        .as_ref()
+        .and_then(|d| lancet_proto::index_type_name(&d.type_url));
+    let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
+    let mut out = index.clone();
+    if stable_row_ids && by_address_only {
+        if let Some(c) = covered {
+            let kept = drop_rewritten(c, groups);
+            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
+        }
+        return Ok(IndexRemap::Keep(out));
+    }
+    // no bitmap: the index covers every fragment, and still does
+    let fragments = match covered {
+        Some(c) => {
+            let b = rewritten_bitmap(&index.name, c, groups)?;
+            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&b);
+            b
+        }
+        None => roaring::RoaringBitmap::new(),
+    };
+    if stable_row_ids && index.index_version.unwrap_or(0) == 0 {
+        return Ok(IndexRemap::Keep(out));
+    }
+    Ok(IndexRemap::Rewrite {
+        entry: out,
+        fragments,
+    })
+}
+
 /// Whether a deferred compaction of `groups` records its moves in a Fragment Reuse Index, as
 /// Lance 14.0.2 decides it: always on a stable-row-id table, otherwise when some group's
 /// source is covered by a (non-system) index or by the existing reuse index's destinations.
@@ -322,6 +388,68 @@ mod tests {
 
     fn sizes(groups: &[Vec<u64>]) -> Vec<usize> {
         groups.iter().map(Vec::len).collect()
+    }
+
+    fn entry(name: &str, kind: &str, covers: &[u32], index_version: i32) -> IndexMetadata {
+        IndexMetadata {
+            name: name.into(),
+            fragment_bitmap: encode_roaring32(&covers.iter().copied().collect()),
+            index_details: Some(lancet_proto::prost_types::Any {
+                type_url: format!("/lance.table.{kind}IndexDetails"),
+                value: Vec::new(),
+            }),
+            index_version: Some(index_version),
+            ..Default::default()
+        }
+    }
+
+    fn bitmap(m: &IndexMetadata) -> Vec<u32> {
+        lancet_proto::roaring_wire::decode_roaring32(&m.fragment_bitmap)
+            .unwrap()
+            .iter()
+            .collect()
+    }
+
+    #[test]
+    fn a_compaction_rewrites_what_an_index_holds_only_where_lance_does() {
+        let groups = [GroupIds {
+            sources: vec![1, 2],
+            destinations: vec![5],
+        }];
+        let remap = |m: &IndexMetadata, stable: bool, fri: bool| {
+            let covered = lancet_proto::roaring_wire::decode_roaring32(&m.fragment_bitmap).ok();
+            remap_index(m, covered.as_ref(), &groups, stable, fri).unwrap()
+        };
+        // untouched, or the reuse index: as it is
+        let apart = entry("v_idx", "BTree", &[0, 3], 1);
+        assert_eq!(remap(&apart, false, false), IndexRemap::Keep(apart.clone()));
+        let fri = entry(FRI_INDEX_NAME, "FragmentReuse", &[1, 2], 1);
+        assert_eq!(remap(&fri, true, true), IndexRemap::Keep(fri.clone()));
+        // a BTree over addresses: rewritten, covering the destinations
+        let btree = entry("v_idx", "BTree", &[0, 1, 2], 1);
+        match remap(&btree, false, false) {
+            IndexRemap::Rewrite { entry, fragments } => {
+                assert_eq!(bitmap(&entry), [0, 5]);
+                assert_eq!(fragments.iter().collect::<Vec<_>>(), [0, 5]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // a legacy BTree over stable row ids follows its fragments without a rewrite
+        let legacy = entry("v_idx", "BTree", &[0, 1, 2], 0);
+        match remap(&legacy, true, false) {
+            IndexRemap::Keep(e) => assert_eq!(bitmap(&e), [0, 5]),
+            other => panic!("{other:?}"),
+        }
+        // an address-domain index on a stable-row-id table loses the rewritten fragments
+        let zones = entry("z_idx", "ZoneMap", &[0, 1, 2], 1);
+        match remap(&zones, true, false) {
+            IndexRemap::Keep(e) => assert_eq!(bitmap(&e), [0]),
+            other => panic!("{other:?}"),
+        }
+        // covering part of a group is refused
+        let part = entry("v_idx", "BTree", &[1], 1);
+        let covered = lancet_proto::roaring_wire::decode_roaring32(&part.fragment_bitmap).ok();
+        assert!(remap_index(&part, covered.as_ref(), &groups, false, false).is_err());
     }
 
     #[test]

@@ -75,35 +75,11 @@ pub(crate) async fn add_column(
     }
     let field = Field::new(name, data_type.clone(), true);
     let fragments = snap.fragments().await?;
-    let (ids, added, pending): (Vec<i32>, _, Vec<&DataFragment>) =
-        match schema.field_with_name(name) {
-            Err(_) => {
-                let added = new_fields(snap, &field).await?;
-                let ids = added.iter().map(|f| f.id).collect();
-                (ids, Some(added), fragments.iter().collect())
-            }
-            Ok(existing) => {
-                let column = rows::projection(snap, Some(&[name.to_string()]))?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
-                let pending: Vec<&DataFragment> = fragments
-                    .iter()
-                    .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
-                    .collect();
-                if pending.is_empty() {
-                    return Err(invalid("the table has a column of that name".into()));
-                }
-                if existing.data_type() != &data_type {
-                    return Err(invalid(format!(
-                        "the column exists as {} and the expression is {data_type}; \
-                         completing it needs an expression of its type",
-                        existing.data_type()
-                    )));
-                }
-                (column.ids.clone(), None, pending)
-            }
-        };
+    let Target {
+        ids,
+        added,
+        pending,
+    } = target(snap, &schema, &field, &fragments).await?;
     let mut columns = Vec::new();
     value.columns(&mut columns);
     let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
@@ -122,33 +98,7 @@ pub(crate) async fn add_column(
     }
     let one_commit = added.is_some() && options.fragments_per_commit >= fragments.len();
     let published = match added {
-        Some(added) => {
-            let mut fields = snap.manifest().fields.clone();
-            fields.extend(added);
-            // one Merge of everything, or the schema first (NULL until backfilled)
-            let listed = match one_commit {
-                true => fragments
-                    .iter()
-                    .zip(&files)
-                    .map(|(f, (_, file))| {
-                        let mut f = f.clone();
-                        f.files.push(file.clone());
-                        f
-                    })
-                    .collect(),
-                false => fragments.to_vec(),
-            };
-            operations::commit(
-                snap,
-                Operation::Merge(Merge {
-                    fragments: listed,
-                    schema: fields,
-                    schema_metadata: snap.manifest().schema_metadata.clone(),
-                    ..Default::default()
-                }),
-            )
-            .await
-        }
+        Some(added) => publish_fields(snap, &fragments, &files, added, one_commit).await,
         None => Ok(Committed::nothing(snap.clone())),
     };
     let mut done = match published {
@@ -176,6 +126,98 @@ pub(crate) async fn add_column(
         done = done.then(next);
     }
     Ok(done)
+}
+
+/// Where an added column goes.
+struct Target<'a> {
+    /// The field ids of the column (with its children).
+    ids: Vec<i32>,
+    /// The fields the schema gains; `None` when the column exists and is being completed.
+    added: Option<Vec<lancet_proto::file::Field>>,
+    /// The fragments that need a file for it.
+    pending: Vec<&'a DataFragment>,
+}
+
+/// A new column `field` (new fields, every fragment pending), or the completion of an
+/// existing column of the same name and type on the fragments no file of which holds it.
+async fn target<'a>(
+    snap: &Snapshot,
+    schema: &Schema,
+    field: &Field,
+    fragments: &'a [DataFragment],
+) -> Result<Target<'a>> {
+    let name = field.name();
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("add column {name:?}"),
+        reason,
+    };
+    let Ok(existing) = schema.field_with_name(name) else {
+        let added = new_fields(snap, field).await?;
+        return Ok(Target {
+            ids: added.iter().map(|f| f.id).collect(),
+            added: Some(added),
+            pending: fragments.iter().collect(),
+        });
+    };
+    let column = rows::projection(snap, Some(&[name.to_string()]))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
+    let pending: Vec<&DataFragment> = fragments
+        .iter()
+        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+        .collect();
+    if pending.is_empty() {
+        return Err(invalid("the table has a column of that name".into()));
+    }
+    if existing.data_type() != field.data_type() {
+        return Err(invalid(format!(
+            "the column exists as {} and the expression is {}; \
+             completing it needs an expression of its type",
+            existing.data_type(),
+            field.data_type()
+        )));
+    }
+    Ok(Target {
+        ids: column.ids.clone(),
+        added: None,
+        pending,
+    })
+}
+
+/// The schema with `added` published as a Merge: with every fragment's new file in one
+/// commit (`one_commit`), or alone (the column NULL until the files are put in place).
+async fn publish_fields(
+    snap: &Snapshot,
+    fragments: &[DataFragment],
+    files: &[(u64, DataFile)],
+    added: Vec<lancet_proto::file::Field>,
+    one_commit: bool,
+) -> Result<Committed> {
+    let mut fields = snap.manifest().fields.clone();
+    fields.extend(added);
+    let listed = match one_commit {
+        true => fragments
+            .iter()
+            .zip(files)
+            .map(|(f, (_, file))| {
+                let mut f = f.clone();
+                f.files.push(file.clone());
+                f
+            })
+            .collect(),
+        false => fragments.to_vec(),
+    };
+    operations::commit(
+        snap,
+        Operation::Merge(Merge {
+            fragments: listed,
+            schema: fields,
+            schema_metadata: snap.manifest().schema_metadata.clone(),
+            ..Default::default()
+        }),
+    )
+    .await
 }
 
 /// Deletes data files this command wrote and did not publish (best effort: a file left

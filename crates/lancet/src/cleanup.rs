@@ -113,35 +113,9 @@ async fn cleanup_inner(
     let store = snap.store();
     let entries = manifest::list_versions(store).await?;
     let total = entries.len() as u64 + 1;
-    // every manifest once: the handle's own version is the one it holds
-    let own = snap.manifest_file();
-    let files: Vec<ManifestFile> = futures::stream::iter(entries.iter())
-        .map(|e| async move {
-            match e == &own.entry {
-                true => Ok(own.clone()),
-                false => manifest::read_manifest_entry(store, e).await,
-            }
-        })
-        .buffered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
+    let files = read_manifests(snap, &entries).await?;
 
-    let tagged: BTreeSet<u64> = refs::list_tags(store)
-        .await?
-        .into_iter()
-        .filter(|t| t.branch.is_none())
-        .map(|t| t.version)
-        .collect();
-    let (referenced_by_branches, forked_from) = branch_references(snap).await?;
-
-    let versions: Vec<u64> = entries.iter().map(|e| e.version).collect();
-    let retention = Retention::new(
-        policy,
-        &versions,
-        now_ms,
-        snap.version(),
-        tagged.union(&forked_from).copied().collect(),
-    );
+    let (retention, referenced_by_branches) = retention(snap, policy, &entries, now_ms).await?;
     let removed = |file: &ManifestFile| {
         retention.removes(
             file.entry.version,
@@ -200,6 +174,53 @@ async fn cleanup_inner(
     }
     report.tally(doomed);
     Ok(report)
+}
+
+/// Which versions `policy` keeps (tagged versions and the versions branches forked from
+/// among them), and what the branches' versions reference.
+async fn retention(
+    snap: &Snapshot,
+    policy: &CleanupPolicy,
+    entries: &[manifest::VersionEntry],
+    now_ms: i64,
+) -> Result<(Retention, References)> {
+    let store = snap.store();
+    let tagged: BTreeSet<u64> = refs::list_tags(store)
+        .await?
+        .into_iter()
+        .filter(|t| t.branch.is_none())
+        .map(|t| t.version)
+        .collect();
+    let (referenced_by_branches, forked_from) = branch_references(snap).await?;
+
+    let versions: Vec<u64> = entries.iter().map(|e| e.version).collect();
+    let retention = Retention::new(
+        policy,
+        &versions,
+        now_ms,
+        snap.version(),
+        tagged.union(&forked_from).copied().collect(),
+    );
+    Ok((retention, referenced_by_branches))
+}
+
+/// Every version's manifest, read once: the handle's own version is the one it holds.
+async fn read_manifests(
+    snap: &Snapshot,
+    entries: &[manifest::VersionEntry],
+) -> Result<Vec<ManifestFile>> {
+    let (store, own) = (snap.store(), snap.manifest_file());
+    futures::stream::iter(entries.iter())
+        .map(|e| async move {
+            match e == &own.entry {
+                true => Ok(own.clone()),
+                false => manifest::read_manifest_entry(store, e).await,
+            }
+        })
+        .buffered(READ_CONCURRENCY)
+        .try_collect()
+        .await
+        .map_err(Error::from)
 }
 
 /// Refuses a policy that is not valid and a branch (its tags and sub-branches live under

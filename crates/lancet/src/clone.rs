@@ -81,17 +81,7 @@ pub(crate) async fn shallow_clone_inner(
         tracing::debug!(objects = written.len(), "clone root written");
         manifest.fragment_tree = Some(cloned);
     }
-    let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
-    for index in source.indices() {
-        indices.push(match fri_with_row_maps(&source, index, id, &store).await? {
-            Some(entry) => entry,
-            None => {
-                let mut index = index.clone();
-                inherit_index_from(&mut index, id);
-                index
-            }
-        });
-    }
+    let indices = cloned_indices(&source, id, &store).await?;
     manifest.timestamp = Some(snap.clock().timestamp());
     // flag 16 for the base path the clone names, decided by lancet-txn
     lancet_txn::protocol::settle(&mut manifest, &indices);
@@ -130,6 +120,27 @@ pub(crate) async fn shallow_clone_inner(
         bytes_written: size,
         ..crate::committed::Committed::nothing(clone.with_clock(snap.clock().clone()))
     })
+}
+
+/// The source version's index entries as the clone names them: each inherits the source
+/// through base `id`, except an FRI entry whose row maps are written again for the clone.
+async fn cloned_indices(
+    source: &Snapshot,
+    id: u32,
+    store: &DatasetStore,
+) -> Result<Vec<IndexMetadata>> {
+    let mut indices: Vec<IndexMetadata> = Vec::with_capacity(source.indices().len());
+    for index in source.indices() {
+        indices.push(match fri_with_row_maps(source, index, id, store).await? {
+            Some(entry) => entry,
+            None => {
+                let mut index = index.clone();
+                inherit_index_from(&mut index, id);
+                index
+            }
+        });
+    }
+    Ok(indices)
 }
 
 /// lancet's tagged FRI names its row maps with their own `base_id`s: when one inherits

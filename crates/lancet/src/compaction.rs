@@ -24,7 +24,7 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::{CompactionRemap, Transition};
 pub use lancet_txn::compaction::CompactionOptions;
-use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds};
+use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds, IndexRemap};
 use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
@@ -330,42 +330,22 @@ async fn remapped(
     groups: &[GroupIds],
 ) -> Result<IndexMetadata> {
     let covered = indexes::index_fragments(snap, index)?;
-    let touches = covered.as_ref().is_none_or(|c| {
-        groups
-            .iter()
-            .any(|g| g.sources.iter().any(|s| c.contains(*s)))
-    });
-    if lancet_reuse::is_fri_entry(index) || !touches {
-        return Ok(index.clone());
-    }
+    let remap_of = lancet_txn::compaction::remap_index(
+        index,
+        covered.as_ref(),
+        groups,
+        snap.has_stable_row_ids(),
+        lancet_reuse::is_fri_entry(index),
+    )?;
+    let (mut out, bitmap) = match remap_of {
+        IndexRemap::Keep(entry) => return Ok(entry),
+        IndexRemap::Rewrite { entry, fragments } => (entry, fragments),
+    };
     let kind = index
         .index_details
         .as_ref()
         .and_then(|d| lancet_proto::index_type_name(&d.type_url));
     let is_btree = kind.as_deref() == Some("BTree");
-    let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
-    let mut out = index.clone();
-    let stable = snap.has_stable_row_ids();
-    if stable && by_address_only {
-        if let Some(c) = &covered {
-            let kept = lancet_txn::compaction::drop_rewritten(c, groups);
-            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&kept);
-        }
-        return Ok(out);
-    }
-    // no bitmap: the index covers every fragment, and still does
-    let bitmap = match &covered {
-        Some(c) => {
-            let b = lancet_txn::compaction::rewritten_bitmap(&index.name, c, groups)?;
-            out.fragment_bitmap = lancet_proto::roaring_wire::encode_roaring32(&b);
-            b
-        }
-        None => RoaringBitmap::new(),
-    };
-    if stable && index.index_version.unwrap_or(0) == 0 {
-        // row ids: the rows keep theirs, so the index follows its fragments
-        return Ok(out);
-    }
     if !is_btree {
         return Err(Error::Unsupported {
             uri: snap.uri().to_string(),

@@ -10,6 +10,7 @@ use lancet_txn::operation::{conversion_operation, restore_operation};
 use crate::commit;
 use crate::committed::Committed;
 use crate::error::Result;
+use crate::prepare;
 use crate::rowids;
 use crate::snapshot::Snapshot;
 
@@ -35,7 +36,7 @@ async fn publish_conversion(
     let change = Change::new(conversion_operation()).with_content(content);
     commit::commit_rebasing(
         snap,
-        commit::Intent::Change {
+        prepare::Intent::Change {
             change: Box::new(change),
             judged: Some(judged),
         },
@@ -63,7 +64,7 @@ pub(crate) async fn restore(snap: &Snapshot, version: u64) -> Result<Committed> 
     });
     commit::commit_rebasing(
         &latest,
-        commit::Intent::Change {
+        prepare::Intent::Change {
             change: Box::new(change),
             judged: None,
         },

@@ -1,9 +1,9 @@
 //! The one index answerer: a BTree's answer to queries on its column, as this version's row
 //! addresses, limited to the fragments on which that answer is complete.
 //!
-//! Search (and every filtered scan, count, delete and update through it), merge_insert's key
-//! lookup and index optimization all ask here, so the rules of an index answer are written
-//! once:
+//! Search (and every filtered scan, count, delete and update through it) and merge_insert's
+//! key lookup ask here, and index optimization takes the coverage rule
+//! ([`answered_fragments`]), so the rules of an index answer are written once:
 //!
 //! - a segment's stored addresses are translated through the Fragment Reuse Index when the
 //!   version has one (rows a rewrite deleted drop out); segments storing stable row ids

@@ -14,25 +14,20 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::Schema;
-use futures::{Stream, StreamExt, TryStreamExt};
-use lancet_btree::Query;
-use lancet_file::Rows;
+use futures::{Stream, TryStreamExt};
 use lancet_filter::Filter;
-use lancet_proto::table::DataFragment;
-use lancet_proto::RowAddress;
-use lancet_rowid::RowIdSequence;
-use lancet_txn::merge::{inserted_keys, Matching, MergeRules, SourceKeys, WhenMatched};
+use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
 use lancet_txn::operation::rows_rewritten;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::committed::{Committed, MergeStats};
 use crate::error::{Error, Result};
-use crate::index_answer;
-use crate::indexes;
+use crate::merge_target::{
+    condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows, take,
+};
 use crate::operations;
-use crate::rowids;
 use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
@@ -89,9 +84,6 @@ const MATCHED: [&str; 6] = [
     "do_nothing",
     "fail",
 ];
-
-/// Fragments whose key columns are read ahead of the probe.
-const READS_AHEAD: usize = 3;
 
 /// A merge_insert keyed on the columns `on` (Lance's `merge_insert(on)`).
 pub(crate) fn merge_insert<'a, S: AsRef<str>>(snap: &'a Snapshot, on: &[S]) -> MergeInsert<'a> {
@@ -310,14 +302,15 @@ impl MergeInsert<'_> {
         // target row must be seen (rows no source row matches are deleted)
         let lookup = match rules.collect_unmatched_target {
             true => None,
-            false => self.index_lookup(base, &key_columns).await?,
+            false => match self.use_index {
+                true => index_lookup(base, &self.on, &key_columns).await?,
+                false => None,
+            },
         };
         probe_target(base, &fragments, &projection, lookup, &mut matching).await?;
         let mut matched = matching.finish();
         if let (WhenMatched::UpdateIf, Some(condition)) = (self.when_matched, &self.condition) {
-            let holds = self
-                .condition_holds(base, source, &matched.candidates, condition)
-                .await?;
+            let holds = condition_holds(base, source, &matched.candidates, condition).await?;
             matched = matched.settle(&holds, &self.on, &key_columns)?;
         }
 
@@ -403,80 +396,6 @@ impl MergeInsert<'_> {
         Ok((deletes, deleted_rows))
     }
 
-    /// Whether `condition` is TRUE on each matched (target row, source row) pair: its
-    /// `source.COL` columns taken from the source, its `target.COL` columns read from the
-    /// target rows (once each).
-    async fn condition_holds(
-        &self,
-        base: &Snapshot,
-        source: &RecordBatch,
-        pairs: &[(u64, u32)],
-        condition: &Filter,
-    ) -> Result<Vec<bool>> {
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("merge_insert condition {:?}", condition.text()),
-            reason,
-        };
-        let mut wanted_source = Vec::new();
-        let mut wanted_target = Vec::new();
-        for c in condition.columns() {
-            match c.split_once('.') {
-                Some(("source", name)) => wanted_source.push(name.to_string()),
-                Some(("target", name)) => wanted_target.push(name.to_string()),
-                _ => {
-                    return Err(invalid(format!(
-                        "column {c:?} is neither source.COL nor target.COL"
-                    )))
-                }
-            }
-        }
-        wanted_source.sort();
-        wanted_source.dedup();
-        wanted_target.sort();
-        wanted_target.dedup();
-        let mut fields = Vec::new();
-        let mut columns: Vec<ArrayRef> = Vec::new();
-        let order: Vec<u32> = pairs.iter().map(|(_, s)| *s).collect();
-        let from_source = take(source, order)?;
-        for name in &wanted_source {
-            let (i, f) = from_source
-                .schema()
-                .column_with_name(name)
-                .map(|(i, f)| (i, f.clone()))
-                .ok_or_else(|| invalid(format!("the table has no column {name:?}")))?;
-            fields.push(f.with_name(format!("source.{name}")));
-            columns.extend(from_source.columns().get(i).cloned());
-        }
-        if !wanted_target.is_empty() {
-            let projection =
-                rows::projection(base, Some(&wanted_target)).map_err(|e| invalid(e.to_string()))?;
-            // each target row read once, lined up with the pairs
-            let addresses: Vec<u64> = pairs.iter().map(|(a, _)| *a).collect();
-            let lined = crate::take::take_addresses(base, &addresses, Some(&wanted_target)).await?;
-            for (c, column) in projection.iter().zip(lined.columns()) {
-                fields.push(
-                    c.field
-                        .as_ref()
-                        .clone()
-                        .with_name(format!("target.{}", c.field.name())),
-                );
-                columns.push(column.clone());
-            }
-        }
-        let batch = RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            columns,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(pairs.len())),
-        )
-        .map_err(|e| invalid(e.to_string()))?;
-        let truth = lancet_btree::evaluate_filter(condition, &batch)
-            .await
-            .map_err(|e| invalid(e.to_string()))?;
-        Ok((0..pairs.len() as u64)
-            .map(|i| truth.true_ids.contains(i))
-            .collect())
-    }
-
     fn key_columns(&self, source: &RecordBatch) -> Result<Vec<ArrayRef>> {
         self.on
             .iter()
@@ -488,195 +407,4 @@ impl MergeInsert<'_> {
             })
             .collect()
     }
-
-    /// Through a BTree on the single key column: the fragments it answers and, among
-    /// them, the live rows whose key is one of the source's. `None` when no BTree covers
-    /// the column (or its values are of another type).
-    async fn index_lookup(
-        &self,
-        base: &Snapshot,
-        key_columns: &[ArrayRef],
-    ) -> Result<Option<(RoaringBitmap, RoaringTreemap)>> {
-        let ([name], [values]) = (self.on.as_slice(), key_columns) else {
-            return Ok(None);
-        };
-        if !self.use_index {
-            return Ok(None);
-        }
-        let Some(field) = base
-            .manifest()
-            .fields
-            .iter()
-            .find(|f| &f.name == name && f.parent_id == -1)
-        else {
-            return Ok(None);
-        };
-        let Some(index) = indexes::btree_on_field(base, field.id) else {
-            return Ok(None);
-        };
-        let segments = indexes::btree_segments(base, &index).await?;
-        if segments
-            .iter()
-            .any(|s| s.index.lookup().value_type() != values.data_type())
-        {
-            return Ok(None);
-        }
-        let fragments = base.fragments().await?;
-        let present: RoaringBitmap = fragments
-            .iter()
-            .filter_map(|f| u32::try_from(f.id).ok())
-            .collect();
-        let answer =
-            index_answer::answer(base, &segments, &[Query::IsIn(values.clone())], &present).await?;
-        // entries past a fragment's rows or of deleted rows are not answers
-        let mut candidates = RoaringTreemap::new();
-        for (id, offsets) in answer.rows.true_ids.bitmaps() {
-            let Some(f) = find(&fragments, u64::from(id)) else {
-                continue;
-            };
-            let mut offsets = offsets.clone();
-            offsets.remove_range(u32::try_from(f.physical_rows).unwrap_or(u32::MAX)..);
-            if let Some(d) = rowids::cached_deletion_vector(base, f).await? {
-                offsets -= d.as_ref();
-            }
-            candidates |= RoaringTreemap::from_bitmaps([(id, offsets)]);
-        }
-        Ok(Some((answer.covered, candidates)))
-    }
-}
-
-/// Probes `matching` with the key columns of the target's live rows: through the index
-/// `lookup` (the fragments it answers and the candidate rows on them) where there is one,
-/// and by reading the key columns of every other fragment.
-async fn probe_target(
-    base: &Snapshot,
-    fragments: &[DataFragment],
-    projection: &[lancet_file::Column],
-    lookup: Option<(RoaringBitmap, RoaringTreemap)>,
-    matching: &mut Matching<'_>,
-) -> Result<()> {
-    let covered = match lookup {
-        Some((covered, candidates)) => {
-            for (id, offsets) in candidates.bitmaps() {
-                let Some(f) = find(fragments, u64::from(id)) else {
-                    continue;
-                };
-                let offsets: Vec<u64> = offsets.iter().map(u64::from).collect();
-                let batch = rows::read_rows(base, f, projection, Rows::At(&offsets)).await?;
-                let addresses: Vec<u64> = offsets
-                    .iter()
-                    .map(|o| RowAddress::first_of(id) | o)
-                    .collect();
-                matching.probe(batch.columns(), &addresses)?;
-            }
-            covered
-        }
-        None => RoaringBitmap::new(),
-    };
-    // the key columns of the other fragments, read a few at a time on the runtime's
-    // workers while this task probes them in fragment order
-    let scanned: Vec<DataFragment> = fragments
-        .iter()
-        .filter(|f| {
-            u32::try_from(f.id).is_ok_and(|id| !covered.contains(id)) && f.physical_rows > 0
-        })
-        .cloned()
-        .collect();
-    let mut reads = futures::stream::iter(scanned)
-        .map(|f| {
-            let (base, projection) = (base.clone(), projection.to_vec());
-            tokio::spawn(async move {
-                let batch = rows::read_rows(&base, &f, &projection, Rows::All).await?;
-                let deleted = rowids::cached_deletion_vector(&base, &f).await?;
-                Ok::<_, Error>((f, batch, deleted))
-            })
-        })
-        .buffered(READS_AHEAD);
-    while let Some(read) = reads.next().await {
-        let (f, batch, deleted) =
-            read.map_err(|e| Error::Internal(format!("a key read failed: {e}")))??;
-        let id = u32::try_from(f.id).unwrap_or(u32::MAX);
-        let first = RowAddress::first_of(id);
-        let (columns, addresses) = match deleted {
-            None => {
-                let addresses: Vec<u64> = (0..f.physical_rows).map(|o| first | o).collect();
-                (batch.columns().to_vec(), addresses)
-            }
-            Some(deleted) => {
-                let live: Vec<u32> = (0..u32::try_from(f.physical_rows).unwrap_or(u32::MAX))
-                    .filter(|o| !deleted.contains(*o))
-                    .collect();
-                let addresses: Vec<u64> = live.iter().map(|o| first | u64::from(*o)).collect();
-                (take(&batch, live)?.columns().to_vec(), addresses)
-            }
-        };
-        matching.probe(&columns, &addresses)?;
-    }
-    Ok(())
-}
-
-/// Refuses fragments whose row count is unknown (0 in a legacy manifest, which Lance 14
-/// reads as unknown): a key lookup or a rewrite that skipped them would miss their rows.
-pub(crate) fn require_known_rows(
-    base: &Snapshot,
-    fragments: &[DataFragment],
-    what: &str,
-) -> Result<()> {
-    match fragments
-        .iter()
-        .find(|f| f.physical_rows == 0 && !f.files.is_empty())
-    {
-        Some(f) => Err(Error::Unsupported {
-            uri: base.uri().to_string(),
-            version: base.version(),
-            rule: format!(
-                "{what}: fragment {} records no row count (a legacy manifest); compact it first",
-                f.id
-            ),
-        }),
-        None => Ok(()),
-    }
-}
-
-fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {
-    arrow_select::take::take_record_batch(batch, &UInt32Array::from(rows))
-        .map_err(|e| Error::Internal(format!("taking merged rows: {e}")))
-}
-
-fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
-    fragments
-        .binary_search_by_key(&id, |f| f.id)
-        .ok()
-        .and_then(|i| fragments.get(i))
-}
-
-/// The row ids of the updated target rows, in the order they are written.
-fn moved_row_ids(
-    base: &Snapshot,
-    fragments: &[DataFragment],
-    updates: &[(u64, u32)],
-) -> Result<Vec<u64>> {
-    let mut ids = Vec::with_capacity(updates.len());
-    let mut current: Option<(u32, Option<RowIdSequence>)> = None;
-    for (address, _) in updates {
-        let (fragment, offset) = RowAddress::split(*address);
-        if current.as_ref().map(|(f, _)| *f) != Some(fragment) {
-            let sequence = match find(fragments, u64::from(fragment)) {
-                Some(f) => rowids::row_id_sequence(base, f)?,
-                None => None,
-            };
-            current = Some((fragment, sequence));
-        }
-        let id = current
-            .as_ref()
-            .and_then(|(_, s)| s.as_ref())
-            .and_then(|s| s.get(u64::from(offset)))
-            .ok_or_else(|| {
-                Error::Internal(format!(
-                    "no row id for the row at {address} a merge updates"
-                ))
-            })?;
-        ids.push(id);
-    }
-    Ok(ids)
 }

@@ -14,11 +14,11 @@ use lancet_txn::TxnError;
 use roaring::RoaringBitmap;
 
 use crate::commit;
-use crate::commit::Intent;
 use crate::committed::Committed;
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::plan;
+use crate::prepare::Intent;
 use crate::rowids;
 use crate::snapshot::Snapshot;
 

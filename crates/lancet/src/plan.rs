@@ -62,26 +62,7 @@ pub(crate) async fn build(snap: &Snapshot, change: &Change) -> Result<Built> {
         });
     }
     let needs = finish::needs(&plan, snap.manifest());
-    let all = match needs.all_fragments {
-        true => Some(snap.fragments().await?),
-        false => None,
-    };
-    let mut records = Vec::with_capacity(needs.records.len());
-    if all.is_none() {
-        for id in &needs.records {
-            records.extend(snap.fragment(*id).await?);
-        }
-    }
-    let mut held = Vec::new();
-    for id in &needs.explicit_ids {
-        if snap.fragment(*id).await?.is_some() {
-            held.push(*id);
-        }
-    }
-    let reserved = match needs.explicit_ids.is_empty() || !held.is_empty() {
-        true => Vec::new(),
-        false => reserved_ids(snap, &needs.explicit_ids).await?,
-    };
+    let (all, records, held, reserved) = read_needs(snap, &needs).await?;
     let facts = finish::Facts {
         version: snap.version(),
         all: all.as_deref(),
@@ -104,22 +85,9 @@ pub(crate) async fn build(snap: &Snapshot, change: &Change) -> Result<Built> {
     let data_files = verify::data_file_facts(snap, &added)
         .instrument(span)
         .await?;
-    let mut actions: Vec<(u64, Action)> = Vec::new();
-    actions.extend(finished.removed_all.iter().map(|id| (*id, Action::Remove)));
-    actions.extend(finished.removed.iter().map(|f| (f.id, Action::Remove)));
-    // a record listed as it is (a merge lists every fragment) changes nothing; one that
-    // only gains data files (a backfill) or a deletion file (a delete) is those, not the
-    // whole record (what a tree buffers)
-    for (before, after) in &finished.updated {
-        actions.extend(
-            lancet_tree::actions_between(before, after)
-                .into_iter()
-                .map(|a| (after.id, a)),
-        );
-    }
-    for f in finished.created {
-        actions.push((f.id, Action::Upsert(Box::new(f))));
-    }
+    let removed = finished.removed_all.iter().copied();
+    let removed = removed.chain(finished.removed.iter().map(|f| f.id));
+    let actions = lancet_tree::change_actions(removed, &finished.updated, finished.created);
     Ok(Built {
         manifest: finished.manifest,
         indices: finished.indices,
@@ -129,6 +97,41 @@ pub(crate) async fn build(snap: &Snapshot, change: &Change) -> Result<Built> {
         replaces_content: false,
     })
 }
+
+/// What `needs` names, read from this version: every fragment (when the change needs them
+/// all), else the records it touches; which of its explicit ids the version holds; and, when
+/// it holds none of them, which are reserved.
+async fn read_needs(snap: &Snapshot, needs: &finish::Needs) -> Result<Read> {
+    let all = match needs.all_fragments {
+        true => Some(snap.fragments().await?),
+        false => None,
+    };
+    let mut records = Vec::with_capacity(needs.records.len());
+    if all.is_none() {
+        for id in &needs.records {
+            records.extend(snap.fragment(*id).await?);
+        }
+    }
+    let mut held = Vec::new();
+    for id in &needs.explicit_ids {
+        if snap.fragment(*id).await?.is_some() {
+            held.push(*id);
+        }
+    }
+    let reserved = match needs.explicit_ids.is_empty() || !held.is_empty() {
+        true => Vec::new(),
+        false => reserved_ids(snap, &needs.explicit_ids).await?,
+    };
+    Ok((all, records, held, reserved))
+}
+
+/// Every fragment (or none), the records, the held ids and the reserved ids.
+type Read = (
+    Option<std::sync::Arc<[DataFragment]>>,
+    Vec<DataFragment>,
+    Vec<u64>,
+    Vec<u64>,
+);
 
 /// Those of `ids` (each at or below `max_fragment_id`, none in this version) that a
 /// ReserveFragments reserved and nothing used since: the version that raised

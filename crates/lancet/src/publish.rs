@@ -66,6 +66,40 @@ pub(crate) async fn publish(
             _ => e,
         }
     };
+    judge(&p).await?;
+    let prepared = manifest::prepare_manifest(
+        store,
+        &manifest::ManifestContent {
+            indices: p.indices,
+            unknown_fields: p.unknown_fields,
+            scheme: p.scheme,
+            transaction: p.transaction,
+            ..manifest::ManifestContent::new(p.manifest)
+        },
+    )
+    .map_err(|e| refused(e.into()))?;
+    let candidate = Snapshot::from_manifest(
+        store.clone(),
+        Arc::new(prepared.file.clone()),
+        caches.clone(),
+        p.previous.map(|prev| prev.file_store().clone()),
+    )
+    .await
+    .map_err(refused)?;
+    let candidate = match p.previous {
+        Some(prev) => candidate.with_clock(prev.clock().clone()),
+        None => candidate,
+    };
+    manifest::publish_prepared(store, &prepared).await?;
+    candidate.cache_manifest(prepared.file).await;
+    Ok((candidate, prepared.bytes.len() as u64))
+}
+
+/// `p` judged by lancet-txn's invariants, with the facts they need read first: the
+/// fragments changed (diffed from a flat previous version when the caller does not name
+/// them), row-id changes, new deletion files missing from storage, and new FRI transitions.
+async fn judge(p: &Publication<'_>) -> Result<()> {
+    let version = p.manifest.version;
     let diffed;
     let changes = match (p.changes, p.previous) {
         (Some(c), _) => c,
@@ -116,32 +150,7 @@ pub(crate) async fn publish(
         reserved: p.reserved,
         fri_transitions: &fri_transitions,
     })?;
-    let prepared = manifest::prepare_manifest(
-        store,
-        &manifest::ManifestContent {
-            indices: p.indices,
-            unknown_fields: p.unknown_fields,
-            scheme: p.scheme,
-            transaction: p.transaction,
-            ..manifest::ManifestContent::new(p.manifest)
-        },
-    )
-    .map_err(|e| refused(e.into()))?;
-    let candidate = Snapshot::from_manifest(
-        store.clone(),
-        Arc::new(prepared.file.clone()),
-        caches.clone(),
-        p.previous.map(|prev| prev.file_store().clone()),
-    )
-    .await
-    .map_err(refused)?;
-    let candidate = match p.previous {
-        Some(prev) => candidate.with_clock(prev.clock().clone()),
-        None => candidate,
-    };
-    manifest::publish_prepared(store, &prepared).await?;
-    candidate.cache_manifest(prepared.file).await;
-    Ok((candidate, prepared.bytes.len() as u64))
+    Ok(())
 }
 
 /// The changed fragments whose new deletion file (one the fragment did not name before) is

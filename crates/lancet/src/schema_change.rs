@@ -83,36 +83,15 @@ async fn cast_columns(
 ) -> Result<Committed> {
     let table = rows::schema(snap)?;
     let fragments = snap.fragments().await?;
-    crate::merge::require_known_rows(snap, &fragments, "a cast")?;
+    crate::merge_target::require_known_rows(snap, &fragments, "a cast")?;
     let mut next = backfill::next_field_id(snap).await?;
     // (fragment id, its new data files), all written before anything is published
     let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();
     let mut required = false;
     for a in alterations {
         let Some(to) = &a.data_type else { continue };
-        let invalid = |reason: String| Error::InvalidArgument {
-            what: format!("column {:?}", a.path),
-            reason,
-        };
-        let from = table
-            .field_with_name(&a.path)
-            .map_err(|_| invalid("the table has no such column".into()))?;
-        let old = rows::projection(snap, Some(std::slice::from_ref(&a.path)))?;
+        let (from, old) = cast_source(snap, &table, a, to)?;
         let old_id = old.first().map(|c| c.id()).unwrap_or(-1);
-        if !lancet_txn::build::cast_allowed(from.data_type(), to) {
-            return Err(invalid(format!(
-                "Cannot cast column \"{}\" from {} to {to}",
-                a.path,
-                from.data_type()
-            )));
-        }
-        if let Some(index) = snap.indices().iter().find(|i| i.fields.contains(&old_id)) {
-            return Err(invalid(format!(
-                "it has index {:?} attached: a cast rewrites the column and invalidates \
-                 it; drop the index first, then recreate it after the cast",
-                index.name
-            )));
-        }
         let name = a.rename.clone().unwrap_or_else(|| a.path.clone());
         let nullable = a.nullable.unwrap_or(from.is_nullable());
         required |= !nullable;
@@ -144,6 +123,56 @@ async fn cast_columns(
         backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
         return Err(e.into());
     }
+    let published = publish_cast(snap, &fragments, &written, schema, !required).await;
+    if published.is_err() {
+        backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
+    }
+    published
+}
+
+/// The field a cast reads and its column, after the rules Lance checks: the column exists,
+/// its type casts to `to`, and no index is attached to it.
+fn cast_source<'a>(
+    snap: &Snapshot,
+    table: &'a arrow_schema::Schema,
+    a: &ColumnAlteration,
+    to: &arrow_schema::DataType,
+) -> Result<(&'a arrow_schema::Field, Vec<lancet_file::Column>)> {
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: format!("column {:?}", a.path),
+        reason,
+    };
+    let from = table
+        .field_with_name(&a.path)
+        .map_err(|_| invalid("the table has no such column".into()))?;
+    let old = rows::projection(snap, Some(std::slice::from_ref(&a.path)))?;
+    let old_id = old.first().map(|c| c.id()).unwrap_or(-1);
+    if !lancet_txn::build::cast_allowed(from.data_type(), to) {
+        return Err(invalid(format!(
+            "Cannot cast column \"{}\" from {} to {to}",
+            a.path,
+            from.data_type()
+        )));
+    }
+    if let Some(index) = snap.indices().iter().find(|i| i.fields.contains(&old_id)) {
+        return Err(invalid(format!(
+            "it has index {:?} attached: a cast rewrites the column and invalidates \
+             it; drop the index first, then recreate it after the cast",
+            index.name
+        )));
+    }
+    Ok((from, old))
+}
+
+/// The cast published as one Merge: every fragment keeps the files holding fields of the
+/// new `schema` and gains the files `written` for it.
+async fn publish_cast(
+    snap: &Snapshot,
+    fragments: &[lancet_proto::table::DataFragment],
+    written: &[(u64, lancet_proto::table::DataFile)],
+    schema: Vec<lancet_proto::file::Field>,
+    preserves_nullability: bool,
+) -> Result<Committed> {
     let listed: Vec<lancet_proto::table::DataFragment> = fragments
         .iter()
         .map(|f| {
@@ -158,20 +187,16 @@ async fn cast_columns(
             f
         })
         .collect();
-    let published = operations::commit(
+    operations::commit(
         snap,
         Operation::Merge(lancet_proto::table::transaction::Merge {
             fragments: listed,
             schema,
             schema_metadata: snap.manifest().schema_metadata.clone(),
-            preserves_nullability: !required,
+            preserves_nullability,
         }),
     )
-    .await;
-    if published.is_err() {
-        backfill::delete_unpublished(snap, written.iter().map(|(_, d)| d)).await;
-    }
-    published
+    .await
 }
 
 /// Refuses when column `column` holds a NULL in this version.

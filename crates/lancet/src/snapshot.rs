@@ -10,6 +10,7 @@ use lancet_paths::{
     files, BaseTable, DatasetStore, ManifestFile, ObjectLocation, PathsError, ResolvedBase,
 };
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use lancet_proto::{rows_unknown, FragmentSummary};
 
 use lancet_tree::{OpenContext, StoreFetcher, TreeReader};
 
@@ -52,35 +53,6 @@ struct FlatList {
     shared: std::sync::OnceLock<Arc<[DataFragment]>>,
     /// Whether some record leaves its row count unknown (a legacy manifest).
     unknown_counts: std::sync::OnceLock<bool>,
-}
-
-/// Counts of one fragment, with what is unknown left as `None` (Lance 14 writes 0 for "unknown"
-/// `physical_rows` and `num_deleted_rows` in flat manifests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FragmentSummary {
-    pub id: u64,
-    pub physical_rows: Option<u64>,
-    pub num_deleted_rows: Option<u64>,
-}
-
-impl FragmentSummary {
-    pub fn of(f: &DataFragment) -> Self {
-        let deleted = match &f.deletion_file {
-            None => Some(0),
-            Some(d) if d.num_deleted_rows == 0 => None,
-            Some(d) => Some(d.num_deleted_rows),
-        };
-        Self {
-            id: f.id,
-            physical_rows: (f.physical_rows != 0).then_some(f.physical_rows),
-            num_deleted_rows: deleted,
-        }
-    }
-
-    /// Visible rows, when both counts are known.
-    pub fn visible_rows(&self) -> Option<u64> {
-        self.physical_rows?.checked_sub(self.num_deleted_rows?)
-    }
 }
 
 /// The Lance-file store over a dataset store (sharing its object store): how a writer outside
@@ -338,13 +310,13 @@ impl Snapshot {
             FragmentSource::Tree(_) => false,
             FragmentSource::Flat(flat) => *flat
                 .unknown_counts
-                .get_or_init(|| self.manifest().fragments.iter().any(unknown_rows)),
+                .get_or_init(|| self.manifest().fragments.iter().any(rows_unknown)),
         };
-        if !unknown || !fragments.iter().any(unknown_rows) {
+        if !unknown || !fragments.iter().any(rows_unknown) {
             return Ok(fragments);
         }
         let mut out = fragments.to_vec();
-        for f in out.iter_mut().filter(|f| unknown_rows(f)) {
+        for f in out.iter_mut().filter(|f| rows_unknown(f)) {
             f.physical_rows = self.physical_rows_read(f).await?;
         }
         Ok(out.into())
@@ -356,7 +328,7 @@ impl Snapshot {
         fragment: DataFragment,
     ) -> Result<DataFragment> {
         let mut f = fragment;
-        if unknown_rows(&f) {
+        if rows_unknown(&f) {
             f.physical_rows = self.physical_rows_read(&f).await?;
         }
         Ok(f)
@@ -514,9 +486,4 @@ impl Snapshot {
             .transpose()
             .map_err(Error::from)
     }
-}
-
-/// A fragment whose record leaves its row count unknown (0, with data files to count).
-fn unknown_rows(f: &DataFragment) -> bool {
-    f.physical_rows == 0 && !f.files.is_empty()
 }

@@ -13,7 +13,7 @@ use lancet_paths::manifest::{self, NamingScheme};
 use lancet_paths::DatasetStore;
 use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::{Append, Operation, Overwrite};
-use lancet_proto::table::DataFragment;
+use lancet_proto::table::{DataFragment, Manifest};
 use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::new_transaction;
 use tracing::Instrument;
@@ -135,46 +135,7 @@ pub async fn create_from_fragments(
 ) -> Result<Committed> {
     let store = DatasetStore::create(uri)?;
     refuse_existing(&store, uri).await?;
-    let fields = lancet_file::manifest_fields(&schema)?;
-    let version = options.data_storage_version;
-    let (major, minor) = version.data_file_version();
-    let base = lancet_txn::build::new_table(
-        &fields,
-        &format!("{major}.{minor}"),
-        options.stable_row_ids,
-        env!("CARGO_PKG_VERSION"),
-    );
-    let operation = Operation::Overwrite(Overwrite {
-        fragments: written,
-        schema: fields,
-        ..Default::default()
-    });
-    let empty = lancet_txn::Version {
-        manifest: &base,
-        indices: &[],
-    };
-    let plan = lancet_txn::build::plan(empty, &operation)?;
-    let mut manifest = plan.manifest;
-    let mut fragments = plan.created;
-    if options.stable_row_ids {
-        manifest.next_row_id = lancet_rowid::assign::assign_row_ids(0, &mut fragments)?;
-        for f in &mut fragments {
-            lancet_rowid::assign::stamp_versions(f, 1, 0, |_| None)?;
-        }
-    }
-    manifest.version = 1;
-    manifest.timestamp = Some(manifest::now_timestamp());
-    let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
-    match options.layout {
-        Layout::Flat => manifest.fragments = fragments,
-        Layout::Tree => {
-            let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
-            let commit = writer.bulk_load(&fragments).await?;
-            manifest.fragment_tree = Some(commit.metadata);
-        }
-    }
-    // the flags the layout needs, decided by lancet-txn
-    lancet_txn::protocol::settle(&mut manifest, &[]);
+    let (manifest, operation, changes) = first_version(&store, &schema, written, &options).await?;
     let txn = new_transaction(0, operation);
     let (rows, added) = (
         changes
@@ -221,6 +182,59 @@ pub async fn create_from_fragments(
         fragments_added: added,
         ..Committed::nothing(created)
     })
+}
+
+/// Version 1 of a new table holding `written`: Lance's Overwrite planned on an empty
+/// table (lancet-txn), row ids and versions given (lancet-rowid) when the table has stable
+/// row ids, the fragments listed flat or bulk-loaded into a fragment tree (its objects
+/// written now); with the operation to record and the fragments created.
+async fn first_version(
+    store: &DatasetStore,
+    schema: &SchemaRef,
+    written: Vec<DataFragment>,
+    options: &CreateOptions,
+) -> Result<(Manifest, Operation, Vec<FragmentChange>)> {
+    let fields = lancet_file::manifest_fields(schema)?;
+    let version = options.data_storage_version;
+    let (major, minor) = version.data_file_version();
+    let base = lancet_txn::build::new_table(
+        &fields,
+        &format!("{major}.{minor}"),
+        options.stable_row_ids,
+        env!("CARGO_PKG_VERSION"),
+    );
+    let operation = Operation::Overwrite(Overwrite {
+        fragments: written,
+        schema: fields,
+        ..Default::default()
+    });
+    let empty = lancet_txn::Version {
+        manifest: &base,
+        indices: &[],
+    };
+    let plan = lancet_txn::build::plan(empty, &operation)?;
+    let mut manifest = plan.manifest;
+    let mut fragments = plan.created;
+    if options.stable_row_ids {
+        manifest.next_row_id = lancet_rowid::assign::assign_row_ids(0, &mut fragments)?;
+        for f in &mut fragments {
+            lancet_rowid::assign::stamp_versions(f, 1, 0, |_| None)?;
+        }
+    }
+    manifest.version = 1;
+    manifest.timestamp = Some(manifest::now_timestamp());
+    let changes: Vec<FragmentChange> = fragments.iter().map(FragmentChange::created).collect();
+    match options.layout {
+        Layout::Flat => manifest.fragments = fragments,
+        Layout::Tree => {
+            let writer = TreeWriter::new(store.clone(), TreeWriterConfig::default());
+            let commit = writer.bulk_load(&fragments).await?;
+            manifest.fragment_tree = Some(commit.metadata);
+        }
+    }
+    // the flags the layout needs, decided by lancet-txn
+    lancet_txn::protocol::settle(&mut manifest, &[]);
+    Ok((manifest, operation, changes))
 }
 
 /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
