@@ -1,9 +1,9 @@
-//! `lancet bench ...`: the benchmark harness's arguments, handed to the harness modules.
+//! `lancet bench ...`: the benchmark harness's arguments, handed to the `lancet-bench` crate.
 
 use clap::Subcommand;
 
 use crate::error::CliError;
-use crate::{bench, cleanup_bench, search_bench};
+use lancet_bench::{cleanup, commit, search};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -58,7 +58,7 @@ pub enum BenchCommand {
         /// fragments), backfill (a data file on consecutive fragments), compact (adjacent
         /// fragments replaced by a quarter as many), mixed (70/20/10 append/delete/compact).
         #[arg(long, value_enum, default_value = "delete")]
-        workload: crate::workload::Workload,
+        workload: lancet_bench::workload::Workload,
     },
     /// Time hot searches (`Dataset::search`: parsed filter, session caches, deletions
     /// applied) on an existing table: median, p95 and fastest of N after W warm-ups.
@@ -110,7 +110,7 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
             store,
             json,
         } => {
-            let options = cleanup_bench::Options {
+            let options = cleanup::Options {
                 fragments,
                 versions,
                 changed,
@@ -119,7 +119,7 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
                 store,
                 json,
             };
-            cleanup_bench::run(options).await
+            Ok(cleanup::run(options).await?)
         }
         BenchCommand::Search {
             dataset,
@@ -128,14 +128,14 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
             warmup,
             json,
         } => {
-            let options = search_bench::Options {
+            let options = search::Options {
                 dataset,
                 filter,
                 iterations,
                 warmup,
                 json,
             };
-            search_bench::run(options).await
+            Ok(search::run(options).await?)
         }
         BenchCommand::Commit {
             fragments,
@@ -165,7 +165,7 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
                     inline_root_bytes,
                 ],
             );
-            bench::commit(bench::Options {
+            Ok(commit::commit(commit::Options {
                 fragments,
                 commits,
                 changed,
@@ -179,7 +179,7 @@ pub async fn run(command: BenchCommand) -> Result<(), CliError> {
                 rows,
                 workload,
             })
-            .await
+            .await?)
         }
     }
 }

@@ -13,6 +13,8 @@ pub enum CliError {
     Reuse(#[from] lancet::reuse::ReuseError),
     #[error(transparent)]
     Filter(#[from] lancet::FilterError),
+    #[error(transparent)]
+    Bench(#[from] lancet_bench::BenchError),
     #[error("{0}")]
     Usage(String),
     #[error("writing output: {0}")]

@@ -2,10 +2,8 @@
 
 mod args;
 mod at;
-mod bench;
 mod bench_cmd;
 mod cleanup;
-mod cleanup_bench;
 mod compact;
 mod data;
 mod demo;
@@ -16,11 +14,9 @@ mod inspect;
 mod io;
 mod restore;
 mod rowid;
-mod search_bench;
 mod tag;
 mod tree;
 mod verify;
-mod workload;
 
 use clap::Parser;
 

@@ -27,7 +27,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::error::CliError;
+use crate::error::BenchError;
 use crate::workload::{
     data_schema, record, stage_deletion_files, write_deletion_files, Generator, Pool, Workload,
 };
@@ -163,7 +163,7 @@ pub struct Options {
 }
 
 /// `n` rows of [`data_schema`](crate::workload::data_schema) from `start`.
-fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
+fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, BenchError> {
     let ids: Vec<i64> = (start..start + n).collect();
     let x: Vec<f64> = ids.iter().map(|i| *i as f64 * 0.5).collect();
     let w = arrow_array::new_null_array(&arrow_schema::DataType::Int64, ids.len());
@@ -175,7 +175,7 @@ fn data_rows(start: i64, n: i64) -> Result<arrow_array::RecordBatch, CliError> {
             w,
         ],
     )
-    .map_err(|e| CliError::Usage(e.to_string()))
+    .map_err(|e| BenchError::Usage(e.to_string()))
 }
 
 /// One writer's commits: `commits` commits of the workload, each timed, with its bytes and
@@ -191,7 +191,7 @@ async fn writer(
     config: TreeWriterConfig,
     progress: bool,
     rows: Option<u64>,
-) -> Result<Vec<Sample>, CliError> {
+) -> Result<Vec<Sample>, BenchError> {
     let mut rng = SmallRng::seed_from_u64(7 + w);
     let mut out = Vec::with_capacity(commits as usize);
     for c in 0..commits {
@@ -229,9 +229,9 @@ async fn writer(
     Ok(out)
 }
 
-pub async fn commit(o: Options) -> Result<(), CliError> {
+pub async fn commit(o: Options) -> Result<(), BenchError> {
     if o.fragments == 0 || o.changed > o.fragments {
-        return Err(CliError::Usage(
+        return Err(BenchError::Usage(
             "--fragments must be positive and --changed at most --fragments".into(),
         ));
     }
@@ -267,7 +267,9 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     let batch = match o.build_batch {
         Some(b) if o.tree && b > 0 && b < o.fragments => b,
         Some(_) if !o.tree => {
-            return Err(CliError::Usage("--build-batch builds a tree table".into()))
+            return Err(BenchError::Usage(
+                "--build-batch builds a tree table".into(),
+            ))
         }
         _ => o.fragments,
     };
@@ -346,7 +348,7 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
 
     let writers = o.writers.max(1);
     if writers > 1 && o.workload != Workload::Delete {
-        return Err(CliError::Usage(
+        return Err(BenchError::Usage(
             "several writers run the delete workload only (each on its own fragments)".into(),
         ));
     }
@@ -405,7 +407,9 @@ pub async fn commit(o: Options) -> Result<(), CliError> {
     let found = opened.storage().fragment(probe).await?;
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     if found.is_none() {
-        return Err(CliError::Usage(format!("fragment {probe} did not resolve")));
+        return Err(BenchError::Usage(format!(
+            "fragment {probe} did not resolve"
+        )));
     }
     let objects = 1 + match opened.storage().tree() {
         Some(t) => {

@@ -26,7 +26,7 @@ use object_store::{
 };
 use serde_json::json;
 
-use crate::error::CliError;
+use crate::error::BenchError;
 
 /// Requests of each kind a store served.
 #[derive(Debug, Default)]
@@ -134,7 +134,7 @@ fn data_file(name: String, size: u64) -> DataFile {
 
 /// The bytes of every data file: a Lance file of 1,000 rows of fields 0 and 1 (written once,
 /// then copied under each name; a file's bytes do not name it).
-async fn template_file(store: &DatasetStore) -> Result<Bytes, CliError> {
+async fn template_file(store: &DatasetStore) -> Result<Bytes, BenchError> {
     use std::sync::Arc;
     let schema = arrow_schema::Schema::new(vec![
         arrow_schema::Field::new("a", arrow_schema::DataType::Int64, false),
@@ -144,7 +144,7 @@ async fn template_file(store: &DatasetStore) -> Result<Bytes, CliError> {
         Arc::new(arrow_array::Int64Array::from_iter_values(0..1000));
     let batch =
         arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), vec![column.clone(), column])
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+            .map_err(|e| BenchError::Usage(e.to_string()))?;
     let path = store.path(&lancet::paths::layout::data_path("template.lance"));
     lancet::file::write_file(
         &lancet::file_store_for(store)?,
@@ -174,7 +174,7 @@ async fn write_files(
     ds: &Dataset,
     actions: &[(u64, Action)],
     template: &Bytes,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     let store = ds.storage().store();
     for (id, action) in actions {
         let (path, bytes) = match action {
@@ -197,9 +197,9 @@ async fn write_files(
     Ok(())
 }
 
-pub async fn run(o: Options) -> Result<(), CliError> {
+pub async fn run(o: Options) -> Result<(), BenchError> {
     if o.changed == 0 || o.changed > o.fragments || o.retain == 0 {
-        return Err(CliError::Usage(
+        return Err(BenchError::Usage(
             "bench cleanup needs 0 < --changed <= --fragments and --retain-versions >= 1".into(),
         ));
     }

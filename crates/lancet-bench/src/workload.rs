@@ -24,7 +24,7 @@ use lancet::rowid::RowIdSequence;
 use lancet::tree::Action;
 use rand::rngs::SmallRng;
 
-use crate::error::CliError;
+use crate::error::BenchError;
 use rand::Rng;
 
 /// A bench workload.
@@ -60,7 +60,7 @@ pub struct Pool {
 
 impl Pool {
     /// Writes the pool's files under the table's `data/`.
-    pub async fn write(store: &lancet::paths::DatasetStore) -> Result<Self, CliError> {
+    pub async fn write(store: &lancet::paths::DatasetStore) -> Result<Self, BenchError> {
         let fs = lancet::file_store_for(store)?;
         let mut records = Vec::new();
         let mut backfills = Vec::new();
@@ -91,7 +91,7 @@ async fn pool_file(
     fs: &lancet::file::FileStore,
     fields: &[i32],
     rows: u64,
-) -> Result<DataFile, CliError> {
+) -> Result<DataFile, BenchError> {
     use std::sync::Arc;
     let table = data_schema();
     let picked: Vec<arrow_schema::Field> = fields
@@ -116,7 +116,7 @@ async fn pool_file(
         })
         .collect();
     let batch = arrow_array::RecordBatch::try_new(Arc::new(schema.clone()), columns)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+        .map_err(|e| BenchError::Usage(e.to_string()))?;
     let name = format!(
         "pool-{}-{rows}.lance",
         fields
@@ -170,7 +170,7 @@ pub fn record(rng: &mut SmallRng, id: u64, pool: &Pool) -> DataFragment {
 pub async fn stage_deletion_files(
     ds: &lancet::Dataset,
     actions: &[(u64, Action)],
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     let files = actions
         .iter()
         .filter_map(|(id, a)| match a {
@@ -187,7 +187,7 @@ pub async fn stage_deletion_files(
 pub async fn write_deletion_files(
     store: &lancet::paths::DatasetStore,
     files: Vec<(u64, DeletionFile)>,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     use futures::{StreamExt, TryStreamExt};
     futures::stream::iter(files)
         .map(|(id, d)| async move {
@@ -196,7 +196,7 @@ pub async fn write_deletion_files(
             let deleted: roaring::RoaringBitmap = (0..n).collect();
             let bytes = lancet::rowid::deletion::encode_bitmap(&deleted);
             store.put(&store.path(&path), bytes.into()).await?;
-            Ok::<_, CliError>(())
+            Ok::<_, BenchError>(())
         })
         .buffer_unordered(32)
         .try_collect::<()>()

@@ -12,7 +12,7 @@ use std::time::Instant;
 use lancet::{Caches, Dataset, Filter};
 use serde_json::json;
 
-use crate::error::CliError;
+use crate::error::BenchError;
 
 pub struct Options {
     pub dataset: String,
@@ -22,7 +22,7 @@ pub struct Options {
     pub json: bool,
 }
 
-pub async fn run(o: Options) -> Result<(), CliError> {
+pub async fn run(o: Options) -> Result<(), BenchError> {
     let filter = Filter::parse(&o.filter)?;
     let store = lancet::paths::DatasetStore::open(&o.dataset)?;
     let ds = Dataset::open_with(store, None, Caches::new(Default::default())).await?;
