@@ -63,10 +63,7 @@ pub fn read_rows(
         move |e: ArrowError| CliError::Usage(format!("{shown}: {e}"))
     };
     let open = || File::open(path).map_err(|e| CliError::Usage(format!("{shown}: {e}")));
-    let (file_schema, reader): (
-        SchemaRef,
-        Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>,
-    ) = match format {
+    let (file_schema, reader): Rows = match format {
         InFormat::Parquet => {
             let builder =
                 parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(open()?)
@@ -87,35 +84,7 @@ pub fn read_rows(
                 .map_err(bad.clone())?;
             (reader.schema(), Box::new(reader))
         }
-        InFormat::Csv => {
-            let format = arrow_csv::reader::Format::default().with_header(true);
-            let (inferred, _) = format
-                .infer_schema(&mut open()?, Some(INFER_ROWS))
-                .map_err(bad.clone())?;
-            let schema = match schema.clone() {
-                // the header names the table's columns, in order
-                Some(s) => {
-                    let names = |s: &arrow_schema::Schema| -> Vec<String> {
-                        s.fields().iter().map(|f| f.name().clone()).collect()
-                    };
-                    if names(&inferred) != names(&s) {
-                        return Err(CliError::Usage(format!(
-                            "{shown}: columns {:?} where the table has {:?}",
-                            names(&inferred),
-                            names(&s)
-                        )));
-                    }
-                    s
-                }
-                None => Arc::new(inferred),
-            };
-            let reader = arrow_csv::ReaderBuilder::new(schema.clone())
-                .with_header(true)
-                .with_batch_size(BATCH_ROWS)
-                .build(open()?)
-                .map_err(bad.clone())?;
-            (schema, Box::new(reader))
-        }
+        InFormat::Csv => csv_reader(path, schema.clone())?,
         InFormat::JsonLines => {
             let schema = match schema.clone() {
                 Some(s) => s,
@@ -146,6 +115,47 @@ pub fn read_rows(
     });
     Ok((file_schema, stream.boxed()))
 }
+
+/// Rows of a CSV file with a header, typed as `schema` (whose column names the header must
+/// list in order) or as inferred from its first rows.
+fn csv_reader(path: &Path, schema: Option<SchemaRef>) -> Result<Rows, CliError> {
+    let shown = path.display().to_string();
+    let bad = |e: ArrowError| CliError::Usage(format!("{shown}: {e}"));
+    let open = || File::open(path).map_err(|e| CliError::Usage(format!("{shown}: {e}")));
+    let format = arrow_csv::reader::Format::default().with_header(true);
+    let (inferred, _) = format
+        .infer_schema(&mut open()?, Some(INFER_ROWS))
+        .map_err(bad)?;
+    let schema = match schema {
+        // the header names the table's columns, in order
+        Some(s) => {
+            let names = |s: &arrow_schema::Schema| -> Vec<String> {
+                s.fields().iter().map(|f| f.name().clone()).collect()
+            };
+            if names(&inferred) != names(&s) {
+                return Err(CliError::Usage(format!(
+                    "{shown}: columns {:?} where the table has {:?}",
+                    names(&inferred),
+                    names(&s)
+                )));
+            }
+            s
+        }
+        None => Arc::new(inferred),
+    };
+    let reader = arrow_csv::ReaderBuilder::new(schema.clone())
+        .with_header(true)
+        .with_batch_size(BATCH_ROWS)
+        .build(open()?)
+        .map_err(bad)?;
+    Ok((schema, Box::new(reader)))
+}
+
+/// A file's schema and its batches.
+type Rows = (
+    SchemaRef,
+    Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>,
+);
 
 /// The formats rows are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -95,45 +95,56 @@ pub async fn show(uri: &str, version: Option<u64>, json: bool) -> Result<(), Cli
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(out, "version          {}", show.version)?;
-    writeln!(
-        out,
-        "root             {}{}",
-        show.root,
-        show.root_path.as_ref().map_or(String::new(), |p| format!(
-            " ({p}, {} bytes)",
-            show.bytes.root
-        ))
-    )?;
-    writeln!(out, "height           {}", show.height)?;
-    writeln!(
-        out,
-        "objects          {} interiors ({} bytes), {} leaves ({} bytes), {} in other datasets",
-        show.interiors, show.bytes.interiors, show.leaves, show.bytes.leaves, show.foreign_objects
-    )?;
-    writeln!(
-        out,
-        "buffers          {} since root, {} in the root, per interior level {:?}",
-        show.mutations_since_root, show.root_buffer, show.interior_buffers
-    )?;
-    writeln!(
-        out,
-        "watermarks       {} at 0, min {}, max {}",
-        show.watermarks.zero,
-        show.watermarks.min.map_or("-".into(), |v| v.to_string()),
-        show.watermarks.max.map_or("-".into(), |v| v.to_string())
-    )?;
-    writeln!(
-        out,
-        "sequences        next {} (root {})",
-        show.next_action_sequence, show.root_next_action_sequence
-    )?;
-    writeln!(
-        out,
-        "fragments        {} ({} rows, {} visible)",
-        show.fragments, show.total_rows, show.visible_rows
-    )?;
-    Ok(())
+    show.print(&mut out)
+}
+
+impl Show {
+    /// The tree's summary as text, a line per aspect.
+    fn print(&self, out: &mut impl Write) -> Result<(), CliError> {
+        writeln!(out, "version          {}", self.version)?;
+        writeln!(
+            out,
+            "root             {}{}",
+            self.root,
+            self.root_path.as_ref().map_or(String::new(), |p| format!(
+                " ({p}, {} bytes)",
+                self.bytes.root
+            ))
+        )?;
+        writeln!(out, "height           {}", self.height)?;
+        writeln!(
+            out,
+            "objects          {} interiors ({} bytes), {} leaves ({} bytes), {} in other datasets",
+            self.interiors,
+            self.bytes.interiors,
+            self.leaves,
+            self.bytes.leaves,
+            self.foreign_objects
+        )?;
+        writeln!(
+            out,
+            "buffers          {} since root, {} in the root, per interior level {:?}",
+            self.mutations_since_root, self.root_buffer, self.interior_buffers
+        )?;
+        writeln!(
+            out,
+            "watermarks       {} at 0, min {}, max {}",
+            self.watermarks.zero,
+            self.watermarks.min.map_or("-".into(), |v| v.to_string()),
+            self.watermarks.max.map_or("-".into(), |v| v.to_string())
+        )?;
+        writeln!(
+            out,
+            "sequences        next {} (root {})",
+            self.next_action_sequence, self.root_next_action_sequence
+        )?;
+        writeln!(
+            out,
+            "fragments        {} ({} rows, {} visible)",
+            self.fragments, self.total_rows, self.visible_rows
+        )?;
+        Ok(())
+    }
 }
 
 /// `lancet tree convert`: the latest version's fragments into a tree, as version N+1.
