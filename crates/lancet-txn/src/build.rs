@@ -1117,7 +1117,7 @@ mod tests {
         };
         let change = Change::new(rewrite(&[1, 7], &[8, 0])).with_indices(IndexIntent {
             added: vec![fri.clone()],
-            removed: vec![],
+            ..Default::default()
         });
         let p = plan_change(on(&m, &[]), &change).unwrap();
         assert_eq!(p.removed, vec![1, 7]);

@@ -94,6 +94,47 @@ fn no_bitmap(index: &IndexMetadata) -> &'static str {
     }
 }
 
+/// Lance 14.0.2's rule for a Rewrite that remaps the indexes covering its sources in its own
+/// commit (it carries no Fragment Reuse Index entry, `check_rewrite_txn`): an index another
+/// writer built since, over any of the rewrite's sources or over every fragment (no bitmap),
+/// was not remapped, so the rewrite is retried on the newer version. A CreateIndex of the
+/// Fragment Reuse Index itself is left to [`compatibility`]. `None` when the rule does not
+/// decide (`mine` is no Rewrite, or `theirs` no such CreateIndex).
+pub fn remapping_rewrite_rule(
+    mine: &Operation,
+    theirs: &StoredTransaction,
+) -> Option<Compatibility> {
+    let (Operation::Rewrite(r), Some(Operation::CreateIndex(ci))) =
+        (mine, &theirs.transaction.operation)
+    else {
+        return None;
+    };
+    if ci.new_indices.iter().any(|i| i.name == FRI_NAME) {
+        return None;
+    }
+    let sources = rewritten(r);
+    for index in &ci.new_indices {
+        let Some(b) = bitmap_ids(index) else {
+            return Some(Compatibility::Retryable(format!(
+                "CreateIndex built index {:?}, which {}, so this rewrite did not remap it",
+                index.name,
+                no_bitmap(index)
+            )));
+        };
+        if let Some(id) = sources
+            .iter()
+            .find(|id| u32::try_from(**id).is_ok_and(|i| b.contains(i)))
+        {
+            return Some(Compatibility::Retryable(format!(
+                "CreateIndex built index {:?} over fragment {id}, which this rewrite replaces \
+                 without remapping that index",
+                index.name
+            )));
+        }
+    }
+    None
+}
+
 /// Why a merge_insert that inserted keys (`mine` records them) cannot be rebased over
 /// `other`: another merge inserting one of its keys (or keys it cannot compare), an update
 /// that does not say what it inserted, or an append. Lance 14.0.2's primary-key rule

@@ -41,7 +41,7 @@ pub mod operation;
 pub mod protocol;
 pub mod rebase;
 
-pub use conflict::{compatibility, Compatibility};
+pub use conflict::{compatibility, remapping_rewrite_rule, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};
 pub use invariants::{
     check, check_lineage, Candidate, DataFileFacts, FragmentRowIds, Invariant, RowIdChanges,

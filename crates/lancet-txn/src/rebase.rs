@@ -13,7 +13,9 @@
 use std::time::Duration;
 
 use lancet_proto::table::transaction::Operation;
-use lancet_proto::table::{IndexMetadata, Manifest};
+use lancet_proto::table::{IndexMetadata, Manifest, Uuid};
+
+use crate::build::Change;
 
 /// Why a commit cannot be rebased over the versions published since it was prepared: the
 /// version that decides it, Lance's reason, and whether redoing the work on the latest
@@ -81,6 +83,42 @@ pub fn judge_since(
             retryable,
             cause: ConflictCause::Incompatible,
         });
+    }
+    Ok(())
+}
+
+/// [`judge_since`] for a change, with the rules that depend on what it carries beside its
+/// operation: a Rewrite that remaps indexes in its own commit (no Fragment Reuse Index entry
+/// beside it) also meets [`crate::remapping_rewrite_rule`].
+pub fn judge_change_since(
+    change: &Change,
+    since: &[(u64, Option<lancet_proto::StoredTransaction>)],
+    ids_taken: bool,
+) -> Result<(), Conflict> {
+    let defers_remap = change
+        .indices
+        .added
+        .iter()
+        .any(|i| i.name == crate::FRI_INDEX_NAME);
+    let name = lancet_proto::transaction::operation_name(&change.operation);
+    // version by version, so the first version that decides is the one reported
+    for entry in since {
+        if let (false, (version, Some(theirs))) = (defers_remap, entry) {
+            if let Some(crate::Compatibility::Retryable(why)) =
+                crate::remapping_rewrite_rule(&change.operation, theirs)
+            {
+                return Err(Conflict {
+                    version: *version,
+                    reason: format!(
+                        "{name} against {} at version {version}: {why}",
+                        theirs.operation_name()
+                    ),
+                    retryable: true,
+                    cause: ConflictCause::Incompatible,
+                });
+            }
+        }
+        judge_since(&change.operation, std::slice::from_ref(entry), ids_taken)?;
     }
     Ok(())
 }
@@ -231,11 +269,18 @@ fn replay_map<V: Clone + PartialEq>(
 }
 
 /// A commit's change to the index list: the entries it adds and the ones it removes, judged
-/// once against the version it was prepared on.
+/// once against the version it was prepared on, and the entries that each replace one entry
+/// of that version (a compaction's remapped segments).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexIntent {
     pub added: Vec<IndexMetadata>,
     pub removed: Vec<IndexMetadata>,
+    /// `(uuid of the entry replaced, its replacement)`. On a newer version that no longer
+    /// holds the replaced entry (another writer dropped the index, or replaced it with a new
+    /// build), the replacement is left out: it was made from data that index no longer
+    /// stands for, and bringing it back would answer with stale values. Lance 14.0.2 skips
+    /// remapped indexes whose uuid is gone the same way (`handle_rewrite_indices`).
+    pub replacing: Vec<(Option<Uuid>, IndexMetadata)>,
 }
 
 impl IndexIntent {
@@ -252,16 +297,38 @@ impl IndexIntent {
                 .filter(|i| !wanted.contains(i))
                 .cloned()
                 .collect(),
+            replacing: Vec::new(),
         }
     }
 
-    /// `latest` with this change applied: removed entries (by uuid) dropped, added ones
-    /// appended once.
+    /// Each entry of `base` replaced by the entry at the same position of `remapped` (a
+    /// rewrite's remapped index list, one entry per entry of `base`); entries left as they
+    /// are change nothing.
+    pub fn remapping(base: &[IndexMetadata], remapped: &[IndexMetadata]) -> Self {
+        Self {
+            replacing: base
+                .iter()
+                .zip(remapped)
+                .filter(|(old, new)| old != new)
+                .map(|(old, new)| (old.uuid.clone(), new.clone()))
+                .collect(),
+            ..Self::default()
+        }
+    }
+
+    /// `latest` with this change applied: removed entries (by uuid) dropped, replaced ones
+    /// swapped for their replacements where `latest` still holds them, added ones appended
+    /// once.
     pub fn apply(&self, latest: &[IndexMetadata]) -> Vec<IndexMetadata> {
+        let held = |uuid: &Option<Uuid>| latest.iter().any(|i| &i.uuid == uuid);
+        let replacements: Vec<&(Option<Uuid>, IndexMetadata)> =
+            self.replacing.iter().filter(|(old, _)| held(old)).collect();
         latest
             .iter()
             .filter(|i| !self.removed.iter().any(|r| r.uuid == i.uuid) && !self.added.contains(i))
+            .filter(|i| !replacements.iter().any(|(old, _)| old == &i.uuid))
             .cloned()
+            .chain(replacements.iter().map(|(_, new)| new.clone()))
             .chain(self.added.iter().cloned())
             .collect()
     }
@@ -272,6 +339,105 @@ impl IndexIntent {
 mod tests {
     use super::*;
     use lancet_proto::table::Uuid;
+
+    fn entry(name: &str, uuid: u8, covers: &[u32]) -> IndexMetadata {
+        IndexMetadata {
+            name: name.into(),
+            uuid: Some(Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            // none: the entry records no bitmap (it covers every fragment)
+            fragment_bitmap: match covers {
+                [] => Vec::new(),
+                _ => {
+                    lancet_proto::roaring_wire::encode_roaring32(&covers.iter().copied().collect())
+                }
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_remapped_entry_replaces_its_index_only_while_the_index_is_there() {
+        let (v, w) = (entry("v_idx", 1, &[0, 1, 2]), entry("w_idx", 2, &[3]));
+        let v_remapped = entry("v_idx", 3, &[0, 9]);
+        let intent =
+            IndexIntent::remapping(&[v.clone(), w.clone()], &[v_remapped.clone(), w.clone()]);
+        assert_eq!(
+            intent.replacing.len(),
+            1,
+            "an entry left as it is changes nothing"
+        );
+        // on the version it was made on, and on one that still holds v_idx
+        assert_eq!(
+            intent.apply(&[v.clone(), w.clone()]),
+            [w.clone(), v_remapped.clone()]
+        );
+        // another writer dropped v_idx: it does not come back
+        assert_eq!(
+            intent.apply(std::slice::from_ref(&w)),
+            std::slice::from_ref(&w)
+        );
+        // another writer rebuilt v_idx: its build stays, the remap of the old one is left out
+        let rebuilt = entry("v_idx", 4, &[0, 1, 2]);
+        assert_eq!(intent.apply(&[w.clone(), rebuilt.clone()]), [w, rebuilt]);
+    }
+
+    #[test]
+    fn a_rewrite_that_remaps_indexes_retries_over_an_index_built_on_its_sources() {
+        use lancet_proto::table::transaction::rewrite::RewriteGroup;
+        use lancet_proto::table::transaction::{CreateIndex, Rewrite};
+        use lancet_proto::table::{DataFragment, Transaction};
+        use lancet_proto::StoredTransaction;
+        let rewrite = Operation::Rewrite(Rewrite {
+            groups: vec![RewriteGroup {
+                old_fragments: [1, 2]
+                    .iter()
+                    .map(|id| DataFragment {
+                        id: *id,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let built = |covers: &[u32]| {
+            let op = Operation::CreateIndex(CreateIndex {
+                new_indices: vec![entry("v_idx", 7, covers)],
+                ..Default::default()
+            });
+            Some(StoredTransaction {
+                transaction: Transaction {
+                    operation: Some(op),
+                    ..Default::default()
+                },
+                unknown_operation: None,
+            })
+        };
+        let remapping = Change::new(rewrite.clone());
+        // an index over another fragment: rebased
+        assert_eq!(
+            judge_change_since(&remapping, &[(5, built(&[4]))], false),
+            Ok(())
+        );
+        // over a source, or over every fragment: retried, naming the version
+        for covers in [&[2u32][..], &[]] {
+            let c = judge_change_since(&remapping, &[(5, built(&[4])), (6, built(covers))], false)
+                .unwrap_err();
+            assert_eq!((c.version, c.retryable), (6, true), "{}", c.reason);
+        }
+        // a rewrite recording its moves in the Fragment Reuse Index keeps Lance's deferred
+        // rule: an index over all of a group's sources is rebased
+        let deferring = Change::new(rewrite).with_indices(IndexIntent {
+            added: vec![entry(crate::FRI_INDEX_NAME, 8, &[])],
+            ..Default::default()
+        });
+        assert_eq!(
+            judge_change_since(&deferring, &[(6, built(&[1, 2]))], false),
+            Ok(())
+        );
+    }
 
     #[test]
     fn every_version_since_is_judged_in_order() {

@@ -16,9 +16,11 @@ use lancet_paths::{ObjectUuid, PathsError, StoredTransaction};
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 use lancet_tree::{Action, FragmentChange, TreeWriterConfig};
+use lancet_txn::build::Change;
 use lancet_txn::operation::new_transaction;
 use lancet_txn::rebase::{
-    backoff_delay, judge_since, may_retry, never_rebased, remap_new_ids, ConflictCause, IndexIntent,
+    backoff_delay, judge_change_since, judge_since, may_retry, never_rebased, remap_new_ids,
+    ConflictCause, IndexIntent,
 };
 use tracing::Instrument;
 
@@ -134,7 +136,14 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
         };
         // a change takes its row ids when planned again: none is reused
         let ids_taken = base.has_stable_row_ids() && matches!(intent, Intent::Actions { .. });
-        let latest = match race.lost(&base, lost, &operation, &txn, ids_taken).await? {
+        let change = match &intent {
+            Intent::Change { change, .. } => Some(change.as_ref()),
+            Intent::Actions { .. } => None,
+        };
+        let latest = match race
+            .lost(&base, lost, &operation, change, &txn, ids_taken)
+            .await?
+        {
             Lost::Ours(dataset) => return Ok(summary.committed(dataset, &txn, race.attempt)),
             Lost::Retry(latest) => latest,
         };
@@ -183,13 +192,14 @@ enum Lost {
 impl Race<'_> {
     /// After losing the put of `lost` prepared on `base`: an operation that is never rebased
     /// fails (unless the version is ours); otherwise, after a jittered backoff, the
-    /// transactions published since `base` are read and judged against `operation`, within
-    /// the retry budget.
+    /// transactions published since `base` are read and judged against `operation` (with
+    /// what its `change` carries beside it, when the commit is one), within the retry budget.
     async fn lost(
         &self,
         base: &Snapshot,
         lost: u64,
         operation: &Operation,
+        change: Option<&Change>,
         txn: &Transaction,
         ids_taken: bool,
     ) -> Result<Lost> {
@@ -213,7 +223,11 @@ impl Race<'_> {
         if let Some(dataset) = ours(&latest, lost, &since, txn).await? {
             return Ok(Lost::Ours(dataset));
         }
-        if let Err(c) = judge_since(operation, &since, ids_taken) {
+        let judged = match change {
+            Some(change) => judge_change_since(change, &since, ids_taken),
+            None => judge_since(operation, &since, ids_taken),
+        };
+        if let Err(c) = judged {
             return Err(Error::CommitConflict {
                 uri: self.snap.uri().to_string(),
                 version: c.version,

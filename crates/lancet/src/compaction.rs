@@ -313,7 +313,7 @@ async fn commit_remapped(snap: &Snapshot, groups: &[RewriteGroup<'_>]) -> Result
         },
     );
     let change = lancet_txn::build::Change::new(operation)
-        .with_indices(IndexIntent::between(snap.indices(), &indices));
+        .with_indices(IndexIntent::remapping(snap.indices(), &indices));
     operations::commit_change(snap, change).await
 }
 

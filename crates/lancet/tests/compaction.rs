@@ -262,3 +262,111 @@ async fn a_legacy_row_id_segment_is_rebuilt_never_mixed() {
         assert_eq!(answer.row_ids.iter().collect::<Vec<_>>(), want, "{f}");
     }
 }
+
+/// Issue 41, item 1: a compaction planned and executed before another writer dropped the
+/// index it remaps does not bring that index back when it commits (its remap was made from
+/// values the table no longer indexes), as Lance 14.0.2 skips remapped indexes whose uuid is
+/// gone.
+#[tokio::test]
+async fn a_compaction_does_not_bring_back_an_index_dropped_meanwhile() {
+    use lancet::proto::table::transaction::{CreateIndex, Operation};
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = table(dir.path(), stable).await;
+        let tasks = ds.optimize().compaction().plan(&options()).await.unwrap();
+        let mut results = Vec::new();
+        for t in &tasks {
+            results.push(ds.optimize().compaction().execute(t).await.unwrap());
+        }
+        // meanwhile the index is dropped (Lance's drop_index: a CreateIndex removing it)
+        let dropped = ds
+            .commit(Operation::CreateIndex(CreateIndex {
+                new_indices: Vec::new(),
+                removed_indices: ds.storage().indices().to_vec(),
+            }))
+            .await
+            .unwrap()
+            .dataset;
+        assert!(dropped.storage().indices().is_empty());
+        let compacted = ds
+            .optimize()
+            .compaction()
+            .commit(&results)
+            .await
+            .unwrap()
+            .dataset;
+        assert_eq!(compacted.version(), dropped.version() + 1);
+        assert!(
+            compacted.storage().indices().is_empty(),
+            "stable={stable}: {:?}",
+            compacted.storage().indices()
+        );
+        assert_eq!(ids(&compacted).await, (0..800).collect::<Vec<i64>>());
+        let found = compacted
+            .search(&Filter::parse("id = 5").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.row_ids.len(), 1);
+        assert!(
+            found.indexed.is_empty(),
+            "no index answers: {:?}",
+            found.indexed
+        );
+        compacted.storage().verify_data().await.unwrap();
+    }
+}
+
+/// Issue 41, item 1: an index built meanwhile over fragments a compaction rewrites was not
+/// remapped by it: the compaction's commit is a retryable conflict (Lance 14.0.2's
+/// `check_rewrite_txn`), nothing is published, and the compaction planned again lands with
+/// the new build remapped, never two builds of one index over one fragment.
+#[tokio::test]
+async fn a_compaction_over_an_index_rebuilt_meanwhile_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = table(dir.path(), false).await;
+    let tasks = ds.optimize().compaction().plan(&options()).await.unwrap();
+    let mut results = Vec::new();
+    for t in &tasks {
+        results.push(ds.optimize().compaction().execute(t).await.unwrap());
+    }
+    let rebuilt = ds.build_btree("id", 64).await.unwrap().dataset;
+    let segments = |d: &Dataset| d.storage().indices().to_vec();
+    let before = segments(&rebuilt);
+    let err = ds
+        .optimize()
+        .compaction()
+        .commit(&results)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            lancet::Error::CommitConflict {
+                retryable: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
+    assert_eq!(latest.version(), rebuilt.version(), "nothing published");
+    assert_eq!(segments(&latest), before);
+    let compacted = latest.optimize().compact(&options()).await.unwrap().dataset;
+    let names: Vec<&str> = compacted
+        .storage()
+        .indices()
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        before.iter().map(|i| i.name.as_str()).collect::<Vec<_>>()
+    );
+    assert_eq!(ids(&compacted).await, (0..800).collect::<Vec<i64>>());
+    let found = compacted
+        .search(&Filter::parse("id = 5 OR id = 705").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(found.row_ids.len(), 2);
+    compacted.storage().verify_data().await.unwrap();
+}
