@@ -535,6 +535,13 @@ def maintenance_table(uri, twin, stable):
     return {"version": lance.dataset(uri).version}
 
 
+def drop_index(uri, name):
+    """pylance's drop_index: a CreateIndex removing every segment of `name`."""
+    lance.dataset(uri).drop_index(name)
+    ds = lance.dataset(uri)
+    return {"version": ds.version, "indices": sorted(i["name"] for i in ds.list_indices())}
+
+
 def append_iv(uri, start, n):
     ids = range(int(start), int(start) + int(n))
     t = pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())})
@@ -781,7 +788,7 @@ def maps(uri, action=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage, "maps": maps}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "drop-index": drop_index, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage, "maps": maps}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

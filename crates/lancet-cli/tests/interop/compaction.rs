@@ -320,6 +320,62 @@ fn a_compaction_racing_pylance_rebases_or_conflicts() {
     assert_eq!(rows, json!(9000 - 1));
 }
 
+/// Issue 41, item 1, against pylance: a compaction executed before pylance dropped the index
+/// it remaps commits without bringing it back (pylance lists no index and answers exactly);
+/// one executed before pylance rebuilt the index is a retryable conflict that publishes
+/// nothing, and compacting again lands with pylance's build remapped.
+#[test]
+fn a_compaction_never_brings_back_an_index_pylance_dropped_or_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine");
+    let twin = dir.path().join("twin");
+    let (mine, twin) = (mine.to_str().unwrap(), twin.to_str().unwrap());
+    peer(&["maintenance-table", mine, twin, "false"]);
+    let execute = |uri: &str, name: &str| -> String {
+        let plan: Vec<Value> = serde_json::from_str(&lancet(&[
+            "compact",
+            uri,
+            "--target-rows-per-fragment",
+            "5000",
+            "--plan",
+        ]))
+        .unwrap();
+        let task = dir.path().join(format!("{name}-task.json"));
+        std::fs::write(&task, plan[0].to_string()).unwrap();
+        let result = dir.path().join(format!("{name}-result.json"));
+        let out = lancet(&["compact", uri, "--execute", task.to_str().unwrap()]);
+        std::fs::write(&result, out).unwrap();
+        result.to_str().unwrap().to_string()
+    };
+    let result = execute(mine, "mine");
+    let dropped = peer(&["drop-index", mine, "id_idx"]);
+    assert_eq!(dropped["indices"], json!([]));
+    lancet(&["compact", mine, "--commit", &result]);
+    assert_eq!(inspect(mine)["transaction"]["operation"], "Rewrite");
+    assert_eq!(
+        peer(&["coverage", mine])["indices"],
+        json!([]),
+        "the index stays dropped"
+    );
+    answers_exactly(mine, &inspect(mine)["version"].to_string(), &FILTERS);
+
+    let result = execute(twin, "twin");
+    let rebuilt = peer(&["index", twin, "id", "BTREE", "id_idx"])["version"].clone();
+    let out = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["compact", twin, "--commit", &result])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("lancet: ") && err.contains("id_idx"),
+        "{err}"
+    );
+    assert_eq!(inspect(twin)["version"], rebuilt, "nothing published");
+    lancet(&["compact", twin, "--target-rows-per-fragment", "5000"]);
+    answers_exactly(twin, &inspect(twin)["version"].to_string(), &FILTERS);
+}
+
 /// `lancet index optimize` after a deferred compaction rewrites the index with current
 /// addresses and `fri trim` drops the history: answers exact, nothing scanned; after a
 /// pylance append, optimize covers the new fragment.
