@@ -135,5 +135,41 @@ pub(crate) async fn commit_btree_segments(
         new_indices: segments,
         removed_indices,
     });
+    judge_since_training(snap, &op).await?;
     operations::commit(snap, op).await
+}
+
+/// Segments trained on a version older than this one (their `dataset_version`) are judged
+/// against every version published since their training, as their commit would have been
+/// had it been prepared there: Lance replays staged segments against the snapshot they are
+/// committed on. A version that rewrote the indexed column, or compacted fragments a segment
+/// covers, is a retryable conflict (train again on this version), by lancet-txn's conflict
+/// table; anything else lands, the fragments added since left to scans.
+async fn judge_since_training(snap: &Snapshot, op: &Operation) -> Result<()> {
+    let Operation::CreateIndex(ci) = op else {
+        return Ok(());
+    };
+    let trained = ci.new_indices.iter().map(|s| s.dataset_version).min();
+    let Some(trained) = trained.filter(|v| *v < snap.version()) else {
+        return Ok(());
+    };
+    let read = lancet_paths::transaction::versions_since(
+        snap.store(),
+        snap.naming_scheme(),
+        trained,
+        snap.version(),
+    )
+    .await?;
+    let since: Vec<_> = read
+        .into_iter()
+        .map(|(file, txn)| (file.entry.version, txn))
+        .filter(|(v, _)| *v <= snap.version())
+        .collect();
+    lancet_txn::rebase::judge_since(op, &since, false).map_err(|c| Error::CommitConflict {
+        uri: snap.uri().to_string(),
+        version: c.version,
+        reason: format!("segments trained on version {trained}: {}", c.reason),
+        retryable: c.retryable,
+        cause: c.cause,
+    })
 }

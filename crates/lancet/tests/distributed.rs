@@ -413,3 +413,96 @@ async fn an_empty_table_gets_an_empty_btree_as_lance_builds_one() {
         .unwrap();
     assert_eq!((found.row_ids.len(), found.scanned_fragments), (1, 0));
 }
+
+/// Issue 41, item 2: segments trained on an older version are judged against every version
+/// published since their training when committed through a newer handle: one that rewrote
+/// the indexed column of a fragment they cover is a retryable conflict (the segments hold the
+/// old values), nothing published; an append since lands, its fragment left to scans.
+#[tokio::test]
+async fn segments_trained_on_an_old_version_meet_what_changed_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = table(dir.path(), Layout::Flat).await;
+    let trained = ds
+        .storage()
+        .train_btree_segment("id", None, 64)
+        .await
+        .unwrap();
+    // an append since: the segment lands over it, exact answers either way
+    let appended = ds.append(stream(rows(1000, 100))).await.unwrap().dataset;
+    let ok = appended
+        .storage()
+        .commit_btree_segments("id", vec![trained.clone()])
+        .await
+        .unwrap()
+        .dataset;
+    let found = ok
+        .search(&Filter::parse("id IN (5, 1050)").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(found.row_ids.len(), 2);
+    assert_eq!(
+        found.scanned_fragments, 1,
+        "the appended fragment is scanned"
+    );
+
+    // the indexed column of fragment 0 rewritten in place since the training
+    let dir = tempfile::tempdir().unwrap();
+    let ds = table(dir.path(), Layout::Flat).await;
+    let trained = ds
+        .storage()
+        .train_btree_segment("id", None, 64)
+        .await
+        .unwrap();
+    // (a DataReplacement puts a file in place of one holding the same fields: both columns)
+    let old = ds.storage().fragment_rows(0, None).await.unwrap();
+    let shifted: Int64Array = old
+        .column(0)
+        .as_primitive::<Int64Type>()
+        .iter()
+        .map(|v| v.map(|v| v + 10_000))
+        .collect();
+    let batch =
+        RecordBatch::try_new(schema(), vec![Arc::new(shifted), old.column(1).clone()]).unwrap();
+    let file = ds.storage().write_column_file(0, batch).await.unwrap();
+    let replaced = ds
+        .storage()
+        .replace_data_files(&[(0, file)])
+        .await
+        .unwrap()
+        .dataset;
+    let err = replaced
+        .storage()
+        .commit_btree_segments("id", vec![trained])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            lancet::Error::CommitConflict {
+                retryable: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let latest = Dataset::open(dir.path().to_str().unwrap()).await.unwrap();
+    assert_eq!(latest.version(), replaced.version(), "nothing published");
+    assert!(latest.storage().indices().is_empty());
+    // trained again on the latest version, it answers the new values
+    let again = latest
+        .storage()
+        .train_btree_segment("id", None, 64)
+        .await
+        .unwrap();
+    let built = latest
+        .storage()
+        .commit_btree_segments("id", vec![again])
+        .await
+        .unwrap()
+        .dataset;
+    let found = built
+        .search(&Filter::parse("id = 10005 OR id = 5").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(found.row_ids.len(), 1);
+}
