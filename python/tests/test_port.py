@@ -137,6 +137,29 @@ def test_writes_accept_pandas_polars_readers_and_batches(tmp_path):
     assert isinstance(lancet.dataset(str(tmp_path / "pandas")).to_table().to_pandas(), pd.DataFrame)
 
 
+def test_a_pandas_index_survives_create_and_overwrite_as_pylance_keeps_it(tmp_path):
+    """Issue 41, item 4: the schema's metadata (pandas' among it) is kept by create and
+    overwrite, so ``to_pandas()`` restores the index, in pylance and in lancet."""
+    import pandas as pd
+
+    df = pd.DataFrame({"v": [1, 2, 3]}, index=pd.Index(["a", "b", "c"], name="key"))
+    table = pa.Table.from_pandas(df)
+    assert b"pandas" in table.schema.metadata
+    mine, peer = str(tmp_path / "mine"), str(tmp_path / "peer")
+    lancet.write_dataset(table, mine)
+    lance.write_dataset(table, peer)
+    for uri in (mine, peer):
+        back = lance.dataset(uri).to_table().to_pandas()
+        assert list(back.index) == ["a", "b", "c"] and back.index.name == "key", uri
+        assert list(back.columns) == ["v"], uri
+    assert lance.dataset(mine).schema.metadata == lance.dataset(peer).schema.metadata
+    # an overwrite keeps the new data's metadata
+    df2 = pd.DataFrame({"v": [9]}, index=pd.Index(["z"], name="other"))
+    lancet.write_dataset(pa.Table.from_pandas(df2), mine, mode="overwrite")
+    back = lance.dataset(mine).to_table().to_pandas()
+    assert list(back.index) == ["z"] and back.index.name == "other"
+
+
 def test_versions_tags_restore_delta_and_tree(tmp_uri):
     ds = lancet.write_dataset(rows(0, 100), tmp_uri, enable_stable_row_ids=True)
     ds.tags.create("first", 1)

@@ -206,6 +206,7 @@ async fn first_version(
     let operation = Operation::Overwrite(Overwrite {
         fragments: written,
         schema: fields,
+        schema_metadata: schema_metadata(schema),
         ..Default::default()
     });
     let empty = lancet_txn::Version {
@@ -278,6 +279,7 @@ where
     let operation = Operation::Overwrite(Overwrite {
         fragments,
         schema: fields,
+        schema_metadata: schema_metadata(&schema),
         ..Default::default()
     });
     Ok(operations::commit(snap, operation).await?.with_rows(rows))
@@ -450,4 +452,14 @@ pub fn batches_from_reader(
             reason: e.to_string(),
         })
     }))
+}
+
+/// The schema's metadata as the manifest keeps it (pandas' index and column types among it,
+/// which `to_pandas()` reads back), as pylance's `write_dataset` keeps it.
+fn schema_metadata(schema: &Schema) -> std::collections::BTreeMap<String, Vec<u8>> {
+    schema
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect()
 }
