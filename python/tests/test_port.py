@@ -160,6 +160,25 @@ def test_a_pandas_index_survives_create_and_overwrite_as_pylance_keeps_it(tmp_pa
     assert list(back.index) == ["z"] and back.index.name == "other"
 
 
+def test_an_added_column_is_nullable_as_pylance_declares_it(tmp_path):
+    """Issue 41, item 5: `v * 2` over a non-null `v` is a non-null column, in lancet as in
+    pylance; `v + n` (n nullable) and a string function are nullable."""
+    schema = pa.schema([pa.field("v", pa.int64(), nullable=False), pa.field("n", pa.int64()),
+                        pa.field("s", pa.string(), nullable=False)])
+    table = pa.table({"v": [1, 2, 3], "n": [1, None, 3], "s": ["a", "b", "c"]}, schema=schema)
+    mine, peer = str(tmp_path / "mine"), str(tmp_path / "peer")
+    lance.write_dataset(table, mine)
+    lance.write_dataset(table, peer)
+    exprs = {"w": "v * 2", "x": "v + n", "y": "upper(s)"}
+    lancet.dataset(mine).add_columns(exprs)
+    lance.dataset(peer).add_columns(exprs)
+    for name in exprs:
+        assert (lance.dataset(mine).schema.field(name).nullable
+                == lance.dataset(peer).schema.field(name).nullable), name
+    assert not lance.dataset(mine).schema.field("w").nullable
+    assert lance.dataset(mine).to_table() == lance.dataset(peer).to_table()
+
+
 def test_versions_tags_restore_delta_and_tree(tmp_uri):
     ds = lancet.write_dataset(rows(0, 100), tmp_uri, enable_stable_row_ids=True)
     ds.tags.create("first", 1)

@@ -99,6 +99,24 @@ impl Value {
 }
 
 impl Scalar {
+    /// Whether the value may be NULL on a row of `schema`, as DataFusion decides a computed
+    /// column's nullability (Lance 14.0.2's `add_columns` declares its new field so): a column
+    /// as its field (a column `schema` lacks: maybe), a literal unless it is NULL, arithmetic
+    /// and `||` when either side may be, a negation or cast as its operand, and the string
+    /// functions always (DataFusion's functions declare nullable results).
+    pub fn nullable(&self, schema: &arrow_schema::Schema) -> bool {
+        match self {
+            Scalar::Column(c) => schema.field_with_name(c).map_or(true, |f| f.is_nullable()),
+            Scalar::Lit(l) => lit_is_null(l),
+            Scalar::Arith(_, a, b) => a.nullable(schema) || b.nullable(schema),
+            Scalar::Neg(a) | Scalar::Cast(a, _) => a.nullable(schema),
+            Scalar::Func(Func::Concat { skip_nulls: false }, args) => {
+                args.iter().any(|a| a.nullable(schema))
+            }
+            Scalar::Func(_, _) => true,
+        }
+    }
+
     /// The columns this value reads, in first-use order, each once.
     pub fn columns<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
@@ -314,6 +332,16 @@ pub fn compare(
     Ok(r)
 }
 
+/// Whether a literal is NULL (`NULL`, a cast or negation of it, arithmetic with it).
+fn lit_is_null(l: &Lit) -> bool {
+    match l {
+        Lit::Null => true,
+        Lit::Cast(l, _) | Lit::Neg(l) => lit_is_null(l),
+        Lit::Arith(_, a, b) => lit_is_null(a) || lit_is_null(b),
+        _ => false,
+    }
+}
+
 /// The SQL expression as a computed value.
 pub(crate) fn scalar(e: &Sql) -> Result<Scalar, String> {
     match e {
@@ -391,6 +419,31 @@ mod tests {
     use arrow_array::types::{Float64Type, Int32Type};
     use arrow_array::{Float64Array, Int32Array, Int64Array};
     use arrow_schema::{Field, Schema};
+
+    #[test]
+    fn a_computed_value_is_nullable_as_datafusion_declares_it() {
+        let schema = Schema::new(vec![
+            Field::new("v", DataType::Int64, false),
+            Field::new("n", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, false),
+        ]);
+        let nullable = |text: &str| crate::parse_value(text).unwrap().nullable(&schema);
+        for (text, want) in [
+            ("v * 2", false),
+            ("-v + 1", false),
+            ("CAST(v AS double)", false),
+            ("7", false),
+            ("s || 'x'", false),
+            ("n * 2", true),
+            ("v + n", true),
+            ("NULL", true),
+            ("v + CAST(NULL AS bigint)", true),
+            ("upper(s)", true),
+            ("missing", true),
+        ] {
+            assert_eq!(nullable(text), want, "{text}");
+        }
+    }
 
     fn batch() -> RecordBatch {
         RecordBatch::try_new(

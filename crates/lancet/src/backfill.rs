@@ -73,8 +73,10 @@ pub(crate) async fn add_column(
             "the expression has no type (cast a NULL to one)".into(),
         ));
     }
-    let field = Field::new(name, data_type.clone(), true);
     let fragments = snap.fragments().await?;
+    let whole = options.fragments_per_commit >= fragments.len();
+    let nullable = declared_nullable(&schema, name, value, whole);
+    let field = Field::new(name, data_type.clone(), nullable);
     let Target {
         ids,
         added,
@@ -126,6 +128,16 @@ pub(crate) async fn add_column(
         done = done.then(next);
     }
     Ok(done)
+}
+
+/// Whether column `name` of `value` is declared nullable: as Lance declares the expression's
+/// column (`v * 2` over a non-null `v` is not), except when the column is published before
+/// its files (not `whole`: NULL until backfilled); a column being completed keeps its own.
+fn declared_nullable(schema: &Schema, name: &str, value: &Scalar, whole: bool) -> bool {
+    match schema.field_with_name(name) {
+        Ok(existing) => existing.is_nullable(),
+        Err(_) => !whole || value.nullable(schema),
+    }
 }
 
 /// Where an added column goes.
@@ -194,6 +206,9 @@ async fn publish_fields(
     added: Vec<lancet_proto::file::Field>,
     one_commit: bool,
 ) -> Result<Committed> {
+    // Lance's `merge_introduces_required_field`: a new non-nullable column does not
+    // preserve nullability (a concurrent append written without it must retry)
+    let preserves_nullability = added.iter().all(|f| f.parent_id != -1 || f.nullable);
     let mut fields = snap.manifest().fields.clone();
     fields.extend(added);
     let listed = match one_commit {
@@ -214,7 +229,7 @@ async fn publish_fields(
             fragments: listed,
             schema: fields,
             schema_metadata: snap.manifest().schema_metadata.clone(),
-            ..Default::default()
+            preserves_nullability,
         }),
     )
     .await
@@ -345,7 +360,8 @@ pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Resul
             fragments: snap.fragments().await?.to_vec(),
             schema: all,
             schema_metadata: snap.manifest().schema_metadata.clone(),
-            ..Default::default()
+            // every added column is nullable (refused otherwise), as Lance's all-null columns
+            preserves_nullability: true,
         }),
     )
     .await
