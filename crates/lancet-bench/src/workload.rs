@@ -46,7 +46,7 @@ impl Workload {
 }
 
 /// Row counts of the pool's files: a record's `physical_rows` is one of them.
-const POOL_ROWS: [u64; 8] = [1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288];
+pub const POOL_ROWS: [u64; 8] = [1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288];
 
 /// The real data files records name: for each row count of [`POOL_ROWS`], one file holding
 /// fields 0 and 1 (a record's) and one holding field 2 (a backfill's column).
