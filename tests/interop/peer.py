@@ -542,6 +542,18 @@ def drop_index(uri, name):
     return {"version": ds.version, "indices": sorted(i["name"] for i in ds.list_indices())}
 
 
+def keyed_table(uri):
+    """A table with a non-null `id` and a nullable `v`, no key set."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    lance.write_dataset(pa.table({"id": [1, 2, 3], "v": [1, None, 3]}, schema=schema), uri)
+    return {"version": lance.dataset(uri).version}
+
+
+def primary_key(uri):
+    """The unenforced primary key pylance reads: its columns' names, in key order."""
+    return {"key": [f.name() for f in lance.dataset(uri).lance_schema.unenforced_primary_key()]}
+
+
 def append_iv(uri, start, n):
     ids = range(int(start), int(start) + int(n))
     t = pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())})
@@ -788,7 +800,7 @@ def maps(uri, action=None):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "drop-index": drop_index, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage, "maps": maps}[cmd]
+    fn = {"scan": scan, "rowids": rowids, "filters": filters, "explain": explain, "fri-expect": fri_expect, "read-file": read_file, "write-file": write_file, "rewrite": rewrite, "delete": delete, "append-at": append_at, "write-fragments": write_fragments, "transactions": transactions, "create": create, "churn": churn, "versions": versions, "index": index, "filter-table": filter_table, "text-vector-table": text_vector_table, "cleanup-history": cleanup_history, "cleanup": cleanup, "clone": clone, "branch-history": branch_history, "branch-rows": branch_rows, "data-files": data_files, "data-twin": data_twin, "table": table, "take-rows": take_rows, "maintenance-table": maintenance_table, "compact": compact, "append-iv": append_iv, "keyed-table": keyed_table, "primary-key": primary_key, "drop-index": drop_index, "twin-table": twin_table, "coverage": coverage, "drop-columns": drop_columns, "tags": tags, "add-columns": add_columns, "files": files, "overwrite-twin": overwrite_twin, "identity": identity, "alter": alter, "delta": delta, "branches": branches, "merge-source": merge_source, "merge-insert": merge_insert, "lineage": lineage, "maps": maps}[cmd]
     json.dump(fn(*args), sys.stdout)
 
 

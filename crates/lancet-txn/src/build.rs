@@ -801,6 +801,15 @@ fn apply_update_config(
     if let Some(s) = &schema {
         apply(&mut manifest.schema_metadata, s);
     }
+    let before = (
+        crate::keys::primary_key(&manifest.fields),
+        crate::keys::clustering_key(&manifest.fields),
+    );
+    let writes = crate::keys::writes_keys(
+        fields
+            .values()
+            .flat_map(|u| u.update_entries.iter().map(|e| e.key.as_str())),
+    );
     for (id, update) in &fields {
         let field = manifest
             .fields
@@ -810,6 +819,10 @@ fn apply_update_config(
                 TxnError::operation(name, format!("Field with id {id} does not exist"))
             })?;
         apply(&mut field.metadata, update);
+    }
+    if !fields.is_empty() {
+        let updated: Vec<i32> = fields.keys().copied().collect();
+        crate::keys::settle(&mut manifest.fields, &updated, before, writes)?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ pub mod fields;
 pub mod finish;
 mod invariant;
 mod invariants;
+pub mod keys;
 pub mod merge;
 pub mod operation;
 pub mod protocol;

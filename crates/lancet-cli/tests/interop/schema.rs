@@ -315,6 +315,37 @@ fn metadata_updates_and_truncate_equal_pylances() {
     lancet(&["verify", m, "--data"]);
 }
 
+/// Issue 41, item 3: a primary key set through field metadata is the key pylance reads;
+/// a key on a nullable column, and a change or removal of the key once set, are refused with
+/// nothing published, as Lance 14.0.2's UpdateConfig refuses them.
+#[test]
+fn a_primary_key_set_through_field_metadata_is_pylances_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("keyed");
+    let uri = uri.to_str().unwrap();
+    peer(&["keyed-table", uri]);
+    let key = "lance-schema:unenforced-primary-key";
+    let set = format!("{key}=true");
+    refused(
+        &["metadata", uri, "--field", "v", "--set", &set],
+        "must not be nullable",
+        uri,
+    );
+    lancet(&["metadata", uri, "--field", "id", "--set", &set]);
+    assert_eq!(peer(&["primary-key", uri])["key"], json!(["id"]));
+    refused(
+        &["metadata", uri, "--field", "id", "--remove", key],
+        "cannot be changed once set",
+        uri,
+    );
+    refused(
+        &["metadata", uri, "--field", "v", "--set", &set],
+        "cannot be changed once set",
+        uri,
+    );
+    assert_eq!(peer(&["primary-key", uri])["key"], json!(["id"]));
+}
+
 /// Found by the differential tester: on a table recording no `max_allocated_field_id` (as
 /// pylance writes them), a column added after a drop must not take the dropped column's id,
 /// which the compacted file holding its values still names (Lance's `max_field_id` counts
