@@ -15,8 +15,6 @@ use std::time::Duration;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{IndexMetadata, Manifest, Uuid};
 
-use crate::build::Change;
-
 /// Why a commit cannot be rebased over the versions published since it was prepared: the
 /// version that decides it, Lance's reason, and whether redoing the work on the latest
 /// version may succeed.
@@ -87,25 +85,23 @@ pub fn judge_since(
     Ok(())
 }
 
-/// [`judge_since`] for a change, with the rules that depend on what it carries beside its
-/// operation: a Rewrite that remaps indexes in its own commit (no Fragment Reuse Index entry
-/// beside it) also meets [`crate::remapping_rewrite_rule`].
+/// [`judge_since`] for a change (a `Change`'s `operation` and the index
+/// entries it carries `beside` it), with the rules that depend on what it carries: a Rewrite
+/// that remaps indexes in its own commit (no Fragment Reuse Index entry beside it) also meets
+/// [`crate::remapping_rewrite_rule`].
 pub fn judge_change_since(
-    change: &Change,
+    operation: &Operation,
+    beside: &IndexIntent,
     since: &[(u64, Option<lancet_proto::StoredTransaction>)],
     ids_taken: bool,
 ) -> Result<(), Conflict> {
-    let defers_remap = change
-        .indices
-        .added
-        .iter()
-        .any(|i| i.name == crate::FRI_INDEX_NAME);
-    let name = lancet_proto::transaction::operation_name(&change.operation);
+    let defers_remap = beside.added.iter().any(|i| i.name == crate::FRI_INDEX_NAME);
+    let name = lancet_proto::transaction::operation_name(operation);
     // version by version, so the first version that decides is the one reported
     for entry in since {
         if let (false, (version, Some(theirs))) = (defers_remap, entry) {
             if let Some(crate::Compatibility::Retryable(why)) =
-                crate::remapping_rewrite_rule(&change.operation, theirs)
+                crate::remapping_rewrite_rule(operation, theirs)
             {
                 return Err(Conflict {
                     version: *version,
@@ -118,7 +114,7 @@ pub fn judge_change_since(
                 });
             }
         }
-        judge_since(&change.operation, std::slice::from_ref(entry), ids_taken)?;
+        judge_since(operation, std::slice::from_ref(entry), ids_taken)?;
     }
     Ok(())
 }
@@ -415,26 +411,31 @@ mod tests {
                 unknown_operation: None,
             })
         };
-        let remapping = Change::new(rewrite.clone());
+        let remapping = IndexIntent::default();
         // an index over another fragment: rebased
         assert_eq!(
-            judge_change_since(&remapping, &[(5, built(&[4]))], false),
+            judge_change_since(&rewrite, &remapping, &[(5, built(&[4]))], false),
             Ok(())
         );
         // over a source, or over every fragment: retried, naming the version
         for covers in [&[2u32][..], &[]] {
-            let c = judge_change_since(&remapping, &[(5, built(&[4])), (6, built(covers))], false)
-                .unwrap_err();
+            let c = judge_change_since(
+                &rewrite,
+                &remapping,
+                &[(5, built(&[4])), (6, built(covers))],
+                false,
+            )
+            .unwrap_err();
             assert_eq!((c.version, c.retryable), (6, true), "{}", c.reason);
         }
         // a rewrite recording its moves in the Fragment Reuse Index keeps Lance's deferred
         // rule: an index over all of a group's sources is rebased
-        let deferring = Change::new(rewrite).with_indices(IndexIntent {
+        let deferring = IndexIntent {
             added: vec![entry(crate::FRI_INDEX_NAME, 8, &[])],
             ..Default::default()
-        });
+        };
         assert_eq!(
-            judge_change_since(&deferring, &[(6, built(&[1, 2]))], false),
+            judge_change_since(&rewrite, &deferring, &[(6, built(&[1, 2]))], false),
             Ok(())
         );
     }

@@ -224,7 +224,9 @@ impl Race<'_> {
             return Ok(Lost::Ours(dataset));
         }
         let judged = match change {
-            Some(change) => judge_change_since(change, &since, ids_taken),
+            Some(change) => {
+                judge_change_since(&change.operation, &change.indices, &since, ids_taken)
+            }
             None => judge_since(operation, &since, ids_taken),
         };
         if let Err(c) = judged {

@@ -18,7 +18,6 @@ use lancet_proto::table::DataFragment;
 
 use crate::backfill::AddColumnOptions;
 use crate::branches::Branches;
-use crate::cache::Caches;
 use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
 use crate::committed::Committed;
@@ -33,6 +32,7 @@ use crate::rows;
 use crate::scan::ScanOptions;
 use crate::schema_change::ColumnAlteration;
 use crate::search::SearchResult;
+use crate::session_caches::Caches;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::tags::Tags;

@@ -164,6 +164,7 @@ mod scan;
 mod schema_change;
 mod search;
 mod segment;
+mod session_caches;
 mod snapshot;
 mod storage;
 mod subsystem_caches;
@@ -175,9 +176,7 @@ mod write;
 
 pub use backfill::AddColumnOptions;
 pub use branches::Branches;
-pub use cache::{
-    ByteCache, CacheConfig, CacheStats, Caches, MokaPageCache, TreeNodeCache, Weighted,
-};
+pub use cache::{ByteCache, CacheConfig, CacheStats, Weighted};
 pub use changes::Changes;
 pub use cleanup::{
     CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
@@ -199,7 +198,9 @@ pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use merge::{MergeInsert, MergeOptions};
 pub use metadata::MetadataTarget;
 pub use segment::BTreeSegment;
+pub use session_caches::Caches;
 pub use snapshot::file_store_for;
+pub use subsystem_caches::{MokaPageCache, TreeNodeCache};
 pub use version_ref::VersionRef;
 
 pub use lancet_paths::refs::Tag;

@@ -20,8 +20,8 @@ use lancet_paths::{DatasetStore, PathsError};
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 use lancet_txn::{Candidate, FragmentChange, Invariant, RowIdChanges, TxnError};
 
-use crate::cache::Caches;
 use crate::error::{Error, ErrorKind, Result};
+use crate::session_caches::Caches;
 use crate::snapshot::Snapshot;
 use crate::{fri, rowids};
 

@@ -14,8 +14,9 @@ use lancet_proto::{rows_unknown, FragmentSummary};
 
 use lancet_tree::{OpenContext, StoreFetcher, TreeReader};
 
-use crate::cache::{CachedManifest, Caches};
+use crate::cache::CachedManifest;
 use crate::error::{Error, Result};
+use crate::session_caches::Caches;
 
 /// One version of one table as read: its manifest, its fragments (the manifest's flat list or
 /// a fragment tree), its base paths, the store and Lance-file store it lives in, the caches it

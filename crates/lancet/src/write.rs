@@ -18,12 +18,12 @@ use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::new_transaction;
 use tracing::Instrument;
 
-use crate::cache::Caches;
 use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::operations;
 use crate::publish::{publish, Publication};
 use crate::rows;
+use crate::session_caches::Caches;
 use crate::snapshot::Snapshot;
 
 /// Where a table keeps its fragment records.
