@@ -4,7 +4,8 @@ Random operation sequences (append, write_fragments + one commit, delete, update
 (upsert or delete by key), truncate, branch create/read/delete, compact with or without a
 deferred remap, BTree build, index optimize with or without merge, add-column, drop-column,
 rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
-lancet writers racing), each step done by pylance or by lancet (the CLI) — with `--py`, also
+lancet writers racing, a compaction lancet plans and executes before pylance drops or rebuilds
+the index or appends and commits after it), each step done by pylance or by lancet (the CLI) — with `--py`, also
 by lancet's Python package (append, write_fragments + commit, delete, update, merge_insert,
 compaction; on tree tables too) — on one table. On a tree table (created as one,
 or converted) lancet takes every turn, and each step is also checked through `tree flatten`
@@ -52,6 +53,7 @@ KINDS = {
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
+    "staged_compact": 4,
 }
 
 
@@ -95,6 +97,14 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
         elif kind == "compact":
             op["target"] = rng.choice([100, 400, 2000])
             op["defer"] = (not stable) and rng.random() < 0.3
+        elif kind == "staged_compact":
+            # lancet plans and executes a compaction, pylance commits something, lancet
+            # commits the compaction after it (work staged on an older version)
+            op["by"] = "lancet"
+            op["target"] = rng.choice([400, 2000])
+            op["between"] = rng.choice(["drop_index", "rebuild_index", "append"])
+            op["start"], op["n"] = next_id, rng.choice([1, 40])
+            next_id += op["n"]
         elif kind == "optimize":
             op["merge"] = rng.random() < 0.5
         elif kind in ("add_column", "clone", "convert", "flatten"):
@@ -321,6 +331,8 @@ class Run:
                 if op["defer"]:
                     args.append("--defer-index-remap")
                 self.lancet(*args)
+        elif kind == "staged_compact":
+            self.staged_compact(op)
         elif kind == "index":
             if by == "lance":
                 lance.dataset(self.uri).create_scalar_index("v", "BTREE", replace=True)
@@ -447,6 +459,48 @@ class Run:
             self.lancet("tree", "flatten", self.uri)
             self.tree = False
         self.history_record()
+
+    def staged_compact(self, op):
+        """A compaction planned and executed by lancet, committed after a pylance change: it
+        lands, or is a conflict that publishes nothing; the rows never change."""
+        plan = self.lancet("compact", self.uri, "--target-rows-per-fragment", str(op["target"]),
+                           "--plan").stdout
+        tasks = json.loads(plan)
+        results = []
+        for k, task in enumerate(tasks):
+            path = os.path.join(self.root, f"task{k}.json")
+            with open(path, "w") as f:
+                f.write(json.dumps(task))
+            out = os.path.join(self.root, f"result{k}.json")
+            with open(out, "w") as f:
+                f.write(self.lancet("compact", self.uri, "--execute", path).stdout)
+            results.append(out)
+        # pylance cannot read a tree table: there lancet appends in between
+        between = "lancet_append" if self.tree else op["between"]
+        if between == "drop_index" and self.has_index():
+            lance.dataset(self.uri).drop_index("v_idx")
+        elif between == "rebuild_index":
+            lance.dataset(self.uri).create_scalar_index("v", "BTREE", replace=True)
+        elif between in ("append", "lancet_append"):
+            t = self.table(op["start"], op["n"])
+            if between == "append":
+                lance.write_dataset(t, self.uri, mode="append")
+            else:
+                self.lancet("append", self.uri, "--from", self.parquet(t))
+            self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+        if not results:
+            return
+        before = self.version()
+        args = ["compact", self.uri, "--commit"]
+        for r in results:
+            args.append(r)
+        out = self.lancet(*args, ok=False)
+        if out.returncode != 0:
+            err = out.stderr.strip()
+            if not err.startswith("lancet: ") or "another writer" not in err:
+                raise Failure(f"a staged compaction failed: {err}")
+            if self.version() != before:
+                raise Failure(f"a refused staged compaction published a version: {err}")
 
     def parquet(self, t, name="rows.parquet"):
         path = os.path.join(self.root, name)
