@@ -97,6 +97,7 @@ fn report_json(r: &CleanupReport) -> serde_json::Value {
         "kept_young": r.kept_young,
         "failed": r.failed.iter().map(|(p, e)| json!({"path": p, "error": e})).collect::<Vec<_>>(),
         "deleted_paths": r.deleted_paths,
+        "kept_outside": r.kept_outside,
     })
 }
 
@@ -124,6 +125,13 @@ fn print_report(r: &CleanupReport) {
         println!(
             "  kept {} objects no version names: younger than the threshold (an in-progress commit may own them)",
             r.kept_young
+        );
+    }
+    if !r.kept_outside.is_empty() {
+        println!(
+            "  kept {} objects reached through links leading out of the table (never deleted): {}",
+            r.kept_outside.len(),
+            r.kept_outside.join(", ")
         );
     }
 }

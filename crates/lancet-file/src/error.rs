@@ -47,6 +47,17 @@ impl FileError {
     pub fn kind(&self) -> lancet_proto::ErrorKind {
         use lancet_proto::ErrorKind;
         match self {
+            // a link planted in the table leads out of it: the table's state, not the store's
+            FileError::Store { source, .. }
+                if lancet_proto::Outside::of(source.as_ref()).is_some() =>
+            {
+                ErrorKind::Corrupt
+            }
+            FileError::Lance { source, .. }
+                if lancet_proto::Outside::of(source.as_ref()).is_some() =>
+            {
+                ErrorKind::Corrupt
+            }
             FileError::Store { .. } => ErrorKind::Unavailable,
             FileError::OutOfRange { .. }
             | FileError::InvalidInput { .. }

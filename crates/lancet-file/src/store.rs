@@ -21,22 +21,29 @@ impl FileStore {
     /// Wraps `store`. Must be called within a Tokio runtime: lance-io starts its I/O scheduler
     /// task here. `uri` names its location (`file:///`, `memory:///`, `s3://bucket`); only
     /// its scheme and authority are used, to pick lance-io's block size and I/O parallelism.
+    /// With `file:///` lance-io opens and writes local files itself; `file-object-store:///`
+    /// sends every local read and write through `store` (a store that checks where objects
+    /// really lie needs that).
     pub fn new(store: Arc<dyn object_store::ObjectStore>, uri: &str) -> Result<Self> {
         let url = url::Url::parse(uri).map_err(|e| FileError::InvalidUri {
             uri: uri.to_string(),
             reason: e.to_string(),
         })?;
-        let parallelism = if url.scheme() == "file" || url.scheme() == "memory" {
+        // `file-object-store`: a local disk reached through `store` (lance-io's `file` scheme
+        // opens and writes files itself, around the store); sized as lance-io sizes `file`
+        let local = matches!(url.scheme(), "file" | "file-object-store");
+        let parallelism = if local || url.scheme() == "memory" {
             8
         } else {
             64
         };
+        let block_size = local.then_some(4 * 1024);
         let tails = Arc::new(crate::tail::TailCache::new(store));
         let raw: Arc<dyn object_store::ObjectStore> = tails.clone();
         let store = Arc::new(LanceStore::new(
             raw.clone(),
             url,
-            None,
+            block_size,
             None,
             false,
             true,

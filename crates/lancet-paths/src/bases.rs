@@ -100,11 +100,34 @@ impl BaseTable {
                 reason: format!("BasePath {id} has an empty path"),
             });
         }
+        if !is_absolute_location(&base.path) {
+            // resolved against the working directory, it would name whatever lies there
+            return Err(PathsError::InvalidUri {
+                uri: base.path.clone(),
+                reason: format!(
+                    "BasePath {id} is relative; a base path is an absolute path or URI"
+                ),
+            });
+        }
         Ok(ResolvedBase {
             uri: base.path.trim_end_matches('/').to_string(),
             base_id: Some(id),
             is_dataset_root: base.is_dataset_root,
         })
+    }
+}
+
+/// An absolute local path (`/...`, `file:///...`) or a URI with a scheme (`s3://...`).
+fn is_absolute_location(path: &str) -> bool {
+    match path.split_once("://") {
+        Some(("file", rest)) => rest.starts_with('/'),
+        Some((scheme, _)) => {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        }
+        None => path.starts_with('/'),
     }
 }
 
@@ -180,5 +203,27 @@ mod tests {
             .resolve(None, &parent, BaseRequirement::DatasetRoot)
             .unwrap();
         assert_eq!(child, parent);
+    }
+
+    #[test]
+    fn a_relative_base_path_is_refused() {
+        let t = BaseTable::new(&[
+            base(1, "elsewhere/t", true),
+            base(2, "../t", false),
+            base(3, "file://rel", true),
+            base(4, "file:///abs/t", true),
+            base(5, "s3://b/t", true),
+        ])
+        .unwrap();
+        let here = ResolvedBase::current_dataset("/here");
+        for id in [1, 2, 3] {
+            assert!(matches!(
+                t.resolve(Some(id), &here, BaseRequirement::Any),
+                Err(PathsError::InvalidUri { .. })
+            ));
+        }
+        for id in [4, 5] {
+            assert!(t.resolve(Some(id), &here, BaseRequirement::Any).is_ok());
+        }
     }
 }

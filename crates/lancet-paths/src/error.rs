@@ -36,6 +36,13 @@ pub enum PathsError {
         #[source]
         source: std::sync::Arc<object_store::Error>,
     },
+    /// An object whose real location (links resolved) lies outside the table root or the base
+    /// it was named in: a link planted in the table. Nothing is read, written or deleted there.
+    #[error("{}: {outside}", shown(path.as_ref()))]
+    OutsideTable {
+        path: Path,
+        outside: crate::confine::Outside,
+    },
     /// An object that must exist does not.
     #[error("object {} not found", shown(path.as_ref()))]
     NotFound { path: Path },
@@ -109,6 +116,23 @@ impl PathsError {
         match source {
             object_store::Error::NotFound { .. } => Self::NotFound { path: path.clone() },
             object_store::Error::AlreadyExists { .. } => Self::AlreadyExists { path: path.clone() },
+            object_store::Error::PermissionDenied { source, .. }
+                if source.is::<crate::confine::Outside>() =>
+            {
+                match source.downcast::<crate::confine::Outside>() {
+                    Ok(outside) => Self::OutsideTable {
+                        path: path.clone(),
+                        outside: *outside,
+                    },
+                    Err(source) => Self::Store {
+                        path: path.clone(),
+                        source: std::sync::Arc::new(object_store::Error::PermissionDenied {
+                            path: path.to_string(),
+                            source,
+                        }),
+                    },
+                }
+            }
             source => Self::Store {
                 path: path.clone(),
                 source: std::sync::Arc::new(source),
@@ -135,6 +159,7 @@ impl PathsError {
             PathsError::AlreadyExists { .. }
             | PathsError::RefExists { .. }
             | PathsError::RefInUse { .. } => ErrorKind::Conflict,
+            // OutsideTable too: a link planted in the table is the table's state
             _ => ErrorKind::Corrupt,
         }
     }

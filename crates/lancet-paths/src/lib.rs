@@ -11,7 +11,8 @@
 //! - [`clock`]: the injectable time commits stamp and age rules judge by.
 //! - [`clone`]: a shallow clone's base paths and the references it points at its source.
 //! - [`files`]: where data, deletion, external and index files live.
-//! - [`DatasetStore`]: reads with size checks and the put-if-absent commit write.
+//! - [`DatasetStore`]: reads with size checks and the put-if-absent commit write; on a local
+//!   disk [`confine`]d to the table's root (no symbolic link leads out of it).
 //! - [`manifest`]: naming schemes, the manifest layout, listing, reading and committing versions.
 //! - [`flags`]: feature-flag names and the pairing rules.
 //! - [`refs`]: tags and branches (`_refs/`).
@@ -28,6 +29,7 @@ mod bases;
 pub mod cleanup;
 pub mod clock;
 pub mod clone;
+pub mod confine;
 #[cfg(feature = "testing")]
 pub mod counting;
 mod error;

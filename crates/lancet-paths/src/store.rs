@@ -3,17 +3,19 @@
 //! Two guarantees matter to callers: reads can check an expected size (a reference that records
 //! `file_size_bytes` or `object_size` must match the object), and the commit write is
 //! put-if-absent (`PutMode::Create`), so two writers racing for one version cannot both win.
+//! A local directory is reached only inside itself ([`crate::confine`]): no symbolic link in
+//! the table leads a read, write, listing or delete out of it.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
+use crate::confine::Confined;
 use crate::error::{PathsError, Result};
 
 /// A dataset root (or any base directory) on an object store.
@@ -23,6 +25,8 @@ pub struct DatasetStore {
     root: Path,
     uri: String,
     local_root: Option<std::path::PathBuf>,
+    /// The local file system confined to `local_root` (the same object as `store`).
+    confined: Option<Arc<Confined>>,
 }
 
 impl DatasetStore {
@@ -75,12 +79,10 @@ impl DatasetStore {
             let root = Path::from_absolute_path(&dir).map_err(|e| invalid(e.to_string()))?;
             // messages spell this dataset's objects with their leading `/`
             lancet_proto::register_local_root(root.as_ref());
-            let mut store = Self::from_store(
-                Arc::new(LocalFileSystem::new()),
-                root,
-                &dir.to_string_lossy(),
-            );
+            let confined = Arc::new(Confined::new(dir.clone()));
+            let mut store = Self::from_store(confined.clone(), root, &dir.to_string_lossy());
             store.local_root = Some(dir);
+            store.confined = Some(confined);
             return Ok(store);
         }
         let url = url::Url::parse(uri).map_err(|e| invalid(e.to_string()))?;
@@ -126,7 +128,42 @@ impl DatasetStore {
             root,
             uri: uri.trim_end_matches('/').to_string(),
             local_root: None,
+            confined: None,
         }
+    }
+
+    /// The store of the directory `relative` below this one (a branch's dataset root): the
+    /// same object store, confined as this one is. On a local disk the directory (or, when it
+    /// does not exist yet, its nearest existing ancestor) must really lie inside this store's
+    /// root: a link planted at `tree/NAME` is [`PathsError::OutsideTable`].
+    pub fn below(&self, relative: &str) -> Result<Self> {
+        let relative = relative.trim_matches('/');
+        let mut store = Self {
+            store: self.store.clone(),
+            root: self.path(relative),
+            uri: format!("{}/{relative}", self.uri),
+            local_root: None,
+            confined: self.confined.clone(),
+        };
+        if let Some(local) = &self.local_root {
+            let dir = local.join(relative);
+            let real = dir
+                .ancestors()
+                .find_map(|d| d.canonicalize().ok())
+                .unwrap_or_default();
+            if !real.starts_with(local) {
+                return Err(PathsError::OutsideTable {
+                    path: store.root.clone(),
+                    outside: crate::confine::Outside {
+                        path: store.root.to_string(),
+                        real,
+                        root: local.clone(),
+                    },
+                });
+            }
+            store.local_root = Some(dir);
+        }
+        Ok(store)
     }
 
     /// The URI this handle was opened with (no trailing `/`).
@@ -137,6 +174,15 @@ impl DatasetStore {
     /// The local directory, when the store is the local file system.
     pub fn local_root(&self) -> Option<&std::path::Path> {
         self.local_root.as_deref()
+    }
+
+    /// The objects this store refused to reach because their real location lies outside its
+    /// root (see [`crate::confine`]): at most the first thousand, and how many in all. Always
+    /// empty on an object store, which has no links.
+    pub fn refused_outside(&self) -> (Vec<String>, u64) {
+        self.confined
+            .as_ref()
+            .map_or_else(Default::default, |c| c.refused())
     }
 
     pub fn object_store(&self) -> &Arc<dyn ObjectStore> {

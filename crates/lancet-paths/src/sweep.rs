@@ -100,6 +100,24 @@ pub fn remove_empty_index_dirs(store: &DatasetStore, doomed: &[(Listed, ObjectKi
     }
 }
 
+/// Removes `dir` and the directories below it that hold nothing (bottom up); a directory
+/// still holding a file (a nested branch's) stays, as does anything that cannot be read.
+pub fn remove_empty_dirs(dir: &std::path::Path) {
+    // a link is not followed: what it leads to is not this table's
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&entry.path());
+            }
+        }
+    }
+    // fails, harmlessly, when the directory is not empty
+    let _ = std::fs::remove_dir(dir);
+}
+
 /// Which resolved bases lie inside this dataset, and where. A base is compared by its
 /// canonical location: Lance writes `BasePath.path` as the user spelled it (relative,
 /// `file://`, a trailing `/`), so on a local disk both sides are canonicalized (once per

@@ -54,42 +54,9 @@ pub fn root_path_from_uuid_bytes(root_uuid: &[u8]) -> Result<String> {
     ))
 }
 
-fn is_absolute_or_uri(path: &str) -> bool {
-    if path.starts_with('/') || path.starts_with('\\') {
-        return true;
-    }
-    // A URI scheme (`s3://`, `file:`) or a drive letter (`C:`): a colon after a leading
-    // alphabetic run of scheme characters.
-    match path.split_once(':') {
-        Some((scheme, _)) => {
-            let mut chars = scheme.chars();
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-                && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        }
-        None => false,
-    }
-}
-
-/// Checks a relative path's segments: no empty, `.` or `..` segment, no backslash.
+/// Checks a relative path: see [`lancet_proto::relative_path::check`].
 pub(crate) fn check_relative(path: &str) -> std::result::Result<(), &'static str> {
-    if path.is_empty() {
-        return Err("path is empty");
-    }
-    if is_absolute_or_uri(path) {
-        return Err("absolute paths and URIs are not allowed");
-    }
-    if path.contains('\\') {
-        return Err("backslashes are not allowed");
-    }
-    for segment in path.split('/') {
-        match segment {
-            "" => return Err("empty path segment"),
-            "." => return Err("'.' segment"),
-            ".." => return Err("'..' segment leaves its directory"),
-            _ => {}
-        }
-    }
-    Ok(())
+    lancet_proto::relative_path::check(path)
 }
 
 /// Validates a stored tree object path and returns the object kind its suffix names.

@@ -19,6 +19,8 @@ pub mod le;
 pub mod malformed;
 pub mod modelled;
 pub mod object_ref;
+mod outside;
+pub mod relative_path;
 pub mod roaring_wire;
 pub mod transaction;
 pub mod wire;
@@ -41,6 +43,7 @@ pub use counts::{rows_unknown, FragmentSummary};
 pub use error_kind::ErrorKind;
 pub use malformed::Malformed;
 pub use object_ref::{register_local_root, shown, ObjectRef};
+pub use outside::Outside;
 pub use prost;
 pub use prost_types;
 pub use transaction::StoredTransaction;
@@ -68,6 +71,24 @@ pub fn index_type_name(type_url: &str) -> Option<String> {
     let cut = short.len().checked_sub("IndexDetails".len())?;
     let (kind, suffix) = (short.get(..cut)?, short.get(cut..)?);
     (suffix.eq_ignore_ascii_case("IndexDetails") && !kind.is_empty()).then(|| kind.to_string())
+}
+
+/// Whether `index` answers with row addresses rather than stable row ids (Lance 14.0.2's
+/// `IndexMetadata::results_are_row_addrs`, an allow-list): ZoneMap, BloomFilter and FM
+/// indexes, and BTree segments from format version 1. Every other index (LabelList, Inverted,
+/// Bitmap, NGram, vector indexes, BTree version 0), whatever its `index_version`, stores
+/// row ids: on a stable-row-id table its entries follow rows a rewrite moves.
+pub fn results_are_row_addrs(index: &table::IndexMetadata) -> bool {
+    index.index_details.as_ref().is_some_and(|details| {
+        let url = details.type_url.as_str();
+        let is_fm = url
+            .rsplit_once('/')
+            .is_some_and(|(_, name)| name.eq_ignore_ascii_case("lance.index.pb.FMIndexDetails"));
+        url.ends_with("ZoneMapIndexDetails")
+            || url.ends_with("BloomFilterIndexDetails")
+            || is_fm
+            || (url.ends_with("BTreeIndexDetails") && index.index_version.unwrap_or(0) >= 1)
+    })
 }
 
 /// Whether `type_url` names a BTree index, accepting what Lance 14 accepts: the text after the last

@@ -896,12 +896,7 @@ pub fn cover_moved_rows(
         .map(|id| u32::try_from(id).unwrap_or(u32::MAX))
         .collect();
     for index in indices.iter_mut() {
-        let by_address = index
-            .index_details
-            .as_ref()
-            .and_then(|d| lancet_proto::index_type_name(&d.type_url))
-            .is_some_and(|t| t == "ZoneMap" || t == "BloomFilter")
-            || index.index_version.unwrap_or(0) >= 1;
+        let by_address = lancet_proto::results_are_row_addrs(index);
         let assigned = index.fields.iter().any(|f| {
             u32::try_from(*f).is_ok_and(|f| update.fields_for_preserving_frag_bitmap.contains(&f))
         });
@@ -1547,18 +1542,29 @@ mod tests {
 
     #[test]
     fn moved_rows_join_the_row_id_indexes_that_covered_their_sources() {
-        let entry = |name: &str, field: i32, version: i32, covered: &[u32]| IndexMetadata {
-            name: name.into(),
-            fields: vec![field],
-            index_version: Some(version),
-            fragment_bitmap: encode_roaring32(&covered.iter().copied().collect()),
-            ..Default::default()
+        let typed =
+            |kind: &str, name: &str, field: i32, version: i32, covered: &[u32]| IndexMetadata {
+                name: name.into(),
+                fields: vec![field],
+                index_version: Some(version),
+                fragment_bitmap: encode_roaring32(&covered.iter().copied().collect()),
+                index_details: Some(lancet_proto::prost_types::Any {
+                    type_url: format!("/lance.table.{kind}IndexDetails"),
+                    value: Vec::new(),
+                }),
+                ..Default::default()
+            };
+        let entry = |name: &str, field: i32, version: i32, covered: &[u32]| {
+            typed("BTree", name, field, version, covered)
         };
         let mut indices = vec![
             entry("by_id", 0, 0, &[1, 2, 3]),
             entry("by_x", 1, 0, &[1, 2, 3]),
             entry("addresses", 0, 1, &[1, 2, 3]),
             entry("partial", 0, 0, &[2, 3]),
+            // a row-id index whatever its version (Lance's results_are_row_addrs)
+            typed("LabelList", "labels", 0, 1, &[1, 2, 3]),
+            typed("ZoneMap", "zones", 0, 0, &[1, 2, 3]),
         ];
         let update = Update {
             removed_fragment_ids: vec![1],
@@ -1579,7 +1585,14 @@ mod tests {
         // only the row-id index on an unassigned column that covered every source grows
         assert_eq!(
             covered,
-            [vec![1, 2, 3, 7], vec![1, 2, 3], vec![1, 2, 3], vec![2, 3]]
+            [
+                vec![1, 2, 3, 7],
+                vec![1, 2, 3],
+                vec![1, 2, 3],
+                vec![2, 3],
+                vec![1, 2, 3, 7],
+                vec![1, 2, 3]
+            ]
         );
         // a bitmap that does not decode is the operation's error
         let mut bad = vec![IndexMetadata {

@@ -276,11 +276,10 @@ pub fn remap_index(
     if is_fri || !touches {
         return Ok(IndexRemap::Keep(index.clone()));
     }
-    let kind = index
-        .index_details
-        .as_ref()
-        .and_then(|d| lancet_proto::index_type_name(&d.type_url));
-    let by_address_only = matches!(kind.as_deref(), Some("ZoneMap" | "BloomFilter"));
+    let is_btree = (index.index_details.as_ref())
+        .is_some_and(|d| lancet_proto::is_btree_type_url(&d.type_url));
+    // addresses no rewrite can remap (ZoneMap, BloomFilter, FM): the moved rows leave them
+    let by_address_only = lancet_proto::results_are_row_addrs(index) && !is_btree;
     let mut out = index.clone();
     if stable_row_ids && by_address_only {
         if let Some(c) = covered {
@@ -298,7 +297,9 @@ pub fn remap_index(
         }
         None => roaring::RoaringBitmap::new(),
     };
-    if stable_row_ids && index.index_version.unwrap_or(0) == 0 {
+    // row ids survive the move: the index follows its rows (Lance's
+    // `recalculate_fragment_bitmap`), whatever its type or version
+    if stable_row_ids && !lancet_proto::results_are_row_addrs(index) {
         return Ok(IndexRemap::Keep(out));
     }
     Ok(IndexRemap::Rewrite {
@@ -443,6 +444,21 @@ mod tests {
         // an address-domain index on a stable-row-id table loses the rewritten fragments
         let zones = entry("z_idx", "ZoneMap", &[0, 1, 2], 1);
         match remap(&zones, true, false) {
+            IndexRemap::Keep(e) => assert_eq!(bitmap(&e), [0]),
+            other => panic!("{other:?}"),
+        }
+        // row-id indexes of any version follow their rows (Lance's results_are_row_addrs)
+        for (kind, version) in [("LabelList", 1), ("Inverted", 3), ("Bitmap", 0)] {
+            match remap(&entry("l_idx", kind, &[0, 1, 2], version), true, false) {
+                IndexRemap::Keep(e) => assert_eq!(bitmap(&e), [0, 5], "{kind}"),
+                other => panic!("{kind}: {other:?}"),
+            }
+        }
+        let mut fm = entry("f_idx", "FM", &[0, 1, 2], 10);
+        if let Some(d) = fm.index_details.as_mut() {
+            d.type_url = "/lance.index.pb.FMIndexDetails".into();
+        }
+        match remap(&fm, true, false) {
             IndexRemap::Keep(e) => assert_eq!(bitmap(&e), [0]),
             other => panic!("{other:?}"),
         }

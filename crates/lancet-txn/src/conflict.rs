@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use lancet_proto::table::transaction::{CreateIndex, Operation, Rewrite};
+use lancet_proto::table::transaction::{CreateIndex, Operation, Rewrite, UpdateConfig};
 use lancet_proto::table::IndexMetadata;
 use lancet_proto::transaction::operation_name;
 use lancet_proto::StoredTransaction;
@@ -199,6 +199,9 @@ pub fn compatibility(
     };
     let name = operation_name(other);
     let overlap = |a: &BTreeSet<u64>, b: &BTreeSet<u64>| a.intersection(b).next().copied();
+    if let Operation::UpdateConfig(mine) = mine {
+        return update_config_over(mine, other, &name);
+    }
     // Operations that replace or rewind the table's history conflict with every data change.
     if matches!(other, Operation::Overwrite(_) | Operation::Restore(_))
         || matches!(other, Operation::UpdateMemWalState(_))
@@ -417,6 +420,116 @@ pub fn compatibility(
             operation_name(other_mine)
         )),
     }
+}
+
+/// Lance 14.0.2's rule for an UpdateConfig committed over `other` (`check_update_config_txn`):
+/// two updates of one config key (set by both, or set by one and removed by the other), of
+/// one table-metadata key (or either replacing the map), of the schema's metadata, or of one
+/// field's metadata are incompatible: retrying would silently drop the other writer's value.
+/// An Overwrite setting a config key this update changes, or any Overwrite or Restore under a
+/// schema or field metadata change, is incompatible too; a Merge under one is retryable (the
+/// schema may have changed). Everything else rebases: the update is applied again on the
+/// latest version, key by key.
+fn update_config_over(mine: &UpdateConfig, other: &Operation, name: &str) -> Compatibility {
+    use Compatibility::*;
+    let touches_schema = config_touches_schema(mine);
+    match other {
+        Operation::UpdateConfig(theirs) => {
+            let (my_set, my_removed) = config_keys(mine);
+            let (their_set, their_removed) = config_keys(theirs);
+            let key = my_set
+                .iter()
+                .find(|k| their_set.contains(*k) || their_removed.contains(*k))
+                .or_else(|| their_set.iter().find(|k| my_removed.contains(*k)));
+            if let Some(key) = key {
+                return Incompatible(format!("{name} also changed config key {key:?}"));
+            }
+            if let Some(what) = same_metadata(mine, theirs) {
+                return Incompatible(format!("{name} also changed {what}"));
+            }
+            Rebase
+        }
+        Operation::Overwrite(o) => {
+            let (my_set, my_removed) = config_keys(mine);
+            let key = (o.config_upsert_values.keys())
+                .find(|k| my_set.contains(k.as_str()) || my_removed.contains(k.as_str()));
+            match (touches_schema, key) {
+                (true, _) => {
+                    Incompatible(format!("{name} replaced the schema this update changes"))
+                }
+                (false, Some(k)) => Incompatible(format!("{name} also set config key {k:?}")),
+                (false, None) => Rebase,
+            }
+        }
+        Operation::Restore(_) if touches_schema => {
+            Incompatible(format!("{name} rewound the schema this update changes"))
+        }
+        Operation::Merge(_) if touches_schema => Retryable(format!(
+            "{name} may have changed the schema this update changes"
+        )),
+        _ => Rebase,
+    }
+}
+
+/// The config keys an UpdateConfig sets and removes (the map form, and the older fields).
+fn config_keys(u: &UpdateConfig) -> (BTreeSet<&str>, BTreeSet<&str>) {
+    let entries = u
+        .config_updates
+        .iter()
+        .flat_map(|m| m.update_entries.iter());
+    let set = (entries
+        .clone()
+        .filter(|e| e.value.is_some())
+        .map(|e| e.key.as_str()))
+    .chain(u.upsert_values.keys().map(String::as_str))
+    .collect();
+    let removed = (entries
+        .filter(|e| e.value.is_none())
+        .map(|e| e.key.as_str()))
+    .chain(u.delete_keys.iter().map(String::as_str))
+    .collect();
+    (set, removed)
+}
+
+/// Whether an UpdateConfig changes the schema's or a field's metadata.
+fn config_touches_schema(u: &UpdateConfig) -> bool {
+    u.schema_metadata_updates.is_some()
+        || !u.field_metadata_updates.is_empty()
+        || !u.schema_metadata.is_empty()
+        || !u.field_metadata.is_empty()
+}
+
+/// Which metadata two UpdateConfigs both change (Lance's `modifies_same_metadata`): a
+/// table-metadata key (any, when either replaces the map), the schema's, or one field's.
+fn same_metadata(a: &UpdateConfig, b: &UpdateConfig) -> Option<String> {
+    if let (Some(x), Some(y)) = (&a.table_metadata_updates, &b.table_metadata_updates) {
+        if x.replace || y.replace {
+            return Some("the table metadata (replacing it)".into());
+        }
+        let keys: BTreeSet<&str> = x.update_entries.iter().map(|e| e.key.as_str()).collect();
+        if let Some(e) = y
+            .update_entries
+            .iter()
+            .find(|e| keys.contains(e.key.as_str()))
+        {
+            return Some(format!("table metadata key {:?}", e.key));
+        }
+    }
+    let schema =
+        |u: &UpdateConfig| u.schema_metadata_updates.is_some() || !u.schema_metadata.is_empty();
+    if schema(a) && schema(b) {
+        return Some("the schema's metadata".into());
+    }
+    let fields = |u: &UpdateConfig| -> BTreeSet<i64> {
+        (u.field_metadata_updates.keys().map(|&k| i64::from(k)))
+            .chain(u.field_metadata.keys().map(|&k| i64::from(k)))
+            .collect()
+    };
+    let theirs = fields(b);
+    fields(a)
+        .into_iter()
+        .find(|f| theirs.contains(f))
+        .map(|f| format!("the metadata of field {f}"))
 }
 
 /// Lance's CreateIndex × CreateIndex rule: the same index name built twice, an index
@@ -679,6 +792,112 @@ mod tests {
             compatibility(&append(), &unknown, false),
             Compatibility::Incompatible(_)
         ));
+    }
+
+    /// Lance 14.0.2's UpdateConfig row (`check_update_config_txn`, and its conflict-matrix
+    /// test): one key changed by both sides is incompatible, different keys rebase.
+    #[test]
+    fn the_update_config_row() {
+        use lancet_proto::table::transaction::{UpdateMap, UpdateMapEntry};
+        let map = |entries: &[(&str, Option<&str>)]| UpdateMap {
+            update_entries: entries
+                .iter()
+                .map(|(k, v)| UpdateMapEntry {
+                    key: k.to_string(),
+                    value: v.map(str::to_string),
+                })
+                .collect(),
+            replace: false,
+        };
+        let config = |entries: &[(&str, Option<&str>)]| {
+            Operation::UpdateConfig(UpdateConfig {
+                config_updates: Some(map(entries)),
+                ..Default::default()
+            })
+        };
+        let table_meta = |entries: &[(&str, Option<&str>)], replace: bool| {
+            Operation::UpdateConfig(UpdateConfig {
+                table_metadata_updates: Some(UpdateMap {
+                    replace,
+                    ..map(entries)
+                }),
+                ..Default::default()
+            })
+        };
+        let schema_meta = || {
+            Operation::UpdateConfig(UpdateConfig {
+                schema_metadata_updates: Some(map(&[("s", Some("1"))])),
+                ..Default::default()
+            })
+        };
+        let field_meta = |id: i32| {
+            Operation::UpdateConfig(UpdateConfig {
+                field_metadata_updates: [(id, map(&[("f", Some("1"))]))].into(),
+                ..Default::default()
+            })
+        };
+        let set = |k: &str| config(&[(k, Some("v"))]);
+        let remove = |k: &str| config(&[(k, None)]);
+        assert_eq!(judge(&set("a"), set("a")), 'X');
+        assert_eq!(judge(&set("a"), remove("a")), 'X');
+        assert_eq!(judge(&remove("a"), set("a")), 'X');
+        assert_eq!(judge(&remove("a"), remove("a")), 'R');
+        assert_eq!(judge(&set("a"), set("b")), 'R');
+        let old_style = Operation::UpdateConfig(UpdateConfig {
+            upsert_values: [("a".to_string(), "w".to_string())].into(),
+            ..Default::default()
+        });
+        assert_eq!(judge(&set("a"), old_style), 'X');
+        assert_eq!(
+            judge(
+                &table_meta(&[("t", Some("1"))], false),
+                table_meta(&[("t", None)], false)
+            ),
+            'X'
+        );
+        assert_eq!(
+            judge(
+                &table_meta(&[("t", Some("1"))], false),
+                table_meta(&[("u", None)], false)
+            ),
+            'R'
+        );
+        assert_eq!(
+            judge(
+                &table_meta(&[("t", Some("1"))], false),
+                table_meta(&[], true)
+            ),
+            'X'
+        );
+        assert_eq!(judge(&schema_meta(), schema_meta()), 'X');
+        assert_eq!(judge(&field_meta(3), field_meta(3)), 'X');
+        assert_eq!(judge(&field_meta(3), field_meta(4)), 'R');
+        assert_eq!(judge(&set("a"), schema_meta()), 'R');
+        // over other operations: data changes rebase; what replaces the schema or a key does not
+        for other in [append(), delete(&[1]), rewrite(&[1, 2]), replacement(1, 0)] {
+            assert_eq!(judge(&set("a"), other.clone()), 'R');
+            assert_eq!(judge(&field_meta(0), other), 'R');
+        }
+        let overwrite = |keys: &[&str]| {
+            Operation::Overwrite(Overwrite {
+                config_upsert_values: keys
+                    .iter()
+                    .map(|k| (k.to_string(), "o".to_string()))
+                    .collect(),
+                ..Default::default()
+            })
+        };
+        assert_eq!(judge(&set("a"), overwrite(&["a"])), 'X');
+        assert_eq!(judge(&set("a"), overwrite(&["b"])), 'R');
+        assert_eq!(judge(&schema_meta(), overwrite(&[])), 'X');
+        let restore = || Operation::Restore(Restore { version: 1 });
+        assert_eq!(judge(&set("a"), restore()), 'R');
+        assert_eq!(judge(&field_meta(0), restore()), 'X');
+        assert_eq!(
+            judge(&field_meta(0), Operation::Merge(Merge::default())),
+            'C'
+        );
+        assert_eq!(judge(&set("a"), Operation::Merge(Merge::default())), 'R');
     }
 
     #[test]

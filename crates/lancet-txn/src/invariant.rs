@@ -62,6 +62,10 @@ pub enum Invariant {
     /// Every `base_id` a data, deletion or index reference sets names a `BasePath` of this
     /// manifest (tree spec: "a set base_id matches a BasePath of this manifest").
     BaseIdKnown,
+    /// A data file's path stays in its directory (`data/`, or its base's): relative, with no
+    /// `.` or `..` segment, no absolute path or URI. A path that leaves it would have every
+    /// reader open, and a cleanup delete, files outside the table.
+    DataFilePathInside,
     /// A data file a fragment names exists and opens as a Lance file (its footer and schema
     /// decode): a version naming a missing file fails every scan of that fragment.
     DataFileOpens,
@@ -150,6 +154,7 @@ impl Invariant {
             DeletionsWithinRows => "a deletion file deletes at most the fragment's physical rows",
             DeletionFileExists => "a deletion file a fragment names exists",
             BaseIdKnown => "every base_id names a BasePath of the manifest",
+            DataFilePathInside => "a data file's path is relative and stays in its directory",
             DataFileOpens => "a data file a fragment names exists and opens as a Lance file",
             DataFileRows => "a data file holds the fragment's physical_rows rows",
             DataFileFields => "a data file's schema holds the field ids its DataFile lists",
@@ -182,7 +187,7 @@ impl Invariant {
     }
 
     /// Every invariant, for listings and tests.
-    pub const ALL: [Invariant; 32] = [
+    pub const ALL: [Invariant; 33] = [
         Invariant::ManifestDecodes,
         Invariant::UnmodelledFieldsKept,
         Invariant::ManifestFlags,
@@ -199,6 +204,7 @@ impl Invariant {
         Invariant::DeletionsWithinRows,
         Invariant::DeletionFileExists,
         Invariant::BaseIdKnown,
+        Invariant::DataFilePathInside,
         Invariant::DataFileOpens,
         Invariant::DataFileRows,
         Invariant::DataFileFields,

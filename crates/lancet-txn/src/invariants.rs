@@ -326,11 +326,18 @@ impl<'a, 'b> Checker<'a, 'b> {
                     ));
                 }
             }
-            let file_bases = f
-                .files
-                .iter()
-                .chain(f.overlays.iter().filter_map(|o| o.data_file.as_ref()))
-                .filter_map(|d| d.base_id.map(|b| (b, d.path.as_str())));
+            let data_files =
+                || (f.files.iter()).chain(f.overlays.iter().filter_map(|o| o.data_file.as_ref()));
+            for d in data_files() {
+                if let Err(rule) = lancet_proto::relative_path::check(&d.path) {
+                    return Err(self.fail(
+                        Invariant::DataFilePathInside,
+                        subject(),
+                        format!("names data file {:?}: {rule}", d.path),
+                    ));
+                }
+            }
+            let file_bases = data_files().filter_map(|d| d.base_id.map(|b| (b, d.path.as_str())));
             let deletion_base = f
                 .deletion_file
                 .as_ref()

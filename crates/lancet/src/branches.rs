@@ -73,7 +73,7 @@ impl Branches<'_> {
             }
             .into());
         }
-        let head = Snapshot::open_uri(&self.root(parent)).await?;
+        let head = Snapshot::open_uri(&self.root(parent)?).await?;
         let source = match version {
             Some(v) if v != head.version() => head.checkout(v).await?,
             _ => head,
@@ -94,7 +94,7 @@ impl Branches<'_> {
             .into());
         }
         let committed =
-            clone::shallow_clone_inner(&source, &self.root(name), None, Some(name)).await?;
+            clone::shallow_clone_inner(&source, &self.root(name)?, None, Some(name)).await?;
         let referenced = refs::create_branch_ref(
             self.ds.store(),
             name,
@@ -178,7 +178,7 @@ impl Branches<'_> {
         }
         // object stores have no directories; a local table's are removed when left empty
         if let Some(local) = store.local_root() {
-            remove_empty_dirs(&local.join(layout::branch_root(name)));
+            lancet_paths::sweep::remove_empty_dirs(&local.join(layout::branch_root(name)));
         }
         Ok(())
     }
@@ -194,27 +194,15 @@ impl Branches<'_> {
     /// The latest version of branch `name`, opened (a dataset root of its own).
     pub async fn checkout(self, name: &str) -> Result<Dataset> {
         refs::check_branch_name(name)?;
-        Snapshot::open_uri(&self.root(name))
+        Snapshot::open_uri(&self.root(name)?)
             .await
             .map(Dataset::from)
     }
 
-    /// Where branch `name`'s versions live.
-    fn root(self, name: &str) -> String {
-        layout::branch_uri(self.ds.uri(), name)
+    /// Where branch `name`'s versions live: below the table's root, really (a link planted
+    /// at `tree/{name}` leading out is refused).
+    fn root(self, name: &str) -> Result<String> {
+        let store = self.ds.store().below(&layout::branch_root(name))?;
+        Ok(store.uri().to_string())
     }
-}
-
-/// Removes `dir` and the directories below it that hold nothing (bottom up); a directory
-/// still holding a file (a nested branch's) stays, as does anything that cannot be read.
-fn remove_empty_dirs(dir: &std::path::Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_empty_dirs(&entry.path());
-            }
-        }
-    }
-    // fails, harmlessly, when the directory is not empty
-    let _ = std::fs::remove_dir(dir);
 }

@@ -62,6 +62,9 @@ pub struct CleanupReport {
     pub kept_young: u64,
     /// Deletes that failed: path and error.
     pub failed: Vec<(String, String)>,
+    /// Objects the listing reached through a symbolic link leading out of the table (or a
+    /// declared base): never deleted, never counted (sorted; at most the first thousand).
+    pub kept_outside: Vec<String>,
 }
 
 impl CleanupReport {
@@ -138,6 +141,12 @@ async fn cleanup_inner(
     let (verified, removed_manifests) = (sorted.verified, sorted.removed_manifests);
 
     let (listing, locations) = list_objects(store).await?;
+    report.kept_outside = (store.refused_outside().0.into_iter())
+        .map(|p| {
+            let relative = Path::parse(&p).ok().and_then(|p| store.relative(&p));
+            relative.unwrap_or(p)
+        })
+        .collect();
     progress(CleanupProgress::Reading { done: total, total });
     let decided = plan(
         listing,
@@ -408,21 +417,9 @@ async fn branch_references(snap: &Snapshot) -> Result<(References, BTreeSet<u64>
             if branch.parent_branch.is_none() {
                 forked_from.insert(branch.parent_version);
             }
-            // the branch's own dataset: on a local disk its directory (absent when the
-            // branch has no version yet), elsewhere through this handle's object store
-            let root = branch.root();
-            let store = match snap.store().local_root() {
-                Some(dir) => match DatasetStore::open(&dir.join(&root).to_string_lossy()) {
-                    Ok(store) => store,
-                    Err(lancet_paths::PathsError::NotFound { .. }) => continue,
-                    Err(e) => return Err(e.into()),
-                },
-                None => DatasetStore::from_store(
-                    snap.store().object_store().clone(),
-                    snap.store().path(&root),
-                    &format!("{}/{root}", snap.uri().trim_end_matches('/')),
-                ),
-            };
+            // the branch's own dataset, below this one (a branch with no version yet has
+            // no directory, and lists none); a link at its root leading out is refused
+            let store = snap.store().below(&branch.root())?;
             for entry in manifest::list_versions(&store).await? {
                 let ds = Snapshot::open(store.clone(), Some(entry.version), snap.caches().clone())
                     .await?;

@@ -55,7 +55,49 @@ pub(crate) async fn shallow_clone_inner(
         Some(v) if v != snap.version() => snap.checkout(v).await?,
         _ => snap.clone(),
     };
+    // a clone that fails leaves no directory it created (what it wrote there is the
+    // failed clone's, and nothing names it)
+    let created = local_dir_created(target);
     let store = DatasetStore::create(target)?;
+    let cloned = clone_into(snap, &source, &store, target, branch).await;
+    if cloned.is_err() {
+        if let Some(dir) = created {
+            remove_written(&store, &dir).await;
+        }
+    }
+    cloned
+}
+
+/// The local directory `target` names when it does not exist yet (so this clone creates it).
+fn local_dir_created(target: &str) -> Option<std::path::PathBuf> {
+    if target.contains("://") && !target.starts_with("file://") {
+        return None;
+    }
+    let dir = std::path::PathBuf::from(target.strip_prefix("file://").unwrap_or(target));
+    (!dir.exists()).then_some(dir)
+}
+
+/// Deletes what a failed clone wrote in the directory it created, and the directory.
+async fn remove_written(store: &DatasetStore, dir: &std::path::Path) {
+    if let Ok(objects) = store.list("").await {
+        for object in objects {
+            if let Err(e) = store.delete(&object.location).await {
+                tracing::warn!(path = %object.location, error = %e, "a failed clone's object was left");
+            }
+        }
+    }
+    lancet_paths::sweep::remove_empty_dirs(dir);
+}
+
+/// The clone's first version, written into `store`.
+async fn clone_into(
+    snap: &Snapshot,
+    source: &Snapshot,
+    store: &DatasetStore,
+    target: &str,
+    branch: Option<&str>,
+) -> Result<crate::committed::Committed> {
+    let store = store.clone();
     if !store.list(manifest::VERSIONS_DIR).await?.is_empty() {
         return Err(Error::InvalidArgument {
             what: format!("clone target {target}"),

@@ -61,7 +61,8 @@ struct FlatList {
 /// reads and writes Lance files where the table keeps them.
 pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
     let uri = if store.local_root().is_some() {
-        "file:///".to_string()
+        // every read and write through the store, which keeps them inside the table
+        "file-object-store:///".to_string()
     } else if store.uri().starts_with("memory://") {
         "memory:///".to_string()
     } else {

@@ -47,7 +47,7 @@ impl VersionRef {
                     }
                     .into());
                 }
-                Ok((layout::branch_uri(uri, branch), self.version))
+                Ok((branch_root(&store()?, branch)?, self.version))
             }
             (Some(name), branch) => {
                 if self.version.is_some() {
@@ -64,10 +64,16 @@ impl VersionRef {
                     )));
                 }
                 match &tag.branch {
-                    Some(b) => Ok((layout::branch_uri(uri, b), Some(tag.version))),
+                    Some(b) => Ok((branch_root(&store()?, b)?, Some(tag.version))),
                     None => Ok((uri.to_string(), Some(tag.version))),
                 }
             }
         }
     }
+}
+
+/// Branch `name`'s dataset root below the table in `store`, really below it (a link planted at
+/// `tree/{name}` leading out of the table is refused).
+fn branch_root(store: &DatasetStore, name: &str) -> Result<String> {
+    Ok(store.below(&layout::branch_root(name))?.uri().to_string())
 }

@@ -102,7 +102,7 @@ pub(crate) async fn decode_leaf(
     base: Option<u32>,
 ) -> Result<DecodedLeaf> {
     let size = bytes.len() as u64;
-    let batch = lancet_file::read_bytes_exact(&Path::from(object), bytes, &leaf_schema())
+    let batch = lancet_file::read_bytes_exact(&object_path(object), bytes, &leaf_schema())
         .await
         .map_err(|e| leaf_file_error(object, e))?;
     let mut records = decode_records(&batch).map_err(|v| v.at(object))?;
@@ -197,4 +197,10 @@ mod tests {
         let e = decode_node("n", &bytes, None).unwrap_err();
         assert_eq!(e.rule(), Some(Rule::MutationField));
     }
+}
+
+/// The store path `object` spells (a store path's text, already encoded: parsed, not encoded
+/// again, so a message shows `%20` rather than `%2520`).
+pub(crate) fn object_path(object: &str) -> Path {
+    Path::parse(object).unwrap_or_else(|_| Path::from(object))
 }

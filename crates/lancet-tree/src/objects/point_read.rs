@@ -50,7 +50,7 @@ async fn point_read(
     bounds: LeafBounds,
     outline: Option<lancet_file::FileOutline>,
 ) -> Result<(Option<DataFragment>, lancet_file::FileOutline)> {
-    let path = Path::from(object);
+    let path = super::decode::object_path(object);
     // A kept outline is this leaf's, from an open that checked its footer and exact schema.
     let file = match &outline {
         Some(outline) => lancet_file::reopen_bytes(&path, bytes, outline).await,
