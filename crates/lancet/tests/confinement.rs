@@ -4,6 +4,9 @@
 //! files outside byte for byte (and their directories), and for a refused write that the
 //! table's versions are unchanged.
 
+mod common;
+use common::versions;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +15,7 @@ use std::time::Duration;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use futures::TryStreamExt;
-use lancet::paths::manifest::{list_versions, write_manifest, ManifestContent};
+use lancet::paths::manifest::{write_manifest, ManifestContent};
 use lancet::paths::DatasetStore;
 use lancet::proto::table::BasePath;
 use lancet::{CleanupPolicy, CreateOptions, Dataset, ErrorKind, Filter, Invariant, ScanOptions};
@@ -90,16 +93,6 @@ fn everything_now() -> CleanupPolicy {
     }
 }
 
-async fn manifests(dir: &Path) -> Vec<u64> {
-    let store = DatasetStore::open(dir.to_str().unwrap()).unwrap();
-    list_versions(&store)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.version)
-        .collect()
-}
-
 /// pylance 14.0.2's cleanup deletes through a linked directory; lancet's lists nothing
 /// through it, deletes nothing there, and reports the link.
 #[tokio::test]
@@ -162,13 +155,13 @@ async fn a_data_file_linked_out_of_the_table_is_not_read() {
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("outside the table"), "{e}");
     assert!(ds.storage().verify_data().await.is_err());
-    let versions = manifests(&dir).await;
+    let before_versions = versions(&dir).await;
     let e = ds
         .delete(&Filter::parse("a = 5").unwrap())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("outside the table"), "{e}");
-    assert_eq!(manifests(&dir).await, versions);
+    assert_eq!(versions(&dir).await, before_versions);
     assert_eq!(snapshot(&outside), before);
 }
 
@@ -201,13 +194,13 @@ async fn a_crafted_data_path_is_refused_everywhere() {
     // refused where the path is resolved, or by the invariant before the commit
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("'..' segment"), "{e}");
-    assert_eq!(manifests(&dir).await, [1, 2, 3]);
+    assert_eq!(versions(&dir).await, [1, 2, 3]);
     // the way back: a restore of a good version works, of the bad one is refused
     let restored = bad.restore(2).await.unwrap().dataset;
     assert_eq!(count(&restored).await.unwrap(), 40);
     let e = restored.restore(3).await.unwrap_err();
     assert_eq!(e.invariant(), Some(Invariant::DataFilePathInside), "{e}");
-    assert_eq!(manifests(&dir).await, [1, 2, 3, 4]);
+    assert_eq!(versions(&dir).await, [1, 2, 3, 4]);
     // a clone of the bad version fails, and leaves no target
     let target = tmp.path().join("clone");
     assert!(bad
