@@ -200,7 +200,7 @@ pub fn compatibility(
     let name = operation_name(other);
     let overlap = |a: &BTreeSet<u64>, b: &BTreeSet<u64>| a.intersection(b).next().copied();
     if let Operation::UpdateConfig(mine) = mine {
-        return update_config_over(mine, other, &name);
+        return update_config_over(mine, other, name);
     }
     // Operations that replace or rewind the table's history conflict with every data change.
     if matches!(other, Operation::Overwrite(_) | Operation::Restore(_))

@@ -123,7 +123,7 @@ async fn clone_into(
         tracing::debug!(objects = written.len(), "clone root written");
         manifest.fragment_tree = Some(cloned);
     }
-    let indices = cloned_indices(&source, id, &store).await?;
+    let indices = cloned_indices(source, id, &store).await?;
     manifest.timestamp = Some(snap.clock().timestamp());
     // flag 16 for the base path the clone names, decided by lancet-txn
     lancet_txn::protocol::settle(&mut manifest, &indices);

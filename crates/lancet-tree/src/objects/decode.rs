@@ -135,6 +135,12 @@ pub(super) fn leaf_file_error(object: &str, e: lancet_file::FileError) -> TreeEr
     }
 }
 
+/// The store path `object` spells (a store path's text, already encoded: parsed, not encoded
+/// again, so a message shows `%20` rather than `%2520`).
+pub(crate) fn object_path(object: &str) -> Path {
+    Path::parse(object).unwrap_or_else(|_| Path::from(object))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -197,10 +203,4 @@ mod tests {
         let e = decode_node("n", &bytes, None).unwrap_err();
         assert_eq!(e.rule(), Some(Rule::MutationField));
     }
-}
-
-/// The store path `object` spells (a store path's text, already encoded: parsed, not encoded
-/// again, so a message shows `%20` rather than `%2520`).
-pub(crate) fn object_path(object: &str) -> Path {
-    Path::parse(object).unwrap_or_else(|_| Path::from(object))
 }
