@@ -318,17 +318,35 @@ async fn reencoded_manifest_is_read_identically_by_pylance() {
         for key in ["count", "columns", "rows", "indices"] {
             assert_eq!(after[key], before[key], "{name}: {key}");
         }
-        // committing the same version again loses the race instead of overwriting
-        let err = ds
+        // committing on the same version again loses the race instead of overwriting, and
+        // rebases over the other config update (Lance's table: no key in common)
+        let published = versions_dir(&uri);
+        let again = ds
             .storage()
             .commit_manifest(ds.storage().manifest().clone(), ds.storage().indices())
             .await
-            .unwrap_err();
-        assert!(
-            matches!(err, lancet::Error::CommitConflict { version, .. } if version == ds.version() + 1),
-            "{err}"
-        );
+            .unwrap();
+        assert_eq!(again.dataset.version(), ds.version() + 2, "{name}");
+        assert_eq!(again.attempts, 2, "{name}");
+        let now = versions_dir(&uri);
+        for (file, bytes) in &published {
+            assert_eq!(now.get(file), Some(bytes), "{name}: {file} rewritten");
+        }
+        assert_eq!(now.len(), published.len() + 1, "{name}");
     }
+}
+
+/// Every manifest file of the table at `uri`, by name.
+fn versions_dir(uri: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(Path::new(uri).join("_versions"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".manifest"))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
 }
 
 #[test]

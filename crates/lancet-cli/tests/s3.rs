@@ -444,6 +444,8 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     let mut misnamed = good.clone();
     misnamed[0].files[0].fields.push(99);
     misnamed[0].files[0].column_indices.push(9);
+    let mut escaping = good.clone();
+    escaping[0].files[0].path = format!("../{}", escaping[0].files[0].path);
     let mut ghost = latest.storage().manifest().fragments[with_deletions].clone();
     ghost.deletion_file.as_mut().unwrap().id ^= 0x5555;
     let refused_ops = [
@@ -460,6 +462,13 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
                 fragments: misnamed,
             }),
             lancet::Invariant::DataFileFields,
+        ),
+        // a data file named outside data/ (the object exists one level up: the path is refused)
+        (
+            lancet::Operation::Append(Append {
+                fragments: escaping,
+            }),
+            lancet::Invariant::DataFilePathInside,
         ),
         (
             lancet::Operation::Delete(lancet::proto::table::transaction::Delete {

@@ -414,6 +414,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
         assert_eq!(names, ["a", "w"], "tree={tree}");
         assert!(filled.fragments().await.unwrap()[2].deletion_file.is_some());
         // a second schema change prepared on `base` conflicts: the schema changed since
+        // (Lance's table lets an UpdateConfig rebase over a Merge; the manifest replay refuses)
         let mut with_x = base.dataset.storage().manifest().clone();
         with_x.fields.push(field(1, "x"));
         let lost = base.dataset.commit_staged(with_x, &[], &[], &config).await;
@@ -421,7 +422,7 @@ async fn a_rebased_storage_action_commit_keeps_its_schema_change() {
             matches!(
                 lost,
                 Err(Error::CommitConflict {
-                    cause: lancet::txn::rebase::ConflictCause::Incompatible,
+                    cause: lancet::txn::rebase::ConflictCause::SchemaChanged,
                     ..
                 })
             ),
