@@ -2447,6 +2447,88 @@ async fn merge_and_data_replacement_committed_by_lancet_are_read_by_pylance() {
     let verified: Value =
         serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
     assert_eq!(verified["valid"], true, "{verified}");
+
+    // Issue 41: the fragment's `value` alone replaced, one field of pylance's wide file: as
+    // Lance builds it, the field is tombstoned there and the new file appended
+    let value_id = (replaced.storage().manifest().fields.iter())
+        .find(|f| f.name == "value")
+        .unwrap()
+        .id;
+    let before = record_of(&replaced, first_fragment.id).await;
+    let wide = (before.files.iter())
+        .position(|d| d.fields.contains(&value_id))
+        .unwrap();
+    let (major, minor) = (
+        before.files[wide].file_major_version,
+        before.files[wide].file_minor_version,
+    );
+    let value_schema = Schema::new(vec![Field::new("value", DataType::Float64, true)]);
+    let rows = before.physical_rows as usize;
+    let batch = RecordBatch::try_new(
+        Arc::new(value_schema.clone()),
+        vec![Arc::new(arrow_array::Float64Array::from(vec![-1.5; rows]))],
+    )
+    .unwrap();
+    let written = write_file(
+        &fs,
+        &store.path("data/value-replaced.lance"),
+        &value_schema,
+        &[batch],
+        &WriteOptions {
+            version: if minor == 1 {
+                FileVersion::V2_1
+            } else {
+                FileVersion::V2_2
+            },
+            field_ids: Some(vec![value_id]),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let tombstoned = replaced
+        .commit(Operation::DataReplacement(DataReplacement {
+            replacements: vec![DataReplacementGroup {
+                fragment_id: first_fragment.id,
+                new_file: Some(lancet::proto::table::DataFile {
+                    path: "value-replaced.lance".into(),
+                    fields: vec![value_id],
+                    column_indices: vec![0],
+                    file_major_version: major,
+                    file_minor_version: minor,
+                    file_size_bytes: written.size_bytes,
+                    base_id: None,
+                }),
+            }],
+        }))
+        .await
+        .unwrap()
+        .dataset;
+    let after = record_of(&tombstoned, first_fragment.id).await;
+    let expect: Vec<i32> = (before.files[wide].fields.iter())
+        .map(|&x| if x == value_id { -2 } else { x })
+        .collect();
+    assert_eq!(after.files[wide].fields, expect);
+    assert_eq!(after.files.last().unwrap().path, "value-replaced.lance");
+    let live = before.physical_rows
+        - before
+            .deletion_file
+            .as_ref()
+            .map_or(0, |d| d.num_deleted_rows);
+    let scan = peer(&["scan", &uri]);
+    let at = (scan["columns"].as_array().unwrap().iter())
+        .position(|c| c == "value")
+        .unwrap();
+    let replaced_rows = (scan["rows"].as_array().unwrap().iter())
+        .filter(|r| r[at].as_f64() == Some(-1.5))
+        .count() as u64;
+    assert_eq!(
+        replaced_rows, live,
+        "pylance reads the fragment's new values"
+    );
+    let verified: Value =
+        serde_json::from_str(&lancet(&["verify", &uri, "--data", "--json"])).unwrap();
+    assert_eq!(verified["valid"], true, "{verified}");
 }
 
 /// Issue 19: on a stable-row-id table, an Append committed through `Dataset::commit` that

@@ -23,7 +23,8 @@
 //!   left out, a changed `physical_rows` or an existing fragment after a new one is refused,
 //!   [`Plan::apply_merge`]), then new fragments (id 0 numbered as new, even where the table has
 //!   a fragment 0), and the new schema (`max_allocated_field_id` raised to it); **DataReplacement** puts a new data file in place of the one holding
-//!   exactly its fields, or adds it when no file holds any of them ([`replace_data_file`]).
+//!   exactly its fields, adds it, or tombstones the fields it replaces
+//!   ([`crate::replacement`]).
 //! - **Rewrite** (a compaction, a rewrite recorded in the Fragment Reuse Index) removes each
 //!   group's old fragments and adds its new ones, numbered when at id 0 and kept otherwise (a
 //!   rewrite whose history records its destinations numbers them itself; an id another writer
@@ -160,7 +161,7 @@ pub struct Plan {
     /// Every fragment of the base is removed (Overwrite).
     pub remove_all: bool,
     /// Data files replacing (or joining) a fragment's files (DataReplacement): apply each
-    /// with [`replace_data_file`] to the fragment's current record.
+    /// with [`crate::replacement::replace_data_file`] to the fragment's current record.
     pub replacements: Vec<(u64, DataFile)>,
     /// A Merge's fragment list, to be judged against every fragment of the base with
     /// [`Plan::apply_merge`].
@@ -284,6 +285,7 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
                 prune_rewritten(&mut plan.indices, g.fragment_id, &fields)?;
                 plan.replacements.push((g.fragment_id, file));
             }
+            crate::replacement::same_fields(plan.replacements.iter().map(|(_, f)| f))?;
         }
         Operation::UpdateConfig(u) => apply_update_config(&mut plan.manifest, u)?,
         Operation::Restore(_) => {
@@ -374,43 +376,6 @@ pub fn next_fragment_id(manifest: &Manifest) -> u64 {
     match manifest.max_fragment_id {
         Some(m) => u64::from(m) + 1,
         None => manifest.fragments.last().map_or(0, |f| f.id + 1),
-    }
-}
-
-/// `fragment` with `new_file` in place of the data file holding exactly its fields (Lance's
-/// DataReplacement), or added when no file holds any of them (a column that had no data file,
-/// read as NULL); a file holding only some of them is refused.
-pub fn replace_data_file(fragment: &DataFragment, new_file: &DataFile) -> Result<DataFragment> {
-    let name = "DataReplacement";
-    let mut f = fragment.clone();
-    let same = |d: &DataFile| {
-        let mut a = d.fields.clone();
-        let mut b = new_file.fields.clone();
-        a.sort_unstable();
-        b.sort_unstable();
-        a == b
-    };
-    if let Some(slot) = f.files.iter_mut().find(|d| same(d)) {
-        *slot = new_file.clone();
-        return Ok(f);
-    }
-    let overlap = f.files.iter().find(|d| {
-        d.fields
-            .iter()
-            .any(|x| *x >= 0 && new_file.fields.contains(x))
-    });
-    match overlap {
-        Some(d) => Err(TxnError::operation(
-            name,
-            format!(
-                "fragment {}: data file {} holds fields {:?}, only some of the replacement's {:?}",
-                f.id, d.path, d.fields, new_file.fields
-            ),
-        )),
-        None => {
-            f.files.push(new_file.clone());
-            Ok(f)
-        }
     }
 }
 
@@ -1345,22 +1310,7 @@ mod tests {
     }
 
     #[test]
-    fn data_replacement_replaces_exactly_matching_files_or_adds_disjoint_ones() {
-        let file = |path: &str, fields: &[i32]| DataFile {
-            path: path.into(),
-            fields: fields.to_vec(),
-            ..Default::default()
-        };
-        let mut f = frag(3, 10);
-        f.files = vec![file("a", &[0, 1]), file("b", &[2])];
-        let r = replace_data_file(&f, &file("b2", &[2])).unwrap();
-        assert_eq!(r.files, vec![file("a", &[0, 1]), file("b2", &[2])]);
-        let r = replace_data_file(&f, &file("a2", &[1, 0])).unwrap();
-        assert_eq!(r.files[0].path, "a2");
-        let added = replace_data_file(&f, &file("c", &[5])).unwrap();
-        assert_eq!(added.files.len(), 3);
-        let e = replace_data_file(&f, &file("x", &[1])).unwrap_err();
-        assert!(e.to_string().contains("only some"), "{e}");
+    fn a_data_replacement_needs_its_files_and_one_field_list() {
         let m = manifest(7);
         let op = Operation::DataReplacement(lancet_proto::table::transaction::DataReplacement {
             replacements: vec![lancet_proto::table::transaction::DataReplacementGroup {
@@ -1369,6 +1319,20 @@ mod tests {
             }],
         });
         assert!(plan(on(&m, &[]), &op).is_err());
+        let group =
+            |id: u64, fields: &[i32]| lancet_proto::table::transaction::DataReplacementGroup {
+                fragment_id: id,
+                new_file: Some(DataFile {
+                    path: format!("r{id}.lance"),
+                    fields: fields.to_vec(),
+                    ..Default::default()
+                }),
+            };
+        let op = Operation::DataReplacement(lancet_proto::table::transaction::DataReplacement {
+            replacements: vec![group(7, &[0]), group(8, &[1])],
+        });
+        let e = plan(on(&m, &[]), &op).unwrap_err();
+        assert!(e.to_string().contains("same fields"), "{e}");
     }
 
     #[test]

@@ -1056,17 +1056,17 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            data_operation(&[c(3, None, Some(frag(3)))]),
+            data_operation(&[c(3, None, Some(frag(3)))], &[], 1),
             Operation::Append(_)
         ));
         assert!(matches!(
-            data_operation(&[c(1, Some(frag(1)), Some(with_deletion)), c(2, Some(frag(2)), None)]),
+            data_operation(&[c(1, Some(frag(1)), Some(with_deletion)), c(2, Some(frag(2)), None)], &[], 1),
             Operation::Delete(d) if d.deleted_fragment_ids == vec![2] && d.updated_fragments.len() == 1
         ));
         let mut moved = frag(1);
         moved.files.push(DataFile::default());
         assert!(matches!(
-            data_operation(&[c(1, Some(frag(1)), Some(moved)), c(4, None, Some(frag(4)))]),
+            data_operation(&[c(1, Some(frag(1)), Some(moved)), c(4, None, Some(frag(4)))], &[], 1),
             Operation::Update(u) if u.updated_fragments.len() == 1 && u.new_fragments.len() == 1
         ));
         // a file for a field no file held (a backfill), and one in place of the file holding
@@ -1078,22 +1078,35 @@ mod tests {
         };
         let mut before = frag(1);
         before.files = vec![file("a", &[0]), file("b", &[1])];
+        let schema: Vec<lancet_proto::file::Field> = (0..3)
+            .map(|id| lancet_proto::file::Field {
+                id,
+                parent_id: -1,
+                ..Default::default()
+            })
+            .collect();
         let mut after = before.clone();
-        after.files.push(file("c", &[2]));
         after.files[1] = file("b2", &[1]);
-        assert!(matches!(
-            data_operation(&[c(1, Some(before.clone()), Some(after))]),
-            Operation::DataReplacement(d) if d.replacements.len() == 2
-                && d.replacements.iter().all(|g| g.fragment_id == 1)
-        ));
-        // a file holding some fields of another is no replacement, nor is a dropped file
+        let mut added = before.clone();
+        added.files.push(file("c", &[2]));
+        for after in [after.clone(), added] {
+            assert!(matches!(
+                data_operation(&[c(1, Some(before.clone()), Some(after))], &schema, 1),
+                Operation::DataReplacement(d) if d.replacements.len() == 1
+                    && d.replacements.iter().all(|g| g.fragment_id == 1)
+            ));
+        }
+        // files of two field lists are no replacement (Lance refuses them), nor is a file
+        // holding some fields of another, nor a dropped file
+        let mut mixed = after;
+        mixed.files.push(file("c", &[2]));
         let mut partial = before.clone();
         partial.files.push(file("d", &[1, 2]));
         let mut dropped = before.clone();
         dropped.files.pop();
-        for after in [partial, dropped] {
+        for after in [mixed, partial, dropped] {
             assert!(matches!(
-                data_operation(&[c(1, Some(before.clone()), Some(after))]),
+                data_operation(&[c(1, Some(before.clone()), Some(after))], &schema, 1),
                 Operation::Update(_)
             ));
         }

@@ -29,20 +29,23 @@ pub fn index_bitmap(
         })
 }
 
-/// The field ids whose data file `after` no longer holds as `before` did (the file gone, or
-/// at another path or with other fields): columns rewritten in place. Files only added (a new
-/// column) rewrite nothing.
+/// The field ids answered for by another data file in `after` than in `before` (the file
+/// gone, at another path or base, or the field tombstoned there): columns rewritten in place.
+/// Files only added (a new column) rewrite nothing, and a file whose other fields were
+/// tombstoned (a DataReplacement of them) still answers for the rest.
 pub fn rewritten_fields(before: &DataFragment, after: &DataFragment) -> Vec<i32> {
-    before
-        .files
-        .iter()
-        .filter(|d| {
-            !after
-                .files
-                .iter()
-                .any(|x| x.path == d.path && x.fields == d.fields)
-        })
+    let holder = |f: &DataFragment, id: i32| {
+        f.files
+            .iter()
+            .find(|d| d.fields.contains(&id))
+            .map(|d| (d.path.clone(), d.base_id))
+    };
+    let mut ids: Vec<i32> = (before.files.iter())
         .flat_map(|d| d.fields.iter().copied())
         .filter(|id| *id >= 0)
-        .collect()
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.retain(|&id| holder(before, id) != holder(after, id));
+    ids
 }

@@ -24,8 +24,9 @@ use std::collections::{HashMap, HashSet};
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
 
-use crate::build::{files_rewritten, rebased_record, replace_data_file, Plan};
+use crate::build::{files_rewritten, rebased_record, Plan};
 use crate::error::{Result, TxnError};
+use crate::replacement::replace_data_file;
 use lancet_proto::transaction::operation_name;
 
 /// What finishing a [`Plan`] reads from the version it is planned on.
@@ -155,13 +156,19 @@ pub fn finish(mut plan: Plan, operation: &Operation, facts: Facts<'_>) -> Result
         .enumerate()
         .map(|(i, f)| (f.id, i))
         .collect();
+    // the plan's manifest is the version it was prepared on until the commit numbers it
+    let read_version = plan.manifest.version;
+    let schema = plan.manifest.fields.clone();
     for (id, file) in std::mem::take(&mut plan.replacements) {
         match slot.get(&id).and_then(|i| plan.updated.get_mut(*i)) {
-            Some(current) => *current = replace_data_file(current, &file)?,
+            Some(current) => {
+                *current = replace_data_file(current, &file, &schema, read_version)?;
+            }
             None => {
                 let current = lookup(id).ok_or_else(|| not_in(id))?;
                 slot.insert(id, plan.updated.len());
-                plan.updated.push(replace_data_file(current, &file)?);
+                plan.updated
+                    .push(replace_data_file(current, &file, &schema, read_version)?);
             }
         }
     }

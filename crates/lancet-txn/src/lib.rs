@@ -41,6 +41,7 @@ pub mod merge;
 pub mod operation;
 pub mod protocol;
 pub mod rebase;
+pub mod replacement;
 
 pub use conflict::{compatibility, remapping_rewrite_rule, Compatibility};
 pub use error::{ErrorKind, Result, TxnError};

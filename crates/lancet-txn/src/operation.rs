@@ -21,7 +21,8 @@ use lancet_proto::table::transaction::{
 };
 use lancet_proto::table::{DataFragment, IndexMetadata, Transaction};
 
-use crate::build::replace_data_file;
+use crate::replacement::{replace_data_file, same_fields};
+use lancet_proto::file::Field;
 use lancet_proto::FragmentChange;
 
 /// A new transaction of `operation`, prepared on `read_version`, with a fresh uuid.
@@ -34,8 +35,13 @@ pub fn new_transaction(read_version: u64, operation: Operation) -> Transaction {
     }
 }
 
-/// The operation of a commit of storage actions, from what they changed.
-pub fn data_operation(changes: &[FragmentChange]) -> Operation {
+/// The operation of a commit of storage actions, from what they changed, on a version of
+/// `schema` numbered `read_version`.
+pub fn data_operation(
+    changes: &[FragmentChange],
+    schema: &[Field],
+    read_version: u64,
+) -> Operation {
     let appended = |c: &FragmentChange| c.before.is_none() && c.after.is_some();
     if changes.iter().all(appended) {
         return Operation::Append(Append {
@@ -58,7 +64,7 @@ pub fn data_operation(changes: &[FragmentChange]) -> Operation {
             predicate: String::new(),
         });
     }
-    if let Some(replacement) = replacement_operation(changes) {
+    if let Some(replacement) = replacement_operation(changes, schema, read_version) {
         return replacement;
     }
     let mut update = Update {
@@ -78,10 +84,14 @@ pub fn data_operation(changes: &[FragmentChange]) -> Operation {
 
 /// A `DataReplacement` when every change only puts data files in place (Lance's rule,
 /// [`replace_data_file`]): checked by replaying it, so each fragment's files before with the
-/// new ones replaced or added give exactly its record after; `None` otherwise. It lists the
-/// new files alone, where an `Update` would list every whole fragment again: a backfill's
-/// inline transaction is half the size.
-fn replacement_operation(changes: &[FragmentChange]) -> Option<Operation> {
+/// new ones put in give exactly its record after, and the new files hold one field list;
+/// `None` otherwise. It lists the new files alone, where an `Update` would list every whole
+/// fragment again: a backfill's inline transaction is half the size.
+fn replacement_operation(
+    changes: &[FragmentChange],
+    schema: &[Field],
+    read_version: u64,
+) -> Option<Operation> {
     let mut replacements = Vec::new();
     for c in changes {
         let (Some(before), Some(after)) = (&c.before, &c.after) else {
@@ -89,7 +99,7 @@ fn replacement_operation(changes: &[FragmentChange]) -> Option<Operation> {
         };
         let mut replayed = before.clone();
         for file in after.files.iter().filter(|f| !before.files.contains(f)) {
-            replayed = replace_data_file(&replayed, file).ok()?;
+            replayed = replace_data_file(&replayed, file, schema, read_version).ok()?;
             replacements.push(DataReplacementGroup {
                 fragment_id: c.id,
                 new_file: Some(file.clone()),
@@ -99,6 +109,7 @@ fn replacement_operation(changes: &[FragmentChange]) -> Option<Operation> {
             return None;
         }
     }
+    same_fields(replacements.iter().filter_map(|g| g.new_file.as_ref())).ok()?;
     (!replacements.is_empty())
         .then_some(Operation::DataReplacement(DataReplacement { replacements }))
 }

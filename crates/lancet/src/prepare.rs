@@ -84,7 +84,9 @@ pub(crate) async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared
     };
     let operation = match intent {
         Intent::Change { change, .. } => change.operation.clone(),
-        Intent::Actions { .. } if !changes.is_empty() => data_operation(&changes),
+        Intent::Actions { .. } if !changes.is_empty() => {
+            data_operation(&changes, &manifest.fields, snap.version())
+        }
         Intent::Actions { .. } => index_operation(snap.indices(), &indices)
             .unwrap_or(Operation::UpdateConfig(Default::default())),
     };

@@ -466,7 +466,7 @@ async fn a_delete_naming_a_missing_deletion_file_is_refused_on_any_table() {
 /// Merge lists every fragment of the table (Lance 14.0.2's `merge_fragments_valid`): one it
 /// leaves out, or one whose `physical_rows` it changes, is refused; a staged new fragment at
 /// id 0 (as `write_fragments` returns them) is numbered as new and never replaces fragment 0;
-/// a DataReplacement whose file holds only some of an existing file's fields is refused.
+/// a DataReplacement whose file covers a field no file holds beside one a file holds is refused.
 /// Nothing is written by a refusal.
 #[tokio::test]
 async fn merge_and_data_replacement_keep_lances_rules() {
@@ -531,7 +531,14 @@ async fn merge_and_data_replacement_keep_lances_rules() {
                 new_file: Some(partial),
             }],
         });
-        refused(d, &merged, op, ErrorKind::InvalidInput, "only some").await;
+        refused(
+            d,
+            &merged,
+            op,
+            ErrorKind::InvalidInput,
+            "cannot be tombstoned",
+        )
+        .await;
         // a file of the same fields replaces the fragment's, footer checked
         let same = written(d, "d.lance", 5).await.files.remove(0);
         let op = Operation::DataReplacement(DataReplacement {
