@@ -46,7 +46,7 @@ def write_dataset(data, uri, schema=None, mode: str = "create", *, max_rows_per_
     (``"overwrite"``), in one commit. ``layout="tree"`` keeps the fragments in a fragment
     metadata tree."""
     native = _lancet_write(to_reader(data, schema), str(uri), mode, layout, enable_stable_row_ids,
-                           max_rows_per_file, max_rows_per_group, data_storage_version or "stable")
+                           max_rows_per_file, max_rows_per_group, data_storage_version)
     return LanceDataset(str(uri), _native=native)
 
 

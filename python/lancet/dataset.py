@@ -18,7 +18,7 @@ import pyarrow.dataset as pa_ds
 from . import _lancet
 from ._data import read, schema_stream, to_reader
 from ._expr import Unsupported, to_sql
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NotFoundError
 from .fragment import LanceOperation
 
 __all__ = [
@@ -320,10 +320,19 @@ class LanceDataset(pa_ds.Dataset):
             native = native.commit_append([f.to_bytes() for f in operation.fragments])
             return LanceDataset(uri, _native=native)
         if isinstance(operation, LanceOperation.Overwrite):
-            native = _lancet.create_from_fragments(
-                uri, schema_stream(operation.new_schema), [f.to_bytes() for f in operation.fragments],
-                operation.layout, operation.enable_stable_row_ids,
-                operation.data_storage_version or "stable")
+            fragments = [f.to_bytes() for f in operation.fragments]
+            try:
+                existing = _lancet.open(uri)
+            except NotFoundError:
+                existing = None
+            if existing is None:
+                native = _lancet.create_from_fragments(
+                    uri, schema_stream(operation.new_schema), fragments, operation.layout,
+                    operation.enable_stable_row_ids, operation.data_storage_version or "stable")
+            else:
+                # as pylance: every row replaced, whatever version it was read at
+                native = existing.commit_overwrite(schema_stream(operation.new_schema), fragments,
+                                                   operation.data_storage_version)
             return LanceDataset(uri, _native=native)
         raise InvalidInputError(f"lancet commits Append and Overwrite, not {type(operation).__name__}")
 

@@ -67,13 +67,18 @@ def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, mo
         native = _lancet.open(uri)
     except NotFoundError:
         native = None
+    if mode not in ("append", "overwrite", "create"):
+        raise InvalidInputError(f"write_fragments mode must be append, overwrite or create, not {mode!r}")
     if native is not None and mode == "append":
         written = native.write_fragments(reader)
+    elif native is not None and mode == "overwrite":
+        written = native.write_overwrite_fragments(reader, max_rows_per_file, max_rows_per_group,
+                                                   data_storage_version)
     elif native is None:
         written = _lancet.write_new_fragments(reader, uri, max_rows_per_file, max_rows_per_group,
                                               data_storage_version or "stable")
     else:
-        raise InvalidInputError(f"write_fragments mode {mode!r} on an existing table: use 'append'")
+        raise InvalidInputError(f"write_fragments mode 'create' on an existing table at {uri}")
     return [FragmentMetadata(b) for b in written]
 
 

@@ -732,6 +732,65 @@ impl PyDataset {
         Ok(self.after(c.dataset))
     }
 
+    /// Writes `data` as the data files of an overwrite of this table, uncommitted (pylance's
+    /// `write_fragments(mode="overwrite")`); each fragment's `DataFragment` protobuf.
+    #[pyo3(signature = (data, max_rows_per_file, max_rows_per_group, data_storage_version=None))]
+    fn write_overwrite_fragments<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        max_rows_per_file: u64,
+        max_rows_per_group: u64,
+        data_storage_version: Option<&str>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let options = lancet::AppendOptions {
+            max_rows_per_file,
+            max_rows_per_group,
+            data_storage_version: data_storage_version
+                .map(crate::write::file_version)
+                .transpose()?,
+        };
+        let reader = import_stream(data)?;
+        let schema = reader.schema();
+        let ds = self.ds.clone();
+        let written = block_on(py, async move {
+            (ds.storage())
+                .write_overwrite_fragments(schema, batches(reader), &options)
+                .await
+        })
+        .py_err()?;
+        Ok(written
+            .iter()
+            .map(|f| PyBytes::new(py, &f.encode_to_vec()))
+            .collect())
+    }
+
+    /// Commits fragments written for an overwrite with `schema` (an Arrow stream) as every
+    /// row of the table in one Overwrite (pylance's `LanceOperation.Overwrite` on an existing
+    /// table); `data_storage_version`, when given, becomes the table's.
+    #[pyo3(signature = (schema, fragments, data_storage_version=None))]
+    fn commit_overwrite(
+        &self,
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        fragments: Vec<Vec<u8>>,
+        data_storage_version: Option<&str>,
+    ) -> PyResult<PyDataset> {
+        let version = (data_storage_version)
+            .map(crate::write::file_version)
+            .transpose()?;
+        let schema = import_stream(schema)?.schema();
+        let fragments = decode_fragments(&fragments)?;
+        let ds = self.ds.clone();
+        let c = block_on(py, async move {
+            (ds.storage())
+                .commit_overwrite(&schema, fragments, version)
+                .await
+        })
+        .py_err()?;
+        Ok(self.after(c.dataset))
+    }
+
     /// Fragments with no data file for some of `columns` (NULL there until backfilled).
     fn unfilled_fragments(&self, py: Python<'_>, columns: Vec<String>) -> PyResult<Vec<u64>> {
         let ds = self.ds.clone();

@@ -17,6 +17,15 @@ use crate::fragments::decode_fragments;
 use crate::runtime::block_on;
 
 /// How a table is created, from `write_dataset`'s arguments.
+/// The file version `name` spells (`2.0`, `2.1`, `2.2` or `stable`), or the caller's error.
+pub(crate) fn file_version(name: &str) -> PyResult<FileVersion> {
+    FileVersion::parse(name).ok_or_else(|| {
+        invalid(format!(
+            "data_storage_version must be 2.0, 2.1, 2.2 or stable, not {name:?}"
+        ))
+    })
+}
+
 fn create_options(
     layout: &str,
     enable_stable_row_ids: bool,
@@ -33,11 +42,7 @@ fn create_options(
             )))
         }
     };
-    let version = FileVersion::parse(data_storage_version).ok_or_else(|| {
-        invalid(format!(
-            "data_storage_version must be 2.0, 2.1, 2.2 or stable, not {data_storage_version:?}"
-        ))
-    })?;
+    let version = file_version(data_storage_version)?;
     if max_rows_per_file == 0 || max_rows_per_group == 0 {
         return Err(invalid(
             "max_rows_per_file and max_rows_per_group must be at least 1",
@@ -65,20 +70,23 @@ pub fn write(
     enable_stable_row_ids: bool,
     max_rows_per_file: u64,
     max_rows_per_group: u64,
-    data_storage_version: &str,
+    data_storage_version: Option<&str>,
 ) -> PyResult<PyDataset> {
     let options = create_options(
         layout,
         enable_stable_row_ids,
         max_rows_per_file,
         max_rows_per_group,
-        data_storage_version,
+        data_storage_version.unwrap_or("stable"),
     )?;
+    // an overwrite keeps the table's version unless one is asked for (Lance's rule)
+    let requested = data_storage_version.map(|_| options.data_storage_version);
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let append = AppendOptions {
         max_rows_per_file,
         max_rows_per_group,
+        data_storage_version: requested,
     };
     let ds = block_on(py, async move {
         let existing = match Dataset::open(&uri).await {

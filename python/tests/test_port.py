@@ -227,6 +227,38 @@ def test_the_distributed_write_pickles_fragments_and_commits_once(tmp_uri):
     assert created.to_table().sort_by("id") == rows(0, 9)
 
 
+def test_an_overwrite_takes_the_storage_version_and_commits_on_an_existing_table(tmp_path):
+    """Issue 41, item 6: ``write_dataset(mode="overwrite", data_storage_version=...)`` makes
+    the version the table's (kept when not given), and ``LanceOperation.Overwrite`` commits
+    fragments ``write_fragments(mode="overwrite")`` wrote on an existing table, in lancet as
+    in pylance."""
+    mine, peer = str(tmp_path / "mine"), str(tmp_path / "peer")
+    for lib, uri in ((lancet, mine), (lance, peer)):
+        lib.write_dataset(rows(0, 10), uri, data_storage_version="2.1")
+        lib.write_dataset(rows(0, 5), uri, mode="overwrite")
+    assert lance.dataset(mine).data_storage_version == lance.dataset(peer).data_storage_version == "2.1"
+    for lib, uri in ((lancet, mine), (lance, peer)):
+        lib.write_dataset(rows(0, 7), uri, mode="overwrite", data_storage_version="2.0")
+    assert lance.dataset(mine).data_storage_version == lance.dataset(peer).data_storage_version == "2.0"
+    files = [f.data_files()[0] for f in lance.dataset(mine).get_fragments()]
+    assert [(d.file_major_version, d.file_minor_version) for d in files] == [(2, 0)]
+    # staged on an old version, committed as every row of the table
+    schema = pa.schema([pa.field("k", pa.string())])
+    new = pa.table({"k": ["x", "y"]}, schema=schema)
+    from lance.fragment import write_fragments as pylance_write_fragments
+
+    staging = {lancet: lancet.write_fragments, lance: pylance_write_fragments}
+    for lib, uri in ((lancet, mine), (lance, peer)):
+        base = lib.dataset(uri).version
+        frags = staging[lib](new, uri, mode="overwrite")
+        lib.write_dataset(rows(50, 52), uri, mode="append")
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Overwrite(schema, frags), read_version=base)
+        assert ds.version == base + 2, uri
+    for uri in (mine, peer):
+        assert lance.dataset(uri).to_table() == new, uri
+    assert lance.dataset(mine).data_storage_version == lance.dataset(peer).data_storage_version
+
+
 def test_a_lancet_table_is_the_source_of_another_write(tmp_path):
     """A scan lancet exports feeds a write lancet runs (its stream is read from inside
     lancet's runtime: it once aborted the process), a merge's source, and pylance's write."""

@@ -39,9 +39,10 @@ pub enum Command {
         /// Keep fragment records in the manifest (flat) or a fragment tree.
         #[arg(long, value_parser = ["flat", "tree"], default_value = "flat")]
         layout: String,
-        /// The data file version: 2.0, 2.1 or 2.2 (Lance 14's default).
-        #[arg(long, default_value = "2.2")]
-        data_storage_version: String,
+        /// The data file version: 2.0, 2.1 or 2.2 (a new table's default, as Lance 14's);
+        /// an overwrite keeps the table's unless this is given, and makes it the table's.
+        #[arg(long)]
+        data_storage_version: Option<String>,
         /// A new data file (and fragment) every this many rows.
         #[arg(long, default_value_t = 1024 * 1024)]
         max_rows_per_file: u64,

@@ -12,7 +12,8 @@ use crate::io::{read_rows, OutFormat, RowWriter};
 pub struct Create {
     pub stable_row_ids: bool,
     pub tree: bool,
-    pub data_storage_version: String,
+    /// `None`: 2.2 for a new table, the table's own on an overwrite.
+    pub data_storage_version: Option<String>,
     pub max_rows_per_file: u64,
     pub overwrite: bool,
 }
@@ -32,6 +33,9 @@ pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliEr
             Ok(ds) => {
                 let append = lancet::AppendOptions {
                     max_rows_per_file: options.max_rows_per_file,
+                    data_storage_version: (options.data_storage_version.as_deref())
+                        .map(file_version)
+                        .transpose()?,
                     ..Default::default()
                 };
                 let done = ds.overwrite(schema, counted(rows), &append).await?;
@@ -60,7 +64,9 @@ pub async fn create(uri: &str, from: &Path, options: Create) -> Result<(), CliEr
             } else {
                 Layout::Flat
             },
-            data_storage_version: file_version(&options.data_storage_version)?,
+            data_storage_version: file_version(
+                options.data_storage_version.as_deref().unwrap_or("2.2"),
+            )?,
             max_rows_per_file: options.max_rows_per_file,
             ..Default::default()
         },

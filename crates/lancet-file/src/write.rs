@@ -44,6 +44,15 @@ impl FileVersion {
         }
     }
 
+    /// The version's name as a manifest's `data_format.version` records it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::V2_0 => "2.0",
+            Self::V2_1 => "2.1",
+            Self::V2_2 => "2.2",
+        }
+    }
+
     /// `(major, minor)` as a `DataFile` records it.
     pub fn data_file_version(self) -> (u32, u32) {
         match self {

@@ -62,6 +62,10 @@ pub struct Change {
     pub indices: IndexIntent,
     /// The content a restore or a conversion publishes in place of the base's fragments.
     pub content: Option<Content>,
+    /// The data storage version the writer asked for ("2.1"; Lance's `user_requested_version`):
+    /// an Overwrite publishes it as the table's `data_format`; without one the table keeps
+    /// its own. Other operations ignore it, as Lance does.
+    pub storage_version: Option<String>,
 }
 
 /// What a restore or a layout conversion publishes.
@@ -88,7 +92,14 @@ impl Change {
             operation,
             indices: IndexIntent::default(),
             content: None,
+            storage_version: None,
         }
+    }
+
+    /// With the data storage version the writer asked for (see [`Change::storage_version`]).
+    pub fn with_storage_version(mut self, version: Option<String>) -> Self {
+        self.storage_version = version;
+        self
     }
 
     /// With `indices` beside the operation's own index changes.
@@ -141,6 +152,12 @@ pub fn plan_change(base: Version<'_>, change: &Change) -> Result<Plan> {
         }
     };
     plan.indices = change.indices.apply(&plan.indices);
+    if let (Operation::Overwrite(_), Some(version)) = (&change.operation, &change.storage_version) {
+        plan.manifest.data_format = Some(DataStorageFormat {
+            file_format: "lance".into(),
+            version: version.clone(),
+        });
+    }
     crate::protocol::settle(&mut plan.manifest, &plan.indices);
     Ok(plan)
 }

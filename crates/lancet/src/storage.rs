@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::Field;
-use arrow_schema::SchemaRef;
+use arrow_schema::{Schema, SchemaRef};
 use futures::Stream;
-use lancet_file::FileStore;
+use lancet_file::{FileStore, FileVersion};
 use lancet_filter::Filter;
 use lancet_paths::manifest::{ManifestFile, NamingScheme};
 use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ResolvedBase, StoredTransaction};
@@ -55,6 +55,7 @@ use crate::take;
 use crate::verify;
 use crate::verify::VerifyReport;
 use crate::write;
+use crate::write::AppendOptions;
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]
@@ -389,6 +390,43 @@ impl<'a> Storage<'a> {
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
         Box::pin(write::write_fragments(self.ds, batches)).await
+    }
+
+    /// Writes `batches` of `schema` as the data files of an overwrite of the table, without
+    /// committing them (Lance's `write_fragments(mode="overwrite")`): field ids the schema's
+    /// from 0, files in the version `options` asks for or the table's. One caller commits
+    /// what every worker wrote with [`Storage::commit_overwrite`].
+    pub async fn write_overwrite_fragments<S>(
+        &self,
+        schema: SchemaRef,
+        batches: S,
+        options: &AppendOptions,
+    ) -> Result<Vec<DataFragment>>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Send,
+    {
+        Box::pin(write::overwrite_fragments(
+            self.ds, schema, batches, options,
+        ))
+        .await
+    }
+
+    /// Commits `fragments` ([`Storage::write_overwrite_fragments`]'s, written with `schema`)
+    /// as every row of the table in one Overwrite (pylance's `LanceOperation.Overwrite` on an
+    /// existing table); `data_storage_version`, when given, becomes the table's.
+    pub async fn commit_overwrite(
+        &self,
+        schema: &Schema,
+        fragments: Vec<DataFragment>,
+        data_storage_version: Option<FileVersion>,
+    ) -> Result<Committed> {
+        Box::pin(write::commit_overwrite(
+            self.ds,
+            schema,
+            fragments,
+            data_storage_version,
+        ))
+        .await
     }
 
     /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every

@@ -15,6 +15,7 @@ use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::{Append, Operation, Overwrite};
 use lancet_proto::table::{DataFragment, Manifest};
 use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
+use lancet_txn::build::Change;
 use lancet_txn::operation::new_transaction;
 use tracing::Instrument;
 
@@ -254,6 +255,24 @@ pub(crate) async fn overwrite<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
+    let fragments = overwrite_fragments(snap, schema.clone(), batches, options).await?;
+    let rows = fragments.iter().map(|f| f.physical_rows).sum();
+    let committed = commit_overwrite(snap, &schema, fragments, options.data_storage_version);
+    Ok(committed.await?.with_rows(rows))
+}
+
+/// The data files of an overwrite of the table with `batches` of `schema`, uncommitted
+/// (Lance's `write_fragments(mode="overwrite")`): field ids the schema's from 0, files in
+/// the version `options` asks for or the table's. [`commit_overwrite`] publishes them.
+pub(crate) async fn overwrite_fragments<S>(
+    snap: &Snapshot,
+    schema: SchemaRef,
+    batches: S,
+    options: &AppendOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Send,
+{
     if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
         return Err(Error::InvalidArgument {
             what: "overwrite options".into(),
@@ -261,28 +280,44 @@ where
         });
     }
     let fields = lancet_file::manifest_fields(&schema)?;
-    let fragments = write_data(
+    let version = match options.data_storage_version {
+        Some(v) => v,
+        None => data_file_version(snap)?,
+    };
+    write_data(
         snap.file_store(),
         snap.store(),
         &schema,
         &field_ids(&fields),
         batches,
         FragmentOptions {
-            version: data_file_version(snap)?,
+            version,
             max_rows_per_file: options.max_rows_per_file,
             max_rows_per_group: options.max_rows_per_group,
             ..Default::default()
         },
     )
-    .await?;
-    let rows = fragments.iter().map(|f| f.physical_rows).sum();
+    .await
+}
+
+/// Commits `fragments` (written with `schema`, as [`overwrite_fragments`] writes them) as
+/// every row of the table in one Overwrite; `requested`, the data storage version asked for,
+/// becomes the table's (Lance's rule: without one the table keeps its own).
+pub(crate) async fn commit_overwrite(
+    snap: &Snapshot,
+    schema: &Schema,
+    fragments: Vec<DataFragment>,
+    requested: Option<FileVersion>,
+) -> Result<Committed> {
     let operation = Operation::Overwrite(Overwrite {
         fragments,
-        schema: fields,
-        schema_metadata: schema_metadata(&schema),
+        schema: lancet_file::manifest_fields(schema)?,
+        schema_metadata: schema_metadata(schema),
         ..Default::default()
     });
-    Ok(operations::commit(snap, operation).await?.with_rows(rows))
+    let requested = requested.map(|v| v.name().to_string());
+    let change = Change::new(operation).with_storage_version(requested);
+    operations::commit_change(snap, change).await
 }
 
 /// Writes `batches` (the table's schema) as the data files of new fragments, without
@@ -420,6 +455,11 @@ where
 pub struct AppendOptions {
     pub max_rows_per_file: u64,
     pub max_rows_per_group: u64,
+    /// The data storage version an overwrite writes its files in and publishes as the
+    /// table's (Lance's `data_storage_version` on an overwrite); `None` keeps the table's.
+    /// An append writes the table's version whatever this says (lancet keeps one file
+    /// version per table: see docs/decisions/0037).
+    pub data_storage_version: Option<FileVersion>,
 }
 
 impl Default for AppendOptions {
@@ -428,6 +468,7 @@ impl Default for AppendOptions {
         AppendOptions {
             max_rows_per_file: lance.max_rows_per_file,
             max_rows_per_group: lance.max_rows_per_group,
+            data_storage_version: None,
         }
     }
 }

@@ -1092,3 +1092,72 @@ async fn a_compaction_of_fragments_of_unknown_row_count_keeps_every_row() {
         ds.storage().verify_data().await.unwrap();
     }
 }
+
+/// An overwrite writes its files in the data storage version asked for and makes it the
+/// table's (Lance 14.0.2's `user_requested_version` on an Overwrite); asked nothing, it keeps
+/// the table's.
+#[tokio::test]
+async fn an_overwrite_takes_the_storage_version_asked_for() {
+    use lancet::file::FileVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        lancet::batches(vec![rows(0, 10)]),
+        CreateOptions {
+            data_storage_version: FileVersion::V2_1,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let format = |ds: &Dataset| {
+        let f = ds.storage().manifest().data_format.clone().unwrap();
+        f.version
+    };
+    let file_versions = |fragments: &[lancet::proto::table::DataFragment]| {
+        (fragments.iter())
+            .flat_map(|f| &f.files)
+            .map(|d| (d.file_major_version, d.file_minor_version))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(format(&ds), "2.1");
+    let kept = ds
+        .overwrite(
+            schema(),
+            lancet::batches(vec![rows(0, 5)]),
+            &Default::default(),
+        )
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(format(&kept), "2.1");
+    assert_eq!(file_versions(&kept.fragments().await.unwrap()), [(2, 1)]);
+    let asked = kept
+        .overwrite(
+            schema(),
+            lancet::batches(vec![rows(0, 7)]),
+            &lancet::AppendOptions {
+                data_storage_version: Some(FileVersion::V2_2),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(format(&asked), "2.2");
+    assert_eq!(file_versions(&asked.fragments().await.unwrap()), [(2, 2)]);
+    // appends after it write the table's new version
+    let appended = asked
+        .append(lancet::batches(vec![rows(7, 3)]))
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(
+        file_versions(&appended.fragments().await.unwrap()),
+        [(2, 2), (2, 2)]
+    );
+    assert_eq!(appended.num_rows(), Some(10));
+}
