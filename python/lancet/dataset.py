@@ -296,7 +296,8 @@ class LanceDataset(pa_ds.Dataset):
     def delta(self, compared_against: Optional[int] = None, *, begin_version: Optional[int] = None,
               end_version: Optional[int] = None) -> "DatasetDelta":
         if compared_against is not None:
-            begin_version, end_version = compared_against, self.version
+            # as pylance: the older of the two versions begins the range
+            begin_version, end_version = sorted((compared_against, self.version))
         if begin_version is None or end_version is None:
             raise InvalidInputError("give compared_against, or begin_version and end_version")
         return DatasetDelta(*self._ds.delta(begin_version, end_version))

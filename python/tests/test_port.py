@@ -204,6 +204,39 @@ def test_versions_tags_restore_delta_and_tree(tmp_uri):
     assert lance.dataset(tmp_uri).to_table() == before
 
 
+def test_delta_answers_from_the_handles_rows_as_pylance(tmp_path):
+    """Issue 41, item 6: ``delta`` asked of a handle at a later version reads that handle's
+    rows (pylance's answer), and ``compared_against`` a newer version orders the range."""
+    mine, peer = str(tmp_path / "mine"), str(tmp_path / "peer")
+    answers = {}
+    for lib, uri in ((lancet, mine), (lance, peer)):
+        lib.write_dataset(rows(0, 20), uri, enable_stable_row_ids=True)
+        ds = lib.dataset(uri)
+        ds.update({"score": "1"}, where="id < 5")
+        lib.write_dataset(rows(20, 25), uri, mode="append")
+        ds = lib.dataset(uri)
+        ds.update({"score": "2"}, where="id < 2 OR id = 21")
+        ds.delete("id = 3 OR id = 22")
+        latest = lib.dataset(uri)
+        first = lib.dataset(uri, version=1)
+
+        def ids(reader):
+            t = reader.read_all()
+            return sorted(zip(t.column("id").to_pylist(), t.column("score").to_pylist()))
+
+        d = latest.delta(begin_version=1, end_version=3)
+        back = first.delta(compared_against=latest.version)
+        answers[lib] = {
+            "inserted": ids(d.get_inserted_rows()),
+            "updated": ids(d.get_updated_rows()),
+            "deleted": sorted(d.get_deleted_row_ids().read_all().column(0).to_pylist()),
+            "back_inserted": ids(back.get_inserted_rows()),
+            "back_updated": ids(back.get_updated_rows()),
+        }
+    assert answers[lancet] == answers[lance]
+    assert answers[lancet]["inserted"], "rows were inserted in the range"
+
+
 def test_the_distributed_write_pickles_fragments_and_commits_once(tmp_uri):
     import pickle
 

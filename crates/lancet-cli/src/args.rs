@@ -257,6 +257,8 @@ pub enum Command {
     /// stable-row-id table, as pylance's `delta`: one table of the rows inserted and updated
     /// (every column, `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version`)
     /// and the row ids deleted, each row led by `_change` (inserted, updated, deleted).
+    /// Rows are read as version `--until` holds them (the table opened there); pylance's
+    /// `delta` asked of a later handle reads that handle's rows, as the Python package does.
     Changes {
         dataset: String,
         #[arg(long)]
