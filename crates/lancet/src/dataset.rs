@@ -22,6 +22,7 @@ use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
 use crate::committed::Committed;
 use crate::convert;
+use crate::create::{self, CreateOptions};
 use crate::error::Result;
 use crate::exprs::{Assignment, ValueExpr};
 use crate::handle::Dataset;
@@ -39,7 +40,7 @@ use crate::tags::Tags;
 use crate::take;
 use crate::verify::VerifyReport;
 use crate::version_ref::VersionRef;
-use crate::write::{AppendOptions, CreateOptions};
+use crate::write::AppendOptions;
 use crate::{
     backfill, branches, changes, cleanup, clone, merge, mutate, operations, scan, schema_change,
     search, storage, tags, verify, write,
@@ -152,7 +153,7 @@ impl Dataset {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
-        Box::pin(write::create(uri, schema, batches, options)).await
+        Box::pin(create::create(uri, schema, batches, options)).await
     }
 
     /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's

@@ -138,6 +138,7 @@ mod commit;
 mod committed;
 mod compaction;
 mod convert;
+mod create;
 mod dataset;
 mod error;
 mod exprs;
@@ -203,6 +204,7 @@ pub use snapshot::file_store_for;
 pub use subsystem_caches::{MokaPageCache, TreeNodeCache};
 pub use version_ref::VersionRef;
 
+pub use create::{create_from_fragments, write_new_fragments, CreateOptions, Layout};
 pub use lancet_paths::refs::Tag;
 pub use optimize::OptimizeOptions;
 pub use optimizer::Optimizer;
@@ -213,10 +215,7 @@ pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;
 pub use tags::Tags;
 pub use verify::VerifyReport;
-pub use write::{
-    batches, batches_from_reader, create_from_fragments, write_new_fragments, AppendOptions,
-    CreateOptions, Layout,
-};
+pub use write::{batches, batches_from_reader, AppendOptions};
 
 pub use lancet_btree as btree;
 pub use lancet_file as file;

@@ -1,8 +1,7 @@
-//! A version as stored, for engines and tools that work below the table API: its manifest
-//! file and objects, its fragment tree, the row-id and deletion structures of its fragments,
-//! its BTree segments and Fragment Reuse Index history, and the expert writes that name
-//! fragments and storage actions directly. [`Dataset::storage`] gives the view; everything
-//! here is also what the `lancet` command's inspection and repair commands use.
+//! A version as stored, for engines and tools below the table API: its manifest file and
+//! objects, fragment tree, row-id and deletion structures, BTree segments and Fragment Reuse
+//! Index history, and the expert writes that name fragments and storage actions directly.
+//! [`Dataset::storage`] gives the view; the `lancet` command's inspection and repair use it.
 //!
 //! The view borrows the handle and adds nothing: each method is the handle's own, kept off
 //! [`Dataset`]'s everyday API (open and read, write, maintain, inspect).
@@ -11,51 +10,36 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use arrow_schema::Field;
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 use futures::Stream;
 use lancet_file::{FileStore, FileVersion};
 use lancet_filter::Filter;
 use lancet_paths::manifest::{ManifestFile, NamingScheme};
 use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ResolvedBase, StoredTransaction};
-use lancet_proto::table::transaction::Delete;
-use lancet_proto::table::DataFile;
-use lancet_proto::table::{DataFragment, IndexMetadata, Manifest};
+use lancet_proto::table::{transaction::Delete, DataFile, DataFragment, IndexMetadata, Manifest};
 use lancet_reuse::History;
 use lancet_rowid::{RowIdIndex, RowIdSequence, VersionSequence};
 use lancet_tree::{Action, TreeReader, TreeWriterConfig};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
-use crate::backfill;
 use crate::cleanup::CleanupPolicy;
-use crate::commit;
 use crate::committed::Committed;
-use crate::convert;
 use crate::error::Result;
-use crate::fri;
 use crate::handle::Dataset;
-use crate::history;
-use crate::index_build;
-use crate::indexes;
 use crate::indexes::IndexSummary;
-use crate::metadata;
 use crate::metadata::MetadataTarget;
-use crate::operations;
-use crate::rewrite;
 use crate::rewrite::RewriteMapping;
-use crate::rowids;
-use crate::scan;
 use crate::scan::ScanOptions;
-use crate::search;
 use crate::search::{SearchOptions, SearchResult};
 use crate::segment::BTreeSegment;
 use crate::snapshot::Snapshot;
-use crate::take;
-use crate::verify;
 use crate::verify::VerifyReport;
-use crate::write;
 use crate::write::AppendOptions;
+use crate::{
+    backfill, commit, convert, fri, history, index_build, indexes, metadata, operations, rewrite,
+    rowids, scan, search, take, verify, write,
+};
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]
@@ -121,9 +105,8 @@ impl<'a> Storage<'a> {
     }
 
     /// Every fragment of the version, in id order, with every physical row count known: a
-    /// record that leaves it unknown (0, in a legacy manifest) counted from its first data
-    /// file's footer, as Lance 14's `FileFragment::physical_rows` counts it; the records are
-    /// otherwise as stored ([`crate::Dataset::fragments`] gives them as stored). What a
+    /// record leaving it unknown (0, legacy) counted from its first data file's footer, as
+    /// Lance 14's `FileFragment::physical_rows` counts it; otherwise as stored. What a
     /// binding or an engine reports as a fragment's rows.
     pub async fn fragments_with_known_rows(self) -> Result<Arc<[DataFragment]>> {
         self.ds.with_known_rows(self.ds.fragments().await?).await
@@ -254,10 +237,9 @@ impl Storage<'_> {
     }
 
     /// Commits `actions` (the fragment tree's storage actions) with `manifest` and `indices`
-    /// as the rest of the next version; the data and deletion files they add must be
-    /// stored already (their footers are judged with the candidate). After a lost race the
-    /// caller's manifest and index changes are carried onto the latest version and new
-    /// fragment ids moved past its `max_fragment_id`.
+    /// as the rest of the next version; the files they add must be stored already (their
+    /// footers are judged with the candidate). After a lost race the changes are carried
+    /// onto the latest version and new fragment ids moved past its `max_fragment_id`.
     pub async fn commit_actions(
         &self,
         manifest: Manifest,
@@ -405,10 +387,8 @@ impl<'a> Storage<'a> {
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
-        Box::pin(write::overwrite_fragments(
-            self.ds, schema, batches, options,
-        ))
-        .await
+        let staged = write::overwrite_fragments(self.ds, schema, batches, options);
+        Box::pin(staged).await
     }
 
     /// Commits `fragments` ([`Storage::write_overwrite_fragments`]'s, written with `schema`)
@@ -420,32 +400,25 @@ impl<'a> Storage<'a> {
         fragments: Vec<DataFragment>,
         data_storage_version: Option<FileVersion>,
     ) -> Result<Committed> {
-        Box::pin(write::commit_overwrite(
-            self.ds,
-            schema,
-            fragments,
-            data_storage_version,
-        ))
-        .await
+        let version = data_storage_version;
+        Box::pin(write::commit_overwrite(self.ds, schema, fragments, version)).await
     }
 
     /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every
     /// fragment when `None`) and writes its files, without committing: the distributed form of
     /// [`Dataset::build_btree`]. Workers train disjoint fragment sets of one version; one
-    /// commits every segment with [`Storage::commit_btree_segments`](crate::Storage::commit_btree_segments).
+    /// commits every segment with [`Storage::commit_btree_segments`].
     pub async fn train_btree_segment(
         &self,
         column: &str,
         fragments: Option<&[u64]>,
         page_rows: u64,
     ) -> Result<IndexMetadata> {
-        Box::pin(index_build::train_btree_segment(
-            self.ds, column, fragments, page_rows,
-        ))
-        .await
+        let trained = index_build::train_btree_segment(self.ds, column, fragments, page_rows);
+        Box::pin(trained).await
     }
 
-    /// Commits `segments` ([`Storage::train_btree_segment`](crate::Storage::train_btree_segment)'s, of this table's column
+    /// Commits `segments` ([`Storage::train_btree_segment`]'s, of this table's column
     /// `column`) as the one BTree `{column}_idx` in one CreateIndex, replacing an index of
     /// that name. Segments of another index or column, or two covering one fragment, are
     /// refused with nothing published.
@@ -453,7 +426,7 @@ impl<'a> Storage<'a> {
         &self,
         column: &str,
         segments: Vec<IndexMetadata>,
-    ) -> Result<crate::committed::Committed> {
+    ) -> Result<Committed> {
         Box::pin(index_build::commit_btree_segments(
             self.ds, column, segments,
         ))
@@ -465,14 +438,13 @@ impl<'a> Storage<'a> {
 impl<'a> Storage<'a> {
     /// Adds `fields` as columns every row reads as NULL, in one Merge that writes no data
     /// (pylance's `add_columns` with a schema): the first step of a backfill whose values
-    /// come from elsewhere ([`Storage::write_column_file`](crate::Storage::write_column_file), [`Storage::replace_data_files`](crate::Storage::replace_data_files)).
+    /// come from elsewhere ([`Storage::write_column_file`], [`Storage::replace_data_files`]).
     /// A name the table has, or a non-nullable field, is refused with nothing published.
     pub async fn add_null_columns(&self, fields: &[Field]) -> Result<Committed> {
         Box::pin(backfill::add_null_columns(self.ds, fields)).await
     }
 
-    /// Fragments with no data file holding column `name` (it reads NULL there until
-    /// backfilled), in id order: what a stopped backfill has left to do.
+    /// Fragments with no file holding column `name`, in id order: a backfill's work left.
     pub async fn unfilled_fragments(&self, name: &str) -> Result<Vec<u64>> {
         Box::pin(backfill::unfilled_fragments(self.ds, name)).await
     }
@@ -486,16 +458,15 @@ impl<'a> Storage<'a> {
 
     /// Writes `batch` (columns of the table, of their types, one value per physical row of
     /// fragment `id`) as one data file for that fragment, and returns it unpublished:
-    /// [`Storage::replace_data_files`](crate::Storage::replace_data_files) publishes it. A column the table lacks, of another
+    /// [`Storage::replace_data_files`] publishes it. A column the table lacks, of another
     /// type, or a row count other than the fragment's is refused and nothing is written.
     pub async fn write_column_file(&self, id: u64, batch: RecordBatch) -> Result<DataFile> {
         Box::pin(backfill::write_column_file(self.ds, id, batch)).await
     }
 
-    /// Publishes data files written by [`Storage::write_column_file`](crate::Storage::write_column_file) in one
-    /// DataReplacement (on a tree, `add_data_file` mutations), each for its fragment. The
-    /// invariants judge the candidate; a refused commit publishes nothing and the caller
-    /// still owns the files.
+    /// Publishes data files written by [`Storage::write_column_file`] in one DataReplacement
+    /// (on a tree, `add_data_file` mutations), each for its fragment. A refused commit
+    /// publishes nothing and the caller still owns the files.
     pub async fn replace_data_files(&self, files: &[(u64, DataFile)]) -> Result<Committed> {
         Box::pin(backfill::replace_data_files(self.ds, files)).await
     }
@@ -504,10 +475,9 @@ impl<'a> Storage<'a> {
 /// Layout and bulk rewrites.
 impl<'a> Storage<'a> {
     /// Publishes version N+1 of this flat table with its fragments moved into a fragment
-    /// tree: `Manifest.fragments` empty, flag 4096 in both words, every other field carried
-    /// over. Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0)
-    /// are read from the data and deletion files. `progress` is told how many fragments are
-    /// ready, as counts are resolved.
+    /// tree: `Manifest.fragments` empty, flag 4096 in both words, the rest carried over.
+    /// Counts a flat manifest leaves unknown (`physical_rows` or `num_deleted_rows` 0) are
+    /// read from the files; `progress` is told how many fragments are ready.
     pub async fn convert_to_tree(
         &self,
         config: &TreeWriterConfig,
