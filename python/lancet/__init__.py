@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import errors, optimize
+from . import commit, errors, optimize
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner

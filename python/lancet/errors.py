@@ -2,8 +2,11 @@
 
 Each is a :class:`LancetError`; those a pylance script already catches are also the
 built-in exception pylance raises for the same failure (``ValueError`` for bad input,
-``FileNotFoundError`` for a missing table, ``OSError`` for an unavailable store).
+``FileNotFoundError`` for a missing table, ``OSError`` for an unavailable store,
+:class:`lancet.commit.CommitConflictError` for a lost commit).
 """
+
+from .commit import CommitConflictError
 
 
 class LancetError(Exception):
@@ -27,17 +30,23 @@ class UnsupportedError(LancetError):
     """The table uses a feature lancet does not implement."""
 
 
-class CommitConflict(LancetError):
+class CommitConflict(LancetError, CommitConflictError):
     """Another writer committed first and this write could not land."""
 
 
 class RetryableCommitConflict(CommitConflict):
     """Lost a commit race that a retry (on the new version) can win."""
 
+    def __init__(self, message: str = "", retryable: bool = True):
+        super().__init__(message, retryable)
+
 
 class IncompatibleCommitConflict(CommitConflict):
     """A concurrent commit changed what this write depends on; redo it from the new
     version's data."""
+
+    def __init__(self, message: str = "", retryable: bool = False):
+        super().__init__(message, retryable)
 
 
 class UnavailableError(LancetError, OSError):

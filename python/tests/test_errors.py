@@ -109,3 +109,33 @@ def test_a_retryable_conflict_is_typed(ds):
     with pytest.raises(errors.CommitConflict) as raised:
         stale.optimize.compact_files(target_rows_per_fragment=1000)
     assert isinstance(raised.value, errors.RetryableCommitConflict), type(raised.value)
+
+
+def test_a_conflict_is_pylances_commit_conflict_error_with_its_retryable_flag(ds):
+    # pylance scripts catch `lance.commit.CommitConflictError` (an OSError) and read
+    # `retryable`: lancet's conflicts are that class, under the same name
+    from lancet.commit import CommitConflictError
+    stale = lancet.dataset(ds.uri)
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    with pytest.raises(CommitConflictError) as raised:
+        stale.optimize.compact_files(target_rows_per_fragment=1000)
+    assert isinstance(raised.value, OSError)
+    assert raised.value.retryable is True
+    stale = lancet.dataset(ds.uri)
+    lancet.write_dataset(table(10), ds.uri, mode="overwrite")
+    with pytest.raises(CommitConflictError) as raised:
+        stale.delete("id = 3")
+    assert raised.value.retryable is False
+    assert "another writer" in str(raised.value)
+
+
+def test_a_stale_handles_delete_is_planned_again_after_a_concurrent_delete(ds):
+    # pylance retries a delete whose fragments another writer changed (on the latest
+    # version); so does lancet: the rows deleted are those the filter matches there
+    stale = lancet.dataset(ds.uri)
+    before = lancet.dataset(ds.uri).count_rows()
+    lancet.dataset(ds.uri).delete("id % 2 = 0")
+    stale.delete("id % 3 = 0")
+    ids = lancet.dataset(ds.uri).to_table(columns=["id"]).column("id").to_pylist()
+    assert ids and all(i % 2 != 0 and i % 3 != 0 for i in ids)
+    assert len(ids) == sum(1 for i in range(before) if i % 2 and i % 3)

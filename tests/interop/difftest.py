@@ -41,6 +41,9 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import stale
+from stale import model_matches
+
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.int64())])
 
 
@@ -53,8 +56,11 @@ KINDS = {
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
-    "staged_compact": 4,
+    "staged_compact": 4, "stale": 8, "race3": 3,
 }
+
+# the steps that need lancet's Python package (with --py): stale work on twins, three racers
+NEEDS_PY = {"stale", "race3"}
 
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
@@ -66,7 +72,8 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
     ops = [{"op": "create", "rows": rng.choice([50, 120, 300]), "files": rng.randint(1, 4),
             "stable": stable, "tree": tree}]
     next_id = ops[0]["rows"] * ops[0]["files"]
-    kinds, weights = list(KINDS), list(KINDS.values())
+    kinds = [k for k in KINDS if py or k not in NEEDS_PY]
+    weights = [KINDS[k] for k in kinds]
     for _ in range(steps):
         by = rng.choice(["lance", "lancet", "py"] if py else ["lance", "lancet"])
         kind = rng.choices(kinds, weights=weights)[0]
@@ -107,6 +114,10 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
             next_id += op["n"]
         elif kind == "optimize":
             op["merge"] = rng.random() < 0.5
+        elif kind == "stale":
+            next_id = stale.gen_stale(rng, op, next_id)
+        elif kind == "race3":
+            next_id = stale.gen_race(rng, op, next_id)
         elif kind in ("add_column", "clone", "convert", "flatten"):
             op["by"] = "lancet"
             op["name"] = f"c{rng.randrange(1000)}"
@@ -122,16 +133,6 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
             op["delete_by"] = rng.choice(["lance", "lancet"])
         ops.append(op)
     return ops
-
-
-def model_matches(f, i, v):
-    """The delete/update filters `gen_ops` draws, over one row."""
-    import re
-    if m := re.fullmatch(r"id % (\d+) = (\d+)", f):
-        return i % int(m[1]) == int(m[2])
-    if m := re.fullmatch(r"v >= (\d+) AND v < (\d+)", f):
-        return int(m[1]) <= v < int(m[2])
-    raise ValueError(f)
 
 
 class Run:
@@ -179,6 +180,16 @@ class Run:
         py = None
         if by == "py":
             import lancet as py  # the package under test (python/), installed in this venv
+        if kind in NEEDS_PY:
+            if self.tree:
+                return  # pylance and its twin read flat tables only
+            self.log(json.dumps(op))
+            if kind == "stale":
+                stale.stale_step(self, op, lance, Failure)
+            else:
+                stale.race_step(self, op, Failure)
+            self.history_record()
+            return
         if kind == "cleanup" and self.had_tree:
             by = "lancet"
         if kind == "restore" and self.history_tree(self.version() - op.get("back", 0)):
@@ -514,8 +525,8 @@ class Run:
     def version_exists(self, v):
         return self.lancet("inspect", self.uri, "--version", str(v), "--json", ok=False).returncode == 0
 
-    def has_index(self):
-        out = json.loads(self.lancet("index", "list", self.uri, "--json").stdout)
+    def has_index(self, uri=None):
+        out = json.loads(self.lancet("index", "list", uri or self.uri, "--json").stdout)
         items = out if isinstance(out, list) else out.get("indices", [])
         return any(i.get("name") == "v_idx" for i in items)
 

@@ -158,6 +158,7 @@ mod optimizer;
 mod plan;
 mod prepare;
 mod publish;
+mod redo;
 mod rewrite;
 mod rowids;
 mod rows;

@@ -28,6 +28,7 @@ use crate::merge_target::{
     condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows, take,
 };
 use crate::operations;
+use crate::redo;
 use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
@@ -95,7 +96,7 @@ pub(crate) fn merge_insert<'a, S: AsRef<str>>(snap: &'a Snapshot, on: &[S]) -> M
         by_source: BySource::Keep,
         condition: None,
         use_index: true,
-        retries: 10,
+        retries: redo::CONFLICT_RETRIES,
     }
 }
 
@@ -213,30 +214,14 @@ impl MergeInsert<'_> {
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
         let batches: Vec<RecordBatch> = source.try_collect().await?;
-        let mut base = self.ds.clone();
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let began = std::time::Instant::now();
+        let batches = batches.as_slice();
+        let this = &self;
+        redo::redo_on_conflict(self.ds, self.retries, "merge_insert", |base| async move {
             // conformed to each attempt's version (a column added since is missing from it)
-            let source = self.conform(&base, &batches)?;
-            match self.attempt(&base, &source).await {
-                Err(Error::CommitConflict {
-                    retryable: true,
-                    ref reason,
-                    ..
-                }) if attempt <= self.retries => {
-                    tracing::info!(attempt, %reason, "merge_insert redone on a newer version");
-                    // spread over the lost attempt's length, as the commit loop waits
-                    let random = lancet_paths::ObjectUuid::new_v4().as_bytes()[0];
-                    let lost = began.elapsed();
-                    tokio::time::sleep(lancet_txn::rebase::backoff_delay(attempt, lost, random))
-                        .await;
-                    base = base.open_sibling(None).await?;
-                }
-                done => return done,
-            }
-        }
+            let source = this.conform(&base, batches)?;
+            this.attempt(&base, &source).await
+        })
+        .await
     }
 
     /// The source as one batch in the table's schema (columns reordered by name).

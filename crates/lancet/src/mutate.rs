@@ -20,6 +20,7 @@ use crate::committed::Committed;
 use crate::error::{Error, Result};
 use crate::exprs::Assignment;
 use crate::operations;
+use crate::redo;
 use crate::rowids;
 use crate::rows;
 use crate::search;
@@ -28,8 +29,15 @@ use crate::write;
 
 /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
 /// fragment left with no live row is removed. A filter no row matches still commits (an
-/// empty Delete), as Lance does. [`Committed::rows`]: the rows deleted.
+/// empty Delete), as Lance does. Another writer's change to the matched rows first makes it
+/// answer the filter again on the latest version ([`redo`]). [`Committed::rows`]: the rows
+/// deleted.
 pub(crate) async fn delete(snap: &Snapshot, filter: &Filter) -> Result<Committed> {
+    let once = |base: Snapshot| async move { delete_once(&base, filter).await };
+    redo::redo_on_conflict(snap, redo::CONFLICT_RETRIES, "delete", once).await
+}
+
+async fn delete_once(snap: &Snapshot, filter: &Filter) -> Result<Committed> {
     let matched = search::search_addresses(snap, filter).await?;
     let offsets: Vec<(u64, RoaringBitmap)> = matched
         .into_iter()
@@ -42,9 +50,19 @@ pub(crate) async fn delete(snap: &Snapshot, filter: &Filter) -> Result<Committed
 /// value: [`Assignment`]) on the live rows where
 /// `filter` is TRUE, as one Update: the rows are written again as new fragments with the
 /// new values (cast to each column's type; a value that does not fit is an error) and
-/// their old copies deleted. A filter no row matches commits an empty Update.
-/// [`Committed::rows`]: the rows updated.
+/// their old copies deleted. A filter no row matches commits an empty Update. Another
+/// writer's change to the matched rows first makes it run again on the latest version
+/// ([`redo`]). [`Committed::rows`]: the rows updated.
 pub(crate) async fn update(
+    snap: &Snapshot,
+    filter: &Filter,
+    assignments: &[impl Assignment],
+) -> Result<Committed> {
+    let once = |base: Snapshot| async move { update_once(&base, filter, assignments).await };
+    redo::redo_on_conflict(snap, redo::CONFLICT_RETRIES, "update", once).await
+}
+
+async fn update_once(
     snap: &Snapshot,
     filter: &Filter,
     assignments: &[impl Assignment],
