@@ -5,9 +5,11 @@ Random operation sequences (append, write_fragments + one commit, delete, update
 deferred remap, BTree build, index optimize with or without merge, add-column, drop-column,
 rename-column, tags, overwrite, restore, cleanup, shallow clone, tree convert and flatten, two
 lancet writers racing, a compaction lancet plans and executes before pylance drops or rebuilds
-the index or appends and commits after it), each step done by pylance or by lancet (the CLI) — with `--py`, also
+the index or appends and commits after it, three processes of both engines racing), each step
+done by pylance or by lancet (the CLI) — with `--py`, also
 by lancet's Python package (append, write_fragments + commit, delete, update, merge_insert,
-compaction; on tree tables too) — on one table. On a tree table (created as one,
+compaction; on tree tables too), and work staged at an older version on twin copies
+(`stale.py`) — on one table. On a tree table (created as one,
 or converted) lancet takes every turn, and each step is also checked through `tree flatten`
 into a copy that pylance reads. After every step:
 - pylance's full scan and lancet's full scan equal a model of the live rows;
@@ -25,6 +27,7 @@ writes it as a standalone reproducer (`--replay FILE` runs it again).
 
     python difftest.py --lancet BIN [--seed S] [--steps N] [--runs R] [--minutes M]
                        [--stable true|false|random] [--replay FILE] [--out DIR] [--py]
+                       [--uri s3://bucket/prefix] [--only kind,kind]
 """
 
 import argparse
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 import lance
 import pyarrow as pa
@@ -56,23 +60,28 @@ KINDS = {
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
-    "staged_compact": 4, "stale": 8, "race3": 3,
+    "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3,
 }
 
-# the steps that need lancet's Python package (with --py): stale work on twins, three racers
-NEEDS_PY = {"stale", "race3"}
+# the steps that need lancet's Python package (with --py): stale work on twins
+NEEDS_PY = {"stale"}
+
+# where tables are made (`--uri`: an object store prefix such as s3://bucket/difftest);
+# a temporary directory by default
+URI_BASE = None
 
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
 PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact"}
 
 
-def gen_ops(rng, steps, stable, tree=False, py=False):
-    """A sequence of steps; each names its engine and its arguments, drawn from `rng`."""
+def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
+    """A sequence of steps; each names its engine and its arguments, drawn from `rng`
+    (of the kinds `only` names, when given)."""
     ops = [{"op": "create", "rows": rng.choice([50, 120, 300]), "files": rng.randint(1, 4),
             "stable": stable, "tree": tree}]
     next_id = ops[0]["rows"] * ops[0]["files"]
-    kinds = [k for k in KINDS if py or k not in NEEDS_PY]
+    kinds = [k for k in KINDS if (py or k not in NEEDS_PY) and (only is None or k in only)]
     weights = [KINDS[k] for k in kinds]
     for _ in range(steps):
         by = rng.choice(["lance", "lancet", "py"] if py else ["lance", "lancet"])
@@ -116,8 +125,12 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
             op["merge"] = rng.random() < 0.5
         elif kind == "stale":
             next_id = stale.gen_stale(rng, op, next_id)
+        elif kind == "meta":
+            op["target"] = rng.choice(["schema", "config", "pk"])
+            op["key"], op["value"] = f"k{rng.randrange(4)}", f"x{rng.randrange(100)}"
+            op["remove"] = rng.random() < 0.25
         elif kind == "race3":
-            next_id = stale.gen_race(rng, op, next_id)
+            next_id = stale.gen_race(rng, op, next_id, py)
         elif kind in ("add_column", "clone", "convert", "flatten"):
             op["by"] = "lancet"
             op["name"] = f"c{rng.randrange(1000)}"
@@ -136,9 +149,9 @@ def gen_ops(rng, steps, stable, tree=False, py=False):
 
 
 class Run:
-    def __init__(self, lancet_bin, root, log):
+    def __init__(self, lancet_bin, root, log, uri=None):
         self.bin = lancet_bin
-        self.uri = os.path.join(root, "t")
+        self.uri = uri or os.path.join(root, "t")
         self.root = root
         self.model = {}  # id -> v
         self.extra = []  # added column names (computed from id: id * 3)
@@ -150,6 +163,7 @@ class Run:
         self.tags = {}  # tag name -> version
         self.log = log
         self.copies = 0
+        self.meta = {"schema": {}, "config": {}}  # the k* keys set in each map
 
     # -- engines -------------------------------------------------------------------
     def lancet(self, *args, ok=True):
@@ -180,7 +194,7 @@ class Run:
         py = None
         if by == "py":
             import lancet as py  # the package under test (python/), installed in this venv
-        if kind in NEEDS_PY:
+        if kind in ("stale", "race3"):
             if self.tree:
                 return  # pylance and its twin read flat tables only
             self.log(json.dumps(op))
@@ -229,6 +243,8 @@ class Run:
             self.model = {i: i for i in range(op["start"], op["start"] + op["n"])}
             # new rows: new row ids (past every id handed out before)
             self.rowids = {}
+            # the new schema's metadata is the data's (none); the config stays
+            self.meta["schema"] = {}
         elif kind == "write_fragments":
             t = self.table(op["start"], op["n"])
             if by == "lance":
@@ -379,6 +395,7 @@ class Run:
             else:
                 self.lancet("restore", self.uri, "--version", str(target))
             self.model = dict(self.history[target][0])
+            self.meta = {k: dict(m) for k, m in self.history[target][3].items()}
             # a restore brings back the version's layout too
             flags = json.loads(self.lancet("inspect", self.uri, "--json").stdout)
             self.tree = "fragment_tree" in flags["reader_feature_flags"]
@@ -459,6 +476,9 @@ class Run:
                 self.lancet("tag", "create", self.uri, op["name"])
             self.tags[op["name"]] = v
             return
+        elif kind == "meta":
+            if self.meta_step(op, by):
+                return
         elif kind == "convert":
             if self.tree:
                 return
@@ -470,6 +490,47 @@ class Run:
             self.lancet("tree", "flatten", self.uri)
             self.tree = False
         self.history_record()
+
+    def meta_step(self, op, by):
+        """A key of the schema's metadata or the config set or removed by either engine; a
+        primary key on the nullable `id` refused by both with nothing published. Returns
+        True when nothing was published."""
+        key, value = op["key"], None if op["remove"] else op["value"]
+        if op["target"] == "pk":
+            before = self.version()
+            pk = "lance-schema:unenforced-primary-key"
+            out = self.lancet("metadata", self.uri, "--field", "id", "--set", f"{pk}=true", ok=False)
+            if out.returncode == 0 or not out.stderr.startswith("lancet: "):
+                raise Failure(f"a primary key on the nullable id was not refused: {out.stderr}")
+            if not self.tree:
+                try:
+                    lance.dataset(self.uri).update_field_metadata({"id": {pk: "true"}})
+                    raise Failure("pylance accepted a primary key on the nullable id")
+                except OSError:
+                    pass
+            if self.version() != before:
+                raise Failure("a refused primary key published a version")
+            return True
+        target = op["target"]
+        if by == "lance":
+            ds = lance.dataset(self.uri)
+            (ds.update_schema_metadata if target == "schema" else ds.update_config)({key: value})
+        else:
+            args = ["--remove", key] if value is None else ["--set", f"{key}={value}"]
+            self.lancet("metadata", self.uri, f"--{target}", *args)
+        if value is None:
+            self.meta[target].pop(key, None)
+        else:
+            self.meta[target][key] = value
+        return False
+
+    def check_meta(self, ds):
+        """Both maps, as pylance reads them, hold the model's k* keys."""
+        schema = {k.decode(): v.decode() for k, v in (ds.schema.metadata or {}).items()
+                  if k.startswith(b"k")}
+        config = {k: v for k, v in ds.config().items() if k.startswith("k")}
+        if schema != self.meta["schema"] or config != self.meta["config"]:
+            raise Failure(f"metadata: schema {schema}, config {config}; the model {self.meta}")
 
     def staged_compact(self, op):
         """A compaction planned and executed by lancet, committed after a pylance change: it
@@ -535,11 +596,12 @@ class Run:
         self.had_tree |= self.tree
         while len(self.history) <= v:
             self.history.append(None)
-        self.history[v] = (dict(self.model), list(self.extra), self.tree)
+        self.history[v] = (dict(self.model), list(self.extra), self.tree,
+                           {k: dict(m) for k, m in self.meta.items()})
         # versions in between (lancet's add-column may publish more than one)
         for i in range(len(self.history)):
             if self.history[i] is None:
-                self.history[i] = ({}, ["?"], True)
+                self.history[i] = ({}, ["?"], True, {})
 
     def history_tree(self, version):
         h = self.history[version] if 0 <= version < len(self.history) else None
@@ -626,6 +688,7 @@ class Run:
         want = sorted(self.model.items())
         uri = self.readable()
         ds = lance.dataset(uri)
+        self.check_meta(ds)
         t = ds.to_table(columns=["id", "v"], with_row_id=True)
         got = sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
         if got != want:
@@ -687,7 +750,8 @@ def run_ops(lancet_bin, ops, verbose=False):
     """Runs `ops` on a fresh table; returns None, or the failure and the step it came at."""
     root = tempfile.mkdtemp(prefix="difftest-")
     log = (lambda s: print("  " + s, file=sys.stderr)) if verbose else (lambda s: None)
-    run = Run(lancet_bin, root, log)
+    uri = f"{URI_BASE}/{uuid.uuid4().hex}" if URI_BASE else None
+    run = Run(lancet_bin, root, log, uri)
     try:
         for i, op in enumerate(ops):
             try:
@@ -748,9 +812,14 @@ def main():
     p.add_argument("--replay")
     p.add_argument("--out", default=tempfile.gettempdir())
     p.add_argument("--no-shrink", action="store_true")
+    p.add_argument("--uri", help="make the tables under this prefix (e.g. s3://bucket/dir)")
+    p.add_argument("--only", help="draw only these kinds of steps (comma-separated)")
     p.add_argument("--py", action="store_true",
                    help="lancet's Python package takes turns too (it must be installed)")
     a = p.parse_args()
+    global URI_BASE
+    URI_BASE = a.uri
+    only = set(a.only.split(",")) if a.only else None
     if a.replay:
         ops = json.load(open(a.replay))["ops"]
         f = run_ops(a.lancet, ops, verbose=True)
@@ -764,7 +833,7 @@ def main():
         rng = random.Random(seed)
         stable = {"true": True, "false": False}.get(a.stable, rng.random() < 0.5)
         tree = {"true": True, "false": False}.get(a.tree, rng.random() < 0.25)
-        ops = gen_ops(rng, a.steps, stable, tree, a.py)
+        ops = gen_ops(rng, a.steps, stable, tree, a.py, only)
         f = run_ops(a.lancet, ops)
         runs += 1
         if f is not None and not pylance_alone_fails(a.lancet, ops, f) and not a.no_shrink:

@@ -14,9 +14,11 @@ what the in-between commit left. lancet may refuse where Lance commits only for 
 `STRICTER` (recorded in docs/decisions/0037). pylance's result is itself checked: it is the
 staged work applied after the in-between commit, or as evaluated at V and rebased.
 
-A *racing* step runs three processes at once on the table — lancet's CLI, lancet's package and
-pylance — each appending, deleting or updating; each either commits or refuses with a conflict,
-and the rows are those of some order of the commits that landed.
+A *racing* step runs three processes at once on the table — lancet's CLI, lancet's package (or
+a second CLI without `--py`) and pylance — each appending, deleting or updating, all started at
+one instant; each commits (delete and update planned again after a conflict, as Lance's) or
+refuses with a conflict, and the rows are those of some order of the commits that landed. With
+`--uri s3://…` the tables live on an object store (the S3 test runs it against moto).
 """
 
 import itertools
@@ -64,10 +66,10 @@ def gen_stale(rng, op, next_id):
     return next_id + 2 * op["n"]
 
 
-def gen_race(rng, op, next_id):
+def gen_race(rng, op, next_id, py):
     op["by"] = "all"
     op["racers"] = []
-    for who in ("cli", "py", "lance"):
+    for who in ("cli", "py" if py else "cli", "lance"):
         kind = rng.choice(["append", "delete", "update"])
         m = rng.choice([3, 5, 7])
         op["racers"].append({"who": who, "kind": kind, "start": next_id, "n": rng.choice([1, 20]),
@@ -305,6 +307,7 @@ def stale_step(run, op, lance, Failure):
     if op["work"] == "overwrite_fragments" and outcomes[1] is True:
         run.extra = []
         run.rowids = {}
+        run.meta["schema"] = {}
     shutil.rmtree(twin, ignore_errors=True)
 
 
@@ -365,12 +368,12 @@ def racer_model(model, r, extra):
 def race_step(run, op, Failure):
     procs = []
     at = time.time() + 1.5  # every racer imports its engine first, then all start at once
-    for r in op["racers"]:
+    for k, r in enumerate(op["racers"]):
         spec = dict(r, engine={"lance": "lance", "py": "lancet", "cli": "cli"}[r["who"]],
                     uri=run.uri, extra=run.extra, at=at)
         if r["who"] == "cli":
             if r["kind"] == "append":
-                path = run.parquet(run.table(r["start"], r["n"]), "racer.parquet")
+                path = run.parquet(run.table(r["start"], r["n"]), f"racer{k}.parquet")
                 args = ["append", run.uri, "--from", path]
             elif r["kind"] == "delete":
                 args = ["delete", run.uri, "--filter", r["filter"]]
