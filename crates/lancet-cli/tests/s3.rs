@@ -1060,7 +1060,48 @@ async fn lancet_commits_to_a_real_s3_protocol_server() {
     })
     .await
     .unwrap();
+
+    // 7. issue 41: both engines' processes racing on S3 — the differential tester's racing
+    //    step (lancet's CLI, lancet's package when installed, pylance, started at one
+    //    instant) between sequential turns, every step checked against the model
+    let racing = tokio::task::spawn_blocking(move || racing_on_s3(&py)).await;
+    racing.unwrap();
     drop(moto);
+}
+
+/// The differential tester on tables under `s3://lancet/`: four racing rounds, then racing
+/// steps among sequential turns.
+fn racing_on_s3(py: &str) {
+    let package = Command::new(py)
+        .args(["-c", "import lancet"])
+        .status()
+        .is_ok_and(|s| s.success());
+    for (only, steps) in [
+        ("race3", "4"),
+        ("race3,append,delete,update,merge,index", "6"),
+    ] {
+        let out_dir = tempfile::tempdir().unwrap();
+        let mut run = Command::new(py);
+        run.arg(interop_dir().join("difftest.py"))
+            .args(["--lancet", env!("CARGO_BIN_EXE_lancet")])
+            .args(["--uri", "s3://lancet/difftest", "--tree", "false"])
+            .args(["--only", only, "--steps", steps])
+            .args(["--seed", "41", "--runs", "2", "--no-shrink"])
+            .args(["--out", out_dir.path().to_str().unwrap()]);
+        if package {
+            run.arg("--py");
+        }
+        let out = run.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "difftest on S3 ({only}) failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
+        assert_eq!(summary["failed_seed"], Value::Null, "{summary}");
+        assert_eq!(summary["runs"], json!(2), "{summary}");
+    }
 }
 
 async fn read_budgets_on_s3(uri: &str, layout: lancet::Layout) {
