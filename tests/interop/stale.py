@@ -5,6 +5,7 @@ the table (pylance on the twin, lancet's package on the table), lets one engine 
 something else in between on both, then commits the staged work:
 
 - handles opened at V running `delete`, `update`, `merge_insert` or `create_scalar_index`;
+- BTree segments trained on V by lancet's distributed build, committed after;
 - `write_fragments` at V committed as `LanceOperation.Append` / `Overwrite` with
   `read_version=V`;
 - a compaction planned and executed at V (`Compaction.plan` / `execute`), committed after.
@@ -36,7 +37,7 @@ import lance.optimize
 import pyarrow as pa
 
 WORK = ["delete", "update", "merge", "append_fragments", "overwrite_fragments", "compact",
-        "index"]
+        "index", "segments"]
 BETWEEN = ["append", "delete", "update", "merge", "compact", "index", "drop_index"]
 
 # (work, between) pairs where lancet refuses what Lance 14.0.2 commits (docs/decisions/0037)
@@ -168,6 +169,14 @@ class Staged:
             opts = eng.optimize.CompactionOptions(target_rows_per_fragment=op["target"])
             plan = eng.optimize.Compaction.plan(self.ds, opts)
             self.results = [task.execute(self.ds) for task in plan.tasks]
+        elif w == "segments" and eng is not lance:
+            # lancet's distributed build (lancet.ray's tasks, without Ray): segments trained
+            # over two shares of V's fragments, committed later; pylance's twin builds its
+            # index on a handle at V (a CreateIndex read at V as well)
+            self.at = eng._lancet.open(uri, version=self.ds.version)
+            ids = [f.fragment_id for f in self.ds.get_fragments()]
+            shares = [s for s in (ids[::2], ids[1::2]) if s]
+            self.segments = [bytes(self.at.train_btree_segment("v", s, None)) for s in shares]
         elif w == "merge":
             keys, vals = merge_rows(run.model, op)
             cols = {"id": pa.array(keys, pa.int64()), "v": pa.array(vals, pa.int64())}
@@ -186,8 +195,10 @@ class Staged:
             elif w == "merge":
                 ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
                     .execute(self.source)
-            elif w == "index":
+            elif w == "index" or (w == "segments" and (eng is lance or not self.segments)):
                 ds.create_scalar_index("v", "BTREE", replace=True)
+            elif w == "segments":
+                self.at.commit_btree_segments("v", self.segments)
             elif w == "append_fragments":
                 eng.LanceDataset.commit(self.uri, eng.LanceOperation.Append(self.frags),
                                         read_version=ds.version)
