@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import commit, errors, optimize
+from . import _args, commit, errors, optimize
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner
@@ -31,21 +31,85 @@ __all__ = [
 ]
 
 
-def dataset(uri, version: Optional[Union[int, str]] = None, *, tag: Optional[str] = None,
-            branch: Optional[str] = None, **kwargs) -> LanceDataset:
-    """Opens the table at `uri`: its latest version, `version` (a number, or a tag's name)
-    or the version `tag` names."""
-    return LanceDataset(uri, version, tag=tag, branch=branch)
+def dataset(uri=None, version: Optional[Union[int, str]] = None, asof=None, block_size=None,
+            commit_lock=None, index_cache_size=None, storage_options=None,
+            default_scan_options=None, metadata_cache_size_bytes=None, index_cache_size_bytes=None,
+            read_params=None, session=None, namespace_client=None, table_id=None,
+            base_store_params=None, *, tag: Optional[str] = None,
+            branch: Optional[str] = None) -> LanceDataset:
+    """Opens the table at `uri`: its latest version, `version` (a number, or a tag's name), the
+    version `tag` names, or the latest version committed at or before `asof` (a datetime, or
+    an ISO 8601 string), as pylance's. Cache sizes and `block_size` change no answer and are
+    accepted; pylance's other arguments are refused unless left at their default
+    (:mod:`lancet._args`)."""
+    where = "lancet.dataset"
+    if uri is None:
+        raise errors.InvalidInputError(f"{where}: give the table's uri (lancet has no namespaces)")
+    _args.refuse(where, commit_lock=commit_lock, default_scan_options=default_scan_options,
+                 read_params=read_params, session=session, namespace_client=namespace_client,
+                 table_id=table_id, base_store_params=base_store_params)
+    if storage_options:
+        _args.refuse(where, storage_options=storage_options)
+    ds = LanceDataset(uri, version, tag=tag, branch=branch)
+    if asof is not None:
+        if version is not None or tag is not None:
+            raise errors.InvalidInputError("give a version or asof, not both")
+        ds = ds.checkout_version(_version_at(ds, asof))
+    return ds
 
 
-def write_dataset(data, uri, schema=None, mode: str = "create", *, max_rows_per_file: int = 1024 * 1024,
-                  max_rows_per_group: int = 1024, data_storage_version: Optional[str] = None,
-                  enable_stable_row_ids: bool = False, layout: str = "flat", **kwargs) -> LanceDataset:
-    """Writes `data` (pyarrow, pandas, Polars or any Arrow stream) to `uri`: a new table
+def _version_at(ds: LanceDataset, asof) -> int:
+    """The latest version of `ds`'s table committed at or before `asof`."""
+    import datetime as _dt
+
+    if isinstance(asof, str):
+        asof = _dt.datetime.fromisoformat(asof)
+    if asof.tzinfo is None:  # naive: the local time, as pylance reads it
+        asof = asof.astimezone()
+    at = [v["version"] for v in ds.versions() if v["timestamp"].astimezone() <= asof]
+    if not at:
+        raise errors.NotFoundError(f"no version of {ds.uri} was committed at or before {asof}")
+    return max(at)
+
+
+def write_dataset(data_obj, uri=None, schema=None, mode: str = "create", *, max_rows_per_file: int = 1024 * 1024,
+                  max_rows_per_group: int = 1024, max_bytes_per_file: int = 90 * 1024 ** 3,
+                  data_cache_bytes=None, max_page_bytes=None, commit_lock=None, progress=None,
+                  storage_options=None, data_storage_version: Optional[str] = None,
+                  use_legacy_format=None, enable_v2_manifest_paths: bool = True,
+                  enable_stable_row_ids: bool = False, auto_cleanup_options=None,
+                  commit_message=None, transaction_properties=None, initial_bases=None,
+                  target_bases=None, target_all_bases=None, base_store_params=None,
+                  external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
+                  blob_pack_file_size_threshold=None, namespace_client=None, table_id=None,
+                  session=None, layout: str = "flat") -> LanceDataset:
+    """Writes `data_obj` (pyarrow, pandas, Polars or any Arrow stream) to `uri`: a new table
     (``mode="create"``), rows appended (``"append"``) or every row replaced
     (``"overwrite"``), in one commit. ``layout="tree"`` keeps the fragments in a fragment
-    metadata tree."""
-    native = _lancet_write(to_reader(data, schema), str(uri), mode, layout, enable_stable_row_ids,
+    metadata tree. Cache and page sizes change no answer and are accepted; pylance's other
+    arguments are refused unless left at their default (:mod:`lancet._args`)."""
+    where = "lancet.write_dataset"
+    if uri is None:
+        raise errors.InvalidInputError(f"{where}: give the table's uri (lancet has no namespaces)")
+    _args.refuse(where, commit_lock=commit_lock, progress=progress, auto_cleanup_options=auto_cleanup_options,
+                 commit_message=commit_message, transaction_properties=transaction_properties,
+                 initial_bases=initial_bases, target_bases=target_bases, target_all_bases=target_all_bases,
+                 base_store_params=base_store_params, blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+                 namespace_client=namespace_client, table_id=table_id, session=session)
+    if storage_options:
+        _args.refuse(where, storage_options=storage_options)
+    _args.refuse_unless(where, "max_bytes_per_file", max_bytes_per_file, 90 * 1024 ** 3)
+    _args.refuse_unless(where, "enable_v2_manifest_paths", enable_v2_manifest_paths, True)
+    _args.refuse_unless(where, "external_blob_mode", external_blob_mode, "reference")
+    _args.refuse_unless(where, "allow_external_blob_outside_bases", allow_external_blob_outside_bases, False)
+    if use_legacy_format is not None:
+        if data_storage_version is not None:
+            raise errors.InvalidInputError("give data_storage_version or use_legacy_format, not both")
+        data_storage_version = "legacy" if use_legacy_format else "stable"
+    if data_storage_version in ("legacy", "0.1"):
+        raise errors.UnsupportedError("lancet.write_dataset: lancet writes Lance 2.x data files, "
+                                      "not legacy (0.1) ones")
+    native = _lancet_write(to_reader(data_obj, schema), str(uri), mode, layout, enable_stable_row_ids,
                            max_rows_per_file, max_rows_per_group, data_storage_version)
     return LanceDataset(str(uri), _native=native)
 

@@ -18,7 +18,8 @@ import pyarrow.dataset as pa_ds
 from . import _lancet
 from ._data import read, schema_stream, to_reader
 from ._expr import Unsupported, to_sql
-from .errors import InvalidInputError, NotFoundError
+from . import _args
+from .errors import InvalidInputError, NotFoundError, UnsupportedError
 from .fragment import LanceOperation
 
 __all__ = [
@@ -45,6 +46,13 @@ def _filter(filter, columns) -> tuple[Optional[str], Optional[pc.Expression]]:
         except Unsupported:
             return None, filter
     raise InvalidInputError(f"a filter is SQL text or a pyarrow Expression, not {type(filter).__name__}")
+
+
+# Lance 14's index types other than BTree: lancet refuses them as not implemented
+_LANCE_INDEX_TYPES = {
+    "BITMAP", "LABEL_LIST", "INVERTED", "FTS", "NGRAM", "ZONEMAP", "BLOOMFILTER", "RTREE", "JSON",
+    "SCALAR", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ", "IVF_RQ",
+}
 
 
 class LanceDataset(pa_ds.Dataset):
@@ -120,32 +128,89 @@ class LanceDataset(pa_ds.Dataset):
         return {"index_pages_read": pages, "filter_fragments_scanned": scanned, "fragments_read": fragments}
 
     # --- reading --------------------------------------------------------------------------
-    def scanner(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                with_row_address=False, batch_size=None, fragments=None, **kwargs) -> "LanceScanner":
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, nearest=None, batch_size=None,
+                batch_size_bytes=None, batch_readahead=None, fragment_readahead=None, scan_in_order=None,
+                fragments=None, index_segments=None, full_text_query=None, *, prefilter=None,
+                with_row_id=None, with_row_address=None, use_stats=None, fast_search=None,
+                io_buffer_size=None, late_materialization=None, blob_handling=None,
+                use_scalar_index=None, include_deleted_rows=None, scan_stats_callback=None,
+                strict_batch_size=None, order_by=None, disable_scoring_autoprojection=None,
+                row_addr_allowlist=None, row_addr_blocklist=None) -> "LanceScanner":
+        """A scan with pylance's arguments: `columns` (names, `_rowid`, `_rowaddr`), `filter`
+        (Lance SQL or a pyarrow Expression), `limit`, `offset`, `fragments`, `with_row_id`,
+        `with_row_address` and `batch_size` (no batch longer) are honoured; read-ahead, I/O
+        sizes, `use_stats`, `use_scalar_index`, `late_materialization`, `prefilter` and
+        `scan_in_order` change no answer (lancet returns rows in order); vector and full-text
+        search, and the rest, are refused unless left at their default."""
+        where = "LanceDataset.scanner"
+        if nearest is not None or full_text_query is not None:
+            raise UnsupportedError(f"{where}: lancet has no vector or full-text search")
+        _args.refuse(where, batch_size_bytes=batch_size_bytes, index_segments=index_segments,
+                     blob_handling=blob_handling, scan_stats_callback=scan_stats_callback,
+                     order_by=order_by, row_addr_allowlist=row_addr_allowlist,
+                     row_addr_blocklist=row_addr_blocklist)
+        for name, value in (("fast_search", fast_search), ("include_deleted_rows", include_deleted_rows),
+                            ("strict_batch_size", strict_batch_size),
+                            ("disable_scoring_autoprojection", disable_scoring_autoprojection)):
+            if value:
+                _args.refuse(where, **{name: value})
         if isinstance(columns, dict):
-            raise InvalidInputError("columns as SQL expressions are not supported; give names")
+            raise UnsupportedError(f"{where}: columns as SQL expressions are not implemented; give names")
         if fragments is not None:
             fragments = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
-        return LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, fragments)
+        return LanceScanner(self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address),
+                            fragments, batch_size)
 
-    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                 with_row_address=False, **kwargs) -> pa.Table:
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_table()
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, nearest=None, batch_size=None,
+                 batch_size_bytes=None, batch_readahead=None, fragment_readahead=None, scan_in_order=None,
+                 *, prefilter=None, with_row_id=None, with_row_address=None, use_stats=None,
+                 fast_search=None, full_text_query=None, io_buffer_size=None, late_materialization=None,
+                 blob_handling=None, use_scalar_index=None, include_deleted_rows=None, order_by=None,
+                 disable_scoring_autoprojection=None) -> pa.Table:
+        """Every row the scan with these arguments returns (:meth:`scanner`)."""
+        return self.scanner(
+            columns, filter, limit, offset, nearest, batch_size, batch_size_bytes, batch_readahead,
+            fragment_readahead, scan_in_order, full_text_query=full_text_query, prefilter=prefilter,
+            with_row_id=with_row_id, with_row_address=with_row_address, use_stats=use_stats,
+            fast_search=fast_search, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, blob_handling=blob_handling,
+            use_scalar_index=use_scalar_index, include_deleted_rows=include_deleted_rows,
+            order_by=order_by, disable_scoring_autoprojection=disable_scoring_autoprojection,
+        ).to_table()
 
-    def to_batches(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                   with_row_address=False, **kwargs) -> Iterator[pa.RecordBatch]:
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_batches()
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, nearest=None, batch_size=None,
+                   batch_size_bytes=None, batch_readahead=None, fragment_readahead=None, scan_in_order=None,
+                   *, prefilter=None, with_row_id=None, with_row_address=None, use_stats=None,
+                   full_text_query=None, io_buffer_size=None, late_materialization=None,
+                   blob_handling=None, use_scalar_index=None, strict_batch_size=None, order_by=None,
+                   disable_scoring_autoprojection=None, **kwargs) -> Iterator[pa.RecordBatch]:
+        """The scan's rows as batches (:meth:`scanner`; other keywords go to it)."""
+        return self.scanner(
+            columns, filter, limit, offset, nearest, batch_size, batch_size_bytes, batch_readahead,
+            fragment_readahead, scan_in_order, full_text_query=full_text_query, prefilter=prefilter,
+            with_row_id=with_row_id, with_row_address=with_row_address, use_stats=use_stats,
+            io_buffer_size=io_buffer_size, late_materialization=late_materialization,
+            blob_handling=blob_handling, use_scalar_index=use_scalar_index,
+            strict_batch_size=strict_batch_size, order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection, **kwargs,
+        ).to_batches()
 
-    def head(self, num_rows: int, columns=None, filter=None, **kwargs) -> pa.Table:
-        return self.to_table(columns=columns, filter=filter, limit=num_rows)
+    def head(self, num_rows: int, **kwargs) -> pa.Table:
+        """The first `num_rows` rows of the scan `kwargs` describe (:meth:`to_table`)."""
+        kwargs["limit"] = num_rows
+        return self.to_table(**kwargs)
 
     def count_rows(self, filter=None, **kwargs) -> int:
+        """The live rows `filter` matches (every live row without one); `kwargs` go to the
+        scan (:meth:`scanner`)."""
+        if kwargs:
+            return self.scanner(filter=filter, **kwargs).count_rows()
         sql, post = _filter(filter, self.schema.names)
         if post is not None:
             return self.scanner(filter=filter).count_rows()
         return self._ds.count_rows(sql)
 
-    def take(self, indices, columns=None, **kwargs) -> pa.Table:
+    def take(self, indices, columns=None) -> pa.Table:
         """Rows by position (0 to count_rows() - 1), in the order given, as pylance's."""
         if isinstance(indices, (pa.Array, pa.ChunkedArray)):
             indices = indices.to_pylist()
@@ -213,7 +278,12 @@ class LanceDataset(pa_ds.Dataset):
         return {"version": version, "fragments": fragments}
 
     # --- writing (each moves this handle to the new version, as pylance's) ----------------
-    def delete(self, predicate, **kwargs) -> dict:
+    def delete(self, predicate, *, conflict_retries: int = 10,
+               retry_timeout: _dt.timedelta = _dt.timedelta(seconds=30)) -> dict:
+        """Deletes the rows `predicate` matches (planned again on the latest version after a
+        conflict, 10 times within 30 s, as pylance's defaults; other values are refused)."""
+        _args.refuse_unless("LanceDataset.delete", "conflict_retries", conflict_retries, 10)
+        _args.refuse_unless("LanceDataset.delete", "retry_timeout", retry_timeout, _dt.timedelta(seconds=30))
         sql, post = _filter(predicate, self.schema.names)
         if post is not None:
             raise InvalidInputError(f"cannot translate the filter {predicate} to Lance SQL")
@@ -221,7 +291,14 @@ class LanceDataset(pa_ds.Dataset):
         self._moved(native)
         return {"num_deleted_rows": c["rows"]}
 
-    def update(self, updates: Dict[str, str], where=None, **kwargs) -> dict:
+    def update(self, updates: Dict[str, str], where=None, conflict_retries: int = 10,
+               retry_timeout: _dt.timedelta = _dt.timedelta(seconds=30),
+               data_storage_version=None) -> dict:
+        """Sets `updates` (column to SQL expression) on the rows `where` matches (planned again
+        on the latest version after a conflict, with pylance's default retries)."""
+        _args.refuse_unless("LanceDataset.update", "conflict_retries", conflict_retries, 10)
+        _args.refuse_unless("LanceDataset.update", "retry_timeout", retry_timeout, _dt.timedelta(seconds=30))
+        _args.refuse("LanceDataset.update", data_storage_version=data_storage_version)
         sql, post = _filter(where, self.schema.names)
         if post is not None:
             raise InvalidInputError(f"cannot translate the filter {where} to Lance SQL")
@@ -232,10 +309,12 @@ class LanceDataset(pa_ds.Dataset):
     def merge_insert(self, on: Union[str, Iterable[str]]) -> "MergeInsertBuilder":
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
 
-    def add_columns(self, transforms, read_columns: Optional[List[str]] = None, **kwargs) -> None:
+    def add_columns(self, transforms, read_columns: Optional[List[str]] = None, reader_schema=None,
+                    batch_size=None) -> None:
         """New columns: a dict of name to SQL expression, a pyarrow Field, list of Fields or
         Schema (columns reading NULL), or a function over batches of `read_columns` returning
         a batch of the new columns (every fragment's file written, then published)."""
+        _args.refuse("LanceDataset.add_columns", reader_schema=reader_schema)
         if isinstance(transforms, pa.Field):
             transforms = [transforms]
         if isinstance(transforms, list) and all(isinstance(f, pa.Field) for f in transforms):
@@ -266,11 +345,29 @@ class LanceDataset(pa_ds.Dataset):
         self._moved(self._ds.alter_columns(parsed))
 
     def create_scalar_index(self, column: str, index_type: str = "BTREE", name: Optional[str] = None,
-                            *, replace: bool = True, **kwargs) -> None:
-        if str(index_type).upper() != "BTREE":
-            raise InvalidInputError(f"lancet builds BTREE scalar indexes, not {index_type}")
+                            *, replace: bool = True, train: bool = True, fragment_ids=None,
+                            index_uuid=None, progress_callback=None, format_version=None,
+                            document_granularity="row", **kwargs) -> None:
+        """Builds the BTree `{column}_idx` over every fragment, as pylance's. Lance's other
+        scalar index types are not implemented (``NotImplementedError``); with
+        ``replace=False`` an existing index of that name is refused."""
+        where = "LanceDataset.create_scalar_index"
+        kind = str(getattr(index_type, "value", index_type)).upper()
+        if kind != "BTREE":
+            if kind in _LANCE_INDEX_TYPES:
+                raise UnsupportedError(f"{where}: lancet builds BTREE indexes, not {kind}")
+            raise InvalidInputError(f"{where}: unknown index type {index_type!r}")
         if name is not None and name != f"{column}_idx":
-            raise InvalidInputError(f"lancet names a BTree {column}_idx")
+            raise UnsupportedError(f"{where}: lancet names a BTree {column}_idx, not {name!r}")
+        _args.refuse_unless(where, "train", train, True)
+        _args.refuse(where, fragment_ids=fragment_ids, index_uuid=index_uuid,
+                     progress_callback=progress_callback, format_version=format_version)
+        _args.refuse_unless(where, "document_granularity",
+                            str(getattr(document_granularity, "value", document_granularity)), "row")
+        for key, value in kwargs.items():  # pylance's index parameters
+            _args.refuse(where, **{key: value})
+        if not replace and any(i["name"] == f"{column}_idx" for i in self.list_indices()):
+            raise InvalidInputError(f"{where}: the index {column}_idx already exists (replace=False)")
         self._moved(self._ds.create_scalar_index(column))
 
     @property
@@ -283,8 +380,14 @@ class LanceDataset(pa_ds.Dataset):
 
     def cleanup_old_versions(self, older_than: Optional[_dt.timedelta] = None,
                              retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
-                             error_if_tagged_old_versions: bool = True, dry_run: bool = False,
-                             **kwargs) -> "CleanupStats":
+                             error_if_tagged_old_versions: bool = True, delete_rate_limit=None,
+                             versions=None, delete_concurrency=None,
+                             dry_run: bool = False) -> "CleanupStats":
+        """Removes versions older than `older_than` (14 days by default) beyond the
+        `retain_versions` newest, and the files only they use; tagged versions stay. The
+        deletion rate and concurrency change no answer; `versions` is refused; ``dry_run``
+        (lancet's) only reports."""
+        _args.refuse("LanceDataset.cleanup_old_versions", versions=versions)
         older = (older_than if older_than is not None else _dt.timedelta(days=14)).total_seconds()
         report = self._ds.cleanup(older, retain_versions, delete_unverified, dry_run)
         return CleanupStats(report)
@@ -311,7 +414,30 @@ class LanceDataset(pa_ds.Dataset):
         self._moved(self._ds.flatten())
 
     @staticmethod
-    def commit(base_uri, operation, read_version: Optional[int] = None, **kwargs) -> "LanceDataset":
+    def commit(base_uri, operation, read_version: Optional[int] = None, commit_lock=None,
+               storage_options=None, enable_v2_manifest_paths=None, detached: bool = False,
+               max_retries: int = 20, *, commit_message=None, enable_stable_row_ids=None,
+               namespace_client=None, table_id=None, namespace_client_managed_versioning: bool = False,
+               base_store_params=None,
+               commit_timeout: _dt.timedelta = _dt.timedelta(seconds=1800)) -> "LanceDataset":
+        """Commits `operation` (an Append, or an Overwrite that may create the table) read at
+        `read_version`, as pylance's; `enable_stable_row_ids` applies to a table an Overwrite
+        creates. pylance's other arguments are refused unless left at their default."""
+        where = "LanceDataset.commit"
+        _args.refuse(where, commit_lock=commit_lock, commit_message=commit_message,
+                     namespace_client=namespace_client, table_id=table_id,
+                     base_store_params=base_store_params)
+        if storage_options:
+            _args.refuse(where, storage_options=storage_options)
+        if enable_v2_manifest_paths is not None:
+            _args.refuse_unless(where, "enable_v2_manifest_paths", enable_v2_manifest_paths, True)
+        _args.refuse_unless(where, "detached", detached, False)
+        _args.refuse_unless(where, "max_retries", max_retries, 20)
+        _args.refuse_unless(where, "namespace_client_managed_versioning",
+                            namespace_client_managed_versioning, False)
+        _args.refuse_unless(where, "commit_timeout", commit_timeout, _dt.timedelta(seconds=1800))
+        if enable_stable_row_ids is not None and not isinstance(operation, LanceOperation.Overwrite):
+            _args.refuse(where, enable_stable_row_ids=enable_stable_row_ids)
         uri = str(base_uri)
         if isinstance(operation, LanceOperation.Append):
             if read_version is None:
@@ -327,15 +453,16 @@ class LanceDataset(pa_ds.Dataset):
             except NotFoundError:
                 existing = None
             if existing is None:
+                stable = operation.enable_stable_row_ids if enable_stable_row_ids is None else enable_stable_row_ids
                 native = _lancet.create_from_fragments(
                     uri, schema_stream(operation.new_schema), fragments, operation.layout,
-                    operation.enable_stable_row_ids, operation.data_storage_version or "stable")
+                    bool(stable), operation.data_storage_version or "stable")
             else:
                 # as pylance: every row replaced, whatever version it was read at
                 native = existing.commit_overwrite(schema_stream(operation.new_schema), fragments,
                                                    operation.data_storage_version)
             return LanceDataset(uri, _native=native)
-        raise InvalidInputError(f"lancet commits Append and Overwrite, not {type(operation).__name__}")
+        raise UnsupportedError(f"{where}: lancet commits Append and Overwrite, not {type(operation).__name__}")
 
 
 class LanceFragment(pa_ds.Fragment):
@@ -369,32 +496,64 @@ class LanceFragment(pa_ds.Fragment):
     def physical_schema(self) -> pa.Schema:
         return self._dataset.schema
 
-    def count_rows(self, filter=None, **kwargs) -> int:
+    def count_rows(self, filter=None) -> int:
         if filter is None and self._live is not None:
             return self._live
         return self.scanner(filter=filter).count_rows()
 
-    def scanner(self, schema=None, columns=None, filter=None, limit=None, offset=None,
-                with_row_id=False, with_row_address=False, **kwargs) -> "LanceScanner":
-        return LanceScanner(self._dataset, columns, filter, limit, offset, with_row_id, with_row_address,
-                            [self._id])
+    def scanner(self, schema=None, /, *, columns=None, batch_size=None, filter=None, limit=None,
+                offset=None, with_row_id: bool = False, with_row_address: bool = False,
+                batch_readahead: int = 16, blob_handling=None, order_by=None, use_scalar_index=None,
+                io_buffer_size=None, late_materialization=None, include_deleted_rows=None,
+                batch_size_bytes=None, strict_batch_size=None) -> "LanceScanner":
+        """A scan of this fragment (the arguments as :meth:`LanceDataset.scanner`'s). The
+        positional `schema` is pyarrow's ``Fragment.scanner``'s, which DataFusion passes: the
+        dataset's schema, or a projection of it."""
+        if schema is not None and columns is None and schema != self._dataset.schema:
+            columns = [n for n in schema.names]
+        return self._dataset.scanner(
+            columns, filter, limit, offset, batch_size=batch_size, fragments=[self._id],
+            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
+            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size)
 
-    def to_table(self, schema=None, columns=None, filter=None, **kwargs) -> pa.Table:
-        return self.scanner(columns=columns, filter=filter, **kwargs).to_table()
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id: bool = False,
+                 with_row_address: bool = False, blob_handling=None, order_by=None,
+                 use_scalar_index=None, io_buffer_size=None, late_materialization=None,
+                 include_deleted_rows=None, batch_size_bytes=None, strict_batch_size=None) -> pa.Table:
+        return self.scanner(
+            columns=columns, filter=filter, limit=limit, offset=offset, with_row_id=with_row_id,
+            with_row_address=with_row_address, blob_handling=blob_handling, order_by=order_by,
+            use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_table()
 
-    def to_batches(self, schema=None, columns=None, filter=None, **kwargs) -> Iterator[pa.RecordBatch]:
-        return self.scanner(columns=columns, filter=filter, **kwargs).to_batches()
+    def to_batches(self, *, columns=None, batch_size=None, filter=None, limit=None, offset=None,
+                   with_row_id: bool = False, with_row_address: bool = False, batch_readahead: int = 16,
+                   blob_handling=None, order_by=None, use_scalar_index=None, io_buffer_size=None,
+                   late_materialization=None, include_deleted_rows=None, batch_size_bytes=None,
+                   strict_batch_size=None) -> Iterator[pa.RecordBatch]:
+        return self.scanner(
+            columns=columns, batch_size=batch_size, filter=filter, limit=limit, offset=offset,
+            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
+            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_batches()
 
-    def head(self, num_rows: int, columns=None, **kwargs) -> pa.Table:
-        return self.scanner(columns=columns, limit=num_rows).to_table()
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
 
 
 class LanceScanner(pa_ds.Scanner):
     """A scan: the projection and filter pushed to lancet, the rest applied by pyarrow."""
 
     def __init__(self, dataset: LanceDataset, columns, filter, limit, offset, with_row_id,
-                 with_row_address, fragments):
+                 with_row_address, fragments, batch_size=None):
         self._dataset = dataset
+        if batch_size is not None and int(batch_size) <= 0:
+            raise InvalidInputError(f"batch_size must be positive, not {batch_size}")
+        self._batch_size = None if batch_size is None else int(batch_size)
         names = dataset.schema.names
         if columns is not None:
             columns = list(columns)
@@ -462,7 +621,12 @@ class LanceScanner(pa_ds.Scanner):
         return self.to_reader().read_all()
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return iter(self.to_reader())
+        """The rows as batches, none longer than the scan's `batch_size` when it has one."""
+        if self._batch_size is None:
+            return iter(self.to_reader())
+        size = self._batch_size
+        return (b.slice(i, size) for b in self.to_reader() for i in range(0, max(b.num_rows, 1), size)
+                if b.num_rows)
 
     def scan_batches(self):
         return self.to_batches()
@@ -536,10 +700,15 @@ class MergeInsertBuilder:
         self._use_index = use_index
         return self
 
-    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        """Lance's default (10) only: the merge is planned again after a conflict that many
+        times."""
+        _args.refuse_unless("MergeInsertBuilder.conflict_retries", "max_retries", max_retries, 10)
         return self
 
     def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+        """Lance's default (30 s) only."""
+        _args.refuse_unless("MergeInsertBuilder.retry_timeout", "timeout", timeout, _dt.timedelta(seconds=30))
         return self
 
     def execute(self, data_obj, *, schema: Optional[pa.Schema] = None) -> dict:
@@ -559,19 +728,45 @@ class DatasetOptimizer:
     def __init__(self, dataset: LanceDataset):
         self._dataset = dataset
 
-    def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
-                      materialize_deletions: bool = True, materialize_deletions_threshold: float = 0.1,
-                      defer_index_remap: bool = False, **kwargs) -> dict:
+    def compact_files(self, *, target_rows_per_fragment: Optional[int] = None,
+                      max_rows_per_group: Optional[int] = None, max_bytes_per_file=None,
+                      materialize_deletions: Optional[bool] = None,
+                      materialize_deletions_threshold: Optional[float] = None,
+                      defer_index_remap: Optional[bool] = None,
+                      num_threads=None, batch_size=None, compaction_mode=None,
+                      binary_copy_read_batch_bytes=None, max_source_fragments=None, max_source_rows=None,
+                      max_source_bytes=None, excluded_fragment_ids=None,
+                      data_storage_version=None) -> dict:
+        """Rewrites small fragments (and those with many deletions) into fewer, as pylance's;
+        thread count, batch size and read sizes change no answer; the fragment-selection
+        limits and other file versions are refused."""
+        _args.refuse("DatasetOptimizer.compact_files", max_bytes_per_file=max_bytes_per_file,
+                     compaction_mode=compaction_mode, max_source_fragments=max_source_fragments,
+                     max_source_rows=max_source_rows, max_source_bytes=max_source_bytes,
+                     excluded_fragment_ids=excluded_fragment_ids,
+                     data_storage_version=data_storage_version)
+        # unset: Lance 14.0.2's CompactionOptions defaults
         native, c = self._dataset._ds.compact(
-            target_rows_per_fragment, max_rows_per_group, materialize_deletions,
-            materialize_deletions_threshold, defer_index_remap)
+            1024 * 1024 if target_rows_per_fragment is None else target_rows_per_fragment,
+            1024 if max_rows_per_group is None else max_rows_per_group,
+            True if materialize_deletions is None else materialize_deletions,
+            0.1 if materialize_deletions_threshold is None else materialize_deletions_threshold,
+            bool(defer_index_remap))
         self._dataset._moved(native)
         return {"fragments_removed": c["fragments_removed"], "fragments_added": c["fragments_added"],
                 "version": c["version"]}
 
     def optimize_indices(self, **kwargs) -> None:
-        merge = kwargs.get("num_indices_to_merge", 0) not in (0, None)
-        self._dataset._moved(self._dataset._ds.optimize_indices(merge))
+        """Extends every BTree over the fragments it misses: a new segment
+        (``num_indices_to_merge=0`` or unset), or one segment of everything when it is
+        positive. `index_names` (None: every index) and `retrain` are refused otherwise."""
+        where = "DatasetOptimizer.optimize_indices"
+        merge = kwargs.pop("num_indices_to_merge", None)
+        _args.refuse(where, index_names=kwargs.pop("index_names", None))
+        if kwargs.pop("retrain", False):
+            _args.refuse(where, retrain=True)
+        _args.no_extra(where, kwargs)
+        self._dataset._moved(self._dataset._ds.optimize_indices(merge not in (0, None)))
 
 
 class Tags:

@@ -3,7 +3,8 @@
 Each is a :class:`LancetError`; those a pylance script already catches are also the
 built-in exception pylance raises for the same failure (``ValueError`` for bad input,
 ``FileNotFoundError`` for a missing table, ``OSError`` for an unavailable store,
-:class:`lancet.commit.CommitConflictError` for a lost commit).
+``NotImplementedError`` for a feature lancet lacks, :class:`lancet.commit.CommitConflictError`
+for a lost commit).
 """
 
 from .commit import CommitConflictError
@@ -26,8 +27,9 @@ class CorruptTableError(LancetError):
     """Stored bytes break a rule of the Lance format (or an object they name is missing)."""
 
 
-class UnsupportedError(LancetError):
-    """The table uses a feature lancet does not implement."""
+class UnsupportedError(LancetError, NotImplementedError):
+    """The table uses a feature lancet does not implement, or a call asks for one (a pylance
+    argument lancet does not honour, given a value other than pylance's default)."""
 
 
 class CommitConflict(LancetError, CommitConflictError):

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import pyarrow as pa
 
-from . import _lancet
+from . import _args, _lancet
 from ._data import to_reader
 from .errors import InvalidInputError, NotFoundError
 
@@ -56,11 +56,29 @@ class FragmentMetadata:
         return self._data
 
 
-def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, mode: str = "append",
-                    max_rows_per_file: int = 1024 * 1024, max_rows_per_group: int = 1024,
-                    data_storage_version: Optional[str] = None, **kwargs) -> List[FragmentMetadata]:
+def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, return_transaction: bool = False,
+                    mode: str = "append", max_rows_per_file: int = 1024 * 1024, max_rows_per_group: int = 1024,
+                    max_bytes_per_file: int = 90 * 1024 ** 3, data_cache_bytes=None, max_page_bytes=None,
+                    progress=None, data_storage_version: Optional[str] = None, use_legacy_format=None,
+                    storage_options=None, enable_stable_row_ids: bool = False, target_bases=None,
+                    target_all_bases=None, initial_bases=None, base_store_params=None,
+                    external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
+                    namespace_client=None, table_id=None, session=None) -> List[FragmentMetadata]:
     """Writes `data` as fragments of the table at `dataset_uri` (or of the table to be
-    created there, when there is none), uncommitted."""
+    created there, when there is none), uncommitted. Cache and page sizes change no answer;
+    pylance's other arguments are refused unless left at their default (:mod:`lancet._args`)."""
+    where = "lancet.fragment.write_fragments"
+    _args.refuse_unless(where, "return_transaction", return_transaction, False)
+    _args.refuse_unless(where, "max_bytes_per_file", max_bytes_per_file, 90 * 1024 ** 3)
+    _args.refuse(where, progress=progress, use_legacy_format=use_legacy_format, target_bases=target_bases,
+                 target_all_bases=target_all_bases, initial_bases=initial_bases,
+                 base_store_params=base_store_params, namespace_client=namespace_client,
+                 table_id=table_id, session=session)
+    if storage_options:
+        _args.refuse(where, storage_options=storage_options)
+    _args.refuse_unless(where, "enable_stable_row_ids", enable_stable_row_ids, False)
+    _args.refuse_unless(where, "external_blob_mode", external_blob_mode, "reference")
+    _args.refuse_unless(where, "allow_external_blob_outside_bases", allow_external_blob_outside_bases, False)
     reader = to_reader(data, schema)
     uri = str(dataset_uri)
     try:
@@ -70,6 +88,10 @@ def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, mo
     if mode not in ("append", "overwrite", "create"):
         raise InvalidInputError(f"write_fragments mode must be append, overwrite or create, not {mode!r}")
     if native is not None and mode == "append":
+        # an append's files are cut as the table's writer cuts them
+        _args.refuse_unless(where, "max_rows_per_file", max_rows_per_file, 1024 * 1024)
+        _args.refuse_unless(where, "max_rows_per_group", max_rows_per_group, 1024)
+        _args.refuse(where, data_storage_version=data_storage_version)
         written = native.write_fragments(reader)
     elif native is not None and mode == "overwrite":
         written = native.write_overwrite_fragments(reader, max_rows_per_file, max_rows_per_group,

@@ -42,7 +42,7 @@ BAD = [
     ("add existing column", lambda d: d.add_columns({"id": "1"})),
     ("alter unknown", lambda d: d.alter_columns({"path": "nope", "name": "x"})),
     ("lossy cast", lambda d: d.alter_columns({"path": "id", "data_type": pa.string()})),
-    ("index type", lambda d: d.create_scalar_index("id", "INVERTED")),
+    ("index type", lambda d: d.create_scalar_index("id", "NO_SUCH_TYPE")),
     ("index column", lambda d: d.create_scalar_index("nope")),
     ("take out of range", lambda d: d.take([1000])),
     ("write garbage", lambda d: lancet.write_dataset(object(), d.uri, mode="append")),
