@@ -747,7 +747,7 @@ impl PyDataset {
             max_rows_per_file,
             max_rows_per_group,
             data_storage_version: data_storage_version
-                .map(crate::write::file_version)
+                .map(crate::storage_version::file_version)
                 .transpose()?,
         };
         let reader = import_stream(data)?;
@@ -777,7 +777,7 @@ impl PyDataset {
         data_storage_version: Option<&str>,
     ) -> PyResult<PyDataset> {
         let version = (data_storage_version)
-            .map(crate::write::file_version)
+            .map(crate::storage_version::file_version)
             .transpose()?;
         let schema = import_stream(schema)?.schema();
         let fragments = decode_fragments(&fragments)?;

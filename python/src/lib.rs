@@ -14,6 +14,7 @@ mod dataset;
 mod errors;
 mod fragments;
 mod runtime;
+mod storage_version;
 mod write;
 
 use pyo3::prelude::*;

@@ -3,8 +3,6 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
-use lancet::file::FileVersion;
-
 use lancet::{AppendOptions, CreateOptions, Dataset, Layout};
 use prost::Message;
 use pyo3::prelude::*;
@@ -15,17 +13,9 @@ use crate::dataset::PyDataset;
 use crate::errors::{invalid, IntoPy};
 use crate::fragments::decode_fragments;
 use crate::runtime::block_on;
+use crate::storage_version::file_version;
 
 /// How a table is created, from `write_dataset`'s arguments.
-/// The file version `name` spells (`2.0`, `2.1`, `2.2` or `stable`), or the caller's error.
-pub(crate) fn file_version(name: &str) -> PyResult<FileVersion> {
-    FileVersion::parse(name).ok_or_else(|| {
-        invalid(format!(
-            "data_storage_version must be 2.0, 2.1, 2.2 or stable, not {name:?}"
-        ))
-    })
-}
-
 fn create_options(
     layout: &str,
     enable_stable_row_ids: bool,
