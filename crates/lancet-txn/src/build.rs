@@ -474,15 +474,12 @@ pub fn drop_fields(fields: &[Field], columns: &[&str]) -> Result<Vec<Field>> {
     let name = "Project";
     let mut dropped: Vec<i32> = Vec::new();
     for column in columns {
-        let field = fields
-            .iter()
-            .find(|f| f.parent_id == -1 && f.name == *column)
-            .ok_or_else(|| {
-                TxnError::operation(
-                    name,
-                    format!("Column {column} does not exist in the dataset"),
-                )
-            })?;
+        let field = crate::fields::top_level(fields, column).ok_or_else(|| {
+            TxnError::operation(
+                name,
+                format!("Column {column} does not exist in the dataset"),
+            )
+        })?;
         dropped.push(field.id);
     }
     // descendants follow their parents: a field whose parent goes, goes
@@ -588,9 +585,7 @@ pub fn alter_fields(
     for a in alterations {
         // a path names a column of the schema as it was, as Lance resolves it (a swap of two
         // names is two renames, not a rename of the renamed)
-        let id = fields
-            .iter()
-            .find(|f| f.parent_id == -1 && f.name == a.path)
+        let id = crate::fields::top_level(fields, &a.path)
             .map(|f| f.id)
             .ok_or_else(|| {
                 TxnError::operation(

@@ -26,6 +26,11 @@ pub fn max_field_id<'a>(
         .max()
 }
 
+/// The top-level field (a column of the table) named `name`.
+pub fn top_level<'a>(fields: &'a [Field], name: &str) -> Option<&'a Field> {
+    fields.iter().find(|f| f.parent_id == -1 && f.name == name)
+}
+
 /// The id of the field at `path` (`a.b`: field `b` under top-level field `a`), as Lance
 /// resolves a field path; `None` when the schema has no such field.
 pub fn field_id_by_path(fields: &[Field], path: &str) -> Option<i32> {

@@ -144,10 +144,7 @@ pub fn finish(mut plan: Plan, operation: &Operation, facts: Facts<'_>) -> Result
         plan.apply_project(all)?;
     }
     let lookup = |id: u64| -> Option<&DataFragment> {
-        let list = facts.all.unwrap_or(facts.records);
-        list.binary_search_by_key(&id, |f| f.id)
-            .ok()
-            .and_then(|i| list.get(i))
+        lancet_proto::fragment_by_id(facts.all.unwrap_or(facts.records), id)
     };
     // the updated records by id: a replacement of N fragments looks each up once
     let mut slot: HashMap<u64, usize> = plan

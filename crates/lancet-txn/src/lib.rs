@@ -28,6 +28,7 @@
 )]
 
 pub mod build;
+pub mod columns;
 pub mod compaction;
 mod conflict;
 pub mod coverage;

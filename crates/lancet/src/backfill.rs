@@ -18,7 +18,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema};
 use lancet_file::{FragmentOptions, Rows};
 use lancet_filter::Scalar;
-use lancet_proto::table::transaction::{DataReplacement, DataReplacementGroup, Merge, Operation};
+use lancet_proto::table::transaction::{Merge, Operation};
 use lancet_proto::table::{DataFile, DataFragment};
 
 use crate::committed::Committed;
@@ -114,17 +114,8 @@ pub(crate) async fn add_column(
         return Ok(done);
     }
     for batch in files.chunks(options.fragments_per_commit) {
-        let replacements = batch
-            .iter()
-            .map(|(id, file)| DataReplacementGroup {
-                fragment_id: *id,
-                new_file: Some(file.clone()),
-            })
-            .collect();
-        let next = done
-            .dataset
-            .commit(Operation::DataReplacement(DataReplacement { replacements }))
-            .await?;
+        let replacement = lancet_txn::columns::data_replacement(batch);
+        let next = done.dataset.commit(replacement).await?;
         done = done.then(next);
     }
     Ok(done)
@@ -175,10 +166,8 @@ async fn target<'a>(
         .into_iter()
         .next()
         .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
-    let pending: Vec<&DataFragment> = fragments
-        .iter()
-        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
-        .collect();
+    let pending: Vec<&DataFragment> =
+        lancet_txn::columns::lacking(fragments, column.id()).collect();
     if pending.is_empty() {
         return Err(invalid("the table has a column of that name".into()));
     }
@@ -206,21 +195,11 @@ async fn publish_fields(
     added: Vec<lancet_proto::file::Field>,
     one_commit: bool,
 ) -> Result<Committed> {
-    // Lance's `merge_introduces_required_field`: a new non-nullable column does not
-    // preserve nullability (a concurrent append written without it must retry)
-    let preserves_nullability = added.iter().all(|f| f.parent_id != -1 || f.nullable);
+    let preserves_nullability = lancet_txn::columns::preserves_nullability(&added);
     let mut fields = snap.manifest().fields.clone();
     fields.extend(added);
     let listed = match one_commit {
-        true => fragments
-            .iter()
-            .zip(files)
-            .map(|(f, (_, file))| {
-                let mut f = f.clone();
-                f.files.push(file.clone());
-                f
-            })
-            .collect(),
+        true => lancet_txn::columns::with_written(fragments, files),
         false => fragments.to_vec(),
     };
     operations::commit(
@@ -251,22 +230,21 @@ pub(crate) async fn delete_unpublished(snap: &Snapshot, files: impl Iterator<Ite
 /// The new field (and its children) as the manifest records them, with ids after every
 /// id this table has allocated.
 async fn new_fields(snap: &Snapshot, field: &Field) -> Result<Vec<lancet_proto::file::Field>> {
-    let mut fields = lancet_file::manifest_fields(&Schema::new(vec![field.clone()]))?;
-    let next = next_field_id(snap).await?;
-    for f in &mut fields {
-        f.id += next;
-        if f.parent_id >= 0 {
-            f.parent_id += next;
-        }
-    }
-    Ok(fields)
+    let fields = lancet_file::manifest_fields(&Schema::new(vec![field.clone()]))?;
+    Ok(lancet_txn::columns::numbered_from(
+        fields,
+        next_field_id(snap).await?,
+    ))
 }
 
 /// The id the next new field takes: after every id the table has allocated, including
 /// dropped columns' ids its data files still name (lancet-txn's `max_field_id`).
 pub(crate) async fn next_field_id(snap: &Snapshot) -> Result<i32> {
     let fragments = snap.fragments().await?;
-    Ok(lancet_txn::fields::max_field_id(snap.manifest(), fragments.iter()).map_or(0, |id| id + 1))
+    Ok(lancet_txn::columns::next_field_id(
+        snap.manifest(),
+        fragments.iter(),
+    ))
 }
 
 /// The data file of `value` for every physical row of `fragment`.
@@ -344,14 +322,8 @@ pub(crate) async fn add_null_columns(snap: &Snapshot, fields: &[Field]) -> Resul
     if fields.is_empty() {
         return Err(invalid("", "no columns to add"));
     }
-    let mut new = lancet_file::manifest_fields(&Schema::new(fields.to_vec()))?;
-    let next = next_field_id(snap).await?;
-    for f in &mut new {
-        f.id += next;
-        if f.parent_id >= 0 {
-            f.parent_id += next;
-        }
-    }
+    let new = lancet_file::manifest_fields(&Schema::new(fields.to_vec()))?;
+    let new = lancet_txn::columns::numbered_from(new, next_field_id(snap).await?);
     let mut all = snap.manifest().fields.clone();
     all.extend(new);
     operations::commit(
@@ -374,11 +346,8 @@ pub(crate) async fn unfilled_fragments(snap: &Snapshot, name: &str) -> Result<Ve
         .into_iter()
         .next()
         .ok_or_else(|| Error::Internal(format!("column {name:?} not found")))?;
-    Ok(snap
-        .fragments()
-        .await?
-        .iter()
-        .filter(|f| !f.files.iter().any(|d| d.fields.contains(&column.id())))
+    let fragments = snap.fragments().await?;
+    Ok(lancet_txn::columns::lacking(&fragments, column.id())
         .map(|f| f.id)
         .collect())
 }
@@ -465,16 +434,5 @@ pub(crate) async fn replace_data_files(
     snap: &Snapshot,
     files: &[(u64, DataFile)],
 ) -> Result<Committed> {
-    let replacements = files
-        .iter()
-        .map(|(id, file)| DataReplacementGroup {
-            fragment_id: *id,
-            new_file: Some(file.clone()),
-        })
-        .collect();
-    operations::commit(
-        snap,
-        Operation::DataReplacement(DataReplacement { replacements }),
-    )
-    .await
+    operations::commit(snap, lancet_txn::columns::data_replacement(files)).await
 }

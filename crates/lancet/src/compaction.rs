@@ -270,14 +270,12 @@ async fn commit_remapped(snap: &Snapshot, groups: &[RewriteGroup<'_>]) -> Result
         let mut records = Vec::with_capacity(group.sources.len());
         let mut deleted = Vec::with_capacity(group.sources.len());
         for &id in &group.sources {
-            let f = fragments
-                .binary_search_by_key(&u64::from(id), |f| f.id)
-                .ok()
-                .and_then(|i| fragments.get(i))
-                .ok_or_else(|| Error::InvalidArgument {
+            let f = lancet_proto::fragment_by_id(&fragments, u64::from(id)).ok_or_else(|| {
+                Error::InvalidArgument {
                     what: "compaction".into(),
                     reason: format!("fragment {id} is not in version {}", snap.version()),
-                })?;
+                }
+            })?;
             deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
             records.push(f);
         }

@@ -37,11 +37,7 @@ pub(crate) async fn train_btree_segment(
     fragments: Option<&[u64]>,
     page_rows: u64,
 ) -> Result<IndexMetadata> {
-    let field = snap
-        .manifest()
-        .fields
-        .iter()
-        .find(|f| f.name == column && f.parent_id == -1)
+    let field = lancet_txn::fields::top_level(&snap.manifest().fields, column)
         .cloned()
         .ok_or_else(|| Error::InvalidArgument {
             what: format!("column {column:?}"),
@@ -102,11 +98,7 @@ pub(crate) async fn commit_btree_segments(
         what: format!("segments of {name}"),
         reason,
     };
-    let field = snap
-        .manifest()
-        .fields
-        .iter()
-        .find(|f| f.name == column && f.parent_id == -1)
+    let field = lancet_txn::fields::top_level(&snap.manifest().fields, column)
         .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
     if segments.is_empty() {
         return Err(invalid("no segments".into()));

@@ -111,12 +111,7 @@ pub(crate) async fn index_lookup(
     let ([name], [values]) = (on, key_columns) else {
         return Ok(None);
     };
-    let Some(field) = base
-        .manifest()
-        .fields
-        .iter()
-        .find(|f| &f.name == name && f.parent_id == -1)
-    else {
+    let Some(field) = lancet_txn::fields::top_level(&base.manifest().fields, name) else {
         return Ok(None);
     };
     let Some(index) = indexes::btree_on_field(base, field.id) else {
@@ -251,10 +246,7 @@ pub(crate) fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {
 }
 
 pub(crate) fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
-    fragments
-        .binary_search_by_key(&id, |f| f.id)
-        .ok()
-        .and_then(|i| fragments.get(i))
+    lancet_proto::fragment_by_id(fragments, id)
 }
 
 /// The row ids of the updated target rows, in the order they are written.

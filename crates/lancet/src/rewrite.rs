@@ -171,10 +171,7 @@ pub(crate) async fn commit_rewrite_groups(
         let mut records = Vec::with_capacity(sources.len());
         let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
         for &id in sources {
-            let f = fragments
-                .binary_search_by_key(&u64::from(id), |f| f.id)
-                .ok()
-                .and_then(|i| fragments.get(i))
+            let f = lancet_proto::fragment_by_id(&fragments, u64::from(id))
                 .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
             deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
             records.push(f);

@@ -232,9 +232,7 @@ async fn live_addresses(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>
         .iter()
         .map(|&id| {
             let (frag, offset) = lancet_proto::RowAddress::split(id);
-            let k = fragments
-                .binary_search_by_key(&u64::from(frag), |f| f.id)
-                .ok()?;
+            let k = lancet_proto::fragment_position(&fragments, u64::from(frag))?;
             let f = fragments.get(k)?;
             let deleted = deletions
                 .get(k)?

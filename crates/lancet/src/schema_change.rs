@@ -96,14 +96,8 @@ async fn cast_columns(
         let nullable = a.nullable.unwrap_or(from.is_nullable());
         required |= !nullable;
         let field = arrow_schema::Field::new(&name, to.clone(), nullable);
-        let mut new =
-            lancet_file::manifest_fields(&arrow_schema::Schema::new(vec![field.clone()]))?;
-        for f in &mut new {
-            f.id += next;
-            if f.parent_id >= 0 {
-                f.parent_id += next;
-            }
-        }
+        let new = lancet_file::manifest_fields(&arrow_schema::Schema::new(vec![field.clone()]))?;
+        let new = lancet_txn::columns::numbered_from(new, next);
         next += new.len() as i32;
         let ids: Vec<i32> = new.iter().map(|f| f.id).collect();
         schema = lancet_txn::build::replace_field(&schema, old_id, &new);
@@ -173,20 +167,11 @@ async fn publish_cast(
     schema: Vec<lancet_proto::file::Field>,
     preserves_nullability: bool,
 ) -> Result<Committed> {
-    let listed: Vec<lancet_proto::table::DataFragment> = fragments
-        .iter()
-        .map(|f| {
-            let mut f = f.clone();
-            lancet_txn::build::keep_files_with_fields(&mut f.files, &schema);
-            f.files.extend(
-                written
-                    .iter()
-                    .filter(|(id, _)| *id == f.id)
-                    .map(|(_, d)| d.clone()),
-            );
-            f
-        })
-        .collect();
+    let mut listed = lancet_txn::columns::with_written(fragments, written);
+    for f in &mut listed {
+        // the files of the cast columns' old fields go (Lance's rewrite of a cast column)
+        lancet_txn::build::keep_files_with_fields(&mut f.files, &schema);
+    }
     operations::commit(
         snap,
         Operation::Merge(lancet_proto::table::transaction::Merge {

@@ -251,11 +251,7 @@ impl Search<'_> {
 
     /// The physical row count of fragment `id` in this version, if it has that fragment.
     fn rows_of(&self, id: u32) -> Option<u64> {
-        let i = self
-            .fragments
-            .binary_search_by_key(&u64::from(id), |f| f.id)
-            .ok()?;
-        self.fragments.get(i).map(|f| f.physical_rows)
+        lancet_proto::fragment_by_id(&self.fragments, u64::from(id)).map(|f| f.physical_rows)
     }
 
     /// Drops from `ids` the rows this version does not have, fragment by fragment (the
@@ -300,13 +296,7 @@ impl Search<'_> {
             .collect();
         let mut deleted = RoaringTreemap::new();
         for id in touched {
-            let Ok(i) = self
-                .fragments
-                .binary_search_by_key(&u64::from(id), |f| f.id)
-            else {
-                continue;
-            };
-            let Some(f) = self.fragments.get(i) else {
+            let Some(f) = lancet_proto::fragment_by_id(&self.fragments, u64::from(id)) else {
                 continue;
             };
             if let Some(d) = Box::pin(rowids::cached_deletion_vector(self.ds, f)).await? {
@@ -341,12 +331,7 @@ impl Search<'_> {
         leaves: &[&Leaf],
         typing: Typing,
     ) -> Result<NullableIdSet> {
-        let field = self
-            .ds
-            .manifest()
-            .fields
-            .iter()
-            .find(|f| f.name == column && f.parent_id == -1)
+        let field = lancet_txn::fields::top_level(&self.ds.manifest().fields, column)
             .ok_or_else(|| self.invalid(format!("the table has no column {column:?}")))?;
         let index = if leaves.iter().any(|l| matches!(l, Leaf::Like { .. })) {
             None

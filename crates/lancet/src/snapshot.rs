@@ -366,11 +366,7 @@ impl Snapshot {
         match &self.source {
             FragmentSource::Flat(_) => {
                 let fragments = &self.manifest().fragments;
-                Ok(fragments
-                    .binary_search_by_key(&id, |f| f.id)
-                    .ok()
-                    .and_then(|i| fragments.get(i))
-                    .cloned())
+                Ok(lancet_proto::fragment_by_id(fragments, id).cloned())
             }
             FragmentSource::Tree(reader) => Ok(reader.fragment(id).await?),
         }

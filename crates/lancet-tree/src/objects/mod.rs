@@ -133,10 +133,7 @@ impl DecodedLeaf {
 
     /// The record with `id`, if the leaf holds one.
     pub fn get(&self, id: u64) -> Option<&DataFragment> {
-        self.records
-            .binary_search_by_key(&id, |f| f.id)
-            .ok()
-            .and_then(|i| self.records.get(i))
+        lancet_proto::fragment_by_id(&self.records, id)
     }
 }
 
