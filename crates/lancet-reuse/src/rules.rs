@@ -17,6 +17,7 @@
 //!   legacy (v0) entries, as pylance writes them; tagged is sticky.
 
 use lancet_paths::flags;
+use lancet_proto::table::transaction::rewrite::RewriteGroup;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
@@ -150,6 +151,41 @@ pub fn number_destinations(
         .collect()
 }
 
+/// One rewrite group numbered: both sides' digests, the sources' deleted offsets (in source
+/// order) and the group as Lance 14's Rewrite records it (sources as they were, destinations
+/// with their new ids, last in the version since their ids are the largest).
+#[derive(Debug, Clone)]
+pub struct NumberedGroup {
+    pub sources: Vec<Digest>,
+    pub destinations: Vec<Digest>,
+    pub deleted: Vec<RoaringBitmap>,
+    pub recorded: RewriteGroup,
+}
+
+/// A group of a rewrite (a compaction's task, or a caller's rewrite) as the caller read it:
+/// each source with its deleted offsets (distinct across the groups: `seen`), and its
+/// destinations, numbered here from `next_id` ([`number_destinations`]).
+pub fn number_group(
+    sources: Vec<(&DataFragment, RoaringBitmap)>,
+    mut destinations: Vec<DataFragment>,
+    seen: &mut std::collections::HashSet<u32>,
+    next_id: &mut u64,
+) -> Result<NumberedGroup> {
+    let read: Vec<(&DataFragment, &RoaringBitmap)> = sources.iter().map(|(f, d)| (*f, d)).collect();
+    let src = source_digests(&read, seen)?;
+    let dst = number_destinations(&mut destinations, next_id)?;
+    let (records, deleted): (Vec<&DataFragment>, Vec<RoaringBitmap>) = sources.into_iter().unzip();
+    Ok(NumberedGroup {
+        sources: src,
+        destinations: dst,
+        deleted,
+        recorded: RewriteGroup {
+            old_fragments: records.into_iter().cloned().collect(),
+            new_fragments: destinations,
+        },
+    })
+}
+
 /// The mapping of an ordered compaction of `sources` (with their deleted offsets, in the same
 /// order): every surviving row's address, in source order.
 pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Result<Mapping> {
@@ -247,6 +283,44 @@ mod tests {
         };
         assert!(extendable(Some(skipped), false, "m").is_err());
         assert_eq!(extendable(None, false, "m").unwrap(), None);
+    }
+
+    #[test]
+    fn a_group_is_numbered_after_the_table_and_recorded_as_lance_records_it() {
+        let source = |id: u64| DataFragment {
+            id,
+            physical_rows: 4,
+            ..Default::default()
+        };
+        let (a, b) = (source(2), source(5));
+        let deleted: RoaringBitmap = [1u32].into_iter().collect();
+        let out = DataFragment {
+            physical_rows: 7,
+            ..Default::default()
+        };
+        let (mut seen, mut next_id) = (std::collections::HashSet::new(), 9);
+        let group = number_group(
+            vec![(&a, deleted.clone()), (&b, RoaringBitmap::new())],
+            vec![out.clone()],
+            &mut seen,
+            &mut next_id,
+        )
+        .unwrap();
+        assert_eq!(group.sources, [digest(2, 4, 1), digest(5, 4, 0)]);
+        assert_eq!(group.destinations, [digest(9, 7, 0)]);
+        assert_eq!(next_id, 10);
+        assert_eq!(group.deleted, [deleted, RoaringBitmap::new()]);
+        let old: Vec<u64> = group.recorded.old_fragments.iter().map(|f| f.id).collect();
+        assert_eq!(old, [2, 5]);
+        assert_eq!(group.recorded.new_fragments[0].id, 9);
+        // a source of an earlier group cannot be a source again
+        let again = number_group(
+            vec![(&a, RoaringBitmap::new())],
+            vec![out],
+            &mut seen,
+            &mut next_id,
+        );
+        assert!(again.is_err());
     }
 
     #[test]

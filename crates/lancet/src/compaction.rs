@@ -266,38 +266,26 @@ async fn commit_remapped(snap: &Snapshot, groups: &[RewriteGroup<'_>]) -> Result
     let mut recorded = Vec::with_capacity(groups.len());
     let mut ids = Vec::with_capacity(groups.len());
     let mut seen = std::collections::HashSet::new();
+    let what = format!("version {}", snap.version());
     for group in groups {
-        let mut records = Vec::with_capacity(group.sources.len());
-        let mut deleted = Vec::with_capacity(group.sources.len());
-        for &id in &group.sources {
-            let f = lancet_proto::fragment_by_id(&fragments, u64::from(id)).ok_or_else(|| {
-                Error::InvalidArgument {
-                    what: "compaction".into(),
-                    reason: format!("fragment {id} is not in version {}", snap.version()),
-                }
-            })?;
-            deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
-            records.push(f);
-        }
-        let read: Vec<(&DataFragment, &roaring::RoaringBitmap)> =
-            records.iter().copied().zip(deleted.iter()).collect();
-        let src = lancet_reuse::rules::source_digests(&read, &mut seen)?;
-        let mut outputs = group.destinations.clone();
-        let dst = lancet_reuse::rules::number_destinations(&mut outputs, &mut next_id)?;
+        let sources = rewrite::read_sources(snap, &fragments, &group.sources, &what).await?;
+        let numbered = lancet_reuse::rules::number_group(
+            sources,
+            group.destinations.clone(),
+            &mut seen,
+            &mut next_id,
+        )?;
         ids.push(GroupIds {
             sources: group.sources.clone(),
-            destinations: dst.iter().map(|d| d.id).collect(),
-        });
-        recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
-            old_fragments: records.into_iter().cloned().collect(),
-            new_fragments: outputs,
+            destinations: numbered.destinations.iter().map(|d| d.id).collect(),
         });
         transitions.push(Transition {
             dataset_version: None,
-            mapping: lancet_reuse::rules::ordered_compaction(&src, &deleted)?,
-            sources: src,
-            destinations: dst,
+            mapping: lancet_reuse::rules::ordered_compaction(&numbered.sources, &numbered.deleted)?,
+            sources: numbered.sources,
+            destinations: numbered.destinations,
         });
+        recorded.push(numbered.recorded);
     }
     let remap = CompactionRemap::new(&transitions)?;
     let mut indices = Vec::with_capacity(snap.indices().len());

@@ -149,6 +149,27 @@ where
     }
 }
 
+/// The fragments `ids` of `fragments` (this version's, with known row counts) with their
+/// deleted offsets, read here: a rewrite group's sources as lancet-reuse's rules take them.
+/// An id this version does not list is the caller's error (`what` names the version).
+pub(crate) async fn read_sources<'a>(
+    snap: &Snapshot,
+    fragments: &'a [DataFragment],
+    ids: &[u32],
+    what: &str,
+) -> Result<Vec<(&'a DataFragment, RoaringBitmap)>> {
+    let mut sources = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let f = lancet_proto::fragment_by_id(fragments, u64::from(id))
+            .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
+        sources.push((
+            f,
+            rowids::deletion_vector(snap, f).await?.unwrap_or_default(),
+        ));
+    }
+    Ok(sources)
+}
+
 /// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
 /// version, each recorded as a transition of the history, published in `format`.
 pub(crate) async fn commit_rewrite_groups(
@@ -164,47 +185,35 @@ pub(crate) async fn commit_rewrite_groups(
     let mut recorded = Vec::with_capacity(groups.len());
     let mut seen = HashSet::new();
     for group in groups {
-        let sources = &group.sources;
-        let mut destinations = group.destinations.clone();
-        // sources: fragments of this version with their deletions, read here; what makes
-        // a group (distinct sources, numbered destinations) is lancet-reuse's rule
-        let mut records = Vec::with_capacity(sources.len());
-        let mut deleted: Vec<RoaringBitmap> = Vec::with_capacity(sources.len());
-        for &id in sources {
-            let f = lancet_proto::fragment_by_id(&fragments, u64::from(id))
-                .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
-            deleted.push(rowids::deletion_vector(snap, f).await?.unwrap_or_default());
-            records.push(f);
-        }
-        let read: Vec<(&DataFragment, &RoaringBitmap)> =
-            records.iter().copied().zip(deleted.iter()).collect();
-        let src_digests = lancet_reuse::rules::source_digests(&read, &mut seen)?;
-        for f in &destinations {
+        let sources = read_sources(snap, &fragments, &group.sources, &what).await?;
+        // what makes a group (distinct sources, numbered destinations) is lancet-reuse's rule
+        for f in &group.destinations {
             lancet_reuse::rules::check_destination(f)?;
         }
-        let dst_digests =
-            lancet_reuse::rules::number_destinations(&mut destinations, &mut next_id)?;
+        let numbered = lancet_reuse::rules::number_group(
+            sources,
+            group.destinations.clone(),
+            &mut seen,
+            &mut next_id,
+        )?;
         let mapping = match group.mapping {
             RewriteMapping::OrderedCompaction => {
-                lancet_reuse::rules::ordered_compaction(&src_digests, &deleted)?
+                lancet_reuse::rules::ordered_compaction(&numbered.sources, &numbered.deleted)?
             }
             RewriteMapping::StablePartition { labels } => {
-                write_partition(snap, &src_digests, &deleted, &dst_digests, labels).await?
+                let (src, del, dst) =
+                    (&numbered.sources, &numbered.deleted, &numbered.destinations);
+                write_partition(snap, src, del, dst, labels).await?
             }
         };
         let t = Transition {
             dataset_version: None,
-            sources: src_digests,
-            destinations: dst_digests,
+            sources: numbered.sources,
+            destinations: numbered.destinations,
             mapping,
         };
         ledger = Some(lancet_reuse::rules::extend(ledger, t, &what)?);
-        // Recorded as Lance 14's compaction records its tasks; the plan puts the
-        // destinations last (their ids are the largest), flat or tree.
-        recorded.push(lancet_proto::table::transaction::rewrite::RewriteGroup {
-            old_fragments: records.into_iter().cloned().collect(),
-            new_fragments: destinations,
-        });
+        recorded.push(numbered.recorded);
     }
     let Some(ledger) = ledger else {
         return Err(invalid("a rewrite needs at least one group"));
