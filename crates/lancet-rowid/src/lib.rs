@@ -23,12 +23,14 @@
 
 pub mod assign;
 mod bitmap;
+pub mod changes;
 pub mod deletion;
 mod encoded;
 mod error;
 mod fragment;
 mod index;
 mod lazy;
+pub mod live;
 mod segment;
 mod sequence;
 mod strict;

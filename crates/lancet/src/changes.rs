@@ -1,14 +1,14 @@
 //! What changed between two versions, for change-data capture on a stable-row-id table, as
 //! Lance 14.0.2's `delta` answers it: rows inserted (created in the range), rows updated
 //! (created before it, last updated in it), and row ids deleted (live at the first version,
-//! not at the last). Rows a compaction only moved keep their ids and versions, so they are
-//! neither inserted nor updated.
+//! not at the last). Which rows are inserted or updated is lancet-rowid's rule
+//! (`lancet_rowid::changes`); this module reads and assembles them.
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use lancet_proto::RowAddress;
+use lancet_rowid::changes::{Change, ChangedRows};
 
 use crate::error::{Error, Result};
 use crate::rowids;
@@ -25,22 +25,6 @@ pub struct Changes {
     pub updated: RecordBatch,
     /// Row ids live at `begin` and not at `end`, ascending.
     pub deleted_row_ids: Vec<u64>,
-}
-
-/// Which rows a change selects, by their created and last-updated versions.
-#[derive(Clone, Copy)]
-enum Change {
-    Inserted,
-    Updated,
-}
-
-impl Change {
-    fn holds(self, created: u64, updated: u64, begin: u64, end: u64) -> bool {
-        match self {
-            Change::Inserted => created > begin && created <= end,
-            Change::Updated => created <= begin && updated > begin && updated <= end,
-        }
-    }
 }
 
 /// The rows inserted and updated, and the row ids deleted, in versions `(begin, end]`,
@@ -114,42 +98,19 @@ async fn rows_changed(
     begin: u64,
     end: u64,
 ) -> Result<RecordBatch> {
-    let mut addresses = Vec::new();
-    let (mut ids, mut created_at, mut updated_at) = (Vec::new(), Vec::new(), Vec::new());
+    let mut changed = ChangedRows::default();
+    let manifest = snap.manifest_path();
     for f in snap.fragments().await?.iter() {
-        let Some(sequence) = rowids::row_id_sequence(snap, f)? else {
-            continue;
-        };
-        let (created, updated) = rowids::version_sequences(snap, f)?;
         let deleted = rowids::deletion_vector(snap, f).await?.unwrap_or_default();
-        let fragment = u32::try_from(f.id)
-            .map_err(|_| Error::Internal(format!("fragment id {} is beyond 32 bits", f.id)))?;
-        // rows written before Lance tracked versions count as created at version 1
-        let at = |s: &Option<lancet_rowid::VersionSequence>, offset: u64| {
-            s.as_ref().and_then(|s| s.version_at(offset)).unwrap_or(1)
-        };
-        for (offset, id) in sequence.iter().enumerate() {
-            let offset = offset as u64;
-            let Ok(o) = u32::try_from(offset) else { break };
-            if deleted.contains(o) {
-                continue;
-            }
-            let (c, u) = (at(&created, offset), at(&updated, offset));
-            if change.holds(c, u, begin, end) {
-                addresses.push(RowAddress::new(fragment, o).as_u64());
-                ids.push(id);
-                created_at.push(c);
-                updated_at.push(u);
-            }
-        }
+        changed.add_fragment(f, &manifest, &deleted, change, (begin, end))?;
     }
-    let rows = take::take_addresses(snap, &addresses, None).await?;
+    let rows = take::take_addresses(snap, &changed.addresses, None).await?;
     let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().cloned().collect();
     let mut columns: Vec<ArrayRef> = rows.columns().to_vec();
     for (name, values) in [
-        ("_rowid", ids),
-        ("_row_created_at_version", created_at),
-        ("_row_last_updated_at_version", updated_at),
+        ("_rowid", changed.row_ids),
+        ("_row_created_at_version", changed.created_at),
+        ("_row_last_updated_at_version", changed.updated_at),
     ] {
         fields.push(Arc::new(Field::new(name, DataType::UInt64, true)));
         columns.push(Arc::new(UInt64Array::from(values)));

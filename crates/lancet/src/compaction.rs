@@ -268,7 +268,7 @@ async fn commit_remapped(snap: &Snapshot, groups: &[RewriteGroup<'_>]) -> Result
     let mut seen = std::collections::HashSet::new();
     let what = format!("version {}", snap.version());
     for group in groups {
-        let sources = rewrite::read_sources(snap, &fragments, &group.sources, &what).await?;
+        let sources = rowids::with_deletions(snap, &fragments, &group.sources, &what).await?;
         let numbered = lancet_reuse::rules::number_group(
             sources,
             group.destinations.clone(),

@@ -149,27 +149,6 @@ where
     }
 }
 
-/// The fragments `ids` of `fragments` (this version's, with known row counts) with their
-/// deleted offsets, read here: a rewrite group's sources as lancet-reuse's rules take them.
-/// An id this version does not list is the caller's error (`what` names the version).
-pub(crate) async fn read_sources<'a>(
-    snap: &Snapshot,
-    fragments: &'a [DataFragment],
-    ids: &[u32],
-    what: &str,
-) -> Result<Vec<(&'a DataFragment, RoaringBitmap)>> {
-    let mut sources = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let f = lancet_proto::fragment_by_id(fragments, u64::from(id))
-            .ok_or_else(|| invalid(format!("fragment {id} is not in {what}")))?;
-        sources.push((
-            f,
-            rowids::deletion_vector(snap, f).await?.unwrap_or_default(),
-        ));
-    }
-    Ok(sources)
-}
-
 /// Commits `groups` (each a rewrite of distinct sources into new destinations) in one
 /// version, each recorded as a transition of the history, published in `format`.
 pub(crate) async fn commit_rewrite_groups(
@@ -185,7 +164,7 @@ pub(crate) async fn commit_rewrite_groups(
     let mut recorded = Vec::with_capacity(groups.len());
     let mut seen = HashSet::new();
     for group in groups {
-        let sources = read_sources(snap, &fragments, &group.sources, &what).await?;
+        let sources = rowids::with_deletions(snap, &fragments, &group.sources, &what).await?;
         // what makes a group (distinct sources, numbered destinations) is lancet-reuse's rule
         for f in &group.destinations {
             lancet_reuse::rules::check_destination(f)?;

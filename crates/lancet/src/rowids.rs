@@ -5,12 +5,9 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 use lancet_proto::table::DataFragment;
 use lancet_rowid::deletion::read_deletion_vector;
-use lancet_rowid::{
-    FragmentRowIds, LazyFragment, LazyRowIds, RowIdError, RowIdIndex, RowIdSequence,
-    VersionSequence,
-};
+use lancet_rowid::{LazyRowIds, RowIdIndex, RowIdSequence, VersionSequence};
 use lancet_txn::FragmentRowIds as TxnRowIds;
-use roaring::{RoaringBitmap, RoaringTreemap};
+use roaring::RoaringBitmap;
 
 use crate::cache::StructureKey;
 use crate::error::{Error, Result};
@@ -155,6 +152,25 @@ pub(crate) async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<R
         .await
 }
 
+/// The fragments `ids` of `fragments` (this version's, with known row counts) with their
+/// deleted offsets: a rewrite group's sources as lancet-reuse's rules take them.
+/// An id this version does not list is the caller's error (`what` names the version).
+pub(crate) async fn with_deletions<'a>(
+    snap: &Snapshot,
+    fragments: &'a [DataFragment],
+    ids: &[u32],
+    what: &str,
+) -> Result<Vec<(&'a DataFragment, RoaringBitmap)>> {
+    let mut sources = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let f = lancet_proto::fragment_by_id(fragments, u64::from(id)).ok_or_else(|| {
+            lancet_reuse::ReuseError::InvalidInput(format!("fragment {id} is not in {what}"))
+        })?;
+        sources.push((f, deletion_vector(snap, f).await?.unwrap_or_default()));
+    }
+    Ok(sources)
+}
+
 /// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
 /// kept in the session's index cache.
 pub(crate) async fn row_id_index(snap: &Snapshot) -> Result<Arc<RowIdIndex>> {
@@ -193,25 +209,12 @@ pub(crate) async fn lookup_row_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<O
         return Ok(ids.iter().map(|id| index.get(*id)).collect());
     }
     let all = snap.fragments().await?;
-    let mut fragments = Vec::with_capacity(all.len());
-    let mut by_id = std::collections::HashMap::new();
-    for f in all.iter() {
-        let sequence =
-            row_id_sequence(snap, f)?.ok_or(RowIdError::MissingSequence { fragment: f.id })?;
-        let id = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
-            fragment: f.id,
-            rule: "fragment ids must fit 32 bits".into(),
-        })?;
-        by_id.insert(id, f);
-        fragments.push(LazyFragment {
-            fragment_id: id,
-            physical_rows: f.physical_rows,
-            sequence: Arc::new(sequence),
-        });
-    }
+    let fragments = lancet_rowid::live::lazy_inputs(&all, &snap.manifest_path())?;
+    let by_id: std::collections::HashMap<u64, &DataFragment> =
+        all.iter().map(|f| (f.id, f)).collect();
     let lazy = LazyRowIds::new(fragments)?;
     lazy.get_many(ids, |id| {
-        let f = by_id.get(&id).copied();
+        let f = by_id.get(&u64::from(id)).copied();
         async move {
             match f {
                 Some(f) => Ok(deletion_vector(snap, f).await?.map(Arc::new)),
@@ -228,19 +231,8 @@ pub(crate) async fn lookup_row_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<O
 async fn live_addresses(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>> {
     let deletions = deletion_vectors(snap).await?;
     let fragments = snap.fragments().await?;
-    Ok(ids
-        .iter()
-        .map(|&id| {
-            let (frag, offset) = lancet_proto::RowAddress::split(id);
-            let k = lancet_proto::fragment_position(&fragments, u64::from(frag))?;
-            let f = fragments.get(k)?;
-            let deleted = deletions
-                .get(k)?
-                .as_ref()
-                .is_some_and(|d| d.contains(offset));
-            (u64::from(offset) < f.physical_rows && !deleted).then_some(id)
-        })
-        .collect())
+    let live = |id| lancet_rowid::live::is_live_address(&fragments, &deletions, id);
+    Ok(ids.iter().map(|&id| live(id).then_some(id)).collect())
 }
 
 /// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
@@ -250,38 +242,15 @@ pub(crate) async fn live_row_ids(snap: &Snapshot) -> Result<Vec<(u64, u64)>> {
         return Ok(row_id_index(snap).await?.iter().collect());
     }
     let deletions = deletion_vectors(snap).await?;
-    let mut out = Vec::new();
-    for (f, deleted) in snap.fragments().await?.iter().zip(deletions) {
-        let frag = u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
-            fragment: f.id,
-            rule: "fragment ids must fit 32 bits".into(),
-        })?;
-        let rows = u32::try_from(f.physical_rows).unwrap_or(u32::MAX);
-        for offset in 0..rows {
-            if deleted.as_ref().is_some_and(|d| d.contains(offset)) {
-                continue;
-            }
-            let address = lancet_proto::RowAddress::new(frag, offset).as_u64();
-            out.push((address, address));
-        }
-    }
-    Ok(out)
+    let fragments = snap.fragments().await?;
+    let addresses = lancet_rowid::live::live_addresses(&fragments, &deletions)?;
+    Ok(addresses.into_iter().map(|a| (a, a)).collect())
 }
 
 async fn build_row_id_index(snap: &Snapshot) -> Result<RowIdIndex> {
     let deletions = deletion_vectors(snap).await?;
     let fragments = snap.fragments().await?;
-    let mut inputs = Vec::with_capacity(fragments.len());
-    for (f, deleted) in fragments.iter().zip(deletions) {
-        let sequence =
-            row_id_sequence(snap, f)?.ok_or(RowIdError::MissingSequence { fragment: f.id })?;
-        inputs.push(FragmentRowIds {
-            fragment_id: f.id,
-            physical_rows: f.physical_rows,
-            sequence: Arc::new(sequence),
-            deletions: deleted,
-        });
-    }
+    let inputs = lancet_rowid::live::index_inputs(&fragments, deletions, &snap.manifest_path())?;
     Ok(RowIdIndex::build(inputs)?)
 }
 
@@ -296,7 +265,6 @@ pub(crate) async fn fragment_row_ids(ds: &Snapshot, f: &DataFragment) -> Result<
     let Some(sequence) = row_id_sequence(ds, f)? else {
         return Ok(None);
     };
-    let mut live = ids_of(&sequence);
     let mut missing_deletion_file = false;
     let deleted = match deletion_vector(ds, f).await {
         Ok(d) => d.unwrap_or_default(),
@@ -312,35 +280,10 @@ pub(crate) async fn fragment_row_ids(ds: &Snapshot, f: &DataFragment) -> Result<
         }
         Err(e) => return Err(e),
     };
-    let mut deleted_rows = 0;
-    for offset in &deleted {
-        if let Some(id) = sequence.get(u64::from(offset)) {
-            live.remove(id);
-            deleted_rows += 1;
-        }
-    }
-    // run containers: a range of ids is a few bytes instead of two per id (a conversion
-    // holds every fragment's ids twice, before and after)
-    live.optimize();
-    Ok(Some(TxnRowIds {
-        fragment: f.id,
-        sequence_len: sequence.len(),
-        deleted_rows,
+    Ok(Some(lancet_rowid::live::txn_row_ids(
+        f.id,
+        &sequence,
+        &deleted,
         missing_deletion_file,
-        live,
-    }))
-}
-
-/// Every id of a sequence, ranges inserted whole.
-fn ids_of(sequence: &RowIdSequence) -> RoaringTreemap {
-    let mut ids = RoaringTreemap::new();
-    for segment in sequence.segments() {
-        match segment {
-            lancet_rowid::U64Segment::Range(r) => {
-                ids.insert_range(r.clone());
-            }
-            other => ids.extend(other.iter()),
-        }
-    }
-    ids
+    )))
 }
