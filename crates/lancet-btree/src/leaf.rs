@@ -78,6 +78,57 @@ pub fn evaluate_leaf(
     Ok(result.unwrap_or_default())
 }
 
+/// The conjunction of `leaves` on one column's values (row `i` answering as id `base + i`),
+/// each evaluated as [`evaluate_leaf`] does.
+pub fn evaluate_leaves(
+    column: &str,
+    leaves: &[&Leaf],
+    typing: Typing,
+    values: ArrayRef,
+    base: u64,
+) -> Result<NullableIdSet> {
+    let mut out: Option<NullableIdSet> = None;
+    for leaf in leaves {
+        let r = evaluate_leaf(column, leaf, typing, values.clone(), base)?;
+        out = Some(match out {
+            None => r,
+            Some(prev) => prev.and(&r),
+        });
+    }
+    Ok(out.unwrap_or_default())
+}
+
+/// Whether a BTree may answer the conjunction of `leaves` at all (no `LIKE` pattern, which
+/// no range expresses): when not, its pages need not be read.
+pub fn index_may_answer(leaves: &[&Leaf]) -> bool {
+    !leaves.iter().any(|l| matches!(l, Leaf::Like { .. }))
+}
+
+/// The queries a BTree whose values are of type `value_type` answers the conjunction of
+/// `leaves` on `column` with, folded ([`intersect_ranges`]); `None` when a leaf compares in
+/// another type than the index's (an index answers comparisons in its own value type only)
+/// or is a `LIKE` no range expresses: the column is then read.
+pub fn index_queries(
+    column: &str,
+    leaves: &[&Leaf],
+    typing: Typing,
+    value_type: &DataType,
+) -> Result<Option<Vec<Query>>> {
+    if !index_may_answer(leaves) {
+        return Ok(None);
+    }
+    // every leaf is planned (a literal its column cannot take is the filter's error)
+    let mut queries = Some(Vec::new());
+    for leaf in leaves {
+        let plan = leaf_queries(column, leaf, typing, value_type)?;
+        match (&mut queries, plan.compare_as) {
+            (Some(q), None) => q.extend(plan.queries),
+            _ => queries = None,
+        }
+    }
+    Ok(queries.map(intersect_ranges))
+}
+
 /// The BTree queries of one leaf on a column of type `t`, to be combined with AND
 /// (BETWEEN with a NULL end is `x >= a AND x <= b`), and the type they compare in; the
 /// literals typed by the column ([`lancet_filter::typed`]).
@@ -374,6 +425,29 @@ mod tests {
         );
         let e = leaf_queries("a", &Leaf::Prefix("x".into()), Typing::Column, &t).unwrap_err();
         assert!(e.to_string().contains("LIKE needs a string column"), "{e}");
+    }
+
+    #[test]
+    fn an_index_answers_leaves_in_its_own_value_type_only() {
+        let gt = Leaf::Cmp(Op::Gt, Lit::Int(3));
+        let lt = Leaf::Cmp(Op::Lt, Lit::Int(9));
+        let like = Leaf::Like {
+            pattern: "a%".into(),
+            case_insensitive: false,
+        };
+        let folded = index_queries("v", &[&gt, &lt], Typing::Column, &DataType::Int64).unwrap();
+        assert_eq!(folded.map(|q| q.len()), Some(1), "one range");
+        let like = index_queries("v", &[&like], Typing::Column, &DataType::Utf8).unwrap();
+        assert!(like.is_none());
+        // a float literal typed by itself on an integer index compares as floats
+        let float = Leaf::Cmp(Op::Gt, Lit::Float(2.5));
+        let float = index_queries("v", &[&float], Typing::Common, &DataType::Int64).unwrap();
+        assert!(float.is_none());
+        // the conjunction evaluated on values, row i at base + i
+        let values = ints(&[Some(2), Some(5), None]);
+        let got = evaluate_leaves("v", &[&gt, &lt], Typing::Column, values, 100).unwrap();
+        assert_eq!(got.true_ids.iter().collect::<Vec<_>>(), [101]);
+        assert_eq!(got.null_ids.iter().collect::<Vec<_>>(), [102]);
     }
 
     #[test]

@@ -37,7 +37,10 @@ mod train;
 pub use error::{BTreeError, Result};
 pub use index::{btree_on_field, segments_by_name, BTreeIndex, NoCache, PageCache, PageKey};
 pub use lancet_filter::NullableIdSet;
-pub use leaf::{evaluate_filter, evaluate_leaf, intersect_ranges, leaf_queries, LeafQueries};
+pub use leaf::{
+    evaluate_filter, evaluate_leaf, evaluate_leaves, index_may_answer, index_queries,
+    intersect_ranges, leaf_queries, LeafQueries,
+};
 pub use merge::merge;
 pub use page::{IdLists, Page};
 pub use query::Query;

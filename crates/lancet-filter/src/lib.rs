@@ -71,7 +71,7 @@ mod typing;
 pub use answer::{answer, Answerer, Answering};
 pub use error::{ErrorKind, FilterError, Result};
 pub use scalar::{Func, Scalar};
-pub use truths::NullableIdSet;
+pub use truths::{address_universe, NullableIdSet};
 pub use typing::{
     cast_to, common_type, is_decimal, is_string, literal_value, natural, resolve, strict, typed,
     Conv,

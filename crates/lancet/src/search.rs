@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use lancet_btree::{evaluate_leaf, intersect_ranges, leaf_queries, NullableIdSet};
+use lancet_btree::{evaluate_leaves, index_may_answer, index_queries, NullableIdSet};
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
@@ -199,14 +199,7 @@ impl Answerer for Search<'_> {
 
     fn universe(&self) -> &RoaringTreemap {
         self.universe.get_or_init(|| {
-            let mut out = RoaringTreemap::new();
-            for f in self.fragments.iter() {
-                if let Ok(id) = u32::try_from(f.id) {
-                    let base = RowAddress::first_of(id);
-                    out.insert_range(base..base.saturating_add(f.physical_rows));
-                }
-            }
-            out
+            lancet_filter::address_universe(self.fragments.iter().map(|f| (f.id, f.physical_rows)))
         })
     }
 
@@ -254,29 +247,10 @@ impl Search<'_> {
         lancet_proto::fragment_by_id(&self.fragments, u64::from(id)).map(|f| f.physical_rows)
     }
 
-    /// Drops from `ids` the rows this version does not have, fragment by fragment (the
-    /// treemap's high words are fragment ids): in place, and nothing the size of the table
-    /// is built. Usually nothing is dropped and nothing is copied.
-    fn keep_within_version(&self, ids: &mut RoaringTreemap) {
-        let mut drop: Vec<std::ops::RangeInclusive<u64>> = Vec::new();
-        for (id, offsets) in ids.bitmaps() {
-            let all = RowAddress::fragment_range(id);
-            match self.rows_of(id) {
-                None => drop.push(all),
-                Some(rows) if offsets.max().is_some_and(|m| u64::from(m) >= rows) => {
-                    drop.push(all.start().saturating_add(rows)..=*all.end())
-                }
-                Some(_) => {}
-            }
-        }
-        for range in drop {
-            ids.remove_range(range);
-        }
-    }
-
+    /// `set` without the rows this version does not have (an index's entries for rows
+    /// since removed, a data file longer than its record).
     fn restrict(&self, mut set: NullableIdSet) -> NullableIdSet {
-        self.keep_within_version(&mut set.true_ids);
-        self.keep_within_version(&mut set.null_ids);
+        set.keep_within(|id| self.rows_of(id));
         set
     }
 
@@ -333,10 +307,9 @@ impl Search<'_> {
     ) -> Result<NullableIdSet> {
         let field = lancet_txn::fields::top_level(&self.ds.manifest().fields, column)
             .ok_or_else(|| self.invalid(format!("the table has no column {column:?}")))?;
-        let index = if leaves.iter().any(|l| matches!(l, Leaf::Like { .. })) {
-            None
-        } else {
-            indexes::btree_on_field(self.ds, field.id)
+        let index = match index_may_answer(leaves) {
+            true => indexes::btree_on_field(self.ds, field.id),
+            false => None,
         };
         let mut answered = NullableIdSet::default();
         let mut covered = RoaringBitmap::new();
@@ -344,18 +317,9 @@ impl Search<'_> {
             let segments = Box::pin(indexes::btree_segments(self.ds, &name)).await?;
             let queries = match segments.first() {
                 Some(first) => {
-                    let value_type = first.index.lookup().value_type().clone();
-                    let mut queries = Some(Vec::new());
-                    for leaf in leaves {
-                        let plan = leaf_queries(column, leaf, typing, &value_type)
-                            .map_err(|e| self.leaf_error(e))?;
-                        // an index answers comparisons in its own value type only
-                        match (&mut queries, plan.compare_as) {
-                            (Some(q), None) => q.extend(plan.queries),
-                            _ => queries = None,
-                        }
-                    }
-                    queries.map(intersect_ranges)
+                    let value_type = first.index.lookup().value_type();
+                    index_queries(column, leaves, typing, value_type)
+                        .map_err(|e| self.leaf_error(e))?
                 }
                 None => None,
             };
@@ -379,15 +343,8 @@ impl Search<'_> {
         let scanned = self
             .scan(field.id, column, leaves, typing, &covered)
             .await?;
-        // the index and the scan answer disjoint fragments: join without copying either
-        // when one side is empty (the usual case: one of them answers everything)
-        Ok(if is_empty(&scanned) {
-            answered
-        } else if is_empty(&answered) {
-            scanned
-        } else {
-            answered.or(&scanned)
-        })
+        // the index and the scan answer disjoint fragments
+        Ok(answered.join_disjoint(scanned))
     }
 
     /// Evaluates the conjunction of `leaves` on the column of every fragment `covered` does
@@ -413,16 +370,9 @@ impl Search<'_> {
             // overflow a 2 MiB thread stack in debug builds
             let values = Box::pin(indexes::read_column(self.ds, f, field_id)).await?;
             let base = RowAddress::first_of(id);
-            let mut part: Option<NullableIdSet> = None;
-            for leaf in leaves {
-                let r = evaluate_leaf(column, leaf, typing, values.clone(), base)
-                    .map_err(|e| self.leaf_error(e))?;
-                part = Some(match part {
-                    None => r,
-                    Some(prev) => prev.and(&r),
-                });
-            }
-            out.union_disjoint(part.unwrap_or_default());
+            let part = evaluate_leaves(column, leaves, typing, values, base)
+                .map_err(|e| self.leaf_error(e))?;
+            out.union_disjoint(part);
         }
         // a fragment's rows past physical_rows (a data file longer than its record says)
         Ok(self.restrict(out))
@@ -457,21 +407,8 @@ impl Search<'_> {
             let truth = lancet_filter::scalar::compare(left, *op, right, &batch)
                 .map_err(|reason| self.invalid(reason))?;
             let base = RowAddress::first_of(id);
-            let mut true_ids = RoaringTreemap::new();
-            let mut null_ids = RoaringTreemap::new();
-            for (offset, v) in truth.iter().enumerate() {
-                match v {
-                    Some(true) => true_ids.insert(base | offset as u64),
-                    Some(false) => false,
-                    None => null_ids.insert(base | offset as u64),
-                };
-            }
-            out.union_disjoint(NullableIdSet::new(true_ids, null_ids));
+            out.union_disjoint(NullableIdSet::from_truth(base, truth.iter()));
         }
         Ok(self.restrict(out))
     }
-}
-
-fn is_empty(set: &NullableIdSet) -> bool {
-    set.true_ids.is_empty() && set.null_ids.is_empty()
 }
