@@ -26,6 +26,7 @@ mod error;
 mod footer;
 mod fragment;
 mod read;
+pub mod scan_plan;
 mod schema;
 mod store;
 mod tail;

@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use futures::stream::{BoxStream, Stream, StreamExt, TryStreamExt};
-use lancet_file::{Column, Rows};
+use lancet_file::scan_plan::{batches_of, output_schema, plan_reads, Chunk, Read, SCAN_BATCH_ROWS};
+use lancet_file::Column;
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
-use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::rowids;
@@ -25,14 +25,8 @@ use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
 
-/// Rows read per batch of a scan.
-const SCAN_BATCH_ROWS: u64 = 64 * 1024;
 /// Batches read ahead of the consumer.
 const SCAN_READ_AHEAD: usize = 2;
-
-/// A fragment whose projected columns hold at most this many values (rows × columns) is read
-/// in one pass; a larger one batch by batch, so that a wide scan's memory stays a few batches.
-const WHOLE_FRAGMENT_CELLS: u64 = 4 * 1024 * 1024;
 
 /// What [`Dataset::scan`](crate::Dataset::scan) returns.
 #[derive(Debug, Clone, Default)]
@@ -92,72 +86,6 @@ impl ScanMetrics {
     /// Fragments whose rows were read (a fragment read in several batches counts once).
     pub fn fragments_read(&self) -> u64 {
         self.fragments_read.load(Ordering::Relaxed)
-    }
-}
-
-/// One batch a scan reads: the rows `rows` of `fragment`.
-pub(crate) struct Chunk {
-    pub fragment: DataFragment,
-    pub rows: ChunkRows,
-}
-
-/// One read of a scan: a batch of a fragment's rows, or a whole fragment (read in one
-/// pass and cut into batches of at most [`SCAN_BATCH_ROWS`]).
-enum Read {
-    Chunk(Chunk),
-    Fragment(Chunk),
-}
-
-impl Read {
-    fn fragment_id(&self) -> u64 {
-        match self {
-            Read::Chunk(c) | Read::Fragment(c) => c.fragment.id,
-        }
-    }
-}
-
-/// `batch` cut into consecutive batches of at most `rows` rows (zero-copy slices).
-pub(crate) fn batches_of(batch: &RecordBatch, rows: u64) -> Vec<RecordBatch> {
-    let step = usize::try_from(rows).unwrap_or(usize::MAX).max(1);
-    (0..batch.num_rows())
-        .step_by(step)
-        .map(|start| batch.slice(start, step.min(batch.num_rows() - start)))
-        .collect()
-}
-
-pub(crate) enum ChunkRows {
-    Range(std::ops::Range<u64>),
-    At(Vec<u64>),
-}
-
-impl ChunkRows {
-    fn len(&self) -> u64 {
-        match self {
-            ChunkRows::Range(r) => r.end - r.start,
-            ChunkRows::At(v) => v.len() as u64,
-        }
-    }
-
-    fn offsets(&self) -> Vec<u64> {
-        match self {
-            ChunkRows::Range(r) => r.clone().collect(),
-            ChunkRows::At(v) => v.clone(),
-        }
-    }
-
-    /// Without the first `skip` rows, at most `take` rows.
-    fn window(self, skip: u64, take: u64) -> ChunkRows {
-        match self {
-            ChunkRows::Range(r) => {
-                let start = r.start + skip;
-                ChunkRows::Range(start..r.end.min(start.saturating_add(take)))
-            }
-            ChunkRows::At(v) => {
-                let skip = usize::try_from(skip).unwrap_or(usize::MAX);
-                let take = usize::try_from(take).unwrap_or(usize::MAX);
-                ChunkRows::At(v.into_iter().skip(skip).take(take).collect())
-            }
-        }
     }
 }
 
@@ -249,85 +177,6 @@ async fn matched_rows(
     Ok(matched)
 }
 
-/// The reads of a scan over `fragments` (each with its deletion vector, or the rows a filter
-/// `matched`), `columns` wide, skipping `window.0` rows and taking at most `window.1`.
-fn plan_reads(
-    fragments: &[DataFragment],
-    deletions: Vec<Option<Arc<RoaringBitmap>>>,
-    matched: Option<&crate::rows::Matched>,
-    columns: usize,
-    window: (u64, u64),
-) -> Vec<Read> {
-    let (mut skip, mut left) = window;
-    let mut reads = Vec::new();
-    for (f, deleted) in fragments.iter().zip(deletions) {
-        if left == 0 {
-            break;
-        }
-        // a fragment the scan takes whole (no filter, offset or limit inside it) and whose
-        // projected columns are small enough to hold is read in one pass: its file's
-        // pages in one request, sliced into batches after
-        let cells = f.physical_rows.saturating_mul(columns.max(1) as u64);
-        if matched.is_none() && skip == 0 && cells <= WHOLE_FRAGMENT_CELLS {
-            let live = match &deleted {
-                Some(d) => f.physical_rows.saturating_sub(d.len()),
-                None => f.physical_rows,
-            };
-            if live <= left {
-                let rows = match &deleted {
-                    Some(d) => ChunkRows::At(
-                        (0..f.physical_rows)
-                            .filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o)))
-                            .collect(),
-                    ),
-                    None => ChunkRows::Range(0..f.physical_rows),
-                };
-                left -= live;
-                if live > 0 {
-                    reads.push(Read::Fragment(Chunk {
-                        fragment: f.clone(),
-                        rows,
-                    }));
-                }
-                continue;
-            }
-        }
-        let rows: Vec<ChunkRows> = match (matched, deleted) {
-            (Some(m), _) => {
-                let Ok(id) = u32::try_from(f.id) else {
-                    continue;
-                };
-                match m.get(&id) {
-                    Some(offsets) => offsets_in_chunks(offsets.iter().map(u64::from)),
-                    None => continue,
-                }
-            }
-            (None, Some(d)) => offsets_in_chunks(
-                (0..f.physical_rows).filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
-            ),
-            (None, None) => ranges_in_chunks(f.physical_rows),
-        };
-        for r in rows {
-            let n = r.len();
-            if skip >= n {
-                skip -= n;
-                continue;
-            }
-            let r = r.window(skip, left);
-            skip = 0;
-            left = left.saturating_sub(r.len());
-            reads.push(Read::Chunk(Chunk {
-                fragment: f.clone(),
-                rows: r,
-            }));
-            if left == 0 {
-                break;
-            }
-        }
-    }
-    reads
-}
-
 /// The batches of `reads`, a few read ahead, in order.
 fn read_all(
     snap: &Snapshot,
@@ -369,11 +218,7 @@ pub(crate) async fn read_chunk(
     with_id: bool,
     with_addr: bool,
 ) -> Result<RecordBatch> {
-    let rows = match &chunk.rows {
-        ChunkRows::Range(r) => Rows::Range(r.clone()),
-        ChunkRows::At(v) => Rows::At(v),
-    };
-    let batch = rows::read_rows(snap, &chunk.fragment, projection, rows).await?;
+    let batch = rows::read_rows(snap, &chunk.fragment, projection, chunk.rows.as_rows()).await?;
     let offsets = match with_id || with_addr {
         true => chunk.rows.offsets(),
         false => Vec::new(),
@@ -435,32 +280,4 @@ pub(crate) fn with_row_columns(
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(schema, columns, &options)
         .map_err(|e| Error::Internal(format!("assembling scanned rows: {e}")))
-}
-
-/// The schema of scanned rows: the projection, then `_rowid`, then `_rowaddr`.
-pub(crate) fn output_schema(projection: &[Column], with_id: bool, with_addr: bool) -> SchemaRef {
-    let mut fields: Vec<FieldRef> = projection.iter().map(|c| c.field.clone()).collect();
-    if with_id {
-        fields.push(Arc::new(Field::new("_rowid", DataType::UInt64, true)));
-    }
-    if with_addr {
-        fields.push(Arc::new(Field::new("_rowaddr", DataType::UInt64, true)));
-    }
-    Arc::new(Schema::new(fields))
-}
-
-/// Ascending offsets in batches of at most [`SCAN_BATCH_ROWS`].
-pub(crate) fn offsets_in_chunks(offsets: impl Iterator<Item = u64>) -> Vec<ChunkRows> {
-    let all: Vec<u64> = offsets.collect();
-    all.chunks(SCAN_BATCH_ROWS as usize)
-        .map(|c| ChunkRows::At(c.to_vec()))
-        .collect()
-}
-
-/// `0..rows` in ranges of at most [`SCAN_BATCH_ROWS`].
-pub(crate) fn ranges_in_chunks(rows: u64) -> Vec<ChunkRows> {
-    (0..rows)
-        .step_by(SCAN_BATCH_ROWS as usize)
-        .map(|start| ChunkRows::Range(start..rows.min(start + SCAN_BATCH_ROWS)))
-        .collect()
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, UInt64Array};
 use futures::stream::{BoxStream, StreamExt};
+use lancet_file::scan_plan::{live_chunks, output_schema, Chunk};
 use lancet_file::Rows;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
@@ -25,16 +26,11 @@ pub(crate) fn live_rows(
     deleted: Option<RoaringBitmap>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
     let projection = Arc::new(rows::projection(snap, None)?);
-    let schema = scan::output_schema(&projection, false, false);
-    let chunks = match deleted {
-        Some(d) => scan::offsets_in_chunks(
-            (0..fragment.physical_rows).filter(|o| !u32::try_from(*o).is_ok_and(|o| d.contains(o))),
-        ),
-        None => scan::ranges_in_chunks(fragment.physical_rows),
-    };
+    let schema = output_schema(&projection, false, false);
+    let chunks = live_chunks(fragment.physical_rows, deleted.as_ref());
     let ds = snap.clone();
     let stream = futures::stream::iter(chunks).then(move |rows| {
-        let chunk = scan::Chunk {
+        let chunk = Chunk {
             fragment: fragment.clone(),
             rows,
         };
@@ -52,7 +48,7 @@ pub(crate) async fn take_addresses(
     columns: Option<&[String]>,
 ) -> Result<RecordBatch> {
     let projection = rows::projection(snap, columns)?;
-    let schema = scan::output_schema(&projection, false, false);
+    let schema = output_schema(&projection, false, false);
     let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for a in addresses {
         let (f, o) = RowAddress::split(*a);
