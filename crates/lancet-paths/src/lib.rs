@@ -27,6 +27,7 @@
 
 mod bases;
 pub mod cleanup;
+pub mod cleanup_report;
 pub mod clock;
 pub mod clone;
 pub mod confine;

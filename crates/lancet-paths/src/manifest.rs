@@ -463,6 +463,29 @@ fn decode_listed(entry: VersionEntry, bytes: Bytes) -> Result<ManifestFile> {
     Ok(ManifestFile { entry, decoded })
 }
 
+/// Every version of `entries` read, in their order, several at once; `own` (a version the
+/// caller holds) is not read again. A corrupt manifest is an error.
+pub async fn read_all(
+    store: &DatasetStore,
+    entries: &[VersionEntry],
+    own: &ManifestFile,
+) -> Result<Vec<ManifestFile>> {
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(entries.iter())
+        .map(|e| async move {
+            match e == &own.entry {
+                true => Ok(own.clone()),
+                false => read_manifest_entry(store, e).await,
+            }
+        })
+        .buffered(READ_ALL_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Manifests [`read_all`] reads at once.
+const READ_ALL_CONCURRENCY: usize = 16;
+
 /// Reads the manifest a listing found (one GET of the listed size, no probing by name).
 pub async fn read_manifest_entry(
     store: &DatasetStore,

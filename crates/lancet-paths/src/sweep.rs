@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::path::Path;
 use tracing::Instrument;
 
-use crate::cleanup::{CleanupPolicy, Listed, ObjectKind};
+use crate::cleanup::{CleanupPolicy, Listed, ObjectKind, References, LISTED_DIRS};
 use crate::{DatasetStore, ObjectLocation, PathsError, Result};
 
 /// Deletes `doomed`: the manifests first, then (only when every manifest went) the objects,
@@ -116,6 +116,64 @@ pub fn remove_empty_dirs(dir: &std::path::Path) {
     }
     // fails, harmlessly, when the directory is not empty
     let _ = std::fs::remove_dir(dir);
+}
+
+/// The objects under the directories cleanup sweeps ([`LISTED_DIRS`]), each relative to
+/// the dataset root, with where it is stored. What a listing reaches through a link leading
+/// out of the table is not listed (the store refuses it: [`DatasetStore::refused_outside`]).
+pub async fn list_objects(store: &DatasetStore) -> Result<(Vec<Listed>, HashMap<String, Path>)> {
+    let mut listing = Vec::new();
+    let mut locations = HashMap::new();
+    for prefix in LISTED_DIRS {
+        for meta in store.list(prefix).await? {
+            let Some(path) = store.relative(&meta.location) else {
+                continue;
+            };
+            listing.push(Listed {
+                path: path.clone(),
+                size: meta.size,
+                last_modified_ms: meta.last_modified.timestamp_millis(),
+            });
+            locations.insert(path, meta.location);
+        }
+    }
+    Ok((listing, locations))
+}
+
+/// References being collected from one version, normalized to the form the store lists
+/// objects in, and only those that lie in this dataset.
+pub struct Collector<'a> {
+    pub out: References,
+    pub places: Places,
+    store: &'a DatasetStore,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(store: &'a DatasetStore, root: &str) -> Self {
+        Self {
+            out: References::default(),
+            places: Places::new(root),
+            store,
+        }
+    }
+
+    /// A path relative to the dataset root, as a listing spells it (object stores keep some
+    /// characters percent-encoded).
+    pub fn path(&mut self, relative: String) {
+        let listed = self
+            .store
+            .relative(&self.store.path(&relative))
+            .unwrap_or(relative);
+        self.out.add_path(listed);
+    }
+
+    /// A resolved object: referenced when it lies in this dataset.
+    pub fn location(&mut self, location: &ObjectLocation) -> Result<()> {
+        if let Some(p) = self.places.local(location)? {
+            self.path(p);
+        }
+        Ok(())
+    }
 }
 
 /// Which resolved bases lie inside this dataset, and where. A base is compared by its

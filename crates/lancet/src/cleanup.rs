@@ -21,15 +21,16 @@
 //!    complete if the cleanup stops half-way), then the objects, concurrently and at a
 //!    bounded rate. A failed delete is reported and the run goes on.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
-use lancet_paths::cleanup::{plan, Decide, Listed, ObjectKind, References, Retention, LISTED_DIRS};
+use lancet_paths::cleanup::{plan, Decide, ObjectKind, References, Retention};
 pub use lancet_paths::cleanup::{CleanupPolicy, DEFAULT_OLDER_THAN, DEFAULT_UNVERIFIED_OLDER_THAN};
+pub use lancet_paths::cleanup_report::{CleanupProgress, CleanupReport, KindTotals};
 use lancet_paths::manifest::{self, ManifestFile};
 use lancet_paths::refs;
-use lancet_paths::sweep::{delete_planned, remove_empty_index_dirs, Places};
-use lancet_paths::{files, DatasetStore, ObjectLocation, ObjectUuid};
+use lancet_paths::sweep::{delete_planned, list_objects, remove_empty_index_dirs, Collector};
+use lancet_paths::{files, ObjectLocation, ObjectUuid};
 use lancet_proto::table::DataFragment;
 use object_store::path::Path;
 use tracing::Instrument;
@@ -39,54 +40,6 @@ use crate::fri;
 use crate::snapshot::Snapshot;
 
 const READ_CONCURRENCY: usize = 16;
-
-/// Objects and bytes of one kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KindTotals {
-    pub objects: u64,
-    pub bytes: u64,
-}
-
-/// What a cleanup did (or, dry, would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CleanupReport {
-    pub dry_run: bool,
-    pub kept_versions: Vec<u64>,
-    pub removed_versions: Vec<u64>,
-    /// Deleted (or, dry, to delete) per kind. A failed delete, and the objects not attempted
-    /// because a manifest delete failed, are not counted.
-    pub deleted: BTreeMap<ObjectKind, KindTotals>,
-    /// Paths deleted (or, dry, to delete), relative to the dataset root, sorted.
-    pub deleted_paths: Vec<String>,
-    /// Objects no version names, kept as too young.
-    pub kept_young: u64,
-    /// Deletes that failed: path and error.
-    pub failed: Vec<(String, String)>,
-    /// Objects the listing reached through a symbolic link leading out of the table (or a
-    /// declared base): never deleted, never counted (sorted; at most the first thousand).
-    pub kept_outside: Vec<String>,
-}
-
-impl CleanupReport {
-    /// Objects and bytes over every kind.
-    pub fn total(&self) -> KindTotals {
-        self.deleted
-            .values()
-            .fold(KindTotals::default(), |a, t| KindTotals {
-                objects: a.objects + t.objects,
-                bytes: a.bytes + t.bytes,
-            })
-    }
-}
-
-/// Where a cleanup is, for a progress bar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CleanupProgress {
-    /// Versions read (their manifests and what they reference).
-    Reading { done: u64, total: u64 },
-    /// Objects deleted.
-    Deleting { done: u64, total: u64 },
-}
 
 /// Removes the versions `policy` selects and every object only they (or no version)
 /// need (module docs). Runs from this handle's version: it and newer versions are kept.
@@ -116,7 +69,7 @@ async fn cleanup_inner(
     let store = snap.store();
     let entries = manifest::list_versions(store).await?;
     let total = entries.len() as u64 + 1;
-    let files = read_manifests(snap, &entries).await?;
+    let files = manifest::read_all(store, &entries, snap.manifest_file()).await?;
 
     let (retention, referenced_by_branches) = retention(snap, policy, &entries, now_ms).await?;
     let removed = |file: &ManifestFile| {
@@ -213,25 +166,6 @@ async fn retention(
     Ok((retention, referenced_by_branches))
 }
 
-/// Every version's manifest, read once: the handle's own version is the one it holds.
-async fn read_manifests(
-    snap: &Snapshot,
-    entries: &[manifest::VersionEntry],
-) -> Result<Vec<ManifestFile>> {
-    let (store, own) = (snap.store(), snap.manifest_file());
-    futures::stream::iter(entries.iter())
-        .map(|e| async move {
-            match e == &own.entry {
-                true => Ok(own.clone()),
-                false => manifest::read_manifest_entry(store, e).await,
-            }
-        })
-        .buffered(READ_CONCURRENCY)
-        .try_collect()
-        .await
-        .map_err(Error::from)
-}
-
 /// Refuses a policy that is not valid and a branch (its tags and sub-branches live under
 /// the main dataset's `_refs/`).
 fn refuse(snap: &Snapshot, policy: &CleanupPolicy) -> Result<()> {
@@ -310,39 +244,6 @@ async fn sort_versions(
     Ok(sorted)
 }
 
-/// The objects under the directories cleanup sweeps, with where each is stored.
-async fn list_objects(store: &DatasetStore) -> Result<(Vec<Listed>, HashMap<String, Path>)> {
-    let mut listing = Vec::new();
-    let mut locations = HashMap::new();
-    for prefix in LISTED_DIRS {
-        for meta in store.list(prefix).await? {
-            let Some(path) = store.relative(&meta.location) else {
-                continue;
-            };
-            listing.push(Listed {
-                path: path.clone(),
-                size: meta.size,
-                last_modified_ms: meta.last_modified.timestamp_millis(),
-            });
-            locations.insert(path, meta.location);
-        }
-    }
-    Ok((listing, locations))
-}
-
-impl CleanupReport {
-    /// Counts `deleted` (the objects removed) by kind, with their sorted paths.
-    fn tally(&mut self, deleted: Vec<(Listed, ObjectKind)>) {
-        for (o, kind) in &deleted {
-            let t = self.deleted.entry(*kind).or_default();
-            t.objects += 1;
-            t.bytes += o.size;
-        }
-        self.deleted_paths = deleted.into_iter().map(|(o, _)| o.path).collect();
-        self.deleted_paths.sort();
-    }
-}
-
 /// What `ds` (a version of this dataset, or of one of its branches) names in this
 /// dataset. `own`: `ds` is a version of this dataset (its transaction file is ours).
 async fn references_of(snap: &Snapshot, ds: &Snapshot, own: bool) -> Result<References> {
@@ -351,11 +252,7 @@ async fn references_of(snap: &Snapshot, ds: &Snapshot, own: bool) -> Result<Refe
 }
 
 async fn references_inner(snap: &Snapshot, ds: &Snapshot, own: bool) -> Result<References> {
-    let mut refs = Collected {
-        out: References::default(),
-        places: Places::new(snap.uri()),
-        store: snap.store(),
-    };
+    let mut refs = Collector::new(snap.store(), snap.uri());
     let tf = &ds.manifest().transaction_file;
     if own && !tf.is_empty() {
         refs.path(lancet_paths::layout::transaction_path(tf));
@@ -430,31 +327,4 @@ async fn branch_references(snap: &Snapshot) -> Result<(References, BTreeSet<u64>
     }
     .instrument(span)
     .await
-}
-
-/// References being collected, normalized to the form the store lists them in.
-struct Collected<'a> {
-    out: References,
-    places: Places,
-    store: &'a DatasetStore,
-}
-
-impl Collected<'_> {
-    /// A path relative to the dataset root, as a listing spells it (object stores keep some
-    /// characters percent-encoded).
-    fn path(&mut self, relative: String) {
-        let listed = self
-            .store
-            .relative(&self.store.path(&relative))
-            .unwrap_or(relative);
-        self.out.add_path(listed);
-    }
-
-    /// A resolved object: referenced when it lies in this dataset.
-    fn location(&mut self, location: &ObjectLocation) -> Result<()> {
-        if let Some(p) = self.places.local(location)? {
-            self.path(p);
-        }
-        Ok(())
-    }
 }
