@@ -30,6 +30,7 @@
 pub mod build;
 pub mod columns;
 pub mod compaction;
+pub mod compaction_task;
 mod conflict;
 pub mod coverage;
 mod error;

@@ -16,15 +16,15 @@
 //! Rewrite takes its ids when it is prepared; a concurrent writer that takes them makes the
 //! commit prepare again on the latest version.
 
-use base64::Engine;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use lancet_paths::ObjectUuid;
-use lancet_proto::prost::Message;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::{CompactionRemap, Transition};
 pub use lancet_txn::compaction::CompactionOptions;
 use lancet_txn::compaction::{plan_compaction, FragmentCounts, GroupIds, IndexRemap};
+use lancet_txn::compaction_task::planned_version;
+pub use lancet_txn::compaction_task::{CompactionResult, CompactionTask};
 use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
@@ -38,24 +38,6 @@ use crate::rowids;
 use crate::snapshot::Snapshot;
 use crate::take;
 use crate::write;
-
-/// One group of fragments to rewrite together, as planned on `read_version`. Serializes
-/// (JSON), so any process or machine can execute it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CompactionTask {
-    pub read_version: u64,
-    pub fragments: Vec<u64>,
-    pub options: CompactionOptions,
-}
-
-/// What executing a task wrote: the new fragments (data files written, ids assigned at
-/// commit). Serializes (JSON; each fragment its `DataFragment` protobuf in base64).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CompactionResult {
-    pub task: CompactionTask,
-    #[serde(with = "fragments_b64")]
-    pub new_fragments: Vec<DataFragment>,
-}
 
 /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
 /// needs compacting).
@@ -162,33 +144,16 @@ pub(crate) async fn commit_compaction(
     snap: &Snapshot,
     results: &[CompactionResult],
 ) -> Result<Committed> {
-    let Some(first) = results.first() else {
+    let (Some(read_version), Some(first)) = (planned_version(results)?, results.first()) else {
         return Ok(Committed::nothing(snap.clone()));
     };
-    let read_version = first.task.read_version;
-    if results.iter().any(|r| r.task.read_version != read_version) {
-        return Err(Error::InvalidArgument {
-            what: "compaction results".into(),
-            reason: "they were planned on different versions; commit each plan alone".into(),
-        });
-    }
     let options = first.task.options;
     let base = snap.checkout(read_version).await?;
     let groups: Vec<RewriteGroup<'_>> = results
         .iter()
         .map(|r| {
-            let sources = r
-                .task
-                .fragments
-                .iter()
-                .map(|id| u32::try_from(*id))
-                .collect::<std::result::Result<Vec<u32>, _>>()
-                .map_err(|_| Error::InvalidArgument {
-                    what: "compaction task".into(),
-                    reason: "a fragment id exceeds 32 bits".into(),
-                })?;
             Ok(RewriteGroup {
-                sources,
+                sources: r.task.source_ids()?,
                 destinations: r.new_fragments.clone(),
                 mapping: RewriteMapping::OrderedCompaction,
             })
@@ -376,37 +341,6 @@ async fn remapped(
     out.files = fresh.files;
     out.base_id = None;
     Ok(out)
-}
-
-/// `DataFragment`s as base64 protobufs in JSON.
-mod fragments_b64 {
-    use super::*;
-
-    pub fn serialize<S: serde::Serializer>(
-        f: &[DataFragment],
-        s: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        let encoded: Vec<String> = f
-            .iter()
-            .map(|f| base64::engine::general_purpose::STANDARD.encode(f.encode_to_vec()))
-            .collect();
-        serde::Serialize::serialize(&encoded, s)
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> std::result::Result<Vec<DataFragment>, D::Error> {
-        let encoded: Vec<String> = serde::Deserialize::deserialize(d)?;
-        encoded
-            .iter()
-            .map(|e| {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(e)
-                    .map_err(serde::de::Error::custom)?;
-                DataFragment::decode(bytes.as_slice()).map_err(serde::de::Error::custom)
-            })
-            .collect()
-    }
 }
 
 /// Lance's distributed compaction through one handle ([`Optimizer::compaction`](crate::Optimizer::compaction)): [`Compaction::plan`]
