@@ -356,6 +356,37 @@ pub fn conform(batch: &RecordBatch, schema: &Schema) -> std::result::Result<Reco
         .map_err(|e| format!("the rows do not fit the table's schema: {e}"))
 }
 
+/// `batch` with `schema` when it holds the same columns in any order (matched by name,
+/// reordered to the table's), as [`conform`] takes them.
+pub fn conform_by_name(
+    batch: &RecordBatch,
+    schema: &Schema,
+) -> std::result::Result<RecordBatch, String> {
+    let given = batch.schema();
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let (i, g) = given.column_with_name(f.name()).ok_or_else(|| {
+            format!(
+                "the rows have no column {:?}; they must carry every column of the table",
+                f.name()
+            )
+        })?;
+        fields.push(g.clone());
+        columns.extend(batch.columns().get(i).cloned());
+    }
+    if given.fields().len() != schema.fields().len() {
+        return Err(format!(
+            "the rows have {} columns; the table has {}",
+            given.fields().len(),
+            schema.fields().len()
+        ));
+    }
+    let ordered =
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())?;
+    conform(&ordered, schema)
+}
+
 /// Equal types, ignoring the nullability and names of nested fields (a list's item name).
 fn same_type(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
     use arrow_schema::DataType::*;

@@ -35,7 +35,8 @@ mod write;
 pub use checked_io::MAX_DECOMPRESSED;
 pub use error::{FileError, Result};
 pub use fragment::{
-    conform, read_fragment, write_fragments, Column, DataFileAt, FragmentOptions, Rows,
+    conform, conform_by_name, read_fragment, write_fragments, Column, DataFileAt, FragmentOptions,
+    Rows,
 };
 pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields, table_schema};

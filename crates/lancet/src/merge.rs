@@ -12,10 +12,8 @@
 //! append) makes the later one redo its merge on the newer version, where the key matches
 //! (retried up to [`MergeInsert::conflict_retries`] times, then a retryable conflict).
 
-use std::sync::Arc;
-
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::Schema;
+
 use futures::{Stream, TryStreamExt};
 use lancet_filter::Filter;
 use lancet_txn::merge::{inserted_keys, MergeRules, SourceKeys, WhenMatched};
@@ -241,32 +239,9 @@ impl MergeInsert<'_> {
                 )));
             }
         }
-        let mut conformed = Vec::with_capacity(batches.len());
-        for b in batches {
-            let given = b.schema();
-            let mut columns: Vec<ArrayRef> = Vec::with_capacity(table.fields().len());
-            let mut fields = Vec::with_capacity(table.fields().len());
-            for f in table.fields() {
-                let (i, g) = given.column_with_name(f.name()).ok_or_else(|| {
-                    invalid(format!(
-                        "the source has no column {:?}; it must carry every column of the table",
-                        f.name()
-                    ))
-                })?;
-                fields.push(g.clone());
-                columns.extend(b.columns().get(i).cloned());
-            }
-            if given.fields().len() != table.fields().len() {
-                return Err(invalid(format!(
-                    "the source has {} columns; the table has {}",
-                    given.fields().len(),
-                    table.fields().len()
-                )));
-            }
-            let ordered = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
-                .map_err(|e| invalid(e.to_string()))?;
-            conformed.push(lancet_file::conform(&ordered, &table).map_err(invalid)?);
-        }
+        let conformed = (batches.iter())
+            .map(|b| lancet_file::conform_by_name(b, &table).map_err(invalid))
+            .collect::<Result<Vec<_>>>()?;
         arrow_select::concat::concat_batches(&table, &conformed).map_err(|e| invalid(e.to_string()))
     }
 

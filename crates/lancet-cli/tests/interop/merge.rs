@@ -262,7 +262,7 @@ fn bad_merges_are_refused_with_nothing_published() {
     peer(&["add-columns", m, "w", "id * 2"]);
     refused(
         &["merge-insert", m, "--from", &fine, "--on", "id"],
-        "the source has no column \"w\"",
+        "merge_insert source: the rows have no column \"w\"",
         m,
     );
 }
