@@ -29,6 +29,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+mod apply;
 mod clone;
 mod error;
 mod flat;
@@ -45,6 +46,7 @@ mod snapshot;
 pub mod testing;
 mod writer;
 
+pub use apply::{apply_actions, Applied};
 pub use clone::{clone_tree, point_mutations_at, point_root_at};
 pub use error::{Result, Rule, TreeError};
 pub use flat::apply_flat;

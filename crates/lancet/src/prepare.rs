@@ -10,7 +10,7 @@ use std::sync::Arc;
 use lancet_proto::prost::Message;
 use lancet_proto::table::transaction::Operation;
 use lancet_proto::table::{DataFragment, IndexMetadata, Manifest, Transaction};
-use lancet_tree::{Action, FragmentChange, TreeWriter, TreeWriterConfig};
+use lancet_tree::{Action, FragmentChange, TreeWriterConfig};
 use lancet_txn::build::{Change, Content};
 use lancet_txn::finish;
 use lancet_txn::operation::{data_operation, index_operation};
@@ -74,7 +74,7 @@ pub(crate) async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared
         ),
     };
     let applied = apply(snap, &mut manifest, &actions, &config).await?;
-    let changes = applied.changes;
+    let changes: Arc<[FragmentChange]> = applied.changes.into();
     protocol::enable_for_changes(&mut manifest, &changes);
     // The data files the commit adds, as stored: a change's were read when it was planned;
     // raw storage actions' are read here.
@@ -103,50 +103,18 @@ pub(crate) async fn prepare(snap: &Snapshot, intent: &Intent) -> Result<Prepared
     })
 }
 
-/// Storage actions applied to a version.
-struct Applied {
-    changes: Arc<[FragmentChange]>,
-    /// Objects the tree writer wrote, their bytes, and their paths and sizes.
-    objects: u64,
-    bytes: u64,
-    tree_objects: Vec<(String, u64)>,
-}
-
-/// `actions` applied to this version's fragments into `manifest`: on a tree by lancet-tree's
-/// writer (its objects written now, `manifest` given the new tree and no fragment list), on a
-/// flat version to the manifest's fragment list.
+/// `actions` applied to this version into `manifest` (lancet-tree's rule for either layout;
+/// a flat manifest that leaves `max_fragment_id` unset read as Lance 14 reads it first).
 async fn apply(
     snap: &Snapshot,
     manifest: &mut Manifest,
     actions: &[(u64, Action)],
     config: &TreeWriterConfig,
-) -> Result<Applied> {
-    let mut applied = Applied {
-        changes: Arc::from(Vec::new()),
-        objects: 0,
-        bytes: 0,
-        tree_objects: Vec::new(),
-    };
-    match snap.tree() {
-        Some(reader) => {
-            if !actions.is_empty() {
-                let writer = TreeWriter::new(snap.store().clone(), config.clone());
-                let commit = writer.commit(reader, actions).await?;
-                applied.objects = commit.written.len() as u64;
-                applied.bytes = commit.object_bytes();
-                applied.tree_objects = commit.written;
-                manifest.fragment_tree = Some(commit.metadata);
-                manifest.max_fragment_id = manifest.max_fragment_id.max(commit.max_fragment_id);
-                applied.changes = commit.changes.into();
-            }
-            manifest.fragments.clear();
-        }
-        None => {
-            protocol::known_max_fragment_id(manifest);
-            applied.changes = lancet_tree::apply_flat(manifest, actions)?.into();
-        }
+) -> Result<lancet_tree::Applied> {
+    if snap.tree().is_none() {
+        protocol::known_max_fragment_id(manifest);
     }
-    Ok(applied)
+    Ok(lancet_tree::apply_actions(snap.store(), snap.tree(), manifest, actions, config).await?)
 }
 
 /// What a commit applies to each version it is prepared on.
