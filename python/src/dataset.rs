@@ -83,8 +83,13 @@ impl PyDataset {
         }
     }
 
+    /// The table handle.
+    pub(crate) fn handle(&self) -> &Dataset {
+        &self.ds
+    }
+
     /// The handle after a write, keeping this handle's scan counters.
-    fn after(&self, ds: Dataset) -> PyDataset {
+    pub(crate) fn after(&self, ds: Dataset) -> PyDataset {
         PyDataset {
             ds,
             metrics: self.metrics.clone(),

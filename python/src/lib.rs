@@ -13,6 +13,7 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod fragments;
+mod maps;
 mod runtime;
 mod storage_version;
 mod write;
@@ -28,6 +29,10 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragments::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(maps::maps, m)?)?;
+    m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
+    m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;
+    m.add_function(wrap_pyfunction!(maps::version_facts, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

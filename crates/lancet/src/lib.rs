@@ -198,7 +198,7 @@ pub use lancet_proto::RowAddress;
 pub use lancet_txn::rebase::ConflictCause;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use merge::{MergeInsert, MergeOptions};
-pub use metadata::MetadataTarget;
+pub use metadata::{FieldEntries, MetadataTarget};
 pub use segment::BTreeSegment;
 pub use session_caches::Caches;
 pub use snapshot::file_store_for;

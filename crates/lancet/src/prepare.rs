@@ -114,7 +114,12 @@ async fn apply(
     if snap.tree().is_none() {
         protocol::known_max_fragment_id(manifest);
     }
-    Ok(lancet_tree::apply_actions(snap.store(), snap.tree(), manifest, actions, config).await?)
+    // boxed: the tree writer's future is deep, and every commit path awaits this one
+    let (store, tree) = (snap.store(), snap.tree());
+    Ok(Box::pin(lancet_tree::apply_actions(
+        store, tree, manifest, actions, config,
+    ))
+    .await?)
 }
 
 /// What a commit applies to each version it is prepared on.

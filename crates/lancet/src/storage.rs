@@ -1,10 +1,7 @@
-//! A version as stored, for engines and tools below the table API: its manifest file and
-//! objects, fragment tree, row-id and deletion structures, BTree segments and Fragment Reuse
-//! Index history, and the expert writes that name fragments and storage actions directly.
-//! [`Dataset::storage`] gives the view; the `lancet` command's inspection and repair use it.
-//!
-//! The view borrows the handle and adds nothing: each method is the handle's own, kept off
-//! [`Dataset`]'s everyday API (open and read, write, maintain, inspect).
+//! A version as stored, for engines and tools below the table API ([`Dataset::storage`]):
+//! its manifest file and objects, fragment tree, row-id and deletion structures, BTree
+//! segments and FRI history, and the expert writes that name fragments and storage actions.
+//! The view borrows the handle and adds nothing: each method is the handle's own.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +25,7 @@ use crate::committed::Committed;
 use crate::error::Result;
 use crate::handle::Dataset;
 use crate::indexes::IndexSummary;
-use crate::metadata::MetadataTarget;
+use crate::metadata::{FieldEntries, MetadataTarget};
 use crate::rewrite::RewriteMapping;
 use crate::scan::ScanOptions;
 use crate::search::{SearchOptions, SearchResult};
@@ -104,10 +101,8 @@ impl<'a> Storage<'a> {
         self.ds.fragment(id).await
     }
 
-    /// Every fragment of the version, in id order, with every physical row count known: a
-    /// record leaving it unknown (0, legacy) counted from its first data file's footer, as
-    /// Lance 14's `FileFragment::physical_rows` counts it; otherwise as stored. What a
-    /// binding or an engine reports as a fragment's rows.
+    /// Every fragment, in id order, with every physical row count known (a record leaving it
+    /// unknown counted from its first data file, as Lance 14's `FileFragment::physical_rows`).
     pub async fn fragments_with_known_rows(self) -> Result<Arc<[DataFragment]>> {
         self.ds.with_known_rows(self.ds.fragments().await?).await
     }
@@ -327,11 +322,8 @@ impl<'a> Storage<'a> {
         indexes::index_summaries(self.ds)
     }
 
-    /// Sets (`Some`) or removes (`None`) the keys of `entries` in one of the table's maps —
-    /// or, with `replace`, makes the map exactly the entries that have a value — in one
-    /// UpdateConfig, as Lance 14.0.2's `update_config` / `update_metadata` /
-    /// `update_schema_metadata` / `update_field_metadata`. An unknown field is `InvalidInput`
-    /// with nothing published.
+    /// Sets (`Some`) or removes (`None`) keys of one of the table's maps (with `replace`, the
+    /// map becomes the entries with a value) in one UpdateConfig, as Lance 14.0.2's `update_*`.
     pub async fn update_metadata(
         &self,
         target: MetadataTarget<'_>,
@@ -339,6 +331,15 @@ impl<'a> Storage<'a> {
         replace: bool,
     ) -> Result<Committed> {
         Box::pin(metadata::update_metadata(self.ds, target, entries, replace)).await
+    }
+
+    /// [`Self::update_metadata`] of several fields' maps (by path, `a.b`), in one UpdateConfig.
+    pub async fn update_field_metadata(
+        &self,
+        fields: &[FieldEntries<'_>],
+        replace: bool,
+    ) -> Result<Committed> {
+        Box::pin(metadata::update_field_metadata(self.ds, fields, replace)).await
     }
 }
 
