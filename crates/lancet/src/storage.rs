@@ -316,8 +316,7 @@ impl<'a> Storage<'a> {
         self.ds.indices()
     }
 
-    /// Every index of this version, grouped by name in manifest order, with its type.
-    /// A `fragment_bitmap` that does not decode is an error naming the index.
+    /// Every index, grouped by name in manifest order, with its type (an undecodable bitmap errs).
     pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
         indexes::index_summaries(self.ds)
     }
