@@ -9,6 +9,10 @@ and one lancet cannot translate is applied by pyarrow over the rows read.
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import random
+import shutil
+import warnings
 from typing import Dict, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
@@ -17,6 +21,7 @@ import pyarrow.dataset as pa_ds
 
 from . import _lancet
 from ._data import read, schema_stream, to_reader
+from .bitmap import Bitmap
 from ._expr import Unsupported, to_sql
 from . import _args
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
@@ -276,6 +281,179 @@ class LanceDataset(pa_ds.Dataset):
         raises the typed error of the first broken one."""
         version, fragments = self._ds.verify(data)
         return {"version": version, "fragments": fragments}
+
+    # --- the table's maps: config, table metadata, schema and field metadata -------------
+    def config(self) -> Dict[str, str]:
+        """The table's config (Lance's settings, e.g. ``lance.auto_cleanup.*``)."""
+        return dict(_lancet.maps(self._ds)[0])
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The table metadata."""
+        return dict(_lancet.maps(self._ds)[1])
+
+    @property
+    def schema_metadata(self) -> Dict[str, str]:
+        """The schema's metadata."""
+        return dict(_lancet.maps(self._ds)[2])
+
+    def _update_map(self, target: str, values, replace: bool, field: Optional[str] = None) -> None:
+        if not isinstance(values, dict):
+            raise TypeError(f"values must be a dict of str to str or None, not {type(values).__name__}")
+        entries = [(str(k), None if v is None else str(v)) for k, v in values.items()]
+        self._moved(_lancet.update_map(self._ds, target, entries, bool(replace), field))
+
+    def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Sets (a value) or removes (None) config keys in one commit; with `replace` the
+        config becomes exactly the keys given a value. Returns the config."""
+        self._update_map("config", values, replace)
+        return self.config()
+
+    def delete_config_keys(self, keys: List[str]) -> None:
+        """Removes config keys (a key the table does not have is ignored), in one commit."""
+        self._update_map("config", {k: None for k in keys}, False)
+
+    def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """As :meth:`update_config`, for the table metadata. Returns it."""
+        self._update_map("table", values, replace)
+        return self.metadata
+
+    def update_schema_metadata(self, values: Dict[str, Optional[str]], *,
+                               replace: bool = False) -> Dict[str, str]:
+        """As :meth:`update_config`, for the schema's metadata. Returns it."""
+        self._update_map("schema", values, replace)
+        return self.schema_metadata
+
+    def replace_schema_metadata(self, new_metadata: Dict[str, str]):
+        """Deprecated, as in pylance: :meth:`update_schema_metadata` with ``replace=True``."""
+        warnings.warn("replace_schema_metadata is deprecated. "
+                      "Use update_schema_metadata(metadata, replace=True) instead.",
+                      DeprecationWarning, stacklevel=2)
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *,
+                              replace: bool = False) -> None:
+        """Sets or removes metadata keys of fields (by path, ``a.b``), every field in one
+        commit. An unknown field raises with nothing committed."""
+        if not isinstance(field_updates, dict):
+            raise TypeError("field_updates must be a dict of field path to a dict")
+        updates = [
+            (str(path), [(str(k), None if v is None else str(v)) for k, v in values.items()])
+            for path, values in field_updates.items()
+        ]
+        self._moved(_lancet.update_field_maps(self._ds, updates, bool(replace)))
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]):
+        """Deprecated, as in pylance: :meth:`update_field_metadata` with ``replace=True``."""
+        warnings.warn("replace_field_metadata is deprecated. "
+                      "Use update_field_metadata({field: metadata}, replace=True) instead.",
+                      DeprecationWarning, stacklevel=2)
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
+    # --- facts of this version ------------------------------------------------------------
+    @property
+    def max_field_id(self) -> int:
+        """The highest field id the table has allocated (dropped columns' ids included)."""
+        return _lancet.version_facts(self._ds)[0]
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data file version writes use when they name none."""
+        return _lancet.version_facts(self._ds)[1]
+
+    def fragment_ids(self) -> "Bitmap":
+        """The ids of this version's fragments, without an object per fragment."""
+        return Bitmap(_lancet.version_facts(self._ds)[2])
+
+    def get_version(self) -> dict:
+        """This version: number, commit time and the summary pylance computes from the
+        manifest (fragments, data files, deletion files, rows, bytes)."""
+        summary = _lancet.version_summary(self._ds)
+        ns = dict(self._ds.versions()).get(self.version, 0)
+        return {
+            "version": self.version,
+            "timestamp": _dt.datetime.fromtimestamp(ns / 1e9),
+            "metadata": {k: str(v) for k, v in summary.items()},
+        }
+
+    @property
+    def has_index(self) -> bool:
+        return len(self.list_indices()) > 0
+
+    def validate(self) -> None:
+        """Checks this version's integrity; raises the typed error of the first broken rule."""
+        self._ds.verify(False)
+
+    # --- more ways to read and write, as pylance's ----------------------------------------
+    def checkout_latest(self) -> None:
+        """Moves this handle to the table's latest version."""
+        self._moved(self._ds.latest())
+
+    def insert(self, data, *, mode="append", **kwargs) -> None:
+        """Writes `data` to this table (``mode`` as :func:`lancet.write_dataset`'s) and moves
+        this handle to the new version."""
+        from . import write_dataset
+
+        new = write_dataset(data, self._uri, mode=mode, **kwargs)
+        self._moved(new._ds)
+
+    def to_pandas(self, *args, **kwargs):
+        """:meth:`to_table` as a pandas DataFrame."""
+        return self.to_table(*args, **kwargs).to_pandas()
+
+    def slice(self, start: int, end: int, columns=None) -> pa.Table:
+        """The rows at positions ``start`` (inclusive) to ``end`` (exclusive)."""
+        if start < 0:
+            raise ValueError(f"start must be non-negative, got {start}")
+        if end < start:
+            raise ValueError(f"end ({end}) must be >= start ({start})")
+        return self.to_table(columns=columns, offset=start, limit=end - start)
+
+    def sample(self, num_rows: int, columns=None, randomize_order: bool = True, **kwargs) -> pa.Table:
+        """`num_rows` rows drawn at random without replacement (every row when the table
+        has fewer), in position order unless `randomize_order`."""
+        _args.no_extra("LanceDataset.sample", kwargs)
+        total = self.count_rows()
+        picked = sorted(random.sample(range(total), min(int(num_rows), total)))
+        if randomize_order:
+            random.shuffle(picked)
+        return self.take(picked, columns=columns)
+
+    def truncate_table(self) -> None:
+        """Deletes every row in one commit; the schema, indexes and history stay."""
+        self._moved(_lancet.truncate(self._ds))
+
+    def shallow_clone(self, target_path, reference, storage_options=None, **kwargs) -> "LanceDataset":
+        """A new table at `target_path` whose first version is version or tag `reference` of
+        this one, its data read from here."""
+        where = "LanceDataset.shallow_clone"
+        _args.refuse(where, storage_options=storage_options)
+        _args.no_extra(where, kwargs)
+        if isinstance(reference, tuple):
+            branch, version = reference
+            _args.refuse(where, branch=branch)
+            reference = version
+        version = self.tags.get_version(reference) if isinstance(reference, str) else reference
+        return LanceDataset(str(target_path), _native=_lancet.shallow_clone(self._ds, str(target_path), version))
+
+    @staticmethod
+    def drop(base_uri, storage_options=None, ignore_not_found=None) -> None:
+        """Deletes the table at `base_uri` and everything under it (a local path: lancet
+        deletes only what it can show is a table)."""
+        _args.refuse("LanceDataset.drop", storage_options=storage_options)
+        path = str(base_uri)
+        if "://" in path and not path.startswith("file://"):
+            raise UnsupportedError(f"LanceDataset.drop: lancet drops local tables only, not {path!r}")
+        path = path[len("file://"):] if path.startswith("file://") else path
+        if not os.path.exists(path):
+            if ignore_not_found:
+                return
+            raise NotFoundError(f"Not found: {path}")
+        try:
+            _lancet.open(path, version=None, tag=None, branch=None)
+        except NotFoundError as e:
+            raise InvalidInputError(f"{path!r} is not a Lance table root; nothing deleted ({e})") from e
+        shutil.rmtree(path)
 
     # --- writing (each moves this handle to the new version, as pylance's) ----------------
     def delete(self, predicate, *, conflict_retries: int = 10,
@@ -818,3 +996,89 @@ class DatasetDelta:
     def get_deleted_row_ids(self) -> pa.RecordBatchReader:
         t = pa.table({"_rowid": pa.array(self._deleted, pa.uint64())})
         return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+
+# pylance 14.0.2's LanceDataset names lancet does not implement. Each exists and raises
+# UnsupportedError (a NotImplementedError) naming the feature, never AttributeError:
+# a ported script stops at the call with the reason, not at a missing name.
+_NOT_IMPLEMENTED = {
+    "add_bases": "adding base paths to a table",
+    "all_files": "listing the files under a table's root",
+    "base_paths": "listing a table's base paths",
+    "centroids": "vector indexes (IVF centroids)",
+    "commit_batch": "committing several transactions at once",
+    "commit_existing_index_segments": "committing index segments built elsewhere (lancet: commit_btree_segments)",
+    "create_branch": "creating branches from Python (the lancet command has `branch create`)",
+    "create_index": "vector and full-text indexes (lancet builds BTree indexes: create_scalar_index)",
+    "create_index_uncommitted": "vector and full-text indexes",
+    "deep_clone": "deep clones (lancet makes shallow clones: shallow_clone)",
+    "describe_indices": "index descriptions (lancet: list_indices)",
+    "drop_index": "dropping an index",
+    "explain_cleanup_old_versions": "explaining a cleanup (lancet: cleanup_old_versions(dry_run=True))",
+    "get_ivf_model": "vector indexes (IVF models)",
+    "get_transactions": "reading transactions from Python",
+    "index_statistics": "index statistics",
+    "initialize_mem_wal": "the MemWAL",
+    "io_stats_incremental": "I/O statistics (lancet: scan_stats)",
+    "io_stats_snapshot": "I/O statistics (lancet: scan_stats)",
+    "latest_storage_options": "storage options",
+    "mem_wal_index_details": "the MemWAL",
+    "mem_wal_writer": "the MemWAL",
+    "merge": "joining a table on a key column (lancet: merge_insert, add_columns)",
+    "merge_existing_index_segments": "merging index segments built elsewhere",
+    "merge_index_metadata": "merging index metadata",
+    "migrate_manifest_paths_v2": "migrating manifest naming",
+    "new_file_session": "file sessions",
+    "prewarm_index": "prewarming an index",
+    "read_blob_ranges": "blob columns",
+    "read_blobs": "blob columns",
+    "read_transaction": "reading transactions from Python",
+    "remap_row_addrs": "remapping row addresses",
+    "session": "sessions",
+    "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
+    "take_blobs": "blob columns",
+    "tracked_files": "listing the files every version references",
+    "version_refs": "version references",
+}
+
+_NOT_IMPLEMENTED_PROPERTIES = {
+    "branches": "branches from Python (the lancet command has `branch`)",
+    "initial_storage_options": "storage options",
+    "lance_schema": "LanceSchema",
+    "stats": "dataset statistics",
+    "storage_options_accessor": "storage options",
+}
+
+
+def _unsupported(name: str, feature: str) -> UnsupportedError:
+    return UnsupportedError(f"LanceDataset.{name}: lancet does not implement {feature}")
+
+
+def _not_implemented(name: str, feature: str):
+    def method(self, *args, **kwargs):
+        raise _unsupported(name, feature)
+
+    method.__name__ = name
+    method.__qualname__ = f"LanceDataset.{name}"
+    method.__doc__ = f"Not implemented by lancet: {feature}. Raises UnsupportedError."
+    return method
+
+
+def _not_implemented_property(name: str, feature: str) -> property:
+    def get(self):
+        raise _unsupported(name, feature)
+
+    return property(get, doc=f"Not implemented by lancet: {feature}. Raises UnsupportedError.")
+
+
+for _name, _feature in _NOT_IMPLEMENTED.items():
+    setattr(LanceDataset, _name, _not_implemented(_name, _feature))
+for _name, _feature in _NOT_IMPLEMENTED_PROPERTIES.items():
+    setattr(LanceDataset, _name, _not_implemented_property(_name, _feature))
+
+
+def _from_pydantic_model(cls, *args, **kwargs):
+    raise _unsupported("from_pydantic_model", "schemas from pydantic models")
+
+
+LanceDataset.from_pydantic_model = classmethod(_from_pydantic_model)

@@ -12,6 +12,9 @@ use crate::dataset::PyDataset;
 use crate::errors::IntoPy;
 use crate::runtime::block_on;
 
+/// Keys to set (a value) or remove (`None`), as Python passes them.
+type Entries = Vec<(String, Option<String>)>;
+
 /// A map as Python reads it (a value that is not UTF-8 read lossily).
 type Map = HashMap<String, String>;
 
@@ -39,7 +42,7 @@ pub fn update_map(
     py: Python<'_>,
     ds: &PyDataset,
     target: &str,
-    entries: Vec<(String, Option<String>)>,
+    entries: Entries,
     replace: bool,
     field: Option<String>,
 ) -> PyResult<PyDataset> {
@@ -96,4 +99,93 @@ pub fn version_facts(py: Python<'_>, ds: &PyDataset) -> PyResult<(i64, String, V
         Ok::<_, lancet::Error>((max.map_or(-1, i64::from), version, ids))
     })
     .py_err()
+}
+
+/// The metadata of several fields (`(path, entries)`) changed in one commit, as pylance's
+/// `update_field_metadata`; returns the new handle.
+#[pyfunction]
+pub fn update_field_maps(
+    py: Python<'_>,
+    ds: &PyDataset,
+    updates: Vec<(String, Entries)>,
+    replace: bool,
+) -> PyResult<PyDataset> {
+    let handle = ds.handle().clone();
+    let committed = block_on(py, async move {
+        let fields: Vec<lancet::FieldEntries<'_>> = updates
+            .iter()
+            .map(|(path, entries)| {
+                let entries = entries
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                (path.as_str(), entries)
+            })
+            .collect();
+        handle
+            .storage()
+            .update_field_metadata(&fields, replace)
+            .await
+    })
+    .py_err()?;
+    Ok(ds.after(committed.dataset))
+}
+
+/// What pylance's `get_version()` summarizes of this version's manifest, as Lance 14.0.2's
+/// `Manifest::summary` counts it from the records alone (a count a record leaves unknown
+/// adds nothing): fragments, rows, data files, deletion files and the rows they delete, the
+/// data files' recorded bytes, and the data files' rows (live plus deleted rows).
+#[pyfunction]
+pub fn version_summary(py: Python<'_>, ds: &PyDataset) -> PyResult<HashMap<String, u64>> {
+    let handle = ds.handle().clone();
+    block_on(py, async move {
+        let fragments = handle.fragments().await?;
+        let mut s: HashMap<String, u64> = HashMap::new();
+        let mut add = |k: &str, n: u64| *s.entry(k.to_string()).or_default() += n;
+        add("total_fragments", fragments.len() as u64);
+        for f in fragments.iter() {
+            let counts = lancet::FragmentSummary::of(f);
+            if let (Some(p), Some(d)) = (counts.physical_rows, counts.num_deleted_rows) {
+                add("total_rows", p.saturating_sub(d));
+            }
+            add("total_data_files", f.files.len() as u64);
+            add("total_deletion_files", u64::from(f.deletion_file.is_some()));
+            if f.deletion_file.is_some() {
+                add(
+                    "total_deletion_file_rows",
+                    counts.num_deleted_rows.unwrap_or(0),
+                );
+            }
+            add(
+                "total_files_size",
+                f.files.iter().map(|d| d.file_size_bytes).sum(),
+            );
+        }
+        for k in ["total_rows", "total_deletion_file_rows"] {
+            add(k, 0);
+        }
+        let count = |k: &str| s.get(k).copied().unwrap_or(0);
+        let rows = count("total_rows") + count("total_deletion_file_rows");
+        s.insert("total_data_file_rows".into(), rows);
+        Ok::<_, lancet::Error>(s)
+    })
+    .py_err()
+}
+
+/// A shallow clone of `version` (this handle's when `None`) at `target`; its first version.
+#[pyfunction]
+#[pyo3(signature = (ds, target, version=None))]
+pub fn shallow_clone(
+    py: Python<'_>,
+    ds: &PyDataset,
+    target: String,
+    version: Option<u64>,
+) -> PyResult<PyDataset> {
+    let handle = ds.handle().clone();
+    let committed = block_on(
+        py,
+        async move { handle.shallow_clone(&target, version).await },
+    )
+    .py_err()?;
+    Ok(PyDataset::new(committed.dataset))
 }

@@ -40,6 +40,9 @@ pub struct LanceFile {
     schema: SchemaRef,
     /// The field ids of the stored schema, nested fields included (pre-order).
     field_ids: Vec<i32>,
+    /// Ids of fields with children (structs): in files of 2.1 and later they hold no column
+    /// of their own, so a DataFile does not list them.
+    parent_ids: Vec<i32>,
     /// Each top-level field's id and name.
     top_level: Vec<(i32, String)>,
     /// The file's compressed buffers, checked on every page read (`checked_io.rs`).
@@ -136,6 +139,7 @@ impl LanceFile {
         })?;
         schema.metadata = lance_schema.metadata.clone();
         let field_ids = lance_schema.fields_pre_order().map(|f| f.id).collect();
+        let parent_ids = parent_ids(lance_schema.as_ref());
         let top_level = lance_schema
             .fields
             .iter()
@@ -146,6 +150,7 @@ impl LanceFile {
             reader,
             schema: Arc::new(schema),
             field_ids,
+            parent_ids,
             top_level,
             pages,
             ahead,
@@ -170,6 +175,11 @@ impl LanceFile {
     /// fragment's `DataFile.fields` lists for the file).
     pub fn field_ids(&self) -> &[i32] {
         &self.field_ids
+    }
+
+    /// The ids of fields with children (structs) in the file's schema.
+    pub fn parent_field_ids(&self) -> &[i32] {
+        &self.parent_ids
     }
 
     /// The stored name of the top-level field with id `id` (a table's data file records its
@@ -680,6 +690,7 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
     .await?
     .map_err(lance_err(path))?;
     let field_ids = reader.schema().fields_pre_order().map(|f| f.id).collect();
+    let parent_ids = parent_ids(reader.schema());
     let top_level = reader
         .schema()
         .fields
@@ -691,6 +702,7 @@ pub async fn reopen_bytes(path: &Path, bytes: Bytes, outline: &FileOutline) -> R
         reader,
         schema: outline.schema.clone(),
         field_ids,
+        parent_ids,
         top_level,
         pages: outline.pages.clone(),
         ahead: Default::default(),
@@ -728,6 +740,14 @@ impl lance_encoding::EncodingsIo for MemoryIo {
             .collect();
         futures::future::ready(slices).boxed()
     }
+}
+
+/// Ids of the fields of `schema` that have children.
+fn parent_ids(schema: &lance_core::datatypes::Schema) -> Vec<i32> {
+    (schema.fields_pre_order())
+        .filter(|f| !f.children.is_empty())
+        .map(|f| f.id)
+        .collect()
 }
 
 #[cfg(test)]

@@ -86,6 +86,9 @@ pub struct StoredDataFile {
     pub num_rows: u64,
     /// Every field id of the file's schema, nested fields included.
     pub field_ids: Vec<i32>,
+    /// The ids among them of fields with children (structs): files of 2.1 and later store
+    /// no column for them, and Lance's DataFile lists only fields with a column.
+    pub parent_ids: Vec<i32>,
 }
 
 /// The row ids of the changed fragments before and after, on a stable-row-id table.
@@ -523,7 +526,11 @@ impl<'a, 'b> Checker<'a, 'b> {
             let listed: BTreeSet<i32> = file.fields.iter().copied().filter(|f| *f >= 0).collect();
             let tombstones = file.fields.iter().filter(|f| **f == -2).count();
             let held: BTreeSet<i32> = stored.field_ids.iter().copied().collect();
-            if !listed.is_subset(&held) || held.difference(&listed).count() > tombstones {
+            // a struct holds no column of its own (2.1 and later): listed or not
+            let unlisted = (held.difference(&listed))
+                .filter(|id| !stored.parent_ids.contains(id))
+                .count();
+            if !listed.is_subset(&held) || unlisted > tombstones {
                 return Err(self.fail(
                     Invariant::DataFileFields,
                     subject(),
@@ -1226,6 +1233,7 @@ mod tests {
             Ok(StoredDataFile {
                 num_rows,
                 field_ids: field_ids.to_vec(),
+                parent_ids: Vec::new(),
             })
         };
         judge_files(file(10, &[3, 0])).unwrap();
@@ -1244,6 +1252,19 @@ mod tests {
         );
         assert_eq!(
             broken(judge_files(file(10, &[0]))),
+            Invariant::DataFileFields
+        );
+        // a struct (5) has no column of its own: unlisted, it takes no tombstone
+        let with_struct = |ids: &[i32], parents: &[i32]| {
+            judge_files(Ok(StoredDataFile {
+                num_rows: 10,
+                field_ids: ids.to_vec(),
+                parent_ids: parents.to_vec(),
+            }))
+        };
+        with_struct(&[0, 3, 4, 5], &[5]).unwrap();
+        assert_eq!(
+            broken(with_struct(&[0, 3, 4, 5], &[])),
             Invariant::DataFileFields
         );
     }

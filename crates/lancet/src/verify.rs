@@ -168,6 +168,7 @@ pub(crate) async fn data_file_facts(
                 Ok(f) => Ok(StoredDataFile {
                     num_rows: f.num_rows(),
                     field_ids: f.field_ids().to_vec(),
+                    parent_ids: f.parent_field_ids().to_vec(),
                 }),
                 Err(e) if e.is_not_found() => Err("no such object".to_string()),
                 Err(e) if e.is_unreadable() => Err(e.to_string()),

@@ -1,0 +1,165 @@
+"""pylance's table API beyond reads and writes (issue 42), twin against pylance 14.0.2: each
+test runs the same steps with ``import lance`` and with ``import lancet as lance`` on twin
+tables and compares what both answer and what both tables hold afterwards."""
+
+import pathlib
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancet
+from lancet import errors
+
+
+def _table():
+    return pa.table({"x": pa.array(range(10), pa.int64()),
+                     "s": pa.array([{"a": i} for i in range(10)])})
+
+
+@pytest.fixture
+def twins(tmp_path):
+    """(lancet's handle, pylance's handle) on twin tables, each written by its engine."""
+    mine = lancet.write_dataset(_table(), str(tmp_path / "mine"), max_rows_per_file=4)
+    theirs = lance.write_dataset(_table(), str(tmp_path / "theirs"), max_rows_per_file=4)
+    return mine, theirs
+
+
+def _both(twins, step):
+    """`step` on both handles: its answers, and the versions each moved to."""
+    answers = [step(ds) for ds in twins]
+    return answers, [ds.version for ds in twins]
+
+
+def test_config_and_metadata_maps_change_as_pylances(twins):
+    steps = [
+        lambda ds: ds.update_config({"a": "1", "b": "2"}),
+        lambda ds: ds.update_config({"a": None}),
+        lambda ds: ds.delete_config_keys(["missing"]),
+        lambda ds: ds.update_config({"only": "this"}, replace=True),
+        lambda ds: ds.update_metadata({"k": "v", "j": "w"}),
+        lambda ds: ds.update_metadata({"k": None}),
+        lambda ds: ds.update_schema_metadata({"sk": "v"}),
+        lambda ds: ds.update_field_metadata({"x": {"fk": "1"}, "s.a": {"g": "2"}}),
+    ]
+    for step in steps:
+        (mine, theirs), (v_mine, v_theirs) = _both(twins, step)
+        assert mine == theirs
+        assert v_mine == v_theirs
+    for ds in twins:
+        ds.checkout_latest()
+    mine, theirs = twins
+    assert mine.config() == theirs.config()
+    assert mine.metadata == theirs.metadata
+    assert mine.schema_metadata == theirs.schema_metadata
+    # what pylance wrote and what lancet wrote read the same through the other engine
+    assert lance.dataset(mine.uri).config() == theirs.config()
+    assert lancet.dataset(theirs.uri).metadata == mine.metadata
+    assert lance.dataset(mine.uri).schema.field("x").metadata == {b"fk": b"1"}
+
+
+def test_deprecated_replacements_warn_as_pylances(twins):
+    for ds in twins:
+        with pytest.warns(DeprecationWarning):
+            ds.replace_schema_metadata({"only": "one"})
+        with pytest.warns(DeprecationWarning):
+            ds.replace_field_metadata("x", {"f": "v"})
+    mine, theirs = twins
+    assert mine.schema_metadata == theirs.schema_metadata == {"only": "one"}
+    assert mine.version == theirs.version
+
+
+def test_an_unknown_field_changes_nothing(twins):
+    mine, _ = twins
+    before = mine.version
+    with pytest.raises(errors.InvalidInputError):
+        mine.update_field_metadata({"x": {"a": "1"}, "nope": {"b": "2"}})
+    assert lancet.dataset(mine.uri).version == before
+    with pytest.raises(TypeError):
+        mine.update_config(["not", "a", "dict"])
+
+
+def test_version_facts_are_pylances(twins):
+    for ds in twins:
+        ds.delete("x < 2")
+        ds.add_columns({"y": "x * 2"})
+    mine, theirs = twins
+    assert mine.max_field_id == theirs.max_field_id
+    assert mine.data_storage_version == theirs.data_storage_version
+    assert list(mine.fragment_ids()) == list(theirs.fragment_ids())
+    assert 1 in mine.fragment_ids() and len(mine.fragment_ids()) == len(theirs.fragment_ids())
+    summary, peer = mine.get_version()["metadata"], theirs.get_version()["metadata"]
+    # every count as pylance's; bytes are each writer's own files' (as recorded in the manifest)
+    assert {k: v for k, v in summary.items() if k != "total_files_size"} == \
+        {k: v for k, v in peer.items() if k != "total_files_size"}
+    on_disk = sum(p.stat().st_size for p in pathlib.Path(mine.uri, "data").iterdir())
+    assert int(summary["total_files_size"]) == on_disk
+    assert mine.get_version()["version"] == theirs.get_version()["version"]
+    assert mine.has_index is theirs.has_index is False
+    mine.create_scalar_index("x", "BTREE")
+    assert mine.has_index
+
+
+def test_truncate_insert_slice_and_latest_as_pylances(twins):
+    mine, theirs = twins
+    assert mine.slice(2, 5) == theirs.slice(2, 5)
+    assert mine.slice(3, 3).num_rows == 0
+    for ds in twins:
+        with pytest.raises(ValueError):
+            ds.slice(5, 2)
+        ds.truncate_table()
+    assert mine.count_rows() == theirs.count_rows() == 0
+    assert mine.version == theirs.version
+    for ds in twins:
+        ds.insert(pa.table({"x": pa.array([7], pa.int64()), "s": pa.array([{"a": 7}])}))
+    assert mine.to_table() == theirs.to_table()
+    old = lancet.dataset(mine.uri, version=1)
+    old.checkout_latest()
+    assert old.version == mine.version
+    assert mine.to_pandas().equals(theirs.to_pandas())
+    assert mine.validate() is None
+
+
+def test_sample_draws_distinct_rows(twins):
+    mine, _ = twins
+    sample = mine.sample(4)
+    assert sample.num_rows == 4
+    assert len(set(sample.column("x").to_pylist())) == 4
+    assert mine.sample(100).num_rows == 10
+    assert mine.sample(3, columns=["x"], randomize_order=False).schema.names == ["x"]
+
+
+def test_a_shallow_clone_reads_as_the_source_through_pylance(twins, tmp_path):
+    mine, _ = twins
+    mine.delete("x = 3")
+    clone = mine.shallow_clone(str(tmp_path / "clone"), 1)
+    assert clone.count_rows() == 10
+    assert lance.dataset(str(tmp_path / "clone")).to_table() == lance.dataset(mine.uri, version=1).to_table()
+    with pytest.raises(NotImplementedError):
+        mine.shallow_clone(str(tmp_path / "c2"), 1, storage_options={"a": "b"})
+
+
+def test_drop_removes_a_table_and_nothing_else(tmp_path):
+    uri = str(tmp_path / "t")
+    lancet.write_dataset(_table(), uri)
+    lancet.LanceDataset.drop(uri)
+    assert not (tmp_path / "t").exists()
+    lancet.LanceDataset.drop(uri, ignore_not_found=True)
+    with pytest.raises(FileNotFoundError):
+        lancet.LanceDataset.drop(uri)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError):
+        lancet.LanceDataset.drop(str(tmp_path / "plain"))
+    assert (tmp_path / "plain" / "keep.txt").exists()
+
+
+def test_every_name_of_pylances_dataset_exists(twins):
+    mine, _ = twins
+    missing = [n for n in dir(lance.LanceDataset) if not n.startswith("_") and not hasattr(lancet.LanceDataset, n)]
+    assert missing == []
+    for name in ["create_index", "drop_index", "read_blobs", "merge", "get_transactions"]:
+        with pytest.raises(NotImplementedError, match=name):
+            getattr(mine, name)("anything")
+    with pytest.raises(NotImplementedError, match="lance_schema"):
+        mine.lance_schema
