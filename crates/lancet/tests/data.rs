@@ -1161,3 +1161,52 @@ async fn an_overwrite_takes_the_storage_version_asked_for() {
     );
     assert_eq!(appended.num_rows(), Some(10));
 }
+
+/// A struct column has no column of its own in files of 2.1 and later, and its DataFile
+/// lists only the child: appends, updates and merges onto such a table are judged by what
+/// the file stores (they were refused as `DataFileFields` before).
+#[tokio::test]
+async fn tables_with_struct_columns_take_appends_and_updates() {
+    let child = Field::new("a", DataType::Int64, true);
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Struct(vec![child.clone()].into()), true),
+    ]));
+    let batch = |start: i64| {
+        let ids = Int64Array::from_iter_values(start..start + 3);
+        let s = arrow_array::StructArray::from(vec![(
+            Arc::new(child.clone()),
+            Arc::new(ids.clone()) as arrow_array::ArrayRef,
+        )]);
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(s)]).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for layout in [Layout::Flat, Layout::Tree] {
+        let uri = dir.path().join(format!("{layout:?}"));
+        let ds = Dataset::create(
+            uri.to_str().unwrap(),
+            schema.clone(),
+            batches(vec![batch(0)]),
+            CreateOptions {
+                layout,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+        let listed = &ds.fragments().await.unwrap()[0].files[0].fields;
+        assert_eq!(listed, &vec![0, 2], "the struct itself holds no column");
+        let ds = ds.append(batches(vec![batch(3)])).await.unwrap().dataset;
+        let ds = ds
+            .update(&Filter::parse("id = 4").unwrap(), &[("id", "40")])
+            .await
+            .unwrap()
+            .dataset;
+        let all = scan(&ds, ScanOptions::default()).await;
+        let mut ids = column_i64(&all, "id");
+        ids.sort_unstable();
+        assert_eq!(ids, [0, 1, 2, 3, 5, 40], "{layout:?}");
+        ds.verify().await.unwrap();
+    }
+}
