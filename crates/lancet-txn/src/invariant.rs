@@ -74,8 +74,9 @@ pub enum Invariant {
     /// file). Not judged when `physical_rows` is 0, which Lance 14 reads as unknown.
     DataFileRows,
     /// The field ids a data file's schema holds are the ids its `DataFile.fields` lists, plus
-    /// one retired field per tombstone (-2, where a cast retired a column the file holds): a
-    /// reader takes a column from the file whose `fields` name it.
+    /// one retired field per tombstone (-2, where a cast retired a column the file holds), plus
+    /// struct fields (in files of 2.1 and later a struct stores no column of its own, and Lance
+    /// lists only its children): a reader takes a column from the file whose `fields` name it.
     DataFileFields,
     /// Index entries have distinct uuids (an entry is found by uuid: its files live under
     /// `_indices/{uuid}/`). Entries sharing a name are segments of one index and cover the
