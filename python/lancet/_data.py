@@ -9,9 +9,12 @@ from .errors import InvalidInputError
 
 
 def to_reader(data, schema: pa.Schema | None = None):
-    """`data` as an object exporting an Arrow stream (``__arrow_c_stream__``): a pyarrow
-    Table, RecordBatch, RecordBatchReader or Dataset, a pandas or Polars DataFrame,
-    anything with the Arrow PyCapsule stream interface, or a list of RecordBatches."""
+    """`data` as an object exporting an Arrow stream (``__arrow_c_stream__``): what pylance's
+    writes take — a pyarrow Table, RecordBatch, RecordBatchReader, Dataset or Scanner, a
+    pandas or Polars DataFrame, anything with the Arrow PyCapsule stream interface, a dict of
+    columns, a list of row dicts, or an iterable of RecordBatches (with `schema`). Another
+    type is a ``TypeError``; an iterable of batches without a schema a ``ValueError``, as
+    pylance's."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if isinstance(data, pa.Table):
@@ -22,6 +25,12 @@ def to_reader(data, schema: pa.Schema | None = None):
         return data
     if isinstance(data, pa_ds.Dataset):
         return data.scanner().to_reader()
+    if isinstance(data, pa_ds.Scanner):
+        return data.to_reader()
+    if isinstance(data, dict):
+        return pa.Table.from_pydict(data, schema=schema)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return pa.Table.from_pylist(data, schema=schema)
     try:
         import pandas as pd
 
@@ -35,11 +44,14 @@ def to_reader(data, schema: pa.Schema | None = None):
         if not data and schema is None:
             raise InvalidInputError("no batches and no schema")
         return pa.Table.from_batches(list(data), schema=schema)
-    if schema is not None and hasattr(data, "__iter__"):
+    if hasattr(data, "__iter__") and not isinstance(data, (str, bytes)):
+        if schema is None:
+            raise InvalidInputError("Must provide schema to write dataset from RecordBatch iterable")
         return pa.RecordBatchReader.from_batches(schema, data)
-    raise InvalidInputError(
+    raise TypeError(
         f"cannot write {type(data).__name__}: give Arrow data (a pyarrow Table or "
-        "RecordBatchReader, a pandas or Polars DataFrame, or anything with __arrow_c_stream__)"
+        "RecordBatchReader, a pandas or Polars DataFrame, or anything with __arrow_c_stream__), "
+        "a dict of columns or a list of row dicts"
     )
 
 

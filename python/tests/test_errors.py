@@ -45,7 +45,6 @@ BAD = [
     ("index type", lambda d: d.create_scalar_index("id", "NO_SUCH_TYPE")),
     ("index column", lambda d: d.create_scalar_index("nope")),
     ("take out of range", lambda d: d.take([1000])),
-    ("write garbage", lambda d: lancet.write_dataset(object(), d.uri, mode="append")),
     ("bad layout", lambda d: lancet.write_dataset(table(), d.uri + "-x", layout="heap")),
     ("compaction task", lambda d: d._ds.compaction_execute("{}")),
 ]

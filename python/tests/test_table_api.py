@@ -6,6 +6,7 @@ import pathlib
 
 import lance
 import pyarrow as pa
+import pyarrow.dataset  # noqa: F401 - pa.dataset
 import pytest
 
 import lancet
@@ -163,3 +164,33 @@ def test_every_name_of_pylances_dataset_exists(twins):
             getattr(mine, name)("anything")
     with pytest.raises(NotImplementedError, match="lance_schema"):
         mine.lance_schema
+
+
+@pytest.mark.parametrize("shape", ["dict", "rows", "scanner", "batches"])
+def test_writes_take_what_pylances_take(tmp_path, shape):
+    table = pa.table({"x": pa.array([1, 2, 3], pa.int64()), "y": ["a", "b", None]})
+    data = {
+        "dict": lambda: table.to_pydict(),
+        "rows": lambda: table.to_pylist(),
+        "scanner": lambda: pa.dataset.dataset(table).scanner(),
+        "batches": lambda: iter(table.to_batches()),
+    }[shape]
+    schema = table.schema if shape == "batches" else None
+    mine = lancet.write_dataset(data(), str(tmp_path / "mine"), schema=schema)
+    theirs = lance.write_dataset(data(), str(tmp_path / "theirs"), schema=schema)
+    assert mine.to_table() == theirs.to_table()
+
+
+def test_writes_refuse_what_pylance_refuses(tmp_path):
+    batches = pa.table({"x": [1]}).to_batches()
+    for engine in (lancet, lance):
+        with pytest.raises(ValueError):
+            engine.write_dataset(iter(batches), str(tmp_path / engine.__name__))
+        with pytest.raises(TypeError):
+            engine.write_dataset(42, str(tmp_path / engine.__name__))
+    # an append of an unknown type leaves the table as it was
+    uri = str(tmp_path / "kept")
+    lancet.write_dataset(pa.table({"x": [1]}), uri)
+    with pytest.raises(TypeError):
+        lancet.write_dataset(object(), uri, mode="append")
+    assert lancet.dataset(uri).version == 1
