@@ -445,6 +445,7 @@ class LanceDataset(pa_ds.Dataset):
         if "://" in path and not path.startswith("file://"):
             raise UnsupportedError(f"LanceDataset.drop: lancet drops local tables only, not {path!r}")
         path = path[len("file://"):] if path.startswith("file://") else path
+        path = os.path.expanduser(path)
         if not os.path.exists(path):
             if ignore_not_found:
                 return

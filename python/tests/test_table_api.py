@@ -194,3 +194,15 @@ def test_writes_refuse_what_pylance_refuses(tmp_path):
     with pytest.raises(TypeError):
         lancet.write_dataset(object(), uri, mode="append")
     assert lancet.dataset(uri).version == 1
+
+
+def test_a_leading_tilde_is_the_home_directory_as_pylance_reads_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    lancet.write_dataset(pa.table({"x": [1]}), "~/t")
+    assert (tmp_path / "t" / "_versions").is_dir()
+    assert not (tmp_path / "~").exists()
+    assert lance.dataset(str(tmp_path / "t")).count_rows() == 1
+    assert lancet.dataset("~/t").count_rows() == 1
+    lancet.LanceDataset.drop("~/t")
+    assert not (tmp_path / "t").exists()

@@ -29,8 +29,23 @@ pub struct DatasetStore {
     confined: Option<Arc<Confined>>,
 }
 
+/// A local path with a leading `~` (alone, or followed by `/`) under the home directory
+/// (`$HOME`), as Lance 14.0.2's `expand_tilde_path` reads it; any other path as given.
+pub fn expand_tilde(path: &str) -> std::path::PathBuf {
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        if path == "~" {
+            return home;
+        }
+        if let Some(rest) = path.strip_prefix("~/") {
+            return home.join(rest);
+        }
+    }
+    std::path::PathBuf::from(path)
+}
+
 impl DatasetStore {
-    /// Opens a URI: a local path, `file://...`, `memory://` (a fresh empty in-memory store), or
+    /// Opens a URI: a local path (`~` or `~/...` is under the home directory, as Lance expands
+    /// it; a relative path is the working directory's), `file://...`, `memory://` (a fresh empty in-memory store), or
     /// `s3://bucket/prefix` with the `s3` feature. A local directory must exist.
     pub fn open(uri: &str) -> Result<Self> {
         Self::open_local_or_remote(uri, false)
@@ -56,7 +71,7 @@ impl DatasetStore {
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             Some(std::path::PathBuf::from(rest))
         } else if !uri.contains("://") {
-            Some(std::path::PathBuf::from(uri))
+            Some(expand_tilde(uri))
         } else {
             None
         };
@@ -311,6 +326,23 @@ impl DatasetStore {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_leading_tilde_is_the_home_directory_as_lance_reads_it() {
+        let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) else {
+            return;
+        };
+        assert_eq!(super::expand_tilde("~"), home);
+        assert_eq!(super::expand_tilde("~/t/a.lance"), home.join("t/a.lance"));
+        assert_eq!(
+            super::expand_tilde("~x/t"),
+            std::path::PathBuf::from("~x/t")
+        );
+        assert_eq!(
+            super::expand_tilde("rel/~/t"),
+            std::path::PathBuf::from("rel/~/t")
+        );
+    }
+
     use super::*;
     use crate::testing::conformance;
 
