@@ -19,6 +19,11 @@ class InvalidInputError(LancetError, ValueError):
     schema. Nothing was published."""
 
 
+class SchemaMismatchError(InvalidInputError, OSError):
+    """Rows written to a table do not fit its schema; also the ``OSError`` pylance raises for
+    an append of another schema. Nothing was written."""
+
+
 class NotFoundError(LancetError, FileNotFoundError):
     """No table (or no such version, tag or fragment) at the location named."""
 

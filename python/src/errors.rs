@@ -12,6 +12,7 @@ fn class_name(e: &Error) -> &'static str {
             true => "RetryableCommitConflict",
             false => "IncompatibleCommitConflict",
         },
+        Error::SchemaMismatch { .. } => "SchemaMismatchError",
         e => match e.kind() {
             ErrorKind::InvalidInput => "InvalidInputError",
             ErrorKind::NotFound => "NotFoundError",

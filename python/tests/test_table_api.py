@@ -206,3 +206,16 @@ def test_a_leading_tilde_is_the_home_directory_as_pylance_reads_it(tmp_path, mon
     assert lancet.dataset("~/t").count_rows() == 1
     lancet.LanceDataset.drop("~/t")
     assert not (tmp_path / "t").exists()
+
+
+def test_an_append_of_another_schema_is_pylances_oserror(twins):
+    for ds in twins:
+        before = ds.version
+        for other in (pa.table({"y": ["a"]}), pa.table({"x": ["a"], "s": pa.array([{"a": 1}])})):
+            with pytest.raises(OSError):
+                ds.insert(other)
+        assert type(ds).__module__.startswith("lance") and ds.version == before
+    with pytest.raises(errors.SchemaMismatchError) as raised:
+        twins[0].insert(pa.table({"y": ["a"]}))
+    assert isinstance(raised.value, ValueError)
+    assert lancet.dataset(twins[0].uri).version == 1

@@ -55,6 +55,10 @@ pub enum Error {
     /// a cleanup policy that would keep nothing).
     #[error("{what}: {reason}")]
     InvalidArgument { what: String, reason: String },
+    /// Rows written to a table do not fit its schema (a missing, extra or mistyped column):
+    /// `table` names the table, `reason` the column. Nothing was written.
+    #[error("rows written to table {table}: {reason}")]
+    SchemaMismatch { table: String, reason: String },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {
@@ -125,7 +129,9 @@ impl Error {
             Error::CommitConflict { .. } => ErrorKind::Conflict,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Corrupt { .. } | Error::BrokenInvariant { .. } => ErrorKind::Corrupt,
-            Error::InvalidFilter { .. } | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
+            Error::InvalidFilter { .. }
+            | Error::InvalidArgument { .. }
+            | Error::SchemaMismatch { .. } => ErrorKind::InvalidInput,
         }
     }
 }

@@ -223,8 +223,8 @@ where
     let table = store.uri().to_string();
     let batches = batches.map(move |batch| {
         let batch = batch?;
-        lancet_file::conform(&batch, schema).map_err(|reason| Error::InvalidArgument {
-            what: format!("rows written to table {table}"),
+        lancet_file::conform(&batch, schema).map_err(|reason| Error::SchemaMismatch {
+            table: table.clone(),
             reason,
         })
     });
