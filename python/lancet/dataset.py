@@ -359,17 +359,17 @@ class LanceDataset(pa_ds.Dataset):
     @property
     def data_storage_version(self) -> str:
         """The data file version writes use when they name none."""
-        return _lancet.version_facts(self._ds)[1]
+        return _lancet.data_storage_version(self._ds)
 
     def fragment_ids(self) -> "Bitmap":
         """The ids of this version's fragments, without an object per fragment."""
-        return Bitmap(_lancet.version_facts(self._ds)[2])
+        return Bitmap(_lancet.version_facts(self._ds)[1])
 
     def get_version(self) -> dict:
         """This version: number, commit time and the summary pylance computes from the
         manifest (fragments, data files, deletion files, rows, bytes)."""
-        summary = _lancet.version_summary(self._ds)
-        ns = dict(self._ds.versions()).get(self.version, 0)
+        summary, ms = _lancet.version_summary(self._ds)
+        ns = ms * 1_000_000
         return {
             "version": self.version,
             "timestamp": _dt.datetime.fromtimestamp(ns / 1e9),
@@ -397,9 +397,24 @@ class LanceDataset(pa_ds.Dataset):
         new = write_dataset(data, self._uri, mode=mode, **kwargs)
         self._moved(new._ds)
 
-    def to_pandas(self, *args, **kwargs):
-        """:meth:`to_table` as a pandas DataFrame."""
-        return self.to_table(*args, **kwargs).to_pandas()
+    def to_pandas(self, columns=None, filter=None, limit=None, offset=None, nearest=None, batch_size=None,
+                  batch_readahead=None, fragment_readahead=None, scan_in_order=None, *, prefilter=None,
+                  with_row_id=None, with_row_address=None, use_stats=None, fast_search=None,
+                  full_text_query=None, io_buffer_size=None, late_materialization=None,
+                  blob_mode: str = "lazy", use_scalar_index=None, include_deleted_rows=None, order_by=None,
+                  disable_scoring_autoprojection=None, **kwargs):
+        """:meth:`to_table` as a pandas DataFrame (blob columns are not implemented, so
+        `blob_mode` is taken at pylance's default only)."""
+        _args.refuse_unless("LanceDataset.to_pandas", "blob_mode", blob_mode, "lazy")
+        return self.to_table(
+            columns, filter, limit, offset, nearest, batch_size, None, batch_readahead,
+            fragment_readahead, scan_in_order, prefilter=prefilter, with_row_id=with_row_id,
+            with_row_address=with_row_address, use_stats=use_stats, fast_search=fast_search,
+            full_text_query=full_text_query, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, use_scalar_index=use_scalar_index,
+            include_deleted_rows=include_deleted_rows, order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection, **kwargs,
+        ).to_pandas()
 
     def slice(self, start: int, end: int, columns=None) -> pa.Table:
         """The rows at positions ``start`` (inclusive) to ``end`` (exclusive)."""

@@ -33,6 +33,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
     m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;
     m.add_function(wrap_pyfunction!(maps::version_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(maps::data_storage_version, m)?)?;
     m.add_function(wrap_pyfunction!(maps::update_field_maps, m)?)?;
     m.add_function(wrap_pyfunction!(maps::version_summary, m)?)?;
     m.add_function(wrap_pyfunction!(maps::shallow_clone, m)?)?;

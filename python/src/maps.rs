@@ -82,23 +82,30 @@ pub fn truncate(py: Python<'_>, ds: &PyDataset) -> PyResult<PyDataset> {
     Ok(ds.after(committed.dataset))
 }
 
-/// `(max_field_id, data_storage_version, fragment ids)` of this version: the highest field id
-/// the table has allocated (-1 with none), the file version writes use, and every fragment's id.
+/// `(max_field_id, fragment ids)` of this version: the highest field id the table has
+/// allocated (-1 with none; data files' ids count, so the fragments are read) and every
+/// fragment's id.
 #[pyfunction]
-pub fn version_facts(py: Python<'_>, ds: &PyDataset) -> PyResult<(i64, String, Vec<u64>)> {
+pub fn version_facts(py: Python<'_>, ds: &PyDataset) -> PyResult<(i64, Vec<u64>)> {
     let handle = ds.handle().clone();
     block_on(py, async move {
         let fragments = handle.fragments().await?;
-        let storage = handle.storage();
-        let manifest = storage.manifest();
+        let manifest = handle.storage().manifest();
         let max = lancet::txn::fields::max_field_id(manifest, fragments.iter());
-        let version = (manifest.data_format.as_ref())
-            .map_or("2.0", |f| f.version.as_str())
-            .to_string();
         let ids = fragments.iter().map(|f| f.id).collect();
-        Ok::<_, lancet::Error>((max.map_or(-1, i64::from), version, ids))
+        Ok::<_, lancet::Error>((max.map_or(-1, i64::from), ids))
     })
     .py_err()
+}
+
+/// The data file version writes use when they name none (the manifest's; 2.0 where a
+/// manifest records none). Reads nothing.
+#[pyfunction]
+pub fn data_storage_version(ds: &PyDataset) -> String {
+    let storage = ds.handle().storage();
+    (storage.manifest().data_format.as_ref())
+        .map_or("2.0", |f| f.version.as_str())
+        .to_string()
 }
 
 /// The metadata of several fields (`(path, entries)`) changed in one commit, as pylance's
@@ -134,9 +141,10 @@ pub fn update_field_maps(
 /// What pylance's `get_version()` summarizes of this version's manifest, as Lance 14.0.2's
 /// `Manifest::summary` counts it from the records alone (a count a record leaves unknown
 /// adds nothing): fragments, rows, data files, deletion files and the rows they delete, the
-/// data files' recorded bytes, and the data files' rows (live plus deleted rows).
+/// data files' recorded bytes, and the data files' rows (live plus deleted rows); with the
+/// version's commit time (milliseconds), from the manifest already read.
 #[pyfunction]
-pub fn version_summary(py: Python<'_>, ds: &PyDataset) -> PyResult<HashMap<String, u64>> {
+pub fn version_summary(py: Python<'_>, ds: &PyDataset) -> PyResult<(HashMap<String, u64>, i64)> {
     let handle = ds.handle().clone();
     block_on(py, async move {
         let fragments = handle.fragments().await?;
@@ -167,7 +175,8 @@ pub fn version_summary(py: Python<'_>, ds: &PyDataset) -> PyResult<HashMap<Strin
         let count = |k: &str| s.get(k).copied().unwrap_or(0);
         let rows = count("total_rows") + count("total_deletion_file_rows");
         s.insert("total_data_file_rows".into(), rows);
-        Ok::<_, lancet::Error>(s)
+        let committed_ms = lancet::paths::manifest::timestamp_ms(handle.storage().manifest());
+        Ok::<_, lancet::Error>((s, committed_ms))
     })
     .py_err()
 }
