@@ -8,8 +8,9 @@ use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::RoaringBitmap;
 
-use crate::error::{Result, RowIdError};
+use crate::error::Result;
 use crate::fragment::{row_ids_of, versions_of};
+use crate::live::fragment_id32;
 use crate::version::VersionSequence;
 
 /// Which rows a change selects in versions `(begin, end]`.
@@ -55,10 +56,7 @@ impl ChangedRows {
             return Ok(());
         };
         let (created, updated) = versions_of(fragment, manifest)?;
-        let id = u32::try_from(fragment.id).map_err(|_| RowIdError::Unaddressable {
-            fragment: fragment.id,
-            rule: "fragment ids must fit 32 bits".into(),
-        })?;
+        let id = fragment_id32(fragment)?;
         let at = |s: &Option<VersionSequence>, offset: u64| {
             s.as_ref().and_then(|s| s.version_at(offset)).unwrap_or(1)
         };

@@ -133,7 +133,8 @@ fn sequence_of(f: &DataFragment, manifest: &str) -> Result<RowIdSequence> {
     row_ids_of(f, manifest)?.ok_or(RowIdError::MissingSequence { fragment: f.id })
 }
 
-fn fragment_id32(f: &DataFragment) -> Result<u32> {
+/// `f`'s id as a row address holds it (32 bits), or `Unaddressable`.
+pub(crate) fn fragment_id32(f: &DataFragment) -> Result<u32> {
     u32::try_from(f.id).map_err(|_| RowIdError::Unaddressable {
         fragment: f.id,
         rule: "fragment ids must fit 32 bits".into(),
