@@ -219,3 +219,23 @@ def test_an_append_of_another_schema_is_pylances_oserror(twins):
         twins[0].insert(pa.table({"y": ["a"]}))
     assert isinstance(raised.value, ValueError)
     assert lancet.dataset(twins[0].uri).version == 1
+
+
+def test_the_table_api_on_a_tree_table_reads_as_its_flat_twin(twins, tmp_path):
+    tree = lancet.write_dataset(_table(), str(tmp_path / "tree"), max_rows_per_file=4, layout="tree")
+    flat, _ = twins
+    for ds in (tree, flat):
+        ds.update_config({"k": "v"})
+        ds.update_field_metadata({"s.a": {"g": "1"}})
+        ds.insert(_table())
+        ds.delete("x < 3")
+    assert tree.is_tree
+    assert tree.config() == flat.config()
+    assert tree.get_version()["metadata"] == flat.get_version()["metadata"]
+    assert list(tree.fragment_ids()) == list(flat.fragment_ids())
+    assert tree.max_field_id == flat.max_field_id
+    assert tree.to_table() == flat.to_table()
+    tree.truncate_table()
+    assert tree.count_rows() == 0
+    tree.flatten()
+    assert lance.dataset(tree.uri).config() == flat.config()

@@ -121,8 +121,17 @@ pub async fn read_fragment(
     let arrays: Vec<ArrayRef> = columns
         .into_iter()
         .zip(projection)
-        .map(|(a, c)| a.unwrap_or_else(|| new_null_array(c.field.data_type(), n)))
-        .collect();
+        .map(|(a, c)| match a {
+            Some(a) => relabelled(a, c.field.data_type()),
+            None => Ok(new_null_array(c.field.data_type(), n)),
+        })
+        .collect::<std::result::Result<_, String>>()
+        .map_err(|e| FileError::Corrupt {
+            at: lancet_proto::ObjectRef::new(
+                files.first().map_or(String::new(), |f| f.path.to_string()),
+            ),
+            rule: format!("the fragment's columns do not form the table's rows: {e}"),
+        })?;
     RecordBatch::try_new_with_options(
         schema,
         arrays,
@@ -352,7 +361,10 @@ pub fn conform(batch: &RecordBatch, schema: &Schema) -> std::result::Result<Reco
             ));
         }
     }
-    RecordBatch::try_new(Arc::new(schema.clone()), batch.columns().to_vec())
+    let columns = (batch.columns().iter().zip(schema.fields()))
+        .map(|(c, f)| relabelled(c.clone(), f.data_type()))
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    RecordBatch::try_new(Arc::new(schema.clone()), columns)
         .map_err(|e| format!("the rows do not fit the table's schema: {e}"))
 }
 
@@ -387,6 +399,19 @@ pub fn conform_by_name(
     conform(&ordered, schema)
 }
 
+/// `column` as type `to` when the two differ only in nested fields' names, nullability or
+/// metadata (a list's item name; field metadata the table sets after the data was written):
+/// the table's type, the same values. Any other column is returned as it is.
+fn relabelled(
+    column: ArrayRef,
+    to: &arrow_schema::DataType,
+) -> std::result::Result<ArrayRef, String> {
+    if column.data_type() == to || !same_type(column.data_type(), to) {
+        return Ok(column);
+    }
+    arrow_cast::cast(&column, to).map_err(|e| format!("{} as {to}: {e}", column.data_type()))
+}
+
 /// Equal types, ignoring the nullability and names of nested fields (a list's item name).
 fn same_type(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
     use arrow_schema::DataType::*;
@@ -404,5 +429,55 @@ fn same_type(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
                     .all(|(x, y)| x.name() == y.name() && same_type(x.data_type(), y.data_type()))
         }
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int64Array, ListArray, StructArray};
+    use arrow_schema::{DataType, Field};
+
+    #[test]
+    fn nested_names_and_metadata_are_relabelled_to_the_table() {
+        let child = Field::new("a", DataType::Int64, true);
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let s = StructArray::from(vec![(Arc::new(child.clone()), values.clone())]);
+        let list = ListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>(vec![
+            Some(vec![Some(1)]),
+            None,
+        ]);
+        let given = RecordBatch::try_from_iter(vec![
+            ("s", Arc::new(s) as ArrayRef),
+            ("l", Arc::new(list) as ArrayRef),
+        ])
+        .unwrap();
+        let meta = std::collections::HashMap::from([("g".to_string(), "1".to_string())]);
+        let table = Schema::new(vec![
+            Field::new(
+                "s",
+                DataType::Struct(vec![child.with_metadata(meta)].into()),
+                true,
+            ),
+            Field::new(
+                "l",
+                DataType::List(Arc::new(Field::new("element", DataType::Int64, true))),
+                true,
+            ),
+        ]);
+        let got = conform(&given, &table).unwrap();
+        assert_eq!(got.schema().as_ref(), &table);
+        assert_eq!(got.num_rows(), 2);
+        // another child type is still refused
+        let other = Schema::new(vec![
+            Field::new(
+                "s",
+                DataType::Struct(vec![Field::new("a", DataType::Utf8, true)].into()),
+                true,
+            ),
+            table.field(1).clone(),
+        ]);
+        assert!(conform(&given, &other).is_err());
     }
 }
