@@ -64,6 +64,7 @@ use sqlparser::parser::Parser;
 
 mod answer;
 mod error;
+pub mod exprs;
 pub mod scalar;
 mod truths;
 mod typing;

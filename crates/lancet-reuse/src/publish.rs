@@ -82,6 +82,21 @@ pub fn tagged_entry(
     entry(uuid, dataset_version, inline, fragments, 1, created_at_ms)
 }
 
+/// Writes the external history of a new entry (the second value of [`tagged_entry`] or
+/// [`legacy_entry`], made with `uuid`) to `_indices/{uuid}/details.binpb` under `store`, and
+/// returns the entry.
+pub async fn write_external(
+    store: &lancet_paths::DatasetStore,
+    uuid: lancet_paths::ObjectUuid,
+    (entry, external): (IndexMetadata, Option<Vec<u8>>),
+) -> crate::Result<IndexMetadata> {
+    if let Some(bytes) = external {
+        let path = store.path(&lancet_paths::layout::index_file(uuid, EXTERNAL_FILE));
+        store.put(&path, bytes.into()).await?;
+    }
+    Ok(entry)
+}
+
 /// A new legacy (index_version 0) entry holding `ledger`, as pylance 14.0.2 writes a history
 /// on a table whose history is not tagged: each transition an ordered-compaction `Group` of
 /// the `Version` record of its `dataset_version` (transitions without one take
@@ -240,6 +255,32 @@ mod tests {
             (file.path.as_str(), file.size),
             (EXTERNAL_FILE, bytes.len() as u64)
         );
+    }
+
+    #[tokio::test]
+    async fn an_external_history_is_written_where_its_entry_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = lancet_paths::DatasetStore::open(dir.path().to_str().unwrap()).unwrap();
+        let uuid = lancet_paths::ObjectUuid::new_v4();
+        let l = ledger(3000);
+        let made = tagged_entry(uuid.to_proto(), 7, &l, 1);
+        let entry = write_external(&store, uuid, made).await.unwrap();
+        let Some(Content::External(file)) = content(&entry) else {
+            panic!("not external");
+        };
+        let index_dir = lancet_paths::layout::index_dir(uuid);
+        let bytes = crate::details::read_external(&store, &index_dir, &file)
+            .await
+            .unwrap();
+        assert_eq!(bytes, encode_v1(&l));
+        // a small history writes nothing
+        let small = lancet_paths::ObjectUuid::new_v4();
+        let made = tagged_entry(small.to_proto(), 7, &ledger(3), 1);
+        write_external(&store, small, made).await.unwrap();
+        assert!(!dir
+            .path()
+            .join(lancet_paths::layout::index_dir(small))
+            .exists());
     }
 
     #[test]

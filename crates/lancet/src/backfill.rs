@@ -22,12 +22,12 @@ use lancet_proto::table::transaction::{Merge, Operation};
 use lancet_proto::table::{DataFile, DataFragment};
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::exprs::ValueExpr;
 use crate::operations;
-use crate::rows;
-use crate::snapshot::Snapshot;
 use crate::write;
+use lancet_filter::exprs::ValueExpr;
+use lancet_read::error::{Error, Result};
+use lancet_read::rows;
+use lancet_read::snapshot::Snapshot;
 
 /// How [`Dataset::add_column`](crate::Dataset::add_column) commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use lancet_paths::refs::{self, Branch};
 
 use crate::clone;
 use crate::committed::Committed;
-use crate::error::Result;
 use crate::handle::Dataset;
-use crate::snapshot::Snapshot;
+use lancet_read::error::Result;
+use lancet_read::snapshot::Snapshot;
 
 /// The branches of a table, through one of its main-line handles ([`Dataset::branches`]).
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +37,7 @@ impl Branches<'_> {
     /// nothing written. Through a branch's handle, see [`Branches::create_from`].
     pub async fn create(self, name: &str, version: Option<u64>) -> Result<Committed> {
         if let Some(branch) = &self.ds.manifest().branch {
-            return Err(crate::error::Error::Unsupported {
+            return Err(lancet_read::error::Error::Unsupported {
                 uri: self.ds.uri().to_string(),
                 version: self.ds.version(),
                 rule: format!(
@@ -126,7 +126,7 @@ impl Branches<'_> {
             }
             .into());
         }
-        let in_use = |by: String| -> crate::error::Error {
+        let in_use = |by: String| -> lancet_read::error::Error {
             lancet_paths::PathsError::RefInUse {
                 what: "branch",
                 name: name.to_string(),

@@ -35,9 +35,9 @@ use lancet_proto::table::DataFragment;
 use object_store::path::Path;
 use tracing::Instrument;
 
-use crate::error::{Error, Result};
-use crate::fri;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::fri;
+use lancet_read::snapshot::Snapshot;
 
 const READ_CONCURRENCY: usize = 16;
 

@@ -24,9 +24,9 @@ use lancet_proto::table::IndexMetadata;
 use lancet_reuse::is_fri_entry;
 use tracing::Instrument;
 
-use crate::error::{Error, Result};
-use crate::fri;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::fri;
+use lancet_read::snapshot::Snapshot;
 use lancet_txn::operation::new_transaction;
 
 /// Creates a shallow clone of `version` (this handle's version when `None`) at `target`,
@@ -206,20 +206,15 @@ async fn fri_with_row_maps(
     };
     let uuid = ObjectUuid::new_v4();
     let created = index.created_at.unwrap_or(0);
-    let (entry, external) = lancet_reuse::publish::tagged_entry(
+    let made = lancet_reuse::publish::tagged_entry(
         uuid.to_proto(),
         index.dataset_version,
         &ledger,
         created,
     );
-    if let Some(bytes) = external {
-        let path = store.path(&lancet_paths::layout::index_file(
-            uuid,
-            lancet_reuse::publish::EXTERNAL_FILE,
-        ));
-        store.put(&path, bytes.into()).await?;
-    }
-    Ok(Some(entry))
+    Ok(Some(
+        lancet_reuse::publish::write_external(store, uuid, made).await?,
+    ))
 }
 
 /// The source's location as a clone must record it: a local path made absolute (pylance

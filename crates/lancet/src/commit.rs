@@ -25,11 +25,11 @@ use lancet_txn::rebase::{
 use tracing::Instrument;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::history;
 use crate::prepare::{prepare, Intent, Summary};
 use crate::publish::{publish, Publication};
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::history;
+use lancet_read::snapshot::Snapshot;
 
 /// Commits `manifest` as the next version (this version + 1) with put-if-absent, keeping
 /// the fields lancet does not model from this version's manifest. On a tree version the

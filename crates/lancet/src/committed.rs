@@ -1,7 +1,7 @@
 //! What a write did ([`Committed`]): the one shape every write returns.
 
 use crate::handle::Dataset;
-use crate::snapshot::Snapshot;
+use lancet_read::snapshot::Snapshot;
 
 /// What a write did: the shape every write returns (append, delete, update, add-column, a
 /// compaction, an index build or optimization, a restore, a conversion, a commit of an

@@ -29,15 +29,15 @@ use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::indexes;
 use crate::operations;
 use crate::rewrite;
 use crate::rewrite::{RewriteGroup, RewriteMapping};
-use crate::rowids;
-use crate::snapshot::Snapshot;
-use crate::take;
 use crate::write;
+use lancet_read::error::{Error, Result};
+use lancet_read::indexes;
+use lancet_read::rowids;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::take;
 
 /// The tasks Lance 14's planner makes of this version for `options` (none when nothing
 /// needs compacting).
@@ -49,18 +49,10 @@ pub(crate) async fn plan_tasks(
     let fragments = snap.with_known_rows(snap.fragments().await?).await?;
     let mut counts = Vec::with_capacity(fragments.len());
     for f in fragments.iter() {
-        let deleted = match &f.deletion_file {
-            None => 0,
-            Some(d) if d.num_deleted_rows > 0 => d.num_deleted_rows,
-            // a count Lance left unknown is read from the file
-            Some(_) => rowids::cached_deletion_vector(snap, f)
-                .await?
-                .map_or(0, |d| d.len()),
-        };
         counts.push(FragmentCounts {
             id: f.id,
             physical_rows: f.physical_rows,
-            deleted_rows: deleted,
+            deleted_rows: rowids::deleted_rows(snap, f).await?,
             overlays: f.overlays.len(),
         });
     }

@@ -9,10 +9,10 @@ use lancet_txn::operation::{conversion_operation, restore_operation};
 
 use crate::commit;
 use crate::committed::Committed;
-use crate::error::Result;
 use crate::prepare;
-use crate::rowids;
-use crate::snapshot::Snapshot;
+use lancet_read::error::Result;
+use lancet_read::rowids;
+use lancet_read::snapshot::Snapshot;
 
 /// Publishes a layout conversion to `content`, a conversion's transaction, no rebase;
 /// `records` are this version's fragments as the new layout records them, in the same
@@ -120,14 +120,9 @@ pub(crate) async fn flatten(snap: &Snapshot) -> Result<Committed> {
 /// `fragment` with `physical_rows` and `num_deleted_rows` known: read from its first data
 /// file and its deletion file where the flat manifest stores 0 ("unknown" to Lance 14).
 async fn known_counts(snap: &Snapshot, fragment: &DataFragment) -> Result<DataFragment> {
-    let mut f = fragment.clone();
-    if f.physical_rows == 0 {
-        f.physical_rows = snap.physical_rows_read(&f).await?;
-    }
+    let mut f = snap.with_known_row_count(fragment.clone()).await?;
     if f.deletion_file.is_some_and(|d| d.num_deleted_rows == 0) {
-        let deleted = rowids::deletion_vector(snap, &f)
-            .await?
-            .map_or(0, |d| d.len());
+        let deleted = rowids::deleted_rows(snap, &f).await?;
         if let Some(d) = &mut f.deletion_file {
             d.num_deleted_rows = deleted;
         }

@@ -19,10 +19,10 @@ use lancet_tree::{FragmentChange, TreeWriter, TreeWriterConfig};
 use lancet_txn::operation::new_transaction;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
 use crate::publish::{publish, Publication};
-use crate::session_caches::Caches;
 use crate::write::{field_ids, schema_metadata, write_data};
+use lancet_read::error::{Error, Result};
+use lancet_read::session_caches::Caches;
 
 /// Where a table keeps its fragment records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,7 +105,7 @@ where
     let store = DatasetStore::create(uri)?;
     refuse_existing(&store, uri).await?;
     let fields = lancet_file::manifest_fields(&schema)?;
-    let fs = crate::snapshot::file_store_for(&store)?;
+    let fs = lancet_read::snapshot::file_store_for(&store)?;
     write_data(
         &fs,
         &store,

@@ -18,36 +18,37 @@ use lancet_proto::table::DataFragment;
 
 use crate::backfill::AddColumnOptions;
 use crate::branches::Branches;
-use crate::changes::Changes;
 use crate::cleanup::{CleanupPolicy, CleanupProgress, CleanupReport};
 use crate::committed::Committed;
 use crate::convert;
 use crate::create::{self, CreateOptions};
-use crate::error::Result;
-use crate::exprs::{Assignment, ValueExpr};
 use crate::handle::Dataset;
 use crate::index_build;
 use crate::merge::MergeInsert;
 use crate::optimizer::{self, Optimizer};
-use crate::rows;
-use crate::scan::ScanOptions;
 use crate::schema_change::ColumnAlteration;
-use crate::search::SearchResult;
-use crate::session_caches::Caches;
-use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::tags::Tags;
-use crate::take;
-use crate::verify::VerifyReport;
-use crate::version_ref::VersionRef;
 use crate::write::AppendOptions;
 use crate::{
-    backfill, branches, changes, cleanup, clone, merge, mutate, operations, scan, schema_change,
-    search, storage, tags, verify, write,
+    backfill, branches, cleanup, clone, merge, mutate, operations, schema_change, storage, tags,
+    write,
 };
 use futures::stream::BoxStream;
+use lancet_filter::exprs::{Assignment, ValueExpr};
 use lancet_filter::Filter;
 use lancet_proto::table::transaction::Operation;
+use lancet_read::changes::Changes;
+use lancet_read::error::Result;
+use lancet_read::rows;
+use lancet_read::scan::ScanOptions;
+use lancet_read::search::SearchResult;
+use lancet_read::session_caches::Caches;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::take;
+use lancet_read::verify::VerifyReport;
+use lancet_read::version_ref::VersionRef;
+use lancet_read::{changes, scan, search, verify};
 
 /// Open and read.
 impl Dataset {

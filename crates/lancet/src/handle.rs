@@ -1,7 +1,7 @@
 //! The public handle's type. Its methods, every one a delegation to the module that holds
 //! the operation, are in `dataset.rs`; the operations take the [`Snapshot`] it wraps.
 
-use crate::snapshot::Snapshot;
+use lancet_read::snapshot::Snapshot;
 
 /// One version of a Lance table: a cheap handle (clones share the store and caches).
 ///

@@ -6,12 +6,12 @@ use lancet_proto::table::transaction::{CreateIndex, Operation};
 use lancet_proto::table::IndexMetadata;
 use roaring::RoaringBitmap;
 
-use crate::error::{Error, Result};
-use crate::indexes;
 use crate::operations;
 use crate::optimize;
-use crate::rows;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::indexes;
+use lancet_read::rows;
+use lancet_read::snapshot::Snapshot;
 
 /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
 /// the next version under the name `{column}_idx`, replacing an index of that name.

@@ -1,9 +1,12 @@
 //! lancet: the table-metadata machinery of the Lance columnar format, composed.
 //!
 //! This crate is deliberately thin. It opens a dataset ([`Dataset::open`],
-//! [`Dataset::checkout`]) over `lancet-paths` (object store, manifest files, base paths) and
-//! `lancet-file` (Lance files), commits new manifest versions, and owns one cache configuration
-//! ([`Caches`]) that the subsystem crates plug into. Format logic lives in the subsystem crates.
+//! [`Dataset::checkout`]) as a snapshot of [`lancet-read`](read), which composes every read
+//! (scans, index-answered searches, takes, changes) and owns one cache configuration
+//! ([`Caches`]) that the subsystem crates plug into; this crate adds the write path: each
+//! operation planned by `lancet-txn`, judged by its invariants and published by the commit
+//! loop. Format logic lives in the subsystem crates; an engine that only reads can embed
+//! `lancet-read` alone.
 //!
 //! Stored bytes pass through here too (fragment bitmaps, transactions, deletion vectors,
 //! filter literals), so the crate denies `unwrap`, `expect` and unchecked indexing outside
@@ -130,8 +133,6 @@
 
 mod backfill;
 mod branches;
-mod cache;
-mod changes;
 mod cleanup;
 mod clone;
 mod commit;
@@ -140,16 +141,9 @@ mod compaction;
 mod convert;
 mod create;
 mod dataset;
-mod error;
-mod exprs;
-mod fri;
 mod handle;
-mod history;
-mod index_answer;
 mod index_build;
-mod indexes;
 mod merge;
-mod merge_target;
 mod metadata;
 mod mutate;
 mod operations;
@@ -160,62 +154,51 @@ mod prepare;
 mod publish;
 mod redo;
 mod rewrite;
-mod rowids;
-mod rows;
-mod scan;
 mod schema_change;
-mod search;
-mod segment;
-mod session_caches;
-mod snapshot;
 mod storage;
-mod subsystem_caches;
 mod tags;
-mod take;
-mod verify;
-mod version_ref;
 mod write;
 
 pub use backfill::AddColumnOptions;
 pub use branches::Branches;
-pub use cache::{ByteCache, CacheConfig, CacheStats, Weighted};
-pub use changes::Changes;
 pub use cleanup::{
     CleanupPolicy, CleanupProgress, CleanupReport, KindTotals, DEFAULT_OLDER_THAN,
     DEFAULT_UNVERIFIED_OLDER_THAN,
 };
 pub use committed::{Committed, MergeStats};
 pub use compaction::{Compaction, CompactionOptions, CompactionResult, CompactionTask};
-pub use error::{Error, ErrorKind, Result};
-pub use exprs::{Assignment, ValueExpr};
 pub use handle::Dataset;
-pub use indexes::IndexSummary;
+pub use lancet_filter::exprs::{Assignment, ValueExpr};
 pub use lancet_filter::{Arith, Expr, Filter, FilterError, Leaf, Lit, Op, Truth, Typing};
 pub use lancet_paths::refs::Branch;
 pub use lancet_proto::table::transaction::Operation;
 pub use lancet_proto::FragmentSummary;
 pub use lancet_proto::RowAddress;
+pub use lancet_read::cache::{ByteCache, CacheConfig, CacheStats, Weighted};
+pub use lancet_read::changes::Changes;
+pub use lancet_read::error::{Error, ErrorKind, Result};
+pub use lancet_read::indexes::IndexSummary;
+pub use lancet_read::segment::BTreeSegment;
+pub use lancet_read::session_caches::Caches;
+pub use lancet_read::snapshot::file_store_for;
+pub use lancet_read::subsystem_caches::{MokaPageCache, TreeNodeCache};
+pub use lancet_read::version_ref::VersionRef;
 pub use lancet_txn::rebase::ConflictCause;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use merge::{MergeInsert, MergeOptions};
 pub use metadata::{FieldEntries, MetadataTarget};
-pub use segment::BTreeSegment;
-pub use session_caches::Caches;
-pub use snapshot::file_store_for;
-pub use subsystem_caches::{MokaPageCache, TreeNodeCache};
-pub use version_ref::VersionRef;
 
 pub use create::{create_from_fragments, write_new_fragments, CreateOptions, Layout};
 pub use lancet_paths::refs::Tag;
+pub use lancet_read::scan::{ScanMetrics, ScanOptions};
+pub use lancet_read::search::{SearchOptions, SearchResult};
+pub use lancet_read::verify::VerifyReport;
 pub use optimize::OptimizeOptions;
 pub use optimizer::Optimizer;
 pub use rewrite::{RewriteGroup, RewriteMapping};
-pub use scan::{ScanMetrics, ScanOptions};
 pub use schema_change::ColumnAlteration;
-pub use search::{SearchOptions, SearchResult};
 pub use storage::Storage;
 pub use tags::Tags;
-pub use verify::VerifyReport;
 pub use write::{batches, batches_from_reader, AppendOptions};
 
 pub use lancet_btree as btree;
@@ -223,6 +206,7 @@ pub use lancet_file as file;
 pub use lancet_filter as filter;
 pub use lancet_paths as paths;
 pub use lancet_proto as proto;
+pub use lancet_read as read;
 pub use lancet_reuse as reuse;
 pub use lancet_rowid as rowid;
 pub use lancet_tree as tree;

@@ -21,16 +21,16 @@ use lancet_txn::operation::rows_rewritten;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::committed::{Committed, MergeStats};
-use crate::error::{Error, Result};
-use crate::merge_target::{
-    condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows, take,
-};
 use crate::operations;
 use crate::redo;
-use crate::rows;
-use crate::search;
-use crate::snapshot::Snapshot;
 use crate::write;
+use lancet_read::error::{Error, Result};
+use lancet_read::merge_target::{
+    condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows, take,
+};
+use lancet_read::rows;
+use lancet_read::search;
+use lancet_read::snapshot::Snapshot;
 
 /// A merge_insert being described; [`MergeInsert::execute`] runs it. By default a match
 /// does nothing, an unmatched source row is dropped and every target row is kept, as Lance's

@@ -8,10 +8,10 @@ use lancet_filter::Filter;
 use lancet_proto::table::transaction::{Operation, UpdateConfig, UpdateMap, UpdateMapEntry};
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
 use crate::mutate;
 use crate::operations;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::snapshot::Snapshot;
 
 /// Which of a table's maps [`Storage::update_metadata`](crate::Storage::update_metadata) changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

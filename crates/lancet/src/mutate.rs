@@ -17,15 +17,15 @@ use lancet_txn::operation::rows_rewritten;
 use roaring::RoaringBitmap;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::exprs::Assignment;
 use crate::operations;
 use crate::redo;
-use crate::rowids;
-use crate::rows;
-use crate::search;
-use crate::snapshot::Snapshot;
 use crate::write;
+use lancet_filter::exprs::Assignment;
+use lancet_read::error::{Error, Result};
+use lancet_read::rowids;
+use lancet_read::rows;
+use lancet_read::search;
+use lancet_read::snapshot::Snapshot;
 
 /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A
 /// fragment left with no live row is removed. A filter no row matches still commits (an
@@ -70,7 +70,7 @@ async fn update_once(
     let assignments = assignments
         .iter()
         .map(Assignment::to_assignment)
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let assignments = assignments.as_slice();
     if assignments.is_empty() {
         return Err(Error::InvalidArgument {

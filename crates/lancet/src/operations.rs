@@ -16,11 +16,11 @@ use roaring::RoaringBitmap;
 use crate::commit;
 use crate::committed::Committed;
 use crate::convert;
-use crate::error::{Error, Result};
 use crate::plan;
 use crate::prepare::Intent;
-use crate::rowids;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::rowids;
+use lancet_read::snapshot::Snapshot;
 
 /// Commits `operation` as the next version: Append, Delete, Update, Overwrite, Merge,
 /// DataReplacement, CreateIndex, ReserveFragments, UpdateBases and UpdateConfig, and a

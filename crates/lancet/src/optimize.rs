@@ -19,14 +19,14 @@ use lancet_reuse::Translation;
 use roaring::RoaringBitmap;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::fri;
-use crate::index_answer;
-use crate::indexes;
 use crate::operations;
 use crate::rewrite;
-use crate::segment::BTreeSegment;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::fri;
+use lancet_read::index_answer;
+use lancet_read::indexes;
+use lancet_read::segment::BTreeSegment;
+use lancet_read::snapshot::Snapshot;
 
 /// How [`Optimizer::optimize_indices`](crate::Optimizer::optimize_indices) extends indexes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

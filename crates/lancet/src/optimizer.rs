@@ -3,9 +3,9 @@
 
 use crate::committed::Committed;
 use crate::compaction::{self, Compaction, CompactionOptions};
-use crate::error::Result;
 use crate::optimize::{self, OptimizeOptions};
-use crate::snapshot::Snapshot;
+use lancet_read::error::Result;
+use lancet_read::snapshot::Snapshot;
 
 /// The optimizations of one version ([`crate::Dataset::optimize`]). Cheap to make: a
 /// reference.

@@ -11,11 +11,11 @@ use lancet_txn::{DataFileFacts, TxnError};
 use roaring::RoaringBitmap;
 use tracing::Instrument;
 
-use crate::error::{Error, Result};
-use crate::history;
-use crate::indexes;
-use crate::snapshot::Snapshot;
-use crate::verify;
+use lancet_read::error::{Error, Result};
+use lancet_read::history;
+use lancet_read::indexes;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::verify;
 
 /// An operation applied to one version, ready for the commit loop.
 pub(crate) struct Built {

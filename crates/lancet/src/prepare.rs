@@ -18,10 +18,10 @@ use lancet_txn::protocol;
 use lancet_txn::rebase::{ids_fixed, rebase_manifest, ConflictCause, IndexIntent};
 
 use crate::committed::Committed;
-use crate::error::Result;
 use crate::plan;
-use crate::snapshot::Snapshot;
-use crate::verify;
+use lancet_read::error::Result;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::verify;
 
 /// `intent` prepared on this version: a change planned here (lancet-txn's plan, then its
 /// storage actions), or the caller's storage actions applied; the tree writer's objects or

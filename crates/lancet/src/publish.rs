@@ -20,10 +20,10 @@ use lancet_paths::{DatasetStore, PathsError};
 use lancet_proto::table::{IndexMetadata, Manifest, Transaction};
 use lancet_txn::{Candidate, FragmentChange, Invariant, RowIdChanges, TxnError};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::session_caches::Caches;
-use crate::snapshot::Snapshot;
-use crate::{fri, rowids};
+use lancet_read::error::{Error, ErrorKind, Result};
+use lancet_read::session_caches::Caches;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::{fri, rowids};
 
 /// A version about to be published.
 pub(crate) struct Publication<'a> {

@@ -15,8 +15,8 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::snapshot::Snapshot;
 
 /// Lance 14.0.2's default `conflict_retries` for delete, update and merge_insert.
 pub(crate) const CONFLICT_RETRIES: u32 = 10;

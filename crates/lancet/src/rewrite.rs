@@ -30,13 +30,13 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::committed::Committed;
-use crate::error::Result;
-use crate::fri;
-use crate::history;
-use crate::indexes;
 use crate::operations;
-use crate::rowids;
-use crate::snapshot::Snapshot;
+use lancet_read::error::Result;
+use lancet_read::fri;
+use lancet_read::history;
+use lancet_read::indexes;
+use lancet_read::rowids;
+use lancet_read::snapshot::Snapshot;
 
 /// How a history is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub enum RewriteMapping<'a> {
     StablePartition { labels: &'a [u16] },
 }
 
-fn invalid(rule: impl Into<String>) -> crate::error::Error {
+fn invalid(rule: impl Into<String>) -> lancet_read::error::Error {
     ReuseError::InvalidInput(rule.into()).into()
 }
 
@@ -122,7 +122,7 @@ where
     loop {
         tries += 1;
         match attempt(base.clone()).await {
-            Err(crate::error::Error::CommitConflict {
+            Err(lancet_read::error::Error::CommitConflict {
                 cause: ConflictCause::IdsTaken,
                 version,
                 uri,
@@ -134,7 +134,7 @@ where
                     history::transactions_since(&base.checkout(version).await?).await?;
                 let mine = rewrite_of(sources);
                 if let Err(c) = judge_since(&mine, &since, base.has_stable_row_ids()) {
-                    return Err(crate::error::Error::CommitConflict {
+                    return Err(lancet_read::error::Error::CommitConflict {
                         uri,
                         version: c.version,
                         reason: c.reason,
@@ -294,7 +294,7 @@ pub(crate) async fn publish_history(
             })
             .flatten(),
         };
-        let (entry, external) = match legacy {
+        let made = match legacy {
             Some(e) => e,
             None => lancet_reuse::publish::tagged_entry(
                 uuid.to_proto(),
@@ -303,14 +303,7 @@ pub(crate) async fn publish_history(
                 created,
             ),
         };
-        if let Some(bytes) = external {
-            let path = snap.store().path(&lancet_paths::layout::index_file(
-                uuid,
-                lancet_reuse::publish::EXTERNAL_FILE,
-            ));
-            snap.store().put(&path, bytes.into()).await?;
-        }
-        indices.push(entry);
+        indices.push(lancet_reuse::publish::write_external(snap.store(), uuid, made).await?);
     }
     let intent = IndexIntent::between(snap.indices(), &indices);
     let change = match rewrite {

@@ -10,12 +10,12 @@ pub use lancet_txn::build::ColumnAlteration;
 
 use crate::backfill;
 use crate::committed::Committed;
-use crate::error::{Error, Result};
 use crate::operations;
-use crate::rows;
-use crate::scan;
-use crate::scan::ScanOptions;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::rows;
+use lancet_read::scan;
+use lancet_read::scan::ScanOptions;
+use lancet_read::snapshot::Snapshot;
 
 /// Drops the top-level `columns` (and everything under them) in one Project, as Lance
 /// 14.0.2's `drop_columns`: no data is rewritten; a data file holding only dropped
@@ -83,7 +83,7 @@ async fn cast_columns(
 ) -> Result<Committed> {
     let table = rows::schema(snap)?;
     let fragments = snap.fragments().await?;
-    crate::merge_target::require_known_rows(snap, &fragments, "a cast")?;
+    lancet_read::merge_target::require_known_rows(snap, &fragments, "a cast")?;
     let mut next = backfill::next_field_id(snap).await?;
     // (fragment id, its new data files), all written before anything is published
     let mut written: Vec<(u64, lancet_proto::table::DataFile)> = Vec::new();

@@ -22,21 +22,19 @@ use roaring::RoaringBitmap;
 
 use crate::cleanup::CleanupPolicy;
 use crate::committed::Committed;
-use crate::error::Result;
 use crate::handle::Dataset;
-use crate::indexes::IndexSummary;
 use crate::metadata::{FieldEntries, MetadataTarget};
 use crate::rewrite::RewriteMapping;
-use crate::scan::ScanOptions;
-use crate::search::{SearchOptions, SearchResult};
-use crate::segment::BTreeSegment;
-use crate::snapshot::Snapshot;
-use crate::verify::VerifyReport;
 use crate::write::AppendOptions;
-use crate::{
-    backfill, commit, convert, fri, history, index_build, indexes, metadata, operations, rewrite,
-    rowids, scan, search, take, verify, write,
-};
+use crate::{backfill, commit, convert, index_build, metadata, operations, rewrite, write};
+use lancet_read::error::Result;
+use lancet_read::indexes::IndexSummary;
+use lancet_read::scan::ScanOptions;
+use lancet_read::search::{SearchOptions, SearchResult};
+use lancet_read::segment::BTreeSegment;
+use lancet_read::snapshot::Snapshot;
+use lancet_read::verify::VerifyReport;
+use lancet_read::{fri, history, indexes, rowids, scan, search, take, verify};
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]

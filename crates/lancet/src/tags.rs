@@ -4,9 +4,9 @@
 
 use lancet_paths::refs::{self, Tag};
 
-use crate::error::{Error, Result};
 use crate::handle::Dataset;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::snapshot::Snapshot;
 
 /// The tags of a table, through one of its handles ([`Dataset::tags`]).
 #[derive(Debug, Clone, Copy)]

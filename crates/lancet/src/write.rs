@@ -16,10 +16,10 @@ use lancet_txn::build::Change;
 use tracing::Instrument;
 
 use crate::committed::Committed;
-use crate::error::{Error, Result};
 use crate::operations;
-use crate::rows;
-use crate::snapshot::Snapshot;
+use lancet_read::error::{Error, Result};
+use lancet_read::rows;
+use lancet_read::snapshot::Snapshot;
 
 /// Replaces every row with `batches` of `schema` in one Overwrite, as pylance's
 /// `write_dataset(mode="overwrite")`: the schema's field ids from 0 as the table's new

@@ -17,15 +17,12 @@ use crate::snapshot::Snapshot;
 const DELETION_READ_CONCURRENCY: usize = 32;
 
 /// The fragment's stable row id sequence, if it has one inline.
-pub(crate) fn row_id_sequence(
-    snap: &Snapshot,
-    fragment: &DataFragment,
-) -> Result<Option<RowIdSequence>> {
+pub fn row_id_sequence(snap: &Snapshot, fragment: &DataFragment) -> Result<Option<RowIdSequence>> {
     Ok(lancet_rowid::row_ids_of(fragment, &snap.manifest_path())?)
 }
 
 /// The fragment's `(created_at, last_updated_at)` version sequences, where stored inline.
-pub(crate) fn version_sequences(
+pub fn version_sequences(
     snap: &Snapshot,
     fragment: &DataFragment,
 ) -> Result<(Option<VersionSequence>, Option<VersionSequence>)> {
@@ -33,7 +30,7 @@ pub(crate) fn version_sequences(
 }
 
 /// The fragment's deleted offsets, if it has a deletion file.
-pub(crate) async fn deletion_vector(
+pub async fn deletion_vector(
     snap: &Snapshot,
     fragment: &DataFragment,
 ) -> Result<Option<RoaringBitmap>> {
@@ -43,7 +40,7 @@ pub(crate) async fn deletion_vector(
 }
 
 /// The deletion vector of `fragment` read from storage (every read goes through the
-/// session's cache: [`Dataset::cached_deletion_vector`]).
+/// session's cache: `Dataset::cached_deletion_vector`).
 async fn fragment_deletions(
     snap: &Snapshot,
     fragment: &DataFragment,
@@ -61,9 +58,22 @@ async fn fragment_deletions(
     ))
 }
 
-/// [`Dataset::deletion_vector`], kept in the session's structure cache (deletion files
+/// How many of `fragment`'s rows are deleted: the manifest's count, or, where a deletion file
+/// leaves it unknown (0, as Lance 14 writes some), the rows its deletion vector holds (read
+/// through the session's cache).
+pub async fn deleted_rows(snap: &Snapshot, fragment: &DataFragment) -> Result<u64> {
+    match &fragment.deletion_file {
+        None => Ok(0),
+        Some(d) if d.num_deleted_rows > 0 => Ok(d.num_deleted_rows),
+        Some(_) => Ok(cached_deletion_vector(snap, fragment)
+            .await?
+            .map_or(0, |d| d.len())),
+    }
+}
+
+/// `Dataset::deletion_vector`, kept in the session's structure cache (deletion files
 /// are immutable, so the key is the file alone).
-pub(crate) async fn cached_deletion_vector(
+pub async fn cached_deletion_vector(
     snap: &Snapshot,
     fragment: &DataFragment,
 ) -> Result<Option<Arc<RoaringBitmap>>> {
@@ -94,7 +104,7 @@ pub(crate) async fn cached_deletion_vector(
 /// Remembers `deleted` as the deletion vector of `fragment`'s deletion file, which this
 /// session has just written: reading it again, or checking before a commit that it is
 /// stored, needs no request.
-pub(crate) async fn remember_deletion_vector(
+pub async fn remember_deletion_vector(
     snap: &Snapshot,
     fragment: &DataFragment,
     deleted: &RoaringBitmap,
@@ -114,10 +124,7 @@ pub(crate) async fn remember_deletion_vector(
 
 /// Whether this session holds `fragment`'s deletion vector (read or written here): then
 /// its deletion file is stored.
-pub(crate) async fn deletion_vector_known(
-    snap: &Snapshot,
-    fragment: &DataFragment,
-) -> Result<bool> {
+pub async fn deletion_vector_known(snap: &Snapshot, fragment: &DataFragment) -> Result<bool> {
     let Some(loc) = snap.deletion_file_location(fragment)? else {
         return Ok(false);
     };
@@ -132,8 +139,8 @@ pub(crate) async fn deletion_vector_known(
 }
 
 /// Every fragment's deletion vector (None where it has none), read concurrently, in
-/// fragment order, through the session's cache ([`Dataset::cached_deletion_vector`]).
-pub(crate) async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
+/// fragment order, through the session's cache (`Dataset::cached_deletion_vector`).
+pub async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<RoaringBitmap>>>> {
     let fragments = snap.fragments().await?;
     // by position, not by reference: a stream closure taking `&DataFragment` makes the
     // future unprovably `Send`
@@ -155,7 +162,7 @@ pub(crate) async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<R
 /// The fragments `ids` of `fragments` (this version's, with known row counts) with their
 /// deleted offsets: a rewrite group's sources as lancet-reuse's rules take them.
 /// An id this version does not list is the caller's error (`what` names the version).
-pub(crate) async fn with_deletions<'a>(
+pub async fn with_deletions<'a>(
     snap: &Snapshot,
     fragments: &'a [DataFragment],
     ids: &[u32],
@@ -173,7 +180,7 @@ pub(crate) async fn with_deletions<'a>(
 
 /// The `RowIdIndex` of this version (stable-row-id tables only), built once per version and
 /// kept in the session's index cache.
-pub(crate) async fn row_id_index(snap: &Snapshot) -> Result<Arc<RowIdIndex>> {
+pub async fn row_id_index(snap: &Snapshot) -> Result<Arc<RowIdIndex>> {
     if !snap.has_stable_row_ids() {
         return Err(Error::Unsupported {
             uri: snap.uri().to_string(),
@@ -197,7 +204,7 @@ pub(crate) async fn row_id_index(snap: &Snapshot) -> Result<Arc<RowIdIndex>> {
 /// cached `RowIdIndex` when this version has one, otherwise answered lazily, reading only
 /// the deletion files of the fragments that hold the ids (what a first take after opening
 /// needs). Without them `_rowid` is the address: each id itself when live.
-pub(crate) async fn lookup_row_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+pub async fn lookup_row_ids(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>> {
     if !snap.has_stable_row_ids() {
         return live_addresses(snap, ids).await;
     }
@@ -237,7 +244,7 @@ async fn live_addresses(snap: &Snapshot, ids: &[u64]) -> Result<Vec<Option<u64>>
 
 /// Every live row's `(_rowid, row address)`, sorted by row id: the row-id index with
 /// stable row ids; otherwise each live address twice (`_rowid` is the address).
-pub(crate) async fn live_row_ids(snap: &Snapshot) -> Result<Vec<(u64, u64)>> {
+pub async fn live_row_ids(snap: &Snapshot) -> Result<Vec<(u64, u64)>> {
     if snap.has_stable_row_ids() {
         return Ok(row_id_index(snap).await?.iter().collect());
     }
@@ -255,7 +262,7 @@ async fn build_row_id_index(snap: &Snapshot) -> Result<RowIdIndex> {
 }
 
 /// The row ids of `f` read through `ds`; `None` when its sequence is not inline.
-pub(crate) async fn fragment_row_ids(ds: &Snapshot, f: &DataFragment) -> Result<Option<TxnRowIds>> {
+pub async fn fragment_row_ids(ds: &Snapshot, f: &DataFragment) -> Result<Option<TxnRowIds>> {
     if !matches!(
         f.row_id_sequence,
         Some(lancet_proto::table::data_fragment::RowIdSequence::InlineRowIds(_))

@@ -20,7 +20,7 @@ use crate::snapshot::Snapshot;
 
 /// The live rows of `fragment` (`deleted` its deleted offsets) with every column, in
 /// offset order, in batches of at most 64K rows.
-pub(crate) fn live_rows(
+pub fn live_rows(
     snap: &Snapshot,
     fragment: DataFragment,
     deleted: Option<RoaringBitmap>,
@@ -42,7 +42,7 @@ pub(crate) fn live_rows(
 
 /// The live rows at `addresses`, in the order asked; an address that is not a live row
 /// is an error naming it.
-pub(crate) async fn take_addresses(
+pub async fn take_addresses(
     snap: &Snapshot,
     addresses: &[u64],
     columns: Option<&[String]>,
@@ -103,7 +103,7 @@ pub(crate) async fn take_addresses(
 
 /// The rows with stable row ids (row addresses on a table without stable row ids)
 /// `row_ids`, in the order asked; an id that is not live is an error naming it.
-pub(crate) async fn take(
+pub async fn take(
     snap: &Snapshot,
     row_ids: &[u64],
     columns: Option<&[String]>,

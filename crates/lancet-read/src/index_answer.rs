@@ -30,19 +30,19 @@ use crate::snapshot::Snapshot;
 
 /// What an index answered.
 #[derive(Debug, Default)]
-pub(crate) struct IndexAnswer {
+pub struct IndexAnswer {
     /// The rows where every query holds (`true_ids`) or is NULL (`null_ids`), on `covered`
     /// fragments only.
-    pub(crate) rows: NullableIdSet,
+    pub rows: NullableIdSet,
     /// The version's fragments on which `rows` is the complete answer.
-    pub(crate) covered: RoaringBitmap,
+    pub covered: RoaringBitmap,
     /// Index pages read from storage (not from the cache) while answering.
-    pub(crate) pages_read: u64,
+    pub pages_read: u64,
 }
 
 /// The conjunction of `queries` over `segments` (one index's, opened at this version), on
 /// the fragments of `within` (ids of fragments this version has).
-pub(crate) async fn answer(
+pub async fn answer(
     snap: &Snapshot,
     segments: &[BTreeSegment],
     queries: &[Query],
@@ -91,7 +91,7 @@ pub(crate) async fn answer(
 /// The fragments on which the segments' answers are complete: the fragments they cover,
 /// plus, through the FRI history, every fragment whose rows all came from covered
 /// fragments (only when every segment stores addresses; stable row ids need no history).
-pub(crate) async fn answered_fragments(
+pub async fn answered_fragments(
     snap: &Snapshot,
     segments: &[BTreeSegment],
 ) -> Result<RoaringBitmap> {

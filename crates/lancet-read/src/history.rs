@@ -9,15 +9,15 @@ use crate::snapshot::Snapshot;
 /// The versions after this one up to the latest, each with its transaction
 /// ([`lancet_paths::transaction::versions_since`]); and the latest version. Manifests read
 /// here seed the manifest cache, so opening the latest version reads nothing twice.
-pub(crate) async fn transactions_since(
+pub async fn transactions_since(
     snap: &Snapshot,
 ) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
     transactions_through(snap, snap.version()).await
 }
 
-/// [`Dataset::transactions_since`] when version `known` is known to exist (the version a
+/// `Dataset::transactions_since` when version `known` is known to exist (the version a
 /// commit lost): the hint is read while the manifests through `known` are, not before.
-pub(crate) async fn transactions_through(
+pub async fn transactions_through(
     snap: &Snapshot,
     known: u64,
 ) -> Result<(Snapshot, Vec<(u64, Option<StoredTransaction>)>)> {
@@ -39,6 +39,6 @@ pub(crate) async fn transactions_through(
 }
 
 /// This version's transaction (what the commit that made it did), if it records one.
-pub(crate) async fn transaction(snap: &Snapshot) -> Result<Option<StoredTransaction>> {
+pub async fn transaction(snap: &Snapshot) -> Result<Option<StoredTransaction>> {
     Ok(lancet_paths::transaction::read_transaction(snap.store(), snap.manifest_file()).await?)
 }

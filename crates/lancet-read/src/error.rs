@@ -39,7 +39,7 @@ pub enum Error {
         at: lancet_proto::ObjectRef,
         rule: String,
     },
-    /// A stored version breaks a named invariant ([`crate::Dataset::verify`]): `at` is the
+    /// A stored version breaks a named invariant (`Dataset::verify`): `at` is the
     /// manifest object and the subject in it. [`Error::invariant`] names the rule.
     #[error("corrupt {at}: {invariant} ({}): {detail}", invariant.rule())]
     BrokenInvariant {
@@ -48,7 +48,7 @@ pub enum Error {
         detail: String,
     },
     /// A filter lancet cannot parse, or one that names no column of the table or compares
-    /// a column with a literal of another type ([`crate::Filter`]).
+    /// a column with a literal of another type ([`lancet_filter::Filter`]).
     #[error("filter {filter:?}: {reason}")]
     InvalidFilter { filter: String, reason: String },
     /// An argument the operation cannot take (a clone target that already holds a table,
@@ -154,7 +154,7 @@ impl From<lancet_filter::FilterError> for Error {
 /// The typed error of a cached load that failed, for each caller that shared the load: the
 /// error itself when no other caller holds it, a clone otherwise (errors are `Clone`, so no
 /// caller gets a flattened string).
-pub(crate) fn unshare<E>(e: std::sync::Arc<E>) -> Error
+pub fn unshare<E>(e: std::sync::Arc<E>) -> Error
 where
     E: Into<Error> + Clone,
 {

@@ -30,7 +30,7 @@ const READS_AHEAD: usize = 3;
 /// Whether `condition` is TRUE on each matched (target row, source row) pair: its
 /// `source.COL` columns taken from the source, its `target.COL` columns read from the
 /// target rows (once each).
-pub(crate) async fn condition_holds(
+pub async fn condition_holds(
     base: &Snapshot,
     source: &RecordBatch,
     pairs: &[(u64, u32)],
@@ -103,7 +103,7 @@ pub(crate) async fn condition_holds(
 /// Through a BTree on the single key column: the fragments it answers and, among
 /// them, the live rows whose key is one of the source's. `None` when no BTree covers
 /// the column (or its values are of another type).
-pub(crate) async fn index_lookup(
+pub async fn index_lookup(
     base: &Snapshot,
     on: &[String],
     key_columns: &[ArrayRef],
@@ -150,7 +150,7 @@ pub(crate) async fn index_lookup(
 /// Probes `matching` with the key columns of the target's live rows: through the index
 /// `lookup` (the fragments it answers and the candidate rows on them) where there is one,
 /// and by reading the key columns of every other fragment.
-pub(crate) async fn probe_target(
+pub async fn probe_target(
     base: &Snapshot,
     fragments: &[DataFragment],
     projection: &[lancet_file::Column],
@@ -219,11 +219,7 @@ pub(crate) async fn probe_target(
 
 /// Refuses fragments whose row count is unknown (0 in a legacy manifest, which Lance 14
 /// reads as unknown): a key lookup or a rewrite that skipped them would miss their rows.
-pub(crate) fn require_known_rows(
-    base: &Snapshot,
-    fragments: &[DataFragment],
-    what: &str,
-) -> Result<()> {
+pub fn require_known_rows(base: &Snapshot, fragments: &[DataFragment], what: &str) -> Result<()> {
     match fragments
         .iter()
         .find(|f| f.physical_rows == 0 && !f.files.is_empty())
@@ -240,17 +236,17 @@ pub(crate) fn require_known_rows(
     }
 }
 
-pub(crate) fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {
+pub fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {
     arrow_select::take::take_record_batch(batch, &UInt32Array::from(rows))
         .map_err(|e| Error::Internal(format!("taking merged rows: {e}")))
 }
 
-pub(crate) fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
+pub fn find(fragments: &[DataFragment], id: u64) -> Option<&DataFragment> {
     lancet_proto::fragment_by_id(fragments, id)
 }
 
 /// The row ids of the updated target rows, in the order they are written.
-pub(crate) fn moved_row_ids(
+pub fn moved_row_ids(
     base: &Snapshot,
     fragments: &[DataFragment],
     updates: &[(u64, u32)],

@@ -1,11 +1,10 @@
-//! What [`Dataset::update`](crate::Dataset::update) and
-//! [`Dataset::add_column`](crate::Dataset::add_column) take: SQL text, parsed as Lance parses
-//! an `UPDATE ... SET` (`"x = x + 1"`, `"upper(name)"`), or a value lancet-filter already
-//! parsed. Text that does not parse is [`Error::InvalidArgument`](crate::Error) naming it.
-
-use lancet_filter::Scalar;
+//! What an update's assignments and a computed column take (the facade's `Dataset::update`
+//! and `Dataset::add_column`): SQL text, parsed as Lance parses an `UPDATE ... SET`
+//! (`"x = x + 1"`, `"upper(name)"`), or a value already parsed. Text that does not parse is
+//! a [`FilterError`](crate::FilterError) naming it.
 
 use crate::error::Result;
+use crate::Scalar;
 
 /// A value computed per row: `"id * 2"`, or a parsed [`Scalar`].
 pub trait ValueExpr {
@@ -15,7 +14,7 @@ pub trait ValueExpr {
 
 impl ValueExpr for str {
     fn to_scalar(&self) -> Result<Scalar> {
-        Ok(lancet_filter::parse_value(self)?)
+        crate::parse_value(self)
     }
 }
 
@@ -45,7 +44,7 @@ pub trait Assignment {
 
 impl Assignment for str {
     fn to_assignment(&self) -> Result<(String, Scalar)> {
-        Ok(lancet_filter::parse_assignment(self)?)
+        crate::parse_assignment(self)
     }
 }
 
@@ -81,7 +80,7 @@ mod tests {
 
     #[test]
     fn text_and_parsed_values_are_one_value() {
-        let parsed = lancet_filter::parse_value("id * 2").unwrap();
+        let parsed = crate::parse_value("id * 2").unwrap();
         assert_eq!(
             format!("{:?}", "id * 2".to_scalar().unwrap()),
             format!("{parsed:?}")

@@ -5,7 +5,7 @@ use lancet_paths::DatasetStore;
 
 use crate::error::{Error, Result};
 
-/// Which version of a table [`crate::Dataset::open_ref`] opens: the latest when every field is
+/// Which version of a table `Dataset::open_ref` opens: the latest when every field is
 /// `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionRef {

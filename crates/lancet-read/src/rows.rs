@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 
 /// The table's Arrow schema (top-level fields in manifest order).
-pub(crate) fn schema(snap: &Snapshot) -> Result<SchemaRef> {
+pub fn schema(snap: &Snapshot) -> Result<SchemaRef> {
     let columns = projection(snap, None)?;
     Ok(Arc::new(Schema::new(
         columns.into_iter().map(|c| c.field).collect::<Vec<_>>(),
@@ -22,7 +22,7 @@ pub(crate) fn schema(snap: &Snapshot) -> Result<SchemaRef> {
 }
 
 /// The columns `columns` (every column when `None`), each with its field ids.
-pub(crate) fn projection(snap: &Snapshot, columns: Option<&[String]>) -> Result<Vec<Column>> {
+pub fn projection(snap: &Snapshot, columns: Option<&[String]>) -> Result<Vec<Column>> {
     let all = lancet_file::table_schema(&snap.manifest().fields, &snap.manifest_ref().object)?;
     let Some(columns) = columns else {
         return Ok(all);
@@ -42,7 +42,7 @@ pub(crate) fn projection(snap: &Snapshot, columns: Option<&[String]>) -> Result<
 }
 
 /// The columns `projection` of `fragment`'s rows `rows`.
-pub(crate) async fn read_rows(
+pub async fn read_rows(
     snap: &Snapshot,
     fragment: &DataFragment,
     projection: &[Column],
@@ -76,4 +76,4 @@ pub(crate) async fn read_rows(
 }
 
 /// Addresses matched by a search, by fragment.
-pub(crate) type Matched = BTreeMap<u32, RoaringBitmap>;
+pub type Matched = BTreeMap<u32, RoaringBitmap>;

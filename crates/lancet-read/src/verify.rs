@@ -8,8 +8,8 @@
 //! `max_fragment_id`, known `base_id`s, deletions within rows, needed flags, index entries)
 //! and, with stable row ids, every live row id is checked to be live once and below
 //! `next_row_id` (deletion files are read for that; data files never). A broken invariant is
-//! `Corrupt` naming it. [`Storage::verify_data`](crate::Storage::verify_data) also opens every data file: it exists, holds
-//! `physical_rows` rows and the field ids its `DataFile` lists. [`Dataset::check_lineage`]
+//! `Corrupt` naming it. `Storage::verify_data` also opens every data file: it exists, holds
+//! `physical_rows` rows and the field ids its `DataFile` lists. `Dataset::check_lineage`
 //! judges it against the version before it.
 
 use futures::{StreamExt, TryStreamExt};
@@ -35,14 +35,14 @@ pub struct VerifyReport {
 }
 
 /// Checks every rule on this version (see the module doc).
-pub(crate) async fn verify(snap: &Snapshot) -> Result<VerifyReport> {
+pub async fn verify(snap: &Snapshot) -> Result<VerifyReport> {
     verify_with(snap, false).await
 }
 
-/// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
+/// `Dataset::verify`, and every data file opened (footer and schema read, no pages):
 /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
 /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
-pub(crate) async fn verify_data(snap: &Snapshot) -> Result<VerifyReport> {
+pub async fn verify_data(snap: &Snapshot) -> Result<VerifyReport> {
     verify_with(snap, true).await
 }
 
@@ -111,7 +111,7 @@ async fn check_invariants(
 
 /// What storage holds for every data file of `fragments`. A file that is missing or does
 /// not open is a fact (the invariant names it); a store that fails otherwise is an error.
-pub(crate) async fn data_file_facts(
+pub async fn data_file_facts(
     snap: &Snapshot,
     fragments: &[DataFragment],
 ) -> Result<Vec<DataFileFacts>> {
@@ -193,8 +193,8 @@ pub(crate) async fn data_file_facts(
 
 /// This version against `previous` by the lineage rules ([`lancet_txn::check_lineage`]:
 /// `max_fragment_id` and `next_row_id` never decrease); a broken one is
-/// [`Error::BrokenInvariant`], as [`Dataset::verify`] reports them.
-pub(crate) fn check_lineage(snap: &Snapshot, previous: &Snapshot) -> Result<()> {
+/// [`Error::BrokenInvariant`], as `Dataset::verify` reports them.
+pub fn check_lineage(snap: &Snapshot, previous: &Snapshot) -> Result<()> {
     lancet_txn::check_lineage(snap.version(), previous.manifest(), snap.manifest())
         .map_err(|e| invariant_broken(snap, e))
 }

@@ -1,4 +1,4 @@
-//! Exact answers to a [`Filter`]: [`Dataset::search`](crate::Dataset::search).
+//! Exact answers to a [`Filter`]: `Dataset::search`.
 //!
 //! Each predicate is answered on one column. When a BTree covers the column, its segments
 //! answer the fragments they cover (through the Fragment Reuse Index when rewrites moved
@@ -31,7 +31,7 @@ use crate::rows;
 use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
-/// What [`Dataset::search`](crate::Dataset::search) found.
+/// What `Dataset::search` found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchResult {
     /// Rows where the filter is TRUE: row ids (equal to row addresses unless the table has
@@ -53,13 +53,13 @@ pub struct SearchResult {
 /// What answering a filter read: index pages, fragments read directly, and which indexes
 /// answered for which fragments ([`SearchResult`]'s counts, for scans).
 #[derive(Debug, Default)]
-pub(crate) struct SearchStats {
+pub struct SearchStats {
     pub pages_read: u64,
     pub scanned_fragments: u64,
     pub indexed: BTreeMap<String, RoaringBitmap>,
 }
 
-/// How [`Storage::search_with`](crate::Storage::search_with) answers.
+/// How `Storage::search_with` answers.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
     /// Leave deleted rows out (the default); `false` answers over every physical row.
@@ -75,12 +75,12 @@ impl Default for SearchOptions {
 }
 
 /// The rows of this version where `filter` is TRUE, and where it is NULL.
-pub(crate) async fn search(snap: &Snapshot, filter: &Filter) -> Result<SearchResult> {
+pub async fn search(snap: &Snapshot, filter: &Filter) -> Result<SearchResult> {
     search_with(snap, filter, &SearchOptions::default()).await
 }
 
-/// [`Dataset::search`](crate::Dataset::search) with options.
-pub(crate) async fn search_with(
+/// `Dataset::search` with options.
+pub async fn search_with(
     snap: &Snapshot,
     filter: &Filter,
     options: &SearchOptions,
@@ -112,17 +112,14 @@ async fn search_inner(
 }
 
 /// The live rows where `filter` is TRUE, by fragment and offset.
-pub(crate) async fn search_addresses(
-    snap: &Snapshot,
-    filter: &Filter,
-) -> Result<crate::rows::Matched> {
+pub async fn search_addresses(snap: &Snapshot, filter: &Filter) -> Result<crate::rows::Matched> {
     let fragments = snap.fragments().await?;
     Ok(search_addresses_in(snap, filter, fragments).await?.0)
 }
 
 /// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
 /// fragment and offset; with what answering it read.
-pub(crate) async fn search_addresses_in(
+pub async fn search_addresses_in(
     snap: &Snapshot,
     filter: &Filter,
     fragments: Arc<[DataFragment]>,

@@ -15,7 +15,7 @@ use crate::rowids;
 use crate::snapshot::Snapshot;
 use crate::take;
 
-/// The changes of versions `(begin, end]` ([`Dataset::changes`](crate::Dataset::changes)).
+/// The changes of versions `(begin, end]` (`Dataset::changes`).
 #[derive(Debug, Clone)]
 pub struct Changes {
     /// Rows created in the range: every column, then `_rowid`, `_row_created_at_version`
@@ -38,7 +38,7 @@ pub struct Changes {
 /// as `end` held them. Needs stable row ids (`InvalidInput`
 /// otherwise, where pylance answers nothing silently); `begin` after `end` is
 /// `InvalidInput`; a version cleaned up is `NotFound`.
-pub(crate) async fn changes(snap: &Snapshot, begin: u64, end: u64) -> Result<Changes> {
+pub async fn changes(snap: &Snapshot, begin: u64, end: u64) -> Result<Changes> {
     let invalid = |reason: String| Error::InvalidArgument {
         what: format!("changes between versions {begin} and {end}"),
         reason,

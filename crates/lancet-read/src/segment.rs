@@ -18,7 +18,7 @@ pub struct BTreeSegment {
 
 impl BTreeSegment {
     /// Whether its `ids` are row addresses (index_version >= 1, or no stable row ids).
-    pub(crate) fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
+    pub fn ids_are_addresses(&self, stable_row_ids: bool) -> bool {
         self.metadata.index_version.unwrap_or(0) >= 1 || !stable_row_ids
     }
 }

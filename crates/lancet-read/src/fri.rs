@@ -14,13 +14,13 @@ use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 
 /// The `__lance_frag_reuse` entry, if the version has one.
-pub(crate) fn fri_entry(snap: &Snapshot) -> Option<&IndexMetadata> {
+pub fn fri_entry(snap: &Snapshot) -> Option<&IndexMetadata> {
     snap.indices().iter().find(|m| is_fri_entry(m))
 }
 
 /// The FRI history of this version, validated and ready to translate (row maps of stable
 /// partitions opened, counts checked, no labels read). Cached per version.
-pub(crate) async fn fri_history(snap: &Snapshot) -> Result<Option<Arc<History>>> {
+pub async fn fri_history(snap: &Snapshot) -> Result<Option<Arc<History>>> {
     let Some(entry) = fri_entry(snap).cloned() else {
         return Ok(None);
     };
@@ -39,7 +39,7 @@ pub(crate) async fn fri_history(snap: &Snapshot) -> Result<Option<Arc<History>>>
 
 /// The decoded (not yet opened) FRI history of this version, if it has one: no row map
 /// is touched.
-pub(crate) async fn fri_ledger(snap: &Snapshot) -> Result<Option<lancet_reuse::Ledger>> {
+pub async fn fri_ledger(snap: &Snapshot) -> Result<Option<lancet_reuse::Ledger>> {
     match fri_entry(snap).cloned() {
         Some(entry) => Ok(Some(decode_fri(snap, &entry).await?)),
         None => Ok(None),
@@ -72,7 +72,7 @@ async fn decode_fri(snap: &Snapshot, entry: &IndexMetadata) -> Result<lancet_reu
 
 /// `entry`'s history read from this table's storage, judged under the flags of `m` (the
 /// manifest that holds the entry: this version's, or a candidate's).
-pub(crate) async fn decode_fri_under(
+pub async fn decode_fri_under(
     snap: &Snapshot,
     entry: &IndexMetadata,
     m: &lancet_proto::table::Manifest,

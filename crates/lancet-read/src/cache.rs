@@ -151,7 +151,7 @@ where
 
 /// Decoded manifest as cached: the manifest file plus its weight.
 #[derive(Debug, Clone)]
-pub(crate) struct CachedManifest(pub Arc<lancet_paths::ManifestFile>);
+pub struct CachedManifest(pub Arc<lancet_paths::ManifestFile>);
 
 impl Weighted for CachedManifest {
     fn weight_bytes(&self) -> u64 {
@@ -164,7 +164,7 @@ impl Weighted for CachedManifest {
 /// segment is immutable and shared by every version that lists it, so its directory alone
 /// names it; the others belong to one version.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum StructureKey {
+pub enum StructureKey {
     /// Every fragment record of a tree version, resolved.
     TreeFragments { uri: String, version: u64 },
     /// A version's Fragment Reuse Index history, opened.
@@ -185,7 +185,7 @@ pub(crate) enum StructureKey {
 
 /// A decoded structure in the structure cache: one variant per [`StructureKey`] kind.
 #[derive(Clone)]
-pub(crate) enum Structure {
+pub enum Structure {
     TreeFragments(Arc<[lancet_proto::table::DataFragment]>),
     FriHistory(Arc<lancet_reuse::History>),
     RowIdIndex(Arc<lancet_rowid::RowIdIndex>),
@@ -217,7 +217,7 @@ impl Weighted for Structure {
 }
 
 /// The Rust type a [`Structure`] variant holds: the typed way in and out of the cache.
-pub(crate) trait CachedStructure: Send + Sync + 'static {
+pub trait CachedStructure: Send + Sync + 'static {
     fn wrap(value: Arc<Self>) -> Structure;
     fn unwrap(cached: Structure) -> Option<Arc<Self>>;
 }

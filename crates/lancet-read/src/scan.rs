@@ -1,8 +1,8 @@
-//! Reading rows: [`Dataset::scan`](crate::Dataset::scan), [`Dataset::take`](crate::Dataset::take) and [`Dataset::take_addresses`](crate::Dataset::take_addresses).
+//! Reading rows: `Dataset::scan`, `Dataset::take` and `Dataset::take_addresses`.
 //!
 //! Composition only: lancet-file reads a fragment's columns from its data files (NULL for a
 //! field no file holds), deletion vectors and row ids come from lancet-rowid, and a filter is
-//! answered by [`Dataset::search`](crate::Dataset::search) (through BTrees where they cover, by reading columns
+//! answered by `Dataset::search` (through BTrees where they cover, by reading columns
 //! elsewhere) before any projected column is read. Rows come in fragment order, then offset,
 //! as pylance's `to_table` returns them; `_rowid` then `_rowaddr` follow the projected
 //! columns.
@@ -28,7 +28,7 @@ use crate::snapshot::Snapshot;
 /// Batches read ahead of the consumer.
 const SCAN_READ_AHEAD: usize = 2;
 
-/// What [`Dataset::scan`](crate::Dataset::scan) returns.
+/// What `Dataset::scan` returns.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
     /// The columns, in this order (every column in schema order when `None`).
@@ -89,8 +89,8 @@ impl ScanMetrics {
     }
 }
 
-/// The schema of the batches [`Dataset::scan`](crate::Dataset::scan) returns for `options`.
-pub(crate) fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
+/// The schema of the batches `Dataset::scan` returns for `options`.
+pub fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
     let projection = rows::projection(snap, options.columns.as_deref())?;
     Ok(output_schema(
         &projection,
@@ -101,7 +101,7 @@ pub(crate) fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<Sche
 
 /// The rows of this version (deleted rows left out) as a stream of batches; see
 /// [`ScanOptions`]. A filter is answered before any projected column is read.
-pub(crate) async fn scan(
+pub async fn scan(
     snap: &Snapshot,
     options: ScanOptions,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
@@ -210,7 +210,7 @@ fn read_all(
         .try_flatten()
 }
 
-pub(crate) async fn read_chunk(
+pub async fn read_chunk(
     snap: &Snapshot,
     chunk: &Chunk,
     projection: &[Column],
@@ -235,7 +235,7 @@ pub(crate) async fn read_chunk(
 }
 
 /// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added.
-pub(crate) fn with_row_columns(
+pub fn with_row_columns(
     snap: &Snapshot,
     batch: RecordBatch,
     fragment: &DataFragment,

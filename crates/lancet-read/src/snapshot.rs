@@ -23,9 +23,9 @@ use crate::session_caches::Caches;
 /// shares with every handle of the same table, and the clock its commits stamp by.
 ///
 /// Every read and write of the facade starts from one: it is the only place a fragment's row
-/// count is resolved ([`Snapshot::with_known_rows`]). The public [`crate::Dataset`] wraps one.
+/// count is resolved ([`Snapshot::with_known_rows`]). The public `Dataset` wraps one.
 #[derive(Debug, Clone)]
-pub(crate) struct Snapshot {
+pub struct Snapshot {
     store: DatasetStore,
     file_store: FileStore,
     manifest: Arc<ManifestFile>,
@@ -57,7 +57,7 @@ struct FlatList {
 }
 
 /// The Lance-file store over a dataset store (sharing its object store): how a writer outside
-/// a [`crate::Dataset`] handle (before the table exists, or staging files for a distributed commit)
+/// a `Dataset` handle (before the table exists, or staging files for a distributed commit)
 /// reads and writes Lance files where the table keeps them.
 pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
     let uri = if store.local_root().is_some() {
@@ -73,7 +73,7 @@ pub fn file_store_for(store: &DatasetStore) -> Result<FileStore> {
 
 impl Snapshot {
     /// Opens `version` (latest when `None`) of the table in `store`, sharing `caches`.
-    pub(crate) async fn open(
+    pub async fn open(
         store: DatasetStore,
         version: Option<u64>,
         caches: Arc<Caches>,
@@ -83,7 +83,7 @@ impl Snapshot {
     }
 
     /// Opens the latest version of the table at `uri` with default caches.
-    pub(crate) async fn open_uri(uri: &str) -> Result<Self> {
+    pub async fn open_uri(uri: &str) -> Result<Self> {
         Self::open(
             DatasetStore::open(uri)?,
             None,
@@ -97,7 +97,7 @@ impl Snapshot {
     /// it is published. `file_store`: the Lance-file store of another version of the same
     /// table, shared (its tails of files already opened or written stay warm); a new one when
     /// `None`.
-    pub(crate) async fn from_manifest(
+    pub async fn from_manifest(
         store: DatasetStore,
         manifest: Arc<ManifestFile>,
         caches: Arc<Caches>,
@@ -158,7 +158,7 @@ impl Snapshot {
 
     /// Puts a manifest read elsewhere (by a commit reading what was published since) into
     /// the manifest cache.
-    pub(crate) async fn cache_manifest(&self, file: ManifestFile) {
+    pub async fn cache_manifest(&self, file: ManifestFile) {
         let key = (self.store.uri().to_string(), file.entry.version);
         self.caches
             .manifests
@@ -167,7 +167,7 @@ impl Snapshot {
     }
 
     /// Drops a removed version's manifest from the manifest cache.
-    pub(crate) async fn forget_manifest(&self, version: u64) {
+    pub async fn forget_manifest(&self, version: u64) {
         let key = (self.store.uri().to_string(), version);
         self.caches.manifests.invalidate(&key).await;
     }
@@ -208,13 +208,13 @@ impl Snapshot {
     }
 
     /// Version `version` of this table, sharing this one's store, caches and clock.
-    pub(crate) async fn checkout(&self, version: u64) -> Result<Self> {
+    pub async fn checkout(&self, version: u64) -> Result<Self> {
         self.open_sibling(Some(version)).await
     }
 
     /// Version `version` of this table (the latest when `None`), sharing this handle's
     /// store, caches, Lance-file store and clock.
-    pub(crate) async fn open_sibling(&self, version: Option<u64>) -> Result<Self> {
+    pub async fn open_sibling(&self, version: Option<u64>) -> Result<Self> {
         let manifest = Self::load_manifest(&self.store, version, &self.caches).await?;
         Self::from_manifest(
             self.store.clone(),
@@ -228,51 +228,51 @@ impl Snapshot {
 
     /// This handle with `clock` as the time its commits stamp and its age rules (cleanup,
     /// `fri unreferenced`) judge by; the system clock otherwise.
-    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+    pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
-    pub(crate) fn uri(&self) -> &str {
+    pub fn uri(&self) -> &str {
         self.store.uri()
     }
 
-    pub(crate) fn version(&self) -> u64 {
+    pub fn version(&self) -> u64 {
         self.manifest.entry.version
     }
 
-    pub(crate) fn manifest_file(&self) -> &ManifestFile {
+    pub fn manifest_file(&self) -> &ManifestFile {
         &self.manifest
     }
 
-    pub(crate) fn manifest(&self) -> &Manifest {
+    pub fn manifest(&self) -> &Manifest {
         &self.manifest.decoded.manifest
     }
 
     /// Path of this version's manifest object, relative to the dataset root.
-    pub(crate) fn manifest_path(&self) -> String {
+    pub fn manifest_path(&self) -> String {
         self.store
             .relative(&self.manifest.entry.path)
             .unwrap_or_else(|| self.manifest.entry.path.to_string())
     }
 
     /// This version's manifest object, for errors about what it holds.
-    pub(crate) fn manifest_ref(&self) -> lancet_proto::ObjectRef {
+    pub fn manifest_ref(&self) -> lancet_proto::ObjectRef {
         lancet_proto::ObjectRef::new(self.manifest.entry.path.to_string())
     }
 
-    pub(crate) fn naming_scheme(&self) -> NamingScheme {
+    pub fn naming_scheme(&self) -> NamingScheme {
         self.manifest.entry.scheme
     }
 
     /// Every fragment of the version, in id order: the manifest's flat list, or every record
     /// of the fragment tree resolved through its buffered mutations (the whole tree is read
     /// and checked; the result is kept in the index cache for this version).
-    pub(crate) async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
+    pub async fn fragments(&self) -> Result<Arc<[DataFragment]>> {
         match &self.source {
             FragmentSource::Flat(flat) => Ok(flat
                 .shared
@@ -303,7 +303,7 @@ impl Snapshot {
     /// fragment's row count: scans, searches (and so `count_rows`) take their fragments
     /// from here, so a fragment of unknown count is never taken as empty. The records are
     /// otherwise as stored, and the same list comes back when no count is unknown.
-    pub(crate) async fn with_known_rows(
+    pub async fn with_known_rows(
         &self,
         fragments: Arc<[DataFragment]>,
     ) -> Result<Arc<[DataFragment]>> {
@@ -325,10 +325,7 @@ impl Snapshot {
     }
 
     /// `fragment` with its physical row count known ([`Snapshot::with_known_rows`]).
-    pub(crate) async fn with_known_row_count(
-        &self,
-        fragment: DataFragment,
-    ) -> Result<DataFragment> {
+    pub async fn with_known_row_count(&self, fragment: DataFragment) -> Result<DataFragment> {
         let mut f = fragment;
         if rows_unknown(&f) {
             f.physical_rows = self.physical_rows_read(&f).await?;
@@ -337,7 +334,7 @@ impl Snapshot {
     }
 
     /// The row count of `fragment`'s first data file, read from its footer.
-    pub(crate) async fn physical_rows_read(&self, fragment: &DataFragment) -> Result<u64> {
+    pub async fn physical_rows_read(&self, fragment: &DataFragment) -> Result<u64> {
         let loc = self
             .data_file_locations(fragment)?
             .into_iter()
@@ -353,7 +350,7 @@ impl Snapshot {
     }
 
     /// The object store of the base a resolved location lives in.
-    pub(crate) fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
+    pub fn store_for(&self, base: &lancet_paths::ResolvedBase) -> Result<DatasetStore> {
         if base.base_id.is_none() {
             Ok(self.store().clone())
         } else {
@@ -362,7 +359,7 @@ impl Snapshot {
     }
 
     /// The fragment with `id`, if the version has one. On a tree only its routing path is read.
-    pub(crate) async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
+    pub async fn fragment(&self, id: u64) -> Result<Option<DataFragment>> {
         match &self.source {
             FragmentSource::Flat(_) => {
                 let fragments = &self.manifest().fragments;
@@ -374,7 +371,7 @@ impl Snapshot {
 
     /// The fragments with `ids`, in id order (each looked up alone: on a tree only their
     /// routing paths are read). An id the version does not have is refused.
-    pub(crate) async fn fragments_with_ids(&self, ids: &[u64]) -> Result<Arc<[DataFragment]>> {
+    pub async fn fragments_with_ids(&self, ids: &[u64]) -> Result<Arc<[DataFragment]>> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -394,7 +391,7 @@ impl Snapshot {
     }
 
     /// The fragment tree of this version, when it has one.
-    pub(crate) fn tree(&self) -> Option<&TreeReader> {
+    pub fn tree(&self) -> Option<&TreeReader> {
         match &self.source {
             FragmentSource::Tree(reader) => Some(reader),
             FragmentSource::Flat(_) => None,
@@ -403,7 +400,7 @@ impl Snapshot {
 
     /// Refuses to read column data of `fragment` through data overlay files (flag 64), which
     /// lancet passes through but does not apply. `what` names the operation in the error.
-    pub(crate) fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
+    pub fn require_no_overlays(&self, fragment: &DataFragment, what: &str) -> Result<()> {
         if !fragment.overlays.is_empty() {
             return Err(Error::Unsupported {
                 uri: self.uri().to_string(),
@@ -417,38 +414,38 @@ impl Snapshot {
         Ok(())
     }
 
-    pub(crate) fn indices(&self) -> &[IndexMetadata] {
+    pub fn indices(&self) -> &[IndexMetadata] {
         &self.manifest.decoded.indices
     }
 
-    pub(crate) fn store(&self) -> &DatasetStore {
+    pub fn store(&self) -> &DatasetStore {
         &self.store
     }
 
-    pub(crate) fn file_store(&self) -> &FileStore {
+    pub fn file_store(&self) -> &FileStore {
         &self.file_store
     }
 
-    pub(crate) fn bases(&self) -> &BaseTable {
+    pub fn bases(&self) -> &BaseTable {
         &self.bases
     }
 
-    pub(crate) fn caches(&self) -> &Arc<Caches> {
+    pub fn caches(&self) -> &Arc<Caches> {
         &self.caches
     }
 
     /// This dataset as a resolved base, for references with no `base_id`.
-    pub(crate) fn root(&self) -> ResolvedBase {
+    pub fn root(&self) -> ResolvedBase {
         ResolvedBase::current_dataset(self.store.uri())
     }
 
-    pub(crate) fn has_stable_row_ids(&self) -> bool {
+    pub fn has_stable_row_ids(&self) -> bool {
         lancet_txn::protocol::has_stable_row_ids(self.manifest())
     }
 
     /// Visible rows of the version, when every fragment's counts are known (always on a
     /// tree, whose counts are derived from the root without reading further).
-    pub(crate) fn num_rows(&self) -> Option<u64> {
+    pub fn num_rows(&self) -> Option<u64> {
         match &self.source {
             FragmentSource::Flat(_) => self
                 .manifest()
@@ -461,10 +458,7 @@ impl Snapshot {
     }
 
     /// Where each data file of `fragment` lives.
-    pub(crate) fn data_file_locations(
-        &self,
-        fragment: &DataFragment,
-    ) -> Result<Vec<ObjectLocation>> {
+    pub fn data_file_locations(&self, fragment: &DataFragment) -> Result<Vec<ObjectLocation>> {
         fragment
             .files
             .iter()
@@ -473,7 +467,7 @@ impl Snapshot {
     }
 
     /// Where the deletion file of `fragment` lives, if it has one.
-    pub(crate) fn deletion_file_location(
+    pub fn deletion_file_location(
         &self,
         fragment: &DataFragment,
     ) -> Result<Option<ObjectLocation>> {

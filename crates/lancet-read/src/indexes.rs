@@ -48,7 +48,7 @@ pub struct IndexSummary {
 
 /// Every index of this version, grouped by name in manifest order, with its type.
 /// A `fragment_bitmap` that does not decode is an error naming the index.
-pub(crate) fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
+pub fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
     let mut out: Vec<IndexSummary> = Vec::new();
     for m in snap.indices() {
         let index_type = m
@@ -87,12 +87,12 @@ pub(crate) fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
 }
 
 /// The BTree index entries, grouped by name (one entry per segment).
-pub(crate) fn btree_indices(snap: &Snapshot) -> Vec<(String, Vec<&IndexMetadata>)> {
+pub fn btree_indices(snap: &Snapshot) -> Vec<(String, Vec<&IndexMetadata>)> {
     lancet_btree::segments_by_name(snap.indices())
 }
 
 /// The name of the BTree index on the field `field_id`, if any.
-pub(crate) fn btree_on_field(snap: &Snapshot, field_id: i32) -> Option<String> {
+pub fn btree_on_field(snap: &Snapshot, field_id: i32) -> Option<String> {
     lancet_btree::btree_on_field(snap.indices(), field_id)
 }
 
@@ -100,10 +100,7 @@ pub(crate) fn btree_on_field(snap: &Snapshot, field_id: i32) -> Option<String> {
 /// the session's page cache.
 /// The fragments an index entry covers (`None`: no bitmap stored), decoded strictly: one
 /// Roaring bitmap occupying the whole field, or a typed error naming the index.
-pub(crate) fn index_fragments(
-    snap: &Snapshot,
-    meta: &IndexMetadata,
-) -> Result<Option<RoaringBitmap>> {
+pub fn index_fragments(snap: &Snapshot, meta: &IndexMetadata) -> Result<Option<RoaringBitmap>> {
     if meta.fragment_bitmap.is_empty() {
         return Ok(None);
     }
@@ -120,7 +117,7 @@ pub(crate) fn index_fragments(
 
 /// The segments of this version's BTree index `name`, opened (kept in the session's
 /// structure cache per version: a hot search opens nothing).
-pub(crate) async fn btree_segments(snap: &Snapshot, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
+pub async fn btree_segments(snap: &Snapshot, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
     let key = StructureKey::BTreeSegments {
         uri: snap.uri().to_string(),
         version: snap.version(),
@@ -179,7 +176,7 @@ async fn open_btree_segments(snap: &Snapshot, name: &str) -> Result<Vec<BTreeSeg
 /// The column `field_id` of `fragment`, read as a scan reads it (lancet-file's
 /// `read_fragment`: the last data file listing the field holds it; a fragment no file of
 /// which holds it reads as NULL, as a column added after the fragment was written).
-pub(crate) async fn read_column(
+pub async fn read_column(
     snap: &Snapshot,
     fragment: &DataFragment,
     field_id: i32,
@@ -208,7 +205,7 @@ pub(crate) async fn read_column(
 
 /// The training pairs (`value`, row address) of column `field_id` in the fragments
 /// `which` names, their deleted rows left out, one batch per fragment.
-pub(crate) async fn training_pairs(
+pub async fn training_pairs(
     snap: &Snapshot,
     field_id: i32,
     which: &RoaringBitmap,

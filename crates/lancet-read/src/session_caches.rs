@@ -13,10 +13,10 @@ use crate::subsystem_caches::{MokaPageCache, TreeNodeCache};
 #[derive(Debug)]
 pub struct Caches {
     config: CacheConfig,
-    pub(crate) manifests: ByteCache<(String, u64), CachedManifest>,
-    pub(crate) indexes: ByteCache<StructureKey, Structure>,
-    pub(crate) pages: Arc<MokaPageCache>,
-    pub(crate) tree_nodes: Arc<TreeNodeCache>,
+    pub manifests: ByteCache<(String, u64), CachedManifest>,
+    pub indexes: ByteCache<StructureKey, Structure>,
+    pub pages: Arc<MokaPageCache>,
+    pub tree_nodes: Arc<TreeNodeCache>,
 }
 
 impl Caches {
@@ -24,7 +24,7 @@ impl Caches {
     /// one load). A key of one kind always holds its own variant; finding another is a bug.
     /// `load` comes boxed: loads hold lance-file's large futures, which held inline would be
     /// copied through the stack (beyond a 2 MiB thread stack in debug builds).
-    pub(crate) async fn structure<T>(
+    pub async fn structure<T>(
         &self,
         key: StructureKey,
         load: futures::future::BoxFuture<'_, crate::error::Result<Arc<T>>>,
@@ -44,7 +44,7 @@ impl Caches {
     }
 
     /// The structure under `key` if it is cached (no load).
-    pub(crate) async fn cached_structure<T>(&self, key: &StructureKey) -> Option<Arc<T>>
+    pub async fn cached_structure<T>(&self, key: &StructureKey) -> Option<Arc<T>>
     where
         T: CachedStructure + ?Sized,
     {
