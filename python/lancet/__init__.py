@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import _args, commit, errors, optimize
+from . import _args, commit, errors, optimize, schema
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner
-from .fragment import FragmentMetadata, LanceOperation, write_fragments
+from .fragment import FragmentMetadata, write_fragments
+from .transaction import LanceOperation, Transaction
 
 __all__ = [
     "dataset",
@@ -23,6 +24,8 @@ __all__ = [
     "LanceFragment",
     "LanceScanner",
     "LanceOperation",
+    "Transaction",
+    "schema",
     "FragmentMetadata",
     "write_fragments",
     "errors",

@@ -25,7 +25,8 @@ from .bitmap import Bitmap
 from ._expr import Unsupported, to_sql
 from . import _args
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
-from .fragment import LanceOperation
+from .schema import LanceSchema
+from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native
 
 __all__ = [
     "LanceDataset",
@@ -275,6 +276,31 @@ class LanceDataset(pa_ds.Dataset):
             {"name": n, "type": t, "fields": cols, "segments": segs, "fragment_ids": set(frags)}
             for n, t, cols, segs, frags in self._ds.list_indices()
         ]
+
+    @property
+    def lance_schema(self) -> LanceSchema:
+        """The schema as Lance records it: field ids, parents, unenforced key positions."""
+        fields, metadata = _lancet.table_fields(self._ds)
+        return LanceSchema(fields, metadata)
+
+    def drop_index(self, name: str):
+        """Drops index `name` (every segment) in a new version, as pylance's; its files stay
+        until cleanup. No index of that name raises :class:`lancet.errors.IndexNotFoundError`
+        (a ``RuntimeError``, as pylance's) with nothing published."""
+        self._moved(_lancet.drop_index(self._ds, name))
+
+    def read_transaction(self, version: int) -> Optional[Transaction]:
+        """The transaction that made `version`, as pylance reads it (its operation a
+        :class:`LanceOperation` object), or None when the version records none. A version
+        that does not exist raises :class:`lancet.errors.NotFoundError` (an ``OSError``, as
+        pylance's)."""
+        return from_native(_lancet.read_transaction(self._ds, int(version)))
+
+    def get_transactions(self, recent_transactions=10) -> List[Optional[Transaction]]:
+        """The transactions of this version and the ones before it, newest first: at least
+        one, at most `recent_transactions`, stopping at a version cleanup removed (None for a
+        version that records none), as pylance's."""
+        return [from_native(t) for t in _lancet.get_transactions(self._ds, int(recent_transactions))]
 
     def verify(self, data: bool = False) -> dict:
         """Checks every invariant of this version (and with `data` every data file);
@@ -641,6 +667,11 @@ class LanceDataset(pa_ds.Dataset):
             native = native.commit_append([f.to_bytes() for f in operation.fragments])
             return LanceDataset(uri, _native=native)
         if isinstance(operation, LanceOperation.Overwrite):
+            if operation.initial_bases:
+                _args.refuse(where, initial_bases=operation.initial_bases)
+            new_schema = operation.new_schema
+            if isinstance(new_schema, LanceSchema):
+                new_schema = new_schema.to_pyarrow()
             fragments = [f.to_bytes() for f in operation.fragments]
             try:
                 existing = _lancet.open(uri)
@@ -649,11 +680,11 @@ class LanceDataset(pa_ds.Dataset):
             if existing is None:
                 stable = operation.enable_stable_row_ids if enable_stable_row_ids is None else enable_stable_row_ids
                 native = _lancet.create_from_fragments(
-                    uri, schema_stream(operation.new_schema), fragments, operation.layout,
+                    uri, schema_stream(new_schema), fragments, operation.layout,
                     bool(stable), operation.data_storage_version or "stable")
             else:
                 # as pylance: every row replaced, whatever version it was read at
-                native = existing.commit_overwrite(schema_stream(operation.new_schema), fragments,
+                native = existing.commit_overwrite(schema_stream(new_schema), fragments,
                                                    operation.data_storage_version)
             return LanceDataset(uri, _native=native)
         raise UnsupportedError(f"{where}: lancet commits Append and Overwrite, not {type(operation).__name__}")
@@ -1029,10 +1060,8 @@ _NOT_IMPLEMENTED = {
     "create_index_uncommitted": "vector and full-text indexes",
     "deep_clone": "deep clones (lancet makes shallow clones: shallow_clone)",
     "describe_indices": "index descriptions (lancet: list_indices)",
-    "drop_index": "dropping an index",
     "explain_cleanup_old_versions": "explaining a cleanup (lancet: cleanup_old_versions(dry_run=True))",
     "get_ivf_model": "vector indexes (IVF models)",
-    "get_transactions": "reading transactions from Python",
     "index_statistics": "index statistics",
     "initialize_mem_wal": "the MemWAL",
     "io_stats_incremental": "I/O statistics (lancet: scan_stats)",
@@ -1048,7 +1077,6 @@ _NOT_IMPLEMENTED = {
     "prewarm_index": "prewarming an index",
     "read_blob_ranges": "blob columns",
     "read_blobs": "blob columns",
-    "read_transaction": "reading transactions from Python",
     "remap_row_addrs": "remapping row addresses",
     "session": "sessions",
     "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
@@ -1060,7 +1088,6 @@ _NOT_IMPLEMENTED = {
 _NOT_IMPLEMENTED_PROPERTIES = {
     "branches": "branches from Python (the lancet command has `branch`)",
     "initial_storage_options": "storage options",
-    "lance_schema": "LanceSchema",
     "stats": "dataset statistics",
     "storage_options_accessor": "storage options",
 }

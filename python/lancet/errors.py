@@ -28,6 +28,11 @@ class NotFoundError(LancetError, FileNotFoundError):
     """No table (or no such version, tag or fragment) at the location named."""
 
 
+class IndexNotFoundError(NotFoundError, RuntimeError):
+    """No index of the table has the name asked for; also the ``RuntimeError`` pylance raises
+    for it. Nothing was published."""
+
+
 class CorruptTableError(LancetError):
     """Stored bytes break a rule of the Lance format (or an object they name is missing)."""
 

@@ -8,22 +8,114 @@ existing table or of one not created yet; :class:`LanceOperation` names the comm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
 from typing import List, Optional
 
 import pyarrow as pa
 
 from . import _args, _lancet
 from ._data import to_reader
-from .errors import InvalidInputError, NotFoundError
+from .errors import InvalidInputError, NotFoundError, UnsupportedError
 
-__all__ = ["FragmentMetadata", "write_fragments", "LanceOperation"]
+__all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "RowIdMeta", "write_fragments"]
+
+
+class DataFile:
+    """A data file of a fragment (pylance's ``DataFile``): its path under ``data/``, the field
+    ids it stores and where, the Lance file version, and its size."""
+
+    def __init__(self, path: str, fields: List[int], column_indices: Optional[List[int]] = None,
+                 file_major_version: int = 0, file_minor_version: int = 0,
+                 file_size_bytes: Optional[int] = None, base_id: Optional[int] = None):
+        self._path = path
+        self.fields = list(fields)
+        self.column_indices = list(column_indices or [])
+        self.file_major_version = file_major_version
+        self.file_minor_version = file_minor_version
+        self.file_size_bytes = file_size_bytes
+        self.base_id = base_id
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def _key(self):
+        return (self._path, self.fields, self.column_indices, self.file_major_version,
+                self.file_minor_version, self.file_size_bytes, self.base_id)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DataFile) and other._key() == self._key()
+
+    def __repr__(self) -> str:
+        return (f"DataFile(path='{self._path}', fields={self.fields}, "
+                f"column_indices={self.column_indices}, "
+                f"file_major_version={self.file_major_version}, "
+                f"file_minor_version={self.file_minor_version}, "
+                f"file_size_bytes={self.file_size_bytes})")
+
+
+class DeletionFile:
+    """A fragment's deletion file (pylance's ``DeletionFile``)."""
+
+    def __init__(self, read_version: int, id: int, file_type: str, num_deleted_rows: int,
+                 base_id: Optional[int] = None):
+        self.read_version = read_version
+        self.id = id
+        self.file_type = file_type
+        self.num_deleted_rows = num_deleted_rows
+        self.base_id = base_id
+
+    def asdict(self) -> dict:
+        return {"read_version": self.read_version, "id": self.id, "file_type": self.file_type,
+                "num_deleted_rows": self.num_deleted_rows, "base_id": self.base_id}
+
+    def path(self, fragment_id: int, base_uri: Optional[str] = None) -> str:
+        """The deletion file's path, relative to the table (or under `base_uri`)."""
+        ext = "arrow" if self.file_type == "array" else "bin"
+        rel = f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
+        return rel if base_uri is None else f"{base_uri.rstrip('/')}/{rel}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DeletionFile) and other.asdict() == self.asdict()
+
+    def __reduce__(self):
+        return (DeletionFile, (self.read_version, self.id, self.file_type, self.num_deleted_rows,
+                               self.base_id))
+
+    def __repr__(self) -> str:
+        return f"DeletionFile(type='{self.file_type}', num_deleted_rows={self.num_deleted_rows})"
+
+
+class RowIdMeta:
+    """A fragment's stored row ids (pylance's ``RowIdMeta``), kept as Lance's serialized
+    sequence."""
+
+    def __init__(self, data: bytes):
+        self._data = bytes(data)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RowIdMeta) and other._data == self._data
+
+    def __repr__(self) -> str:
+        return f"RowIdMeta({len(self._data)} bytes)"
+
+
+class RowDatasetVersionMeta:
+    """A fragment's stored row versions (pylance's ``RowDatasetVersionMeta``)."""
+
+    def __repr__(self) -> str:
+        return "RowDatasetVersionMeta()"
 
 
 class FragmentMetadata:
-    """One written fragment, as Lance records it (its ``DataFragment`` protobuf)."""
+    """One fragment as Lance records it (pylance's ``FragmentMetadata``: ``id``, ``files``,
+    ``physical_rows``, ``deletion_file``, ``row_id_meta``, ...), held as its ``DataFragment``
+    protobuf bytes (picklable, so Ray tasks return it)."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, *args, **kwargs):
+        if not isinstance(data, (bytes, bytearray, memoryview)) or args or kwargs:
+            raise UnsupportedError("FragmentMetadata: lancet builds fragment metadata from written "
+                                   "fragments (write_fragments, read_transaction), not from fields")
         self._data = bytes(data)
         self._info = _lancet.fragment_info(self._data)
 
@@ -34,7 +126,10 @@ class FragmentMetadata:
         return isinstance(other, FragmentMetadata) and other._data == self._data
 
     def __repr__(self) -> str:
-        return f"FragmentMetadata(physical_rows={self.physical_rows}, files={len(self.files)})"
+        return (f"FragmentMetadata(id={self.id}, files={self.files}, physical_rows={self.physical_rows}, "
+                f"deletion_file={self.deletion_file}, row_id_meta={self.row_id_meta}, "
+                f"created_at_version_meta={self.created_at_version_meta}, "
+                f"last_updated_at_version_meta={self.last_updated_at_version_meta}, overlays=[])")
 
     @property
     def id(self) -> int:
@@ -45,12 +140,45 @@ class FragmentMetadata:
         return self._info["physical_rows"]
 
     @property
-    def num_rows(self) -> int:
-        return self._info["physical_rows"] - self._info["deleted_rows"]
+    def files(self) -> List[DataFile]:
+        return [DataFile(**f) for f in self._info["files"]]
 
     @property
-    def files(self) -> list:
-        return self._info["files"]
+    def deletion_file(self) -> Optional[DeletionFile]:
+        d = self._info["deletion_file"]
+        return None if d is None else DeletionFile(**d)
+
+    @property
+    def row_id_meta(self) -> Optional[RowIdMeta]:
+        ids = self._info["row_id_meta"]
+        return None if ids is None else RowIdMeta(ids)
+
+    @property
+    def created_at_version_meta(self) -> Optional[RowDatasetVersionMeta]:
+        return RowDatasetVersionMeta() if self._info["has_version_sequences"] else None
+
+    @property
+    def last_updated_at_version_meta(self) -> Optional[RowDatasetVersionMeta]:
+        return RowDatasetVersionMeta() if self._info["has_version_sequences"] else None
+
+    @property
+    def overlays(self) -> list:
+        if self._info["num_overlays"]:
+            raise UnsupportedError("FragmentMetadata.overlays: lancet does not read data overlay files")
+        return []
+
+    @property
+    def num_deletions(self) -> int:
+        d = self._info["deletion_file"]
+        return 0 if d is None else d["num_deleted_rows"]
+
+    @property
+    def num_rows(self) -> int:
+        return self.physical_rows - self.num_deletions
+
+    def data_files(self) -> List[DataFile]:
+        warnings.warn("FragmentMetadata.data_files is deprecated. Use .files instead.", DeprecationWarning)
+        return self.files
 
     def to_bytes(self) -> bytes:
         return self._data
@@ -102,19 +230,3 @@ def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, re
     else:
         raise InvalidInputError(f"write_fragments mode 'create' on an existing table at {uri}")
     return [FragmentMetadata(b) for b in written]
-
-
-class LanceOperation:
-    """The operations a distributed write commits."""
-
-    @dataclass
-    class Append:
-        fragments: List[FragmentMetadata]
-
-    @dataclass
-    class Overwrite:
-        new_schema: pa.Schema
-        fragments: List[FragmentMetadata]
-        layout: str = "flat"
-        enable_stable_row_ids: bool = False
-        data_storage_version: Optional[str] = None

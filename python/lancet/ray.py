@@ -30,7 +30,8 @@ import lancet
 from . import _lancet
 from .backfill import compute_file, new_schema_of
 from .errors import InvalidInputError, NotFoundError
-from .fragment import FragmentMetadata, LanceOperation
+from .fragment import FragmentMetadata
+from .transaction import LanceOperation
 from .optimize import Compaction, CompactionOptions, CompactionTask, RewriteResult
 
 __all__ = ["LancetDatasink", "LancetDatasource", "write_dataset", "read_dataset", "compact_files",
@@ -95,8 +96,9 @@ class LancetDatasink(Datasink):
         if self.read_version is None:
             if schema is None:
                 raise InvalidInputError("nothing to write and no schema to create a table with")
-            op = LanceOperation.Overwrite(schema, fragments, self.layout, self.enable_stable_row_ids,
-                                          self.data_storage_version)
+            op = LanceOperation.Overwrite(schema, fragments, layout=self.layout,
+                                          enable_stable_row_ids=self.enable_stable_row_ids,
+                                          data_storage_version=self.data_storage_version)
             self.version = lancet.LanceDataset.commit(self.uri, op).version
         elif fragments:
             op = LanceOperation.Append(fragments)

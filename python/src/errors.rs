@@ -13,6 +13,7 @@ fn class_name(e: &Error) -> &'static str {
             false => "IncompatibleCommitConflict",
         },
         Error::SchemaMismatch { .. } => "SchemaMismatchError",
+        Error::IndexNotFound { .. } => "IndexNotFoundError",
         e => match e.kind() {
             ErrorKind::InvalidInput => "InvalidInputError",
             ErrorKind::NotFound => "NotFoundError",

@@ -13,9 +13,12 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod fragments;
+mod indexes;
 mod maps;
 mod runtime;
+mod schema;
 mod storage_version;
+mod transactions;
 mod write;
 
 use pyo3::prelude::*;
@@ -29,6 +32,14 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragments::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
+    m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(transactions::get_transactions, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema_to_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema_from_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::field_info, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::key_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::table_fields, m)?)?;
     m.add_function(wrap_pyfunction!(maps::maps, m)?)?;
     m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
     m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;

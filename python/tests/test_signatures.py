@@ -62,6 +62,9 @@ PAIRS = [
     (lancet.LanceDataset.truncate_table, lance.LanceDataset.truncate_table, set()),
     (lancet.LanceDataset.shallow_clone, lance.LanceDataset.shallow_clone, set()),
     (lancet.LanceDataset.drop, lance.LanceDataset.drop, set()),
+    (lancet.LanceDataset.drop_index, lance.LanceDataset.drop_index, set()),
+    (lancet.LanceDataset.read_transaction, lance.LanceDataset.read_transaction, set()),
+    (lancet.LanceDataset.get_transactions, lance.LanceDataset.get_transactions, set()),
 ]
 
 # where lancet's default differs from pylance's on purpose, and why

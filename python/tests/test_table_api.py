@@ -159,11 +159,11 @@ def test_every_name_of_pylances_dataset_exists(twins):
     mine, _ = twins
     missing = [n for n in dir(lance.LanceDataset) if not n.startswith("_") and not hasattr(lancet.LanceDataset, n)]
     assert missing == []
-    for name in ["create_index", "drop_index", "read_blobs", "merge", "get_transactions"]:
+    for name in ["create_index", "read_blobs", "merge", "index_statistics"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(mine, name)("anything")
-    with pytest.raises(NotImplementedError, match="lance_schema"):
-        mine.lance_schema
+    with pytest.raises(NotImplementedError, match="stats"):
+        mine.stats
 
 
 @pytest.mark.parametrize("shape", ["dict", "rows", "scanner", "batches"])
@@ -239,3 +239,25 @@ def test_the_table_api_on_a_tree_table_reads_as_its_flat_twin(twins, tmp_path):
     assert tree.count_rows() == 0
     tree.flatten()
     assert lance.dataset(tree.uri).config() == flat.config()
+
+
+def test_drop_index_as_pylances(twins):
+    for ds in twins:
+        ds.create_scalar_index("x", "BTREE")
+    (mine, theirs), versions = _both(twins, lambda ds: ds.drop_index("x_idx"))
+    assert mine is None and theirs is None
+    assert versions[0] == versions[1]
+    for ds in twins:
+        assert ds.list_indices() == []
+    # what lancet published reads in pylance as its own drop
+    seen = lance.dataset(twins[0].uri)
+    assert seen.list_indices() == []
+    assert type(seen.read_transaction(seen.version).operation).__name__ == "CreateIndex"
+    # a name no index has: pylance's RuntimeError, nothing published
+    for ds in twins:
+        before = ds.version
+        with pytest.raises(RuntimeError):
+            ds.drop_index("x_idx")
+        assert lance.dataset(ds.uri).version == before
+    with pytest.raises(errors.IndexNotFoundError):
+        twins[0].drop_index("nope")

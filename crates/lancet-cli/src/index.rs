@@ -139,6 +139,22 @@ pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError
     Ok(())
 }
 
+pub async fn drop(uri: &str, name: &str) -> Result<(), CliError> {
+    let ds = open(uri, None).await?;
+    let segments = ds
+        .storage()
+        .indices()
+        .iter()
+        .filter(|m| m.name == name)
+        .count();
+    let next = ds.storage().drop_index(name).await?.dataset;
+    println!(
+        "dropped index {name} ({segments} segments) and committed version {}",
+        next.version()
+    );
+    Ok(())
+}
+
 #[derive(Subcommand)]
 pub enum IndexCommand {
     /// List the BTree indexes of a version.
@@ -176,6 +192,13 @@ pub enum IndexCommand {
         /// Print `{"version", "btree_segments"}`.
         #[arg(long)]
         json: bool,
+    },
+    /// Drop an index (every segment of it) in a new version, as Lance's `drop_index`; its
+    /// files stay until cleanup.
+    Drop {
+        dataset: String,
+        #[arg(long)]
+        name: String,
     },
     /// Train a BTree on a column and commit it as a new version.
     Build {
@@ -215,5 +238,6 @@ pub async fn run(command: IndexCommand) -> Result<(), CliError> {
             merge,
             json,
         } => optimize(&dataset, merge, json).await,
+        IndexCommand::Drop { dataset, name } => drop(&dataset, &name).await,
     }
 }

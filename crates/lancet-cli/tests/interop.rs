@@ -724,6 +724,47 @@ fn index_list_names_every_index_pylance_builds_with_its_type() {
     assert!(text.contains("not used by lancet"), "{text}");
 }
 
+/// `lancet index drop` removes an index pylance built, even one lancet does not read (a
+/// Bitmap), as pylance's `drop_index` would: one CreateIndex pylance reads back, the other
+/// indexes kept. A name no index has is one `lancet: ...` line and no new version.
+#[test]
+fn lancet_drops_an_index_pylance_built_as_pylance_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("btree");
+    copy_dir(&fixtures().join("btree"), &copy);
+    let uri = copy.to_str().unwrap();
+    let built = peer(&["index", uri, "s", "BITMAP", "s_bitmap"]);
+    let before = built["version"].as_u64().unwrap();
+    let out = lancet(&["index", "drop", uri, "--name", "s_bitmap"]);
+    assert!(out.contains("dropped index s_bitmap (1 segments)"), "{out}");
+    let seen = peer(&["transactions", uri]);
+    assert_eq!(seen["version"], json!(before + 1), "{seen}");
+    assert_eq!(
+        seen["transactions"][0]["operation"], "CreateIndex",
+        "{seen}"
+    );
+    let kept: Vec<Value> = built["indices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i[0] != "s_bitmap")
+        .map(|i| i[0].clone())
+        .collect();
+    assert_eq!(seen["indices"], Value::Array(kept), "{seen}");
+    let failed = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["index", "drop", uri, "--name", "s_bitmap"])
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("lancet: ") && stderr.contains("no index named"),
+        "{stderr}"
+    );
+    assert_eq!(peer(&["transactions", uri])["version"], json!(before + 1));
+}
+
 /// Columns whose only indexes are ones lancet does not read (an Inverted index on a string
 /// column, an IVF_FLAT vector index) are listed as such and answered by scanning, exactly as
 /// pylance's full scan answers.

@@ -59,6 +59,13 @@ pub enum Error {
     /// `table` names the table, `reason` the column. Nothing was written.
     #[error("rows written to table {table}: {reason}")]
     SchemaMismatch { table: String, reason: String },
+    /// No index of this version has the name asked for (Lance's "index not found").
+    #[error("dataset {uri} version {version}: no index named {name:?}")]
+    IndexNotFound {
+        uri: String,
+        version: u64,
+        name: String,
+    },
     /// The manifest uses a feature this build of lancet cannot read or write.
     #[error("dataset {uri} version {version}: {rule}")]
     Unsupported {
@@ -127,6 +134,7 @@ impl Error {
             Error::Txn(e) => e.kind(),
             Error::Internal(_) => ErrorKind::Internal,
             Error::CommitConflict { .. } => ErrorKind::Conflict,
+            Error::IndexNotFound { .. } => ErrorKind::NotFound,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Corrupt { .. } | Error::BrokenInvariant { .. } => ErrorKind::Corrupt,
             Error::InvalidFilter { .. }

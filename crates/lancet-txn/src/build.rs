@@ -678,11 +678,22 @@ pub fn rebased_record(
     }
 }
 
-/// `u` applied to `manifest` (see the module docs).
-fn apply_update_config(
-    manifest: &mut Manifest,
+/// The four map updates of an UpdateConfig, as Lance 14.0.2 reads one: the new fields as they
+/// are, or the deprecated ones (upserts and deletes of config, schema and field metadata as
+/// replacements) read as the new ones; the two forms mixed is refused.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpdateConfigMaps {
+    pub config: Option<lancet_proto::table::transaction::UpdateMap>,
+    pub table_metadata: Option<lancet_proto::table::transaction::UpdateMap>,
+    pub schema_metadata: Option<lancet_proto::table::transaction::UpdateMap>,
+    pub field_metadata:
+        std::collections::BTreeMap<i32, lancet_proto::table::transaction::UpdateMap>,
+}
+
+/// `u`'s map updates (see [`UpdateConfigMaps`]).
+pub fn update_config_maps(
     u: &lancet_proto::table::transaction::UpdateConfig,
-) -> Result<()> {
+) -> Result<UpdateConfigMaps> {
     use lancet_proto::table::transaction::{UpdateMap, UpdateMapEntry};
     let name = "UpdateConfig";
     let new_style = u.config_updates.is_some()
@@ -699,6 +710,14 @@ fn apply_update_config(
             "Cannot mix old and new style UpdateConfig fields",
         ));
     }
+    if !old_style {
+        return Ok(UpdateConfigMaps {
+            config: u.config_updates.clone(),
+            table_metadata: u.table_metadata_updates.clone(),
+            schema_metadata: u.schema_metadata_updates.clone(),
+            field_metadata: u.field_metadata_updates.clone(),
+        });
+    }
     let entries = |m: &std::collections::BTreeMap<String, String>| -> Vec<UpdateMapEntry> {
         m.iter()
             .map(|(k, v)| UpdateMapEntry {
@@ -707,41 +726,44 @@ fn apply_update_config(
             })
             .collect()
     };
-    let (config, table, schema, fields) = match old_style {
-        false => (
-            u.config_updates.clone(),
-            u.table_metadata_updates.clone(),
-            u.schema_metadata_updates.clone(),
-            u.field_metadata_updates.clone(),
-        ),
-        true => {
-            let mut config = entries(&u.upsert_values);
-            config.extend(u.delete_keys.iter().map(|k| UpdateMapEntry {
-                key: k.clone(),
-                value: None,
-            }));
-            let replace = |m: &std::collections::BTreeMap<String, String>| UpdateMap {
-                update_entries: entries(m),
-                replace: true,
-            };
-            let mut fields = std::collections::BTreeMap::new();
-            for (id, f) in &u.field_metadata {
-                let id = i32::try_from(*id).map_err(|_| {
-                    TxnError::operation(name, format!("Field with id {id} does not exist"))
-                })?;
-                fields.insert(id, replace(&f.metadata));
-            }
-            (
-                Some(UpdateMap {
-                    update_entries: config,
-                    replace: false,
-                }),
-                None,
-                (!u.schema_metadata.is_empty()).then(|| replace(&u.schema_metadata)),
-                fields,
-            )
-        }
+    let mut config = entries(&u.upsert_values);
+    config.extend(u.delete_keys.iter().map(|k| UpdateMapEntry {
+        key: k.clone(),
+        value: None,
+    }));
+    let replace = |m: &std::collections::BTreeMap<String, String>| UpdateMap {
+        update_entries: entries(m),
+        replace: true,
     };
+    let mut field_metadata = std::collections::BTreeMap::new();
+    for (id, f) in &u.field_metadata {
+        let id = i32::try_from(*id)
+            .map_err(|_| TxnError::operation(name, format!("Field with id {id} does not exist")))?;
+        field_metadata.insert(id, replace(&f.metadata));
+    }
+    Ok(UpdateConfigMaps {
+        config: Some(UpdateMap {
+            update_entries: config,
+            replace: false,
+        }),
+        table_metadata: None,
+        schema_metadata: (!u.schema_metadata.is_empty()).then(|| replace(&u.schema_metadata)),
+        field_metadata,
+    })
+}
+
+/// `u` applied to `manifest` (see the module docs).
+fn apply_update_config(
+    manifest: &mut Manifest,
+    u: &lancet_proto::table::transaction::UpdateConfig,
+) -> Result<()> {
+    use lancet_proto::table::transaction::UpdateMap;
+    let UpdateConfigMaps {
+        config,
+        table_metadata: table,
+        schema_metadata: schema,
+        field_metadata: fields,
+    } = update_config_maps(u)?;
     let apply = |map: &mut std::collections::BTreeMap<String, Vec<u8>>, update: &UpdateMap| {
         if update.replace {
             map.clear();
@@ -793,7 +815,7 @@ fn apply_update_config(
             .iter_mut()
             .find(|f| f.id == *id)
             .ok_or_else(|| {
-                TxnError::operation(name, format!("Field with id {id} does not exist"))
+                TxnError::operation("UpdateConfig", format!("Field with id {id} does not exist"))
             })?;
         apply(&mut field.metadata, update);
     }
@@ -1437,6 +1459,51 @@ mod tests {
         let p = plan(on(&m, &[]), &old).unwrap();
         let keys: Vec<&String> = p.manifest.config.keys().collect();
         assert_eq!(keys, ["gone", "x"]);
+    }
+
+    #[test]
+    fn the_deprecated_update_config_reads_as_the_new_one() {
+        use lancet_proto::table::transaction::update_config::FieldMetadataUpdate;
+        use lancet_proto::table::transaction::{UpdateConfig, UpdateMap};
+        let old = UpdateConfig {
+            upsert_values: [("x".to_string(), "9".to_string())].into(),
+            delete_keys: vec!["keep".into()],
+            schema_metadata: [("s".to_string(), "1".to_string())].into(),
+            field_metadata: [(
+                2,
+                FieldMetadataUpdate {
+                    metadata: [("f".to_string(), "2".to_string())].into(),
+                },
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let maps = update_config_maps(&old).unwrap();
+        let config = maps.config.unwrap();
+        assert!(!config.replace);
+        let entries: Vec<(&str, Option<&str>)> = config
+            .update_entries
+            .iter()
+            .map(|e| (e.key.as_str(), e.value.as_deref()))
+            .collect();
+        assert_eq!(entries, [("x", Some("9")), ("keep", None)]);
+        assert!(maps.table_metadata.is_none());
+        assert!(maps.schema_metadata.unwrap().replace);
+        assert!(maps.field_metadata[&2].replace);
+        // the new form is read as it is; mixed forms are refused
+        let new = UpdateConfig {
+            table_metadata_updates: Some(UpdateMap::default()),
+            ..Default::default()
+        };
+        assert_eq!(
+            update_config_maps(&new).unwrap().table_metadata,
+            Some(UpdateMap::default())
+        );
+        let mixed = UpdateConfig {
+            delete_keys: vec!["k".into()],
+            ..new
+        };
+        assert!(update_config_maps(&mixed).is_err());
     }
 
     #[test]

@@ -137,6 +137,22 @@ pub fn index_operation(before: &[IndexMetadata], after: &[IndexMetadata]) -> Opt
     }))
 }
 
+/// Lance's `drop_index`: a CreateIndex removing every entry named `name` (each segment of
+/// the index; no file is deleted, cleanup removes them once no version names them), or `None`
+/// when no entry has that name (Lance 14.0.2's "index not found"). The entries are removed
+/// without being opened, so an index lancet cannot read can be dropped too.
+pub fn drop_index_operation(indices: &[IndexMetadata], name: &str) -> Option<Operation> {
+    let removed_indices: Vec<IndexMetadata> =
+        indices.iter().filter(|m| m.name == name).cloned().collect();
+    if removed_indices.is_empty() {
+        return None;
+    }
+    Some(Operation::CreateIndex(CreateIndex {
+        new_indices: Vec::new(),
+        removed_indices,
+    }))
+}
+
 /// A conversion between flat and tree layouts: a `Rewrite` with no groups (no fragment's
 /// content changes).
 pub fn conversion_operation() -> Operation {
@@ -172,4 +188,31 @@ pub fn rows_rewritten(
 /// Lance's `Restore` of `version`'s content.
 pub fn restore_operation(version: u64) -> Operation {
     Operation::Restore(Restore { version })
+}
+
+#[cfg(test)]
+mod drop_index_tests {
+    use super::*;
+
+    fn entry(name: &str, uuid: u8) -> IndexMetadata {
+        IndexMetadata {
+            name: name.into(),
+            uuid: Some(lancet_proto::table::Uuid {
+                uuid: vec![uuid; 16],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn every_segment_of_the_name_is_removed_and_nothing_else() {
+        let indices = [entry("a_idx", 1), entry("b_idx", 2), entry("a_idx", 3)];
+        let Some(Operation::CreateIndex(op)) = drop_index_operation(&indices, "a_idx") else {
+            panic!("a CreateIndex");
+        };
+        assert!(op.new_indices.is_empty());
+        assert_eq!(op.removed_indices, [indices[0].clone(), indices[2].clone()]);
+        assert!(drop_index_operation(&indices, "c_idx").is_none());
+        assert!(drop_index_operation(&[], "a_idx").is_none());
+    }
 }

@@ -131,6 +131,19 @@ pub(crate) async fn commit_btree_segments(
     operations::commit(snap, op).await
 }
 
+/// Lance's `drop_index` (lancet-txn's `drop_index_operation`), committed.
+pub(crate) async fn drop_index(snap: &Snapshot, name: &str) -> Result<crate::committed::Committed> {
+    let op =
+        lancet_txn::operation::drop_index_operation(snap.indices(), name).ok_or_else(|| {
+            Error::IndexNotFound {
+                uri: snap.uri().to_string(),
+                version: snap.version(),
+                name: name.to_string(),
+            }
+        })?;
+    operations::commit(snap, op).await
+}
+
 /// Segments trained on a version older than this one (their `dataset_version`) are judged
 /// against every version published since their training, as their commit would have been
 /// had it been prepared there: Lance replays staged segments against the snapshot they are

@@ -20,21 +20,16 @@ use lancet_tree::{Action, TreeReader, TreeWriterConfig};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
-use crate::cleanup::CleanupPolicy;
-use crate::committed::Committed;
-use crate::handle::Dataset;
-use crate::metadata::{FieldEntries, MetadataTarget};
-use crate::rewrite::RewriteMapping;
-use crate::write::AppendOptions;
-use crate::{backfill, commit, convert, index_build, metadata, operations, rewrite, write};
-use lancet_read::error::Result;
-use lancet_read::indexes::IndexSummary;
-use lancet_read::scan::ScanOptions;
-use lancet_read::search::{SearchOptions, SearchResult};
-use lancet_read::segment::BTreeSegment;
-use lancet_read::snapshot::Snapshot;
-use lancet_read::verify::VerifyReport;
-use lancet_read::{fri, history, indexes, rowids, scan, search, take, verify};
+use crate::{
+    backfill, cleanup::CleanupPolicy, commit, committed::Committed, convert, handle::Dataset,
+    index_build, metadata, metadata::FieldEntries, metadata::MetadataTarget, operations, rewrite,
+    rewrite::RewriteMapping, write, write::AppendOptions,
+};
+use lancet_read::{
+    error::Result, fri, history, indexes, indexes::IndexSummary, rowids, scan, scan::ScanOptions,
+    search, search::SearchOptions, search::SearchResult, segment::BTreeSegment, snapshot::Snapshot,
+    take, verify, verify::VerifyReport,
+};
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
 #[derive(Debug, Clone, Copy)]
@@ -199,6 +194,12 @@ impl<'a> Storage<'a> {
     /// The segments of BTree index `name`, opened (cached per version).
     pub async fn btree_segments(self, name: &str) -> Result<Arc<Vec<BTreeSegment>>> {
         indexes::btree_segments(self.ds, name).await
+    }
+
+    /// Drops index `name` (every segment) in one CreateIndex, as Lance's `drop_index`; no
+    /// index of that name is [`Error::IndexNotFound`](crate::Error::IndexNotFound).
+    pub async fn drop_index(self, name: &str) -> Result<Committed> {
+        Box::pin(index_build::drop_index(self.ds, name)).await
     }
 
     /// The Fragment Reuse Index entry, if the version has one.

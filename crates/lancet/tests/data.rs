@@ -1210,3 +1210,62 @@ async fn tables_with_struct_columns_take_appends_and_updates() {
         ds.verify().await.unwrap();
     }
 }
+
+/// Lance's `drop_index`: every segment of the name removed in one CreateIndex, on flat and
+/// tree tables; a name no index has is `IndexNotFound` (NotFound) with nothing published.
+#[tokio::test]
+async fn drop_index_removes_every_segment_or_publishes_nothing() {
+    use lancet::proto::table::transaction::Operation;
+    for layout in [Layout::Flat, Layout::Tree] {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_str().unwrap();
+        let options = CreateOptions {
+            max_rows_per_file: 20,
+            layout,
+            ..Default::default()
+        };
+        let ds = Dataset::create(uri, schema(), batches(vec![rows(0, 60)]), options)
+            .await
+            .unwrap()
+            .dataset;
+        // two segments: one trained at creation's fragments, one over an appended fragment
+        let ds = ds.build_btree("id", 16).await.unwrap().dataset;
+        let ds = ds
+            .append(batches(vec![rows(60, 70)]))
+            .await
+            .unwrap()
+            .dataset;
+        let ds = ds
+            .optimize()
+            .optimize_indices(&Default::default())
+            .await
+            .unwrap()
+            .dataset;
+        let segments = ds.storage().indices().to_vec();
+        assert_eq!(segments.len(), 2, "{segments:?}");
+
+        let before = listing(dir.path());
+        let err = ds.storage().drop_index("nope").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        assert!(matches!(err, lancet::Error::IndexNotFound { .. }), "{err}");
+        assert_eq!(listing(dir.path()), before);
+
+        let dropped = ds.storage().drop_index("id_idx").await.unwrap().dataset;
+        assert_eq!(dropped.version(), ds.version() + 1);
+        assert!(dropped.storage().indices().is_empty());
+        let recorded = dropped.storage().transaction().await.unwrap().unwrap();
+        let Some(Operation::CreateIndex(op)) = recorded.transaction.operation else {
+            panic!("a CreateIndex");
+        };
+        assert!(op.new_indices.is_empty());
+        assert_eq!(op.removed_indices, segments);
+        // the answers stay: read from the column now
+        let found = dropped
+            .search(&Filter::parse("id = 65").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.row_ids.len(), 1);
+        let err = dropped.storage().drop_index("id_idx").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    }
+}
