@@ -26,7 +26,7 @@ from ._expr import Unsupported, to_sql
 from . import _args
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
 from .schema import LanceSchema
-from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native
+from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
 __all__ = [
     "LanceDataset",
@@ -687,7 +687,11 @@ class LanceDataset(pa_ds.Dataset):
                 native = existing.commit_overwrite(schema_stream(new_schema), fragments,
                                                    operation.data_storage_version)
             return LanceDataset(uri, _native=native)
-        raise UnsupportedError(f"{where}: lancet commits Append and Overwrite, not {type(operation).__name__}")
+        if not isinstance(operation, LanceOperation.BaseOperation):
+            raise UnsupportedError(f"{where}: {type(operation).__name__} is no LanceOperation lancet commits")
+        name, args = to_native(operation)
+        native = _lancet.open(uri) if read_version is None else _lancet.open(uri, version=read_version)
+        return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args))
 
 
 class LanceFragment(pa_ds.Fragment):

@@ -259,3 +259,53 @@ def _operation(name: str, a: dict) -> LanceOperation.BaseOperation:
             for g in a["replacements"]])
     from .errors import UnsupportedError
     raise UnsupportedError(f"lancet does not read a {name} operation as a LanceOperation")
+
+
+def to_native(op: LanceOperation.BaseOperation) -> Tuple[str, dict]:
+    """`op`'s name and fields as the native half commits them (the shapes
+    :func:`from_native` reads)."""
+    from .errors import UnsupportedError
+    name = type(op).__name__
+    if isinstance(op, (LanceOperation.Rewrite, LanceOperation.Clone, LanceOperation.DataOverlay)):
+        raise UnsupportedError(f"LanceDataset.commit: lancet does not commit a {name} given as a "
+                               "LanceOperation (compaction commits its own rewrites)")
+    if isinstance(op, LanceOperation.Update) and op.updated_fragment_offsets is not None:
+        raise UnsupportedError("LanceDataset.commit: lancet does not implement Update's updated_fragment_offsets")
+    args = {}
+    for f in dataclasses.fields(op):
+        args[f.name] = _plain(getattr(op, f.name), f.name)
+    return name, args
+
+
+def _plain(value, what: str):
+    from .errors import UnsupportedError
+    if isinstance(value, FragmentMetadata):
+        return value.to_bytes()
+    if type(value).__name__ == "FragmentMetadata":
+        raise UnsupportedError(f"LanceDataset.commit: {what} holds another library's FragmentMetadata; "
+                               "lancet commits the fragments it wrote or read (write_fragments, read_transaction)")
+    if isinstance(value, LanceSchema):
+        return {"fields": value._fields, "metadata": value._metadata}
+    if isinstance(value, pa.Schema):
+        raise UnsupportedError(f"LanceDataset.commit: {what} as a pyarrow schema (give a LanceSchema: "
+                               "dataset.lance_schema, or one read back with read_transaction)")
+    if isinstance(value, Index):
+        created = value.created_at
+        return {"uuid": value.uuid, "name": value.name, "fields": list(value.fields),
+                "dataset_version": value.dataset_version, "fragment_ids": sorted(value.fragment_ids),
+                "index_version": value.index_version,
+                "created_at": None if created is None else int(created.timestamp() * 1000),
+                "base_id": value.base_id,
+                "files": None if value.files is None else [(f.path, f.size_bytes) for f in value.files],
+                "index_details": value.index_details, "covering_fields": list(value.covering_fields)}
+    if isinstance(value, DataFile):
+        return {"path": value.path, "fields": list(value.fields), "column_indices": list(value.column_indices),
+                "file_major_version": value.file_major_version, "file_minor_version": value.file_minor_version,
+                "file_size_bytes": value.file_size_bytes, "base_id": value.base_id}
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name), what) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, what) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v, what) for k, v in value.items()}
+    return value

@@ -15,6 +15,7 @@ mod errors;
 mod fragments;
 mod indexes;
 mod maps;
+mod operation_args;
 mod runtime;
 mod schema;
 mod storage_version;
@@ -40,6 +41,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema::field_info, m)?)?;
     m.add_function(wrap_pyfunction!(schema::key_fields, m)?)?;
     m.add_function(wrap_pyfunction!(schema::table_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(operation_args::commit_operation, m)?)?;
     m.add_function(wrap_pyfunction!(maps::maps, m)?)?;
     m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
     m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;
