@@ -25,6 +25,7 @@ from .bitmap import Bitmap
 from ._expr import Unsupported, to_sql
 from . import _args
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
+from .indices import IndexDescription
 from .schema import LanceSchema
 from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
@@ -282,6 +283,21 @@ class LanceDataset(pa_ds.Dataset):
         """The schema as Lance records it: field ids, parents, unenforced key positions."""
         fields, metadata = _lancet.table_fields(self._ds)
         return LanceSchema(fields, metadata)
+
+    def describe_indices(self) -> List["IndexDescription"]:
+        """Every index by name, as pylance describes it: type URL and type, rows indexed
+        (the live rows of the fragments its segments cover), keyed fields and their names,
+        each segment, total size."""
+        names = {}
+
+        def walk(fields, prefix):
+            for f in fields:
+                names[f.id()] = prefix + f.name()
+                walk(f.children(), prefix + f.name() + ".")
+
+        walk(self.lance_schema.fields(), "")
+        return [IndexDescription(d, [names.get(i, str(i)) for i in d["fields"]])
+                for d in _lancet.describe_indices(self._ds)]
 
     def drop_index(self, name: str):
         """Drops index `name` (every segment) in a new version, as pylance's; its files stay
@@ -1063,7 +1079,6 @@ _NOT_IMPLEMENTED = {
     "create_index": "vector and full-text indexes (lancet builds BTree indexes: create_scalar_index)",
     "create_index_uncommitted": "vector and full-text indexes",
     "deep_clone": "deep clones (lancet makes shallow clones: shallow_clone)",
-    "describe_indices": "index descriptions (lancet: list_indices)",
     "explain_cleanup_old_versions": "explaining a cleanup (lancet: cleanup_old_versions(dry_run=True))",
     "get_ivf_model": "vector indexes (IVF models)",
     "index_statistics": "index statistics",

@@ -1,6 +1,9 @@
-//! A table's indexes from Python beyond building them: pylance's `drop_index`.
+//! A table's indexes from Python beyond building them: pylance's `drop_index` and
+//! `describe_indices`.
 
+use lancet::proto::table::IndexMetadata;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::dataset::PyDataset;
 use crate::errors::IntoPy;
@@ -14,4 +17,66 @@ pub fn drop_index(py: Python<'_>, ds: &PyDataset, name: String) -> PyResult<PyDa
     let committed =
         block_on(py, async move { handle.storage().drop_index(&name).await }).py_err()?;
     Ok(ds.after(committed.dataset))
+}
+
+/// Every index of this version as pylance's `describe_indices` describes it, by name: type URL,
+/// type, rows indexed, keyed fields, and each segment (pylance's `IndexSegmentDescription`
+/// fields and those of its `Index` entry).
+#[pyfunction]
+pub fn describe_indices<'py>(py: Python<'py>, ds: &PyDataset) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let handle = ds.handle().clone();
+    let mut summaries = {
+        let handle = handle.clone();
+        block_on(py, async move { handle.storage().index_summaries().await }).py_err()?
+    };
+    summaries.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Vec::with_capacity(summaries.len());
+    for (name, rows) in summaries.iter().map(|s| (&s.name, s.rows_indexed)) {
+        let segments: Vec<&IndexMetadata> = handle
+            .storage()
+            .indices()
+            .iter()
+            .filter(|m| &m.name == name)
+            .collect();
+        let Some(first) = segments.first() else {
+            continue;
+        };
+        let d = PyDict::new(py);
+        d.set_item("name", name)?;
+        let type_url = first
+            .index_details
+            .as_ref()
+            .map_or("", |a| a.type_url.as_str());
+        d.set_item("type_url", type_url)?;
+        let index_type = if name == lancet::txn::FRI_INDEX_NAME {
+            "FragmentReuse".to_string()
+        } else {
+            lancet::proto::index_type_name(type_url).unwrap_or_else(|| "Unknown".into())
+        };
+        d.set_item("index_type", index_type)?;
+        d.set_item("num_rows_indexed", rows)?;
+        // the keyed prefix: `fields` less the covering fields carried after it
+        let keyed = first
+            .fields
+            .len()
+            .saturating_sub(first.covering_fields.len());
+        d.set_item(
+            "fields",
+            first.fields.get(..keyed).unwrap_or_default().to_vec(),
+        )?;
+        let described = segments
+            .iter()
+            .map(|m| crate::transactions::index(py, m))
+            .collect::<PyResult<Vec<_>>>()?;
+        d.set_item("segments", described)?;
+        let total: Option<u64> = segments
+            .iter()
+            .map(|m| {
+                (!m.files.is_empty()).then(|| m.files.iter().map(|f| f.size_bytes).sum::<u64>())
+            })
+            .sum();
+        d.set_item("total_size_bytes", total)?;
+        out.push(d);
+    }
+    Ok(out)
 }

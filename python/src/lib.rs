@@ -34,6 +34,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragments::fragment_info, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
+    m.add_function(wrap_pyfunction!(indexes::describe_indices, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::get_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_to_arrow, m)?)?;

@@ -108,12 +108,14 @@ fn operation(name: &str, a: &Bound<'_, PyDict>) -> PyResult<Operation> {
                 .collect::<PyResult<_>>()?;
             Operation::DataReplacement(DataReplacement { replacements })
         }
-        other => return Err(raise(
-            "UnsupportedError",
-            format!(
+        other => {
+            return Err(raise(
+                "UnsupportedError",
+                format!(
                 "LanceDataset.commit: lancet does not commit a {other} given as a LanceOperation"
             ),
-        )),
+            ))
+        }
     })
 }
 

@@ -262,7 +262,7 @@ fn indices<'py>(py: Python<'py>, list: &[IndexMetadata]) -> PyResult<Vec<Bound<'
     list.iter().map(|m| index(py, m)).collect()
 }
 
-fn index<'py>(py: Python<'py>, m: &IndexMetadata) -> PyResult<Bound<'py, PyDict>> {
+pub fn index<'py>(py: Python<'py>, m: &IndexMetadata) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("uuid", m.uuid.as_ref().map(uuid_text))?;
     d.set_item("name", &m.name)?;

@@ -64,6 +64,7 @@ PAIRS = [
     (lancet.LanceDataset.drop, lance.LanceDataset.drop, set()),
     (lancet.LanceDataset.drop_index, lance.LanceDataset.drop_index, set()),
     (lancet.LanceDataset.read_transaction, lance.LanceDataset.read_transaction, set()),
+    (lancet.LanceDataset.describe_indices, lance.LanceDataset.describe_indices, set()),
     (lancet.LanceDataset.get_transactions, lance.LanceDataset.get_transactions, set()),
 ]
 

@@ -261,3 +261,29 @@ def test_drop_index_as_pylances(twins):
         assert lance.dataset(ds.uri).version == before
     with pytest.raises(errors.IndexNotFoundError):
         twins[0].drop_index("nope")
+
+
+def _describe(ds):
+    return [(d.name, d.type_url, d.index_type, d.num_rows_indexed, d.fields, d.field_names, d.details,
+             d.total_size_bytes,
+             [(s.uuid, s.dataset_version_at_last_update, sorted(s.fragment_ids), s.index_version,
+               s.created_at, s.size_bytes, s.base_id, s.covering_fields) for s in d.segments])
+            for d in ds.describe_indices()]
+
+
+def test_describe_indices_as_pylances(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(_table(), uri, max_rows_per_file=4)
+    lance.dataset(uri).create_scalar_index("x", "BTREE")
+    # rows appended after the index, and rows deleted from a covered fragment
+    lance.write_dataset(_table(), uri, mode="append")
+    lance.dataset(uri).delete("x = 1")
+    theirs = _describe(lance.dataset(uri))
+    assert theirs[0][3] == 9  # 10 rows indexed, one deleted, the appended ones not covered
+    assert _describe(lancet.dataset(uri)) == theirs
+    # after lancet's optimize: a second segment over the appended fragments
+    ds = lancet.dataset(uri)
+    ds.optimize.optimize_indices()
+    assert _describe(lancet.dataset(uri)) == _describe(lance.dataset(uri))
+    described = lancet.dataset(uri).describe_indices()[0]
+    assert (described.num_rows_indexed, len(described.segments), described.index_type) == (18, 2, "BTree")

@@ -315,9 +315,9 @@ impl<'a> Storage<'a> {
         self.ds.indices()
     }
 
-    /// Every index, grouped by name in manifest order, with its type (an undecodable bitmap errs).
-    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
-        indexes::index_summaries(self.ds)
+    /// Every index, grouped by name in manifest order, with its type and rows covered.
+    pub async fn index_summaries(self) -> Result<Vec<IndexSummary>> {
+        indexes::index_summaries(self.ds).await
     }
 
     /// Sets (`Some`) or removes (`None`) keys of one of the table's maps (with `replace`, the
