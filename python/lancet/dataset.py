@@ -299,6 +299,40 @@ class LanceDataset(pa_ds.Dataset):
         return [IndexDescription(d, [names.get(i, str(i)) for i in d["fields"]])
                 for d in _lancet.describe_indices(self._ds)]
 
+    # --- branches ------------------------------------------------------------------------
+    def _main_uri(self) -> str:
+        """The main line's location: this handle's, less `/tree/{branch}` when it was opened
+        at a branch's own root."""
+        branch = _lancet.branch_of(self._ds)
+        suffix = f"/tree/{branch}"
+        uri = self._uri.rstrip("/")
+        return uri[: -len(suffix)] if branch and uri.endswith(suffix) else uri
+
+    @property
+    def branches(self) -> "Branches":
+        """The table's branches: ``list()``, ``list_ordered()``, ``delete(name)``."""
+        return Branches(self)
+
+    def create_branch(self, branch: str, reference=None, storage_options=None) -> "LanceDataset":
+        """Creates branch `branch` from `reference`, as pylance's: this handle's version when
+        None, a version of this handle's branch (an int), a tag (a str), or
+        ``(branch or None, version or None)`` (None: the main line; its latest). Returns the
+        branch's first version."""
+        _args.refuse("LanceDataset.create_branch", storage_options=storage_options)
+        main = self._main_uri()
+        if reference is None:
+            parent, version = _lancet.branch_of(self._ds), self.version
+        elif isinstance(reference, tuple):
+            parent, version = reference
+            parent = None if parent == "main" else parent
+        elif isinstance(reference, str):
+            tagged = _lancet.open(main, tag=reference)
+            parent, version = _lancet.branch_of(tagged), tagged.version
+        else:
+            parent, version = _lancet.branch_of(self._ds), int(reference)
+        native = _lancet.branch_create(main, branch, parent, version)
+        return LanceDataset(f"{main}/tree/{branch}", _native=native)
+
     def drop_index(self, name: str):
         """Drops index `name` (every segment) in a new version, as pylance's; its files stay
         until cleanup. No index of that name raises :class:`lancet.errors.IndexNotFoundError`
@@ -1039,6 +1073,38 @@ class Tags:
         self._dataset._ds.tags_change("delete", tag)
 
 
+class Branches:
+    """A table's branches (pylance's ``Branches``)."""
+
+    def __init__(self, dataset: LanceDataset):
+        self._dataset = dataset
+
+    def list(self) -> Dict[str, dict]:
+        """Every branch by name: pylance's ``Branch`` fields (``parent_branch``,
+        ``branch_identifier``, ``parent_version``, ``create_at``, ``manifest_size``,
+        ``metadata``)."""
+        out = {}
+        for b in _lancet.branch_list(self._dataset._main_uri()):
+            name = b.pop("name")
+            out[name] = b
+        return out
+
+    def list_ordered(self, order: Optional[str] = None) -> List[tuple]:
+        """The branches by creation time (``"asc"``, the default, or ``"desc"``), then name."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', not {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: (kv[1]["create_at"], kv[0]))
+        return items[::-1] if order == "desc" else items
+
+    def delete(self, branch: str) -> None:
+        """Deletes `branch` and its versions, as pylance's (refused while another branch forks
+        from it or a tag names one of its versions)."""
+        _lancet.branch_delete(self._dataset._main_uri(), branch)
+
+    def replace_metadata(self, branch: str, metadata: Dict[str, str]) -> None:
+        raise UnsupportedError("Branches.replace_metadata: lancet does not implement changing a branch's metadata")
+
+
 class CleanupStats:
     def __init__(self, report: dict):
         self.bytes_removed = report["bytes_removed"]
@@ -1075,7 +1141,6 @@ _NOT_IMPLEMENTED = {
     "centroids": "vector indexes (IVF centroids)",
     "commit_batch": "committing several transactions at once",
     "commit_existing_index_segments": "committing index segments built elsewhere (lancet: commit_btree_segments)",
-    "create_branch": "creating branches from Python (the lancet command has `branch create`)",
     "create_index": "vector and full-text indexes (lancet builds BTree indexes: create_scalar_index)",
     "create_index_uncommitted": "vector and full-text indexes",
     "deep_clone": "deep clones (lancet makes shallow clones: shallow_clone)",
@@ -1105,7 +1170,6 @@ _NOT_IMPLEMENTED = {
 }
 
 _NOT_IMPLEMENTED_PROPERTIES = {
-    "branches": "branches from Python (the lancet command has `branch`)",
     "initial_storage_options": "storage options",
     "stats": "dataset statistics",
     "storage_options_accessor": "storage options",

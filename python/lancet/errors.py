@@ -33,6 +33,11 @@ class IndexNotFoundError(NotFoundError, RuntimeError):
     for it. Nothing was published."""
 
 
+class RefNotFoundError(NotFoundError, ValueError):
+    """No tag or branch has the name asked for; also the ``ValueError`` pylance raises for
+    it. Nothing was changed."""
+
+
 class CorruptTableError(LancetError):
     """Stored bytes break a rule of the Lance format (or an object they name is missing)."""
 

@@ -14,6 +14,7 @@ fn class_name(e: &Error) -> &'static str {
         },
         Error::SchemaMismatch { .. } => "SchemaMismatchError",
         Error::IndexNotFound { .. } => "IndexNotFoundError",
+        Error::Paths(lancet::paths::PathsError::RefNotFound { .. }) => "RefNotFoundError",
         e => match e.kind() {
             ErrorKind::InvalidInput => "InvalidInputError",
             ErrorKind::NotFound => "NotFoundError",

@@ -10,6 +10,7 @@
 //! the one the rest of the ecosystem's examples still show, and nothing here needs more.
 
 mod arrow_ffi;
+mod branches;
 mod dataset;
 mod errors;
 mod fragments;
@@ -43,6 +44,10 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema::key_fields, m)?)?;
     m.add_function(wrap_pyfunction!(schema::table_fields, m)?)?;
     m.add_function(wrap_pyfunction!(operation_args::commit_operation, m)?)?;
+    m.add_function(wrap_pyfunction!(branches::branch_list, m)?)?;
+    m.add_function(wrap_pyfunction!(branches::branch_create, m)?)?;
+    m.add_function(wrap_pyfunction!(branches::branch_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(branches::branch_of, m)?)?;
     m.add_function(wrap_pyfunction!(maps::maps, m)?)?;
     m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
     m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;

@@ -65,6 +65,9 @@ PAIRS = [
     (lancet.LanceDataset.drop_index, lance.LanceDataset.drop_index, set()),
     (lancet.LanceDataset.read_transaction, lance.LanceDataset.read_transaction, set()),
     (lancet.LanceDataset.describe_indices, lance.LanceDataset.describe_indices, set()),
+    (lancet.LanceDataset.create_branch, lance.LanceDataset.create_branch, set()),
+    (lancet_ds.Branches.list_ordered, lance_ds.Branches.list_ordered, set()),
+    (lancet_ds.Branches.delete, lance_ds.Branches.delete, set()),
     (lancet.LanceDataset.get_transactions, lance.LanceDataset.get_transactions, set()),
 ]
 

@@ -8,8 +8,9 @@
 //! - a branch: `{"parentBranch": null | "name", "parentVersion": N, "identifier": {...},
 //!   "createAt", "manifestSize", "metadata": {}}`.
 //!
-//! Only the fields cleanup and cloning need are read; the others are kept out of the types
-//! and ignored. A document that is not JSON, or lacks `version` / `parentVersion`, is a
+//! A tag's type holds the fields cleanup and cloning need; a branch's holds every field
+//! pylance's `branches.list()` shows (those missing read as empty). A document that is not
+//! JSON, or lacks `version` / `parentVersion`, is a
 //! [`PathsError::CorruptRef`] naming the file: a cleanup must not guess which versions a
 //! broken tag protects.
 
@@ -41,6 +42,14 @@ pub struct Branch {
     pub name: String,
     pub parent_branch: Option<String>,
     pub parent_version: u64,
+    /// Lance's branch identifier: `(version, id)` of each fork from the main line down to
+    /// this branch.
+    pub identifier: Vec<(u64, String)>,
+    /// When the branch was created (seconds since the epoch; 0 when not recorded).
+    pub create_at: u64,
+    /// The size of the manifest it forked from (0 when not recorded).
+    pub manifest_size: u64,
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 impl Branch {
@@ -72,6 +81,20 @@ struct BranchFile {
     #[serde(default)]
     parent_branch: Option<String>,
     parent_version: u64,
+    #[serde(default)]
+    identifier: BranchIdentifier,
+    #[serde(default)]
+    create_at: u64,
+    #[serde(default)]
+    manifest_size: u64,
+    #[serde(default)]
+    metadata: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+struct BranchIdentifier {
+    #[serde(default)]
+    version_mapping: Vec<(u64, String)>,
 }
 
 /// The largest tag or branch file read (Lance's are a few hundred bytes).
@@ -138,6 +161,10 @@ pub fn decode_branch(name: &str, path: &object_store::path::Path, bytes: &[u8]) 
         name: name.to_string(),
         parent_branch: file.parent_branch,
         parent_version: file.parent_version,
+        identifier: file.identifier.version_mapping,
+        create_at: file.create_at,
+        manifest_size: file.manifest_size,
+        metadata: file.metadata,
     })
 }
 
@@ -422,17 +449,14 @@ pub async fn create_branch_ref(
         uri: name.to_string(),
         reason: format!("branch JSON: {e}"),
     })?;
+    let branch = decode_branch(name, &path, &bytes)?;
     match store.put_if_absent(&path, Bytes::from(bytes)).await {
         Err(PathsError::AlreadyExists { .. }) => Err(PathsError::RefExists {
             what: "branch",
             name: name.to_string(),
         }),
         Err(e) => Err(e),
-        Ok(_) => Ok(Branch {
-            name: name.to_string(),
-            parent_branch: parent_branch.map(str::to_string),
-            parent_version,
-        }),
+        Ok(_) => Ok(branch),
     }
 }
 
@@ -501,6 +525,8 @@ mod tests {
             "parentVersion": 2, "createAt": 1796116035, "manifestSize": 459, "metadata": {}}"#;
         let b = decode_branch("dev", &p("_refs/branches/dev.json"), branch).unwrap();
         assert_eq!(b.parent_version, 2);
+        assert_eq!(b.identifier, [(2, "fc5b".to_string())]);
+        assert_eq!((b.create_at, b.manifest_size), (1796116035, 459));
         assert_eq!(b.root(), "tree/dev");
     }
 
