@@ -309,6 +309,11 @@ class LanceDataset(pa_ds.Dataset):
         return uri[: -len(suffix)] if branch and uri.endswith(suffix) else uri
 
     @property
+    def stats(self) -> "LanceStats":
+        """Statistics of this version: ``dataset_stats()`` (pylance's ``LanceStats``)."""
+        return LanceStats(self)
+
+    @property
     def branches(self) -> "Branches":
         """The table's branches: ``list()``, ``list_ordered()``, ``delete(name)``."""
         return Branches(self)
@@ -1073,6 +1078,31 @@ class Tags:
         self._dataset._ds.tags_change("delete", tag)
 
 
+class LanceStats:
+    """Statistics of a version (pylance's ``LanceStats``)."""
+
+    def __init__(self, dataset: LanceDataset):
+        self._dataset = dataset
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> dict:
+        """Deleted rows, fragments, and fragments holding fewer than `max_rows_per_group` rows
+        (files too small for one row group), as pylance counts them (counts an old writer left
+        unknown read from the files)."""
+        fragments = self._dataset._ds.fragments()
+        return {
+            "num_deleted_rows": sum(p - (live if live is not None else p) for _, p, live in fragments),
+            "num_fragments": len(fragments),
+            "num_small_files": sum(1 for _, p, _ in fragments if p < max_rows_per_group),
+        }
+
+    def index_stats(self, index_name: str) -> dict:
+        raise UnsupportedError("LanceStats.index_stats: lancet does not implement index statistics "
+                               "(describe_indices says what each index covers)")
+
+    def data_stats(self):
+        raise UnsupportedError("LanceStats.data_stats: lancet does not implement per-field data statistics")
+
+
 class Branches:
     """A table's branches (pylance's ``Branches``)."""
 
@@ -1171,7 +1201,6 @@ _NOT_IMPLEMENTED = {
 
 _NOT_IMPLEMENTED_PROPERTIES = {
     "initial_storage_options": "storage options",
-    "stats": "dataset statistics",
     "storage_options_accessor": "storage options",
 }
 

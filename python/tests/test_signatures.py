@@ -68,6 +68,7 @@ PAIRS = [
     (lancet.LanceDataset.create_branch, lance.LanceDataset.create_branch, set()),
     (lancet_ds.Branches.list_ordered, lance_ds.Branches.list_ordered, set()),
     (lancet_ds.Branches.delete, lance_ds.Branches.delete, set()),
+    (lancet_ds.LanceStats.dataset_stats, lance_ds.LanceStats.dataset_stats, set()),
     (lancet.LanceDataset.get_transactions, lance.LanceDataset.get_transactions, set()),
 ]
 

@@ -162,8 +162,8 @@ def test_every_name_of_pylances_dataset_exists(twins):
     for name in ["create_index", "read_blobs", "merge", "index_statistics"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(mine, name)("anything")
-    with pytest.raises(NotImplementedError, match="stats"):
-        mine.stats
+    with pytest.raises(NotImplementedError, match="index statistics"):
+        mine.stats.index_stats("x_idx")
 
 
 @pytest.mark.parametrize("shape", ["dict", "rows", "scanner", "batches"])
@@ -287,3 +287,15 @@ def test_describe_indices_as_pylances(tmp_path):
     assert _describe(lancet.dataset(uri)) == _describe(lance.dataset(uri))
     described = lancet.dataset(uri).describe_indices()[0]
     assert (described.num_rows_indexed, len(described.segments), described.index_type) == (18, 2, "BTree")
+
+
+def test_dataset_stats_as_pylances(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(_table(), uri, max_rows_per_file=4)
+    lance.write_dataset(pa.table({"x": list(range(2000)), "s": [{"a": i} for i in range(2000)]}),
+                        uri, mode="append")
+    lance.dataset(uri).delete("x < 3 OR x = 1500")
+    for rows_per_group in (1024, 4, 3000):
+        theirs = lance.dataset(uri).stats.dataset_stats(rows_per_group)
+        assert lancet.dataset(uri).stats.dataset_stats(rows_per_group) == theirs
+    assert lancet.dataset(uri).stats.dataset_stats()["num_deleted_rows"] == 7  # x 0, 1, 2 twice, and 1500

@@ -71,6 +71,32 @@ pub async fn deleted_rows(snap: &Snapshot, fragment: &DataFragment) -> Result<u6
     }
 }
 
+/// `fragments` with every count known: physical rows (see `Snapshot::with_known_rows`) and
+/// deleted rows ([`deleted_rows`]) where a record leaves them unknown; the same list when
+/// none does.
+pub async fn with_known_counts(
+    snap: &Snapshot,
+    fragments: Arc<[DataFragment]>,
+) -> Result<Arc<[DataFragment]>> {
+    let fragments = snap.with_known_rows(fragments).await?;
+    let unknown = |f: &DataFragment| {
+        f.deletion_file
+            .as_ref()
+            .is_some_and(|d| d.num_deleted_rows == 0)
+    };
+    if !fragments.iter().any(unknown) {
+        return Ok(fragments);
+    }
+    let mut out = fragments.to_vec();
+    for f in out.iter_mut().filter(|f| unknown(f)) {
+        let deleted = deleted_rows(snap, f).await?;
+        if let Some(d) = &mut f.deletion_file {
+            d.num_deleted_rows = deleted;
+        }
+    }
+    Ok(out.into())
+}
+
 /// `Dataset::deletion_vector`, kept in the session's structure cache (deletion files
 /// are immutable, so the key is the file alone).
 pub async fn cached_deletion_vector(

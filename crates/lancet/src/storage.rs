@@ -94,10 +94,11 @@ impl<'a> Storage<'a> {
         self.ds.fragment(id).await
     }
 
-    /// Every fragment, in id order, with every physical row count known (a record leaving it
-    /// unknown counted from its first data file, as Lance 14's `FileFragment::physical_rows`).
+    /// Every fragment, in id order, with its physical and deleted row counts known (where a
+    /// record leaves them unknown: read from its first data file and its deletion file, as
+    /// Lance 14's `FileFragment::physical_rows` and `count_deletions` read them).
     pub async fn fragments_with_known_rows(self) -> Result<Arc<[DataFragment]>> {
-        self.ds.with_known_rows(self.ds.fragments().await?).await
+        rowids::with_known_counts(self.ds, self.ds.fragments().await?).await
     }
 
     /// Where each data file of `fragment` lives.

@@ -1037,6 +1037,9 @@ async fn legacy_version(ds: &Dataset) {
     legacy.version += 1;
     for f in &mut legacy.fragments {
         f.physical_rows = 0;
+        if let Some(d) = &mut f.deletion_file {
+            d.num_deleted_rows = 0;
+        }
     }
     let indices = ds.storage().indices().to_vec();
     let content = ManifestContent {
@@ -1268,4 +1271,41 @@ async fn drop_index_removes_every_segment_or_publishes_nothing() {
         let err = dropped.storage().drop_index("id_idx").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     }
+}
+
+/// Counts an old writer left unknown (physical rows, a deletion file's deleted rows) are read
+/// from the files, once, for every caller of `fragments_with_known_rows` (the Python package's
+/// fragments and statistics): as Lance 14.0.2's `physical_rows` and `count_deletions`.
+#[tokio::test]
+async fn counts_left_unknown_are_read_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = table_at(uri, 30, 10).await;
+    let ds = ds
+        .delete(&Filter::parse("id < 3 OR id = 25").unwrap())
+        .await
+        .unwrap()
+        .dataset;
+    let known = ds.storage().fragments_with_known_rows().await.unwrap();
+    legacy_version(&ds).await;
+    let legacy = Dataset::open(uri).await.unwrap();
+    assert!(legacy
+        .storage()
+        .manifest()
+        .fragments
+        .iter()
+        .all(|f| f.physical_rows == 0));
+    let read = legacy.storage().fragments_with_known_rows().await.unwrap();
+    let counts = |fs: &[lancet::proto::table::DataFragment]| -> Vec<(u64, u64)> {
+        fs.iter()
+            .map(|f| {
+                (
+                    f.physical_rows,
+                    f.deletion_file.as_ref().map_or(0, |d| d.num_deleted_rows),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(counts(&read), counts(&known));
+    assert_eq!(counts(&read), [(10, 3), (10, 0), (10, 1)]);
 }
