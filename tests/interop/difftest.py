@@ -60,7 +60,7 @@ KINDS = {
     "optimize": 9, "add_column": 3, "restore": 3, "cleanup": 3, "clone": 2, "race": 4,
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
-    "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3,
+    "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3, "drop_index": 3,
 }
 
 # the steps that need lancet's Python package (with --py): stale work on twins
@@ -72,7 +72,7 @@ URI_BASE = None
 
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
-PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact"}
+PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index"}
 
 
 def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
@@ -367,6 +367,17 @@ class Run:
                 if self.has_index():
                     return  # lancet builds a new index only
                 self.lancet("index", "build", self.uri, "--column", "v")
+        elif kind == "drop_index":
+            if not self.has_index():
+                return
+            if by == "lance":
+                lance.dataset(self.uri).drop_index("v_idx")
+            elif by == "py":
+                py.dataset(self.uri).drop_index("v_idx")
+            else:
+                self.lancet("index", "drop", self.uri, "--name", "v_idx")
+            if self.has_index():
+                raise Failure("drop_index left v_idx listed")
         elif kind == "optimize":
             if by == "lance":
                 ds = lance.dataset(self.uri)
@@ -780,7 +791,7 @@ def pylance_alone_fails(lancet_bin, ops, failure):
 
 # the steps pylance can take as well as lancet
 PYLANCE_CAN = {"append", "write_fragments", "delete", "update", "compact", "index", "optimize",
-               "restore", "cleanup"}
+               "restore", "cleanup", "drop_index"}
 
 
 def shrink(lancet_bin, ops, failure):
