@@ -62,6 +62,11 @@ _LANCE_INDEX_TYPES = {
 }
 
 
+def _reopen(uri: str, version: int, branch: Optional[str]) -> "LanceDataset":
+    """A pickled handle opened again: `version` of `branch` (the main line when None)."""
+    return LanceDataset(uri, version, branch=branch)
+
+
 class LanceDataset(pa_ds.Dataset):
     """One version of a Lance table (flat or fragment-tree)."""
 
@@ -78,7 +83,8 @@ class LanceDataset(pa_ds.Dataset):
         self._ds = native
 
     def __reduce__(self):
-        return (LanceDataset, (self._uri, self.version))
+        # a branch's version reopens on its branch, wherever the handle was opened from
+        return (_reopen, (self._main_uri(), self.version, _lancet.branch_of(self._ds)))
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"

@@ -72,3 +72,15 @@ def test_branch_refusals_are_pylances_and_change_nothing(tmp_path):
         ds.branches.delete("x")
     ds.branches.delete("y")
     assert sorted(lance.dataset(mine_uri).branches.list()) == ["v", "w", "x", "z"]
+
+
+def test_a_pickled_branch_handle_reopens_on_its_branch(tmp_path):
+    import pickle
+    uri = str(tmp_path / "t")
+    _steps(lancet, uri)
+    for handle in (lancet.dataset(uri, branch="x"), lancet.dataset(f"{uri}/tree/x"),
+                   lancet.dataset(uri, version=2)):
+        back = pickle.loads(pickle.dumps(handle))
+        assert (back.version, back.to_table()) == (handle.version, handle.to_table())
+    # version 2 of branch x (its insert) is not version 2 of the main line
+    assert lancet.dataset(uri, branch="x").count_rows() != lancet.dataset(uri, version=2).count_rows()
