@@ -447,23 +447,23 @@ impl PyDataset {
     }
 
     /// Every index: `(name, type, columns, segments, fragments covered)`.
-    fn list_indices(&self, py: Python<'_>) -> PyResult<Vec<IndexRow>> {
-        let ds = self.ds.clone();
-        Ok(
-            block_on(py, async move { ds.storage().index_summaries().await })
-                .py_err()?
-                .into_iter()
-                .map(|s| {
-                    (
-                        s.name,
-                        s.index_type,
-                        s.columns,
-                        s.segments,
-                        s.fragments.iter().collect(),
-                    )
-                })
-                .collect(),
-        )
+    fn list_indices(&self) -> PyResult<Vec<IndexRow>> {
+        Ok(self
+            .ds
+            .storage()
+            .index_summaries()
+            .py_err()?
+            .into_iter()
+            .map(|s| {
+                (
+                    s.name,
+                    s.index_type,
+                    s.columns,
+                    s.segments,
+                    s.fragments.iter().collect(),
+                )
+            })
+            .collect())
     }
 
     #[pyo3(signature = (target_rows_per_fragment=None, max_rows_per_group=None, materialize_deletions=None, materialize_deletions_threshold=None, defer_index_remap=None))]

@@ -1,7 +1,7 @@
 //! Fragments as Python holds them: each its `DataFragment` protobuf, as bytes.
 
 use lancet::proto::table::deletion_file::DeletionFileType;
-use lancet::proto::table::DataFragment;
+use lancet::proto::table::{DataFile, DataFragment};
 use prost::Message;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -35,7 +35,7 @@ pub fn fragment_info<'py>(py: Python<'py>, fragment: Vec<u8>) -> PyResult<Bound<
     let files = f
         .files
         .iter()
-        .map(|d| crate::transactions::data_file(py, d))
+        .map(|d| data_file(py, d))
         .collect::<PyResult<Vec<_>>>()?;
     out.set_item("files", files)?;
     let deletion = match &f.deletion_file {
@@ -71,4 +71,20 @@ pub fn fragment_info<'py>(py: Python<'py>, fragment: Vec<u8>) -> PyResult<Bound<
     out.set_item("has_version_sequences", created || updated)?;
     out.set_item("num_overlays", f.overlays.len())?;
     Ok(out)
+}
+
+/// pylance's `DataFile` fields.
+pub fn data_file<'py>(py: Python<'py>, f: &DataFile) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", &f.path)?;
+    d.set_item("fields", f.fields.clone())?;
+    d.set_item("column_indices", f.column_indices.clone())?;
+    d.set_item("file_major_version", f.file_major_version)?;
+    d.set_item("file_minor_version", f.file_minor_version)?;
+    d.set_item(
+        "file_size_bytes",
+        (f.file_size_bytes > 0).then_some(f.file_size_bytes),
+    )?;
+    d.set_item("base_id", f.base_id)?;
+    Ok(d)
 }

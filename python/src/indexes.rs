@@ -25,13 +25,24 @@ pub fn drop_index(py: Python<'_>, ds: &PyDataset, name: String) -> PyResult<PyDa
 #[pyfunction]
 pub fn describe_indices<'py>(py: Python<'py>, ds: &PyDataset) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let handle = ds.handle().clone();
-    let mut summaries = {
-        let handle = handle.clone();
-        block_on(py, async move { handle.storage().index_summaries().await }).py_err()?
+    let mut names: Vec<String> = (handle.storage().index_summaries().py_err()?)
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    names.sort();
+    let counted = {
+        let (handle, names) = (handle.clone(), names.clone());
+        block_on(py, async move {
+            let mut rows = Vec::with_capacity(names.len());
+            for name in &names {
+                rows.push(handle.storage().rows_indexed(name).await?);
+            }
+            Ok(rows)
+        })
+        .py_err()?
     };
-    summaries.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut out = Vec::with_capacity(summaries.len());
-    for (name, rows) in summaries.iter().map(|s| (&s.name, s.rows_indexed)) {
+    let mut out = Vec::with_capacity(names.len());
+    for (name, rows) in names.iter().zip(counted) {
         let segments: Vec<&IndexMetadata> = handle
             .storage()
             .indices()

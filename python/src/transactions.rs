@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use lancet::paths::ObjectUuid;
 use lancet::proto::file::Field;
 use lancet::proto::table::transaction::{Operation, UpdateMap};
-use lancet::proto::table::{DataFile, DataFragment, IndexMetadata};
+use lancet::proto::table::{DataFragment, IndexMetadata};
 use lancet::proto::StoredTransaction;
 use lancet::{Dataset, ErrorKind};
 use prost::Message;
@@ -19,6 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::dataset::PyDataset;
 use crate::errors::{raise, IntoPy};
+use crate::fragments::data_file;
 use crate::runtime::block_on;
 
 /// The transaction that made `version` of this table, or `None` when it records none.
@@ -298,22 +299,6 @@ fn update_map<'py>(py: Python<'py>, m: &UpdateMap) -> PyResult<Bound<'py, PyDict
     }
     d.set_item("updates", updates)?;
     d.set_item("replace", m.replace)?;
-    Ok(d)
-}
-
-/// pylance's `DataFile` fields.
-pub fn data_file<'py>(py: Python<'py>, f: &DataFile) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("path", &f.path)?;
-    d.set_item("fields", f.fields.clone())?;
-    d.set_item("column_indices", f.column_indices.clone())?;
-    d.set_item("file_major_version", f.file_major_version)?;
-    d.set_item("file_minor_version", f.file_minor_version)?;
-    d.set_item(
-        "file_size_bytes",
-        (f.file_size_bytes > 0).then_some(f.file_size_bytes),
-    )?;
-    d.set_item("base_id", f.base_id)?;
     Ok(d)
 }
 

@@ -19,7 +19,7 @@ async fn open(uri: &str, version: Option<u64>) -> Result<Dataset, CliError> {
 pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(), CliError> {
     let ds = open(uri, version).await?;
     let mut out = Vec::new();
-    for s in ds.storage().index_summaries().await? {
+    for s in ds.storage().index_summaries()? {
         out.push(json!({
             "name": s.name,
             "type": s.index_type,
@@ -28,7 +28,6 @@ pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(),
             "index_version": s.index_version,
             "dataset_version": s.dataset_version,
             "fragment_ids": s.fragments.iter().collect::<Vec<_>>(),
-            "rows_indexed": s.rows_indexed,
             "answered_by_lancet": s.answered_by_lancet,
         }));
     }
@@ -47,14 +46,13 @@ pub async fn list(uri: &str, version: Option<u64>, json_out: bool) -> Result<(),
             };
             writeln!(
                 w,
-                "{} ({}) on {} ({} segment(s), built at version {}, {} fragments, {} rows; {answered})",
+                "{} ({}) on {} ({} segment(s), built at version {}, {} fragments; {answered})",
                 i["name"].as_str().unwrap_or(""),
                 i["type"].as_str().unwrap_or(""),
                 i["columns"],
                 i["segments"],
                 i["dataset_version"],
-                i["fragment_ids"].as_array().map_or(0, Vec::len),
-                i["rows_indexed"]
+                i["fragment_ids"].as_array().map_or(0, Vec::len)
             )?;
         }
     }

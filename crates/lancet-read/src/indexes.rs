@@ -41,16 +41,14 @@ pub struct IndexSummary {
     pub dataset_version: u64,
     /// Fragments the segments cover (decoded strictly; an entry without a bitmap adds none).
     pub fragments: RoaringBitmap,
-    /// The live rows of the covered fragments ([`rows_indexed`]).
-    pub rows_indexed: u64,
     /// Whether lancet answers queries through this index (only BTrees today; `index search`
     /// refuses a column that has no BTree).
     pub answered_by_lancet: bool,
 }
 
-/// Every index of this version, grouped by name in manifest order, with its type and the
-/// rows it covers. A `fragment_bitmap` that does not decode is an error naming the index.
-pub async fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
+/// Every index of this version, grouped by name in manifest order, with its type: the
+/// manifest alone. A `fragment_bitmap` that does not decode is an error naming the index.
+pub fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
     let mut out: Vec<IndexSummary> = Vec::new();
     for m in snap.indices() {
         let index_type = m
@@ -81,28 +79,22 @@ pub async fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
                     index_version: m.index_version.unwrap_or(0),
                     dataset_version: m.dataset_version,
                     fragments,
-                    rows_indexed: 0,
                 });
             }
         }
     }
-    for s in &mut out {
-        let segments: Vec<&IndexMetadata> =
-            snap.indices().iter().filter(|m| m.name == s.name).collect();
-        s.rows_indexed = rows_indexed(snap, &segments).await?;
-    }
     Ok(out)
 }
 
-/// How many rows the entries `segments` (the segments of one index) cover, as Lance 14.0.2's
+/// How many rows the segments of index `name` cover, as Lance 14.0.2's
 /// `describe_indices` counts them: each fragment of this version a segment covers adds its
 /// live rows (physical rows less deleted ones), once per segment naming it; a fragment the
 /// version no longer has adds none. Where the manifest leaves a count unknown Lance refuses to
 /// count; lancet reads it (the snapshot's row count, the deletion file's rows).
-pub async fn rows_indexed(snap: &Snapshot, segments: &[&IndexMetadata]) -> Result<u64> {
+pub async fn rows_indexed(snap: &Snapshot, name: &str) -> Result<u64> {
     let fragments = snap.with_known_rows(snap.fragments().await?).await?;
     let mut total = 0u64;
-    for s in segments {
+    for s in snap.indices().iter().filter(|m| m.name == name) {
         let bitmap = index_fragments(snap, s)?;
         for f in fragments.iter() {
             let covered = u32::try_from(f.id)

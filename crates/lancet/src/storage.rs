@@ -94,9 +94,8 @@ impl<'a> Storage<'a> {
         self.ds.fragment(id).await
     }
 
-    /// Every fragment, in id order, with its physical and deleted row counts known (where a
-    /// record leaves them unknown: read from its first data file and its deletion file, as
-    /// Lance 14's `FileFragment::physical_rows` and `count_deletions` read them).
+    /// Every fragment, in id order, with its physical and deleted row counts known (read from
+    /// the files where a record leaves them unknown, as Lance 14's `count_deletions`).
     pub async fn fragments_with_known_rows(self) -> Result<Arc<[DataFragment]>> {
         rowids::with_known_counts(self.ds, self.ds.fragments().await?).await
     }
@@ -180,8 +179,23 @@ impl Storage<'_> {
     }
 }
 
-/// Indexes and the Fragment Reuse Index.
+/// Indexes, the Fragment Reuse Index, and searches over physical rows and whole checks.
 impl<'a> Storage<'a> {
+    /// [`Dataset::search`] with options.
+    pub async fn search_with(
+        &self,
+        filter: &Filter,
+        options: &SearchOptions,
+    ) -> Result<SearchResult> {
+        Box::pin(search::search_with(self.ds, filter, options)).await
+    }
+
+    /// [`Dataset::verify`], and every data file opened (footer and schema, no pages): it opens,
+    /// holds `physical_rows` rows and the field ids its `DataFile.fields` lists; 16 at a time.
+    pub async fn verify_data(&self) -> Result<VerifyReport> {
+        Box::pin(verify::verify_data(self.ds)).await
+    }
+
     /// The BTree indexes, each with its segments' entries.
     pub fn btree_indices(&self) -> Vec<(String, Vec<&'a IndexMetadata>)> {
         indexes::btree_indices(self.ds)
@@ -316,9 +330,14 @@ impl<'a> Storage<'a> {
         self.ds.indices()
     }
 
-    /// Every index, grouped by name in manifest order, with its type and rows covered.
-    pub async fn index_summaries(self) -> Result<Vec<IndexSummary>> {
-        indexes::index_summaries(self.ds).await
+    /// Every index, grouped by name in manifest order, with its type (the manifest alone).
+    pub fn index_summaries(&self) -> Result<Vec<IndexSummary>> {
+        indexes::index_summaries(self.ds)
+    }
+
+    /// The live rows the segments of index `name` cover (Lance's `describe_indices` count).
+    pub async fn rows_indexed(self, name: &str) -> Result<u64> {
+        indexes::rows_indexed(self.ds, name).await
     }
 
     /// Sets (`Some`) or removes (`None`) keys of one of the table's maps (with `replace`, the
@@ -339,25 +358,6 @@ impl<'a> Storage<'a> {
         replace: bool,
     ) -> Result<Committed> {
         Box::pin(metadata::update_field_metadata(self.ds, fields, replace)).await
-    }
-}
-
-/// Searches over physical rows, and whole checks.
-impl<'a> Storage<'a> {
-    /// [`Dataset::search`] with options.
-    pub async fn search_with(
-        &self,
-        filter: &Filter,
-        options: &SearchOptions,
-    ) -> Result<SearchResult> {
-        Box::pin(search::search_with(self.ds, filter, options)).await
-    }
-
-    /// [`Dataset::verify`], and every data file opened (footer and schema read, no pages):
-    /// it exists and opens, holds the fragment's `physical_rows` rows, and its schema holds
-    /// the field ids its `DataFile.fields` lists. One request or two per file, 16 at a time.
-    pub async fn verify_data(&self) -> Result<VerifyReport> {
-        Box::pin(verify::verify_data(self.ds)).await
     }
 }
 

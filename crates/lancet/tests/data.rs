@@ -1309,3 +1309,62 @@ async fn counts_left_unknown_are_read_from_the_files() {
     assert_eq!(counts(&read), counts(&known));
     assert_eq!(counts(&read), [(10, 3), (10, 0), (10, 1)]);
 }
+
+/// A drop staged on an old version and committed after another writer's commit, as Lance
+/// 14.0.2's conflict table judges it: over an append it lands (the appended rows kept); over
+/// a concurrent drop of the same index it is idempotent; over an optimize that appended a
+/// segment of the index it conflicts, with nothing published.
+#[tokio::test]
+async fn a_stale_drop_index_is_judged_against_what_landed_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = table_at(uri, 40, 20).await;
+    let base = ds.build_btree("id", 16).await.unwrap().dataset;
+
+    // over an append: lands, the append's rows stay
+    let appended = base
+        .append(batches(vec![rows(40, 10)]))
+        .await
+        .unwrap()
+        .dataset;
+    let dropped = base.storage().drop_index("id_idx").await.unwrap().dataset;
+    assert_eq!(dropped.version(), appended.version() + 1);
+    assert!(dropped.storage().indices().is_empty());
+    assert_eq!(dropped.num_rows(), Some(50));
+
+    // over a concurrent drop of the same index: both land, the index is gone
+    let rebuilt = dropped.build_btree("id", 16).await.unwrap().dataset;
+    let first = rebuilt
+        .storage()
+        .drop_index("id_idx")
+        .await
+        .unwrap()
+        .dataset;
+    let second = rebuilt
+        .storage()
+        .drop_index("id_idx")
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(second.version(), first.version() + 1);
+    assert!(second.storage().indices().is_empty());
+
+    // over an optimize that appended a segment: a conflict, nothing published
+    let rebuilt = second.build_btree("id", 16).await.unwrap().dataset;
+    let grown = rebuilt
+        .append(batches(vec![rows(50, 10)]))
+        .await
+        .unwrap()
+        .dataset;
+    let optimized = grown
+        .optimize()
+        .optimize_indices(&Default::default())
+        .await
+        .unwrap()
+        .dataset;
+    assert_eq!(optimized.storage().indices().len(), 2);
+    let before = listing(dir.path());
+    let err = grown.storage().drop_index("id_idx").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(listing(dir.path()), before);
+}
