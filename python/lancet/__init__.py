@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import _args, commit, errors, optimize, schema
+from . import _args, commit, debug, errors, fragment, optimize, progress, schema, util
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner
@@ -30,6 +30,9 @@ __all__ = [
     "write_fragments",
     "errors",
     "optimize",
+    "debug",
+    "progress",
+    "util",
     "__version__",
 ]
 
@@ -63,10 +66,7 @@ def dataset(uri=None, version: Optional[Union[int, str]] = None, asof=None, bloc
 
 def _version_at(ds: LanceDataset, asof) -> int:
     """The latest version of `ds`'s table committed at or before `asof`."""
-    import datetime as _dt
-
-    if isinstance(asof, str):
-        asof = _dt.datetime.fromisoformat(asof)
+    asof = util.sanitize_ts(asof)
     if asof.tzinfo is None:  # naive: the local time, as pylance reads it
         asof = asof.astimezone()
     at = [v["version"] for v in ds.versions() if v["timestamp"].astimezone() <= asof]
@@ -94,7 +94,8 @@ def write_dataset(data_obj, uri=None, schema=None, mode: str = "create", *, max_
     where = "lancet.write_dataset"
     if uri is None:
         raise errors.InvalidInputError(f"{where}: give the table's uri (lancet has no namespaces)")
-    _args.refuse(where, commit_lock=commit_lock, progress=progress, auto_cleanup_options=auto_cleanup_options,
+    fragment._check_progress(where, progress)
+    _args.refuse(where, commit_lock=commit_lock, auto_cleanup_options=auto_cleanup_options,
                  commit_message=commit_message, transaction_properties=transaction_properties,
                  initial_bases=initial_bases, target_bases=target_bases, target_all_bases=target_all_bases,
                  base_store_params=base_store_params, blob_pack_file_size_threshold=blob_pack_file_size_threshold,
@@ -113,7 +114,7 @@ def write_dataset(data_obj, uri=None, schema=None, mode: str = "create", *, max_
         raise errors.UnsupportedError("lancet.write_dataset: lancet writes Lance 2.x data files, "
                                       "not legacy (0.1) ones")
     native = _lancet_write(to_reader(data_obj, schema), str(uri), mode, layout, enable_stable_row_ids,
-                           max_rows_per_file, max_rows_per_group, data_storage_version)
+                           max_rows_per_file, max_rows_per_group, data_storage_version, progress)
     return LanceDataset(str(uri), _native=native)
 
 

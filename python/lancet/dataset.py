@@ -22,10 +22,11 @@ import pyarrow.dataset as pa_ds
 from . import _lancet
 from ._data import read, schema_stream, to_reader
 from .bitmap import Bitmap
-from ._expr import Unsupported, to_sql
 from . import _args
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
 from .indices import IndexDescription
+from .fragment import LanceFragment
+from .scanner import LanceScanner, filter_parts as _filter
 from .schema import LanceSchema
 from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
@@ -39,20 +40,6 @@ __all__ = [
     "CleanupStats",
     "DatasetDelta",
 ]
-
-
-def _filter(filter, columns) -> tuple[Optional[str], Optional[pc.Expression]]:
-    """A filter as (Lance SQL pushed down, pyarrow expression applied after)."""
-    if filter is None:
-        return None, None
-    if isinstance(filter, str):
-        return filter, None
-    if isinstance(filter, pc.Expression):
-        try:
-            return to_sql(filter, columns), None
-        except Unsupported:
-            return None, filter
-    raise InvalidInputError(f"a filter is SQL text or a pyarrow Expression, not {type(filter).__name__}")
 
 
 # Lance 14's index types other than BTree: lancet refuses them as not implemented
@@ -149,7 +136,8 @@ class LanceDataset(pa_ds.Dataset):
                 use_scalar_index=None, include_deleted_rows=None, scan_stats_callback=None,
                 strict_batch_size=None, order_by=None, disable_scoring_autoprojection=None,
                 row_addr_allowlist=None, row_addr_blocklist=None) -> "LanceScanner":
-        """A scan with pylance's arguments: `columns` (names, `_rowid`, `_rowaddr`), `filter`
+        """A scan with pylance's arguments: `columns` (names, `_rowid`, `_rowaddr`,
+        `_rowoffset`, or a dict of SQL expressions by output name), `filter`
         (Lance SQL or a pyarrow Expression), `limit`, `offset`, `fragments`, `with_row_id`,
         `with_row_address` and `batch_size` (no batch longer) are honoured; read-ahead, I/O
         sizes, `use_stats`, `use_scalar_index`, `late_materialization`, `prefilter` and
@@ -167,8 +155,6 @@ class LanceDataset(pa_ds.Dataset):
                             ("disable_scoring_autoprojection", disable_scoring_autoprojection)):
             if value:
                 _args.refuse(where, **{name: value})
-        if isinstance(columns, dict):
-            raise UnsupportedError(f"{where}: columns as SQL expressions are not implemented; give names")
         if fragments is not None:
             fragments = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         return LanceScanner(self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address),
@@ -753,203 +739,6 @@ class LanceDataset(pa_ds.Dataset):
         name, args = to_native(operation)
         native = _lancet.open(uri) if read_version is None else _lancet.open(uri, version=read_version)
         return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args))
-
-
-class LanceFragment(pa_ds.Fragment):
-    """One fragment of a table version."""
-
-    def __init__(self, dataset: LanceDataset, fragment_id: int, physical_rows: int, live_rows: int):
-        self._dataset = dataset
-        self._id = fragment_id
-        self._physical = physical_rows
-        self._live = live_rows
-
-    def __reduce__(self):
-        return (LanceFragment, (self._dataset, self._id, self._physical, self._live))
-
-    def __repr__(self) -> str:
-        return f"LanceFragment(id={self._id}, rows={self._live})"
-
-    @property
-    def fragment_id(self) -> int:
-        return self._id
-
-    @property
-    def physical_rows(self) -> int:
-        return self._physical
-
-    @property
-    def partition_expression(self):
-        return pc.scalar(True)
-
-    @property
-    def physical_schema(self) -> pa.Schema:
-        return self._dataset.schema
-
-    def count_rows(self, filter=None) -> int:
-        if filter is None and self._live is not None:
-            return self._live
-        return self.scanner(filter=filter).count_rows()
-
-    def scanner(self, schema=None, /, *, columns=None, batch_size=None, filter=None, limit=None,
-                offset=None, with_row_id: bool = False, with_row_address: bool = False,
-                batch_readahead: int = 16, blob_handling=None, order_by=None, use_scalar_index=None,
-                io_buffer_size=None, late_materialization=None, include_deleted_rows=None,
-                batch_size_bytes=None, strict_batch_size=None) -> "LanceScanner":
-        """A scan of this fragment (the arguments as :meth:`LanceDataset.scanner`'s). The
-        positional `schema` is pyarrow's ``Fragment.scanner``'s, which DataFusion passes: the
-        dataset's schema, or a projection of it."""
-        if schema is not None and columns is None and schema != self._dataset.schema:
-            columns = [n for n in schema.names]
-        return self._dataset.scanner(
-            columns, filter, limit, offset, batch_size=batch_size, fragments=[self._id],
-            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
-            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
-            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
-            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size)
-
-    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id: bool = False,
-                 with_row_address: bool = False, blob_handling=None, order_by=None,
-                 use_scalar_index=None, io_buffer_size=None, late_materialization=None,
-                 include_deleted_rows=None, batch_size_bytes=None, strict_batch_size=None) -> pa.Table:
-        return self.scanner(
-            columns=columns, filter=filter, limit=limit, offset=offset, with_row_id=with_row_id,
-            with_row_address=with_row_address, blob_handling=blob_handling, order_by=order_by,
-            use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
-            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
-            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_table()
-
-    def to_batches(self, *, columns=None, batch_size=None, filter=None, limit=None, offset=None,
-                   with_row_id: bool = False, with_row_address: bool = False, batch_readahead: int = 16,
-                   blob_handling=None, order_by=None, use_scalar_index=None, io_buffer_size=None,
-                   late_materialization=None, include_deleted_rows=None, batch_size_bytes=None,
-                   strict_batch_size=None) -> Iterator[pa.RecordBatch]:
-        return self.scanner(
-            columns=columns, batch_size=batch_size, filter=filter, limit=limit, offset=offset,
-            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
-            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
-            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
-            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_batches()
-
-    def head(self, num_rows: int) -> pa.Table:
-        return self.scanner(limit=num_rows).to_table()
-
-
-class LanceScanner(pa_ds.Scanner):
-    """A scan: the projection and filter pushed to lancet, the rest applied by pyarrow."""
-
-    def __init__(self, dataset: LanceDataset, columns, filter, limit, offset, with_row_id,
-                 with_row_address, fragments, batch_size=None):
-        self._dataset = dataset
-        if batch_size is not None and int(batch_size) <= 0:
-            raise InvalidInputError(f"batch_size must be positive, not {batch_size}")
-        self._batch_size = None if batch_size is None else int(batch_size)
-        names = dataset.schema.names
-        if columns is not None:
-            columns = list(columns)
-            for c in columns:
-                if c not in names and c not in ("_rowid", "_rowaddr"):
-                    raise InvalidInputError(f"the table has no column {c!r}")
-            if "_rowid" in columns:
-                with_row_id = True
-            if "_rowaddr" in columns:
-                with_row_address = True
-        self._columns = columns
-        self._sql, self._post = _filter(filter, names)
-        self._limit, self._offset = limit, offset
-        self._with_row_id, self._with_row_address = with_row_id, with_row_address
-        self._fragments = fragments
-
-    def _native(self, columns):
-        return self._dataset._ds.scan(
-            columns=columns, filter=self._sql, limit=self._limit, offset=self._offset,
-            with_row_id=self._with_row_id, with_row_address=self._with_row_address,
-            fragments=self._fragments,
-        )
-
-    def _requested(self):
-        if self._columns is None:
-            return None
-        return [c for c in self._columns if c not in ("_rowid", "_rowaddr")]
-
-    def to_reader(self) -> pa.RecordBatchReader:
-        if self._post is None:
-            reader = read(self._native(self._requested()))
-            if self._columns is not None and self._columns != reader.schema.names:
-                wanted = self._columns + [n for n in reader.schema.names if n not in self._columns]
-                schema = pa.schema([reader.schema.field(n) for n in wanted])
-                return pa.RecordBatchReader.from_batches(
-                    schema, (b.select(wanted) for b in reader))
-            return reader
-        # a filter lancet cannot translate: the rows read, pyarrow filters, then offset,
-        # limit and projection (a limit counts matching rows)
-        if self._limit is not None or self._offset:
-            t = self.to_table()
-            return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
-        return self._filtered_reader()
-
-    def _filtered_reader(self) -> pa.RecordBatchReader:
-        reader = read(self._dataset._ds.scan(
-            columns=None, filter=None, with_row_id=self._with_row_id,
-            with_row_address=self._with_row_address, fragments=self._fragments))
-        wanted = self._columns if self._columns is not None else reader.schema.names
-        schema = pa.schema([reader.schema.field(n) for n in wanted])
-
-        def batches():
-            for b in reader:
-                t = pa.Table.from_batches([b]).filter(self._post)
-                for out in t.select(wanted).to_batches():
-                    yield out
-
-        return pa.RecordBatchReader.from_batches(schema, batches())
-
-    def to_table(self) -> pa.Table:
-        if self._post is not None and (self._limit is not None or self._offset):
-            t = self._filtered_reader().read_all()
-            start = self._offset or 0
-            return t.slice(start, self._limit if self._limit is not None else None)
-        return self.to_reader().read_all()
-
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The rows as batches, none longer than the scan's `batch_size` when it has one."""
-        if self._batch_size is None:
-            return iter(self.to_reader())
-        size = self._batch_size
-        return (b.slice(i, size) for b in self.to_reader() for i in range(0, max(b.num_rows, 1), size)
-                if b.num_rows)
-
-    def scan_batches(self):
-        return self.to_batches()
-
-    def count_rows(self) -> int:
-        if self._post is None and self._limit is None and not self._offset and self._fragments is None:
-            return self._dataset._ds.count_rows(self._sql)
-        return self.to_table().num_rows
-
-    def head(self, num_rows: int) -> pa.Table:
-        return self.to_table().slice(0, num_rows)
-
-    @property
-    def projected_schema(self) -> pa.Schema:
-        """The schema of the rows this scan returns (nothing is read)."""
-        schema = self._dataset.schema
-        names = self._columns if self._columns is not None else schema.names
-        extra = {"_rowid": self._with_row_id, "_rowaddr": self._with_row_address}
-        fields = [schema.field(n) for n in names if n not in extra]
-        wanted = [n for n in names if n not in extra]
-        for name, on in extra.items():
-            if on:
-                fields.append(pa.field(name, pa.uint64(), True))
-                wanted.append(name)
-        if self._columns is not None:
-            order = self._columns + [n for n in wanted if n not in self._columns]
-            by_name = {f.name: f for f in fields}
-            fields = [by_name[n] for n in order]
-        return pa.schema(fields)
-
-    @property
-    def dataset_schema(self) -> pa.Schema:
-        return self._dataset.schema
 
 
 class MergeInsertBuilder:

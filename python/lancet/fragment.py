@@ -8,16 +8,23 @@ existing table or of one not created yet; :class:`LanceOperation` names the comm
 
 from __future__ import annotations
 
+import json
 import warnings
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pa_ds
 
 from . import _args, _lancet
 from ._data import to_reader
 from .errors import InvalidInputError, NotFoundError, UnsupportedError
 
-__all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "RowIdMeta", "write_fragments"]
+if TYPE_CHECKING:
+    from .dataset import LanceDataset
+    from .scanner import LanceScanner
+
+__all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "LanceFragment", "RowIdMeta", "write_fragments"]
 
 
 class DataFile:
@@ -38,6 +45,12 @@ class DataFile:
     @property
     def path(self) -> str:
         return self._path
+
+    def _asdict(self) -> dict:
+        return {"fields": self.fields, "column_indices": self.column_indices,
+                "file_major_version": self.file_major_version,
+                "file_minor_version": self.file_minor_version,
+                "file_size_bytes": self.file_size_bytes, "base_id": self.base_id, "path": self._path}
 
     def _key(self):
         return (self._path, self.fields, self.column_indices, self.file_major_version,
@@ -88,20 +101,62 @@ class DeletionFile:
 
 class RowIdMeta:
     """A fragment's stored row ids (pylance's ``RowIdMeta``), kept as Lance's serialized
-    sequence."""
+    sequence; as JSON ``{"Inline": [byte, ...]}``, as pylance writes it."""
 
     def __init__(self, data: bytes):
         self._data = bytes(data)
 
+    def asdict(self) -> dict:
+        return {"Inline": list(self._data)}
+
+    def json(self) -> str:
+        return json.dumps(self.asdict())
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RowIdMeta":
+        if "Inline" not in data:
+            raise UnsupportedError("RowIdMeta: lancet reads row ids stored inline, not in an external file")
+        return cls(bytes(data["Inline"]))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RowIdMeta":
+        return cls.from_dict(json.loads(text))
+
     def __eq__(self, other) -> bool:
         return isinstance(other, RowIdMeta) and other._data == self._data
+
+    def __reduce__(self):
+        return (RowIdMeta, (self._data,))
 
     def __repr__(self) -> str:
         return f"RowIdMeta({len(self._data)} bytes)"
 
 
 class RowDatasetVersionMeta:
-    """A fragment's stored row versions (pylance's ``RowDatasetVersionMeta``)."""
+    """A fragment's stored row versions (pylance's ``RowDatasetVersionMeta``), kept as Lance's
+    serialized sequence; as JSON ``{"inline": [byte, ...]}``."""
+
+    def __init__(self, data: bytes = b""):
+        self._data = bytes(data)
+
+    def asdict(self) -> dict:
+        return {"inline": list(self._data)}
+
+    def json(self) -> str:
+        return json.dumps(self.asdict())
+
+    @classmethod
+    def from_json(cls, text: str) -> "RowDatasetVersionMeta":
+        data = json.loads(text)
+        if "inline" not in data:
+            raise UnsupportedError("RowDatasetVersionMeta: lancet reads row versions stored inline")
+        return cls(bytes(data["inline"]))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RowDatasetVersionMeta) and other._data == self._data
+
+    def __reduce__(self):
+        return (RowDatasetVersionMeta, (self._data,))
 
     def __repr__(self) -> str:
         return "RowDatasetVersionMeta()"
@@ -110,17 +165,35 @@ class RowDatasetVersionMeta:
 class FragmentMetadata:
     """One fragment as Lance records it (pylance's ``FragmentMetadata``: ``id``, ``files``,
     ``physical_rows``, ``deletion_file``, ``row_id_meta``, ...), held as its ``DataFragment``
-    protobuf bytes (picklable, so Ray tasks return it)."""
+    protobuf bytes (picklable, so Ray tasks return it). Built from its fields as pylance's
+    is, or read from a table; a commit checks it as it checks any fragment."""
 
-    def __init__(self, data: bytes, *args, **kwargs):
-        if not isinstance(data, (bytes, bytearray, memoryview)) or args or kwargs:
-            raise UnsupportedError("FragmentMetadata: lancet builds fragment metadata from written "
-                                   "fragments (write_fragments, read_transaction), not from fields")
+    def __init__(self, id: int, files: List[DataFile], physical_rows: int,
+                 deletion_file: Optional[DeletionFile] = None, row_id_meta: Optional[RowIdMeta] = None,
+                 created_at_version_meta: Optional[RowDatasetVersionMeta] = None,
+                 last_updated_at_version_meta: Optional[RowDatasetVersionMeta] = None,
+                 overlays: Optional[list] = None):
+        if overlays:
+            raise UnsupportedError("FragmentMetadata: lancet does not write data overlay files")
+        self._set(_lancet.fragment_from_fields(
+            int(id), int(physical_rows or 0), list(files), deletion_file,  # None: not yet written
+            None if row_id_meta is None else row_id_meta._data,
+            None if created_at_version_meta is None else created_at_version_meta._data,
+            None if last_updated_at_version_meta is None else last_updated_at_version_meta._data))
+
+    def _set(self, data: bytes) -> None:
         self._data = bytes(data)
         self._info = _lancet.fragment_info(self._data)
 
+    @classmethod
+    def _from_bytes(cls, data: bytes) -> "FragmentMetadata":
+        """The fragment a stored record (its ``DataFragment`` protobuf) describes."""
+        made = cls.__new__(cls)
+        made._set(data)
+        return made
+
     def __reduce__(self):
-        return (FragmentMetadata, (self._data,))
+        return (_fragment_from_bytes, (self._data,))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, FragmentMetadata) and other._data == self._data
@@ -130,6 +203,37 @@ class FragmentMetadata:
                 f"deletion_file={self.deletion_file}, row_id_meta={self.row_id_meta}, "
                 f"created_at_version_meta={self.created_at_version_meta}, "
                 f"last_updated_at_version_meta={self.last_updated_at_version_meta}, overlays=[])")
+
+    def to_json(self) -> dict:
+        """The fragment as a JSON-serializable dict, in pylance's shape."""
+        def meta(m):
+            return None if m is None else m.asdict()
+
+        d = self.deletion_file
+        return dict(id=self.id, files=[f._asdict() for f in self.files], overlays=[],
+                    physical_rows=self.physical_rows, deletion_file=None if d is None else d.asdict(),
+                    row_id_meta=meta(self.row_id_meta),
+                    created_at_version_meta=meta(self.created_at_version_meta),
+                    last_updated_at_version_meta=meta(self.last_updated_at_version_meta))
+
+    @staticmethod
+    def from_json(json_data: str) -> "FragmentMetadata":
+        """The fragment :meth:`to_json` (or pylance's ``to_json``) describes."""
+        d = json.loads(json_data)
+
+        def version_meta(key):
+            v = d.get(key)
+            return None if v is None else RowDatasetVersionMeta.from_json(json.dumps(v))
+
+        deletion = d.get("deletion_file")
+        ids = d.get("row_id_meta")
+        return FragmentMetadata(
+            id=d["id"], files=[DataFile(**f) for f in d["files"]], physical_rows=d["physical_rows"],
+            deletion_file=None if deletion is None else DeletionFile(**deletion),
+            row_id_meta=None if ids is None else RowIdMeta.from_dict(ids),
+            created_at_version_meta=version_meta("created_at_version_meta"),
+            last_updated_at_version_meta=version_meta("last_updated_at_version_meta"),
+            overlays=d.get("overlays") or None)
 
     @property
     def id(self) -> int:
@@ -155,11 +259,13 @@ class FragmentMetadata:
 
     @property
     def created_at_version_meta(self) -> Optional[RowDatasetVersionMeta]:
-        return RowDatasetVersionMeta() if self._info["has_version_sequences"] else None
+        v = self._info["created_at_versions"]
+        return None if v is None else RowDatasetVersionMeta(v)
 
     @property
     def last_updated_at_version_meta(self) -> Optional[RowDatasetVersionMeta]:
-        return RowDatasetVersionMeta() if self._info["has_version_sequences"] else None
+        v = self._info["last_updated_at_versions"]
+        return None if v is None else RowDatasetVersionMeta(v)
 
     @property
     def overlays(self) -> list:
@@ -184,6 +290,200 @@ class FragmentMetadata:
         return self._data
 
 
+class LanceFragment(pa_ds.Fragment):
+    """One fragment of a table version (pylance's ``LanceFragment``): its record, its rows,
+    and edits that write files without committing (``delete`` returns the new record for a
+    ``LanceOperation.Delete``)."""
+
+    def __init__(self, dataset: "LanceDataset", fragment_id: int, physical_rows: int, live_rows: int):
+        self._dataset = dataset
+        self._id = fragment_id
+        self._physical = physical_rows
+        self._live = live_rows
+
+    def __reduce__(self):
+        return (LanceFragment, (self._dataset, self._id, self._physical, self._live))
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self._id}, rows={self._live})"
+
+    @property
+    def fragment_id(self) -> int:
+        return self._id
+
+    @property
+    def physical_rows(self) -> int:
+        return self._physical
+
+    @property
+    def partition_expression(self):
+        return pc.scalar(True)
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    def count_rows(self, filter=None) -> int:
+        if filter is None and self._live is not None:
+            return self._live
+        return self.scanner(filter=filter).count_rows()
+
+    def scanner(self, schema=None, /, *, columns=None, batch_size=None, filter=None, limit=None,
+                offset=None, with_row_id: bool = False, with_row_address: bool = False,
+                batch_readahead: int = 16, blob_handling=None, order_by=None, use_scalar_index=None,
+                io_buffer_size=None, late_materialization=None, include_deleted_rows=None,
+                batch_size_bytes=None, strict_batch_size=None) -> "LanceScanner":
+        """A scan of this fragment (the arguments as :meth:`LanceDataset.scanner`'s). The
+        positional `schema` is pyarrow's ``Fragment.scanner``'s, which DataFusion passes: the
+        dataset's schema, or a projection of it."""
+        if schema is not None and columns is None and schema != self._dataset.schema:
+            columns = [n for n in schema.names]
+        return self._dataset.scanner(
+            columns, filter, limit, offset, batch_size=batch_size, fragments=[self._id],
+            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
+            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size)
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id: bool = False,
+                 with_row_address: bool = False, blob_handling=None, order_by=None,
+                 use_scalar_index=None, io_buffer_size=None, late_materialization=None,
+                 include_deleted_rows=None, batch_size_bytes=None, strict_batch_size=None) -> pa.Table:
+        return self.scanner(
+            columns=columns, filter=filter, limit=limit, offset=offset, with_row_id=with_row_id,
+            with_row_address=with_row_address, blob_handling=blob_handling, order_by=order_by,
+            use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_table()
+
+    def to_batches(self, *, columns=None, batch_size=None, filter=None, limit=None, offset=None,
+                   with_row_id: bool = False, with_row_address: bool = False, batch_readahead: int = 16,
+                   blob_handling=None, order_by=None, use_scalar_index=None, io_buffer_size=None,
+                   late_materialization=None, include_deleted_rows=None, batch_size_bytes=None,
+                   strict_batch_size=None) -> Iterator[pa.RecordBatch]:
+        return self.scanner(
+            columns=columns, batch_size=batch_size, filter=filter, limit=limit, offset=offset,
+            with_row_id=with_row_id, with_row_address=with_row_address, blob_handling=blob_handling,
+            order_by=order_by, use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_batches()
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    @property
+    def metadata(self) -> "FragmentMetadata":
+        """The fragment's record in this version."""
+        data = _lancet.fragment_metadata(self._dataset._ds, self._id)
+        if data is None:
+            raise NotFoundError(f"fragment {self._id} is not in version {self._dataset.version}")
+        return FragmentMetadata._from_bytes(data)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def num_deletions(self) -> int:
+        """Rows its deletion file deletes."""
+        return self._physical - self.count_rows()
+
+    def data_files(self) -> List[DataFile]:
+        return self.metadata.files
+
+    def deletion_file(self) -> Optional[str]:
+        """The deletion file's path relative to the table (``_deletions/...``), if any."""
+        d = self.metadata.deletion_file
+        return None if d is None else d.path(self._id)
+
+    def take(self, indices, columns=None) -> pa.Table:
+        """Rows by position among the fragment's live rows, in the order given."""
+        if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+            indices = indices.to_pylist()
+        indices = [int(i) for i in indices]
+        ids = self.scanner(columns=["_rowid"]).to_table().column("_rowid").to_pylist()
+        for i in indices:
+            if i < 0 or i >= len(ids):
+                raise InvalidInputError(f"index {i} is out of range (fragment {self._id} has "
+                                        f"{len(ids)} rows)")
+        return self._dataset.take_rows([ids[i] for i in indices], columns)
+
+    def to_pandas(self, columns=None, filter=None, limit=None, offset=None, batch_size=None,
+                  with_row_id: bool = False, with_row_address: bool = False, blob_mode: str = "lazy",
+                  order_by=None, **kwargs):
+        """The scan's rows as a pandas DataFrame (`kwargs` go to pyarrow's ``to_pandas``);
+        `blob_mode` changes nothing (lancet reads no blob columns)."""
+        return self.scanner(
+            columns=columns, filter=filter, limit=limit, offset=offset, batch_size=batch_size,
+            with_row_id=with_row_id, with_row_address=with_row_address,
+            order_by=order_by).to_table().to_pandas(**kwargs)
+
+    def validate(self) -> None:
+        """Checks the version this fragment belongs to (its invariants, the fragment's among
+        them, as :meth:`LanceDataset.validate`); raises the typed error of the first broken
+        rule."""
+        self._dataset.validate()
+
+    def delete(self, predicate: str) -> Optional["FragmentMetadata"]:
+        """The fragment with the rows matching `predicate` deleted too: its new record (a new
+        deletion file written, nothing committed), itself unchanged when no row matches, or
+        ``None`` when no row is left."""
+        rows = self.scanner(columns=[], filter=predicate, with_row_address=True).to_table()
+        offsets = [a & 0xFFFFFFFF for a in rows.column("_rowaddr").to_pylist()]
+        return self.delete_rows(offsets)
+
+    def delete_rows(self, offsets) -> Optional["FragmentMetadata"]:
+        """The fragment with the rows at physical `offsets` deleted too (as :meth:`delete`)."""
+        offsets = [int(o) for o in offsets]
+        if not offsets:
+            return self.metadata
+        if any(o < 0 for o in offsets):
+            raise InvalidInputError("row offsets are at least 0")
+        data = _lancet.fragment_delete_rows(self._dataset._ds, self._id, offsets)
+        return None if data is None else FragmentMetadata._from_bytes(data)
+
+
+
+# pylance's LanceFragment names lancet does not implement yet, and what each is
+_FRAGMENT_NOT_IMPLEMENTED = {
+    "create": "writing one fragment by id (use write_fragments)",
+    "create_from_file": "fragments from existing data files",
+    "merge": "joining new columns into one fragment",
+    "merge_columns": "new columns computed for one fragment",
+    "update_columns": "column values replaced in one fragment",
+    "open_session": "fragment read sessions",
+}
+
+
+def _fragment_not_implemented(name: str, feature: str, static: bool):
+    def method(*args, **kwargs):
+        raise UnsupportedError(f"LanceFragment.{name}: lancet does not implement {feature}")
+
+    method.__name__ = name
+    method.__qualname__ = f"LanceFragment.{name}"
+    method.__doc__ = f"Not implemented by lancet: {feature}. Raises UnsupportedError."
+    return staticmethod(method) if static else method
+
+
+for _name, _feature in _FRAGMENT_NOT_IMPLEMENTED.items():
+    setattr(LanceFragment, _name, _fragment_not_implemented(_name, _feature,
+                                                            _name in ("create", "create_from_file")))
+
+
+def _fragment_from_bytes(data: bytes) -> FragmentMetadata:
+    """A pickled :class:`FragmentMetadata` again."""
+    return FragmentMetadata._from_bytes(data)
+
+
+def _check_progress(where: str, progress) -> None:
+    """`progress` is a ``FragmentWriteProgress`` (anything with ``begin`` and ``complete``)
+    or ``None``."""
+    if progress is not None and not (callable(getattr(progress, "begin", None))
+                                     and callable(getattr(progress, "complete", None))):
+        raise TypeError(f"{where}: progress must be a lancet.progress.FragmentWriteProgress, "
+                        f"not {type(progress).__name__}")
+
+
 def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, return_transaction: bool = False,
                     mode: str = "append", max_rows_per_file: int = 1024 * 1024, max_rows_per_group: int = 1024,
                     max_bytes_per_file: int = 90 * 1024 ** 3, data_cache_bytes=None, max_page_bytes=None,
@@ -198,7 +498,8 @@ def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, re
     where = "lancet.fragment.write_fragments"
     _args.refuse_unless(where, "return_transaction", return_transaction, False)
     _args.refuse_unless(where, "max_bytes_per_file", max_bytes_per_file, 90 * 1024 ** 3)
-    _args.refuse(where, progress=progress, use_legacy_format=use_legacy_format, target_bases=target_bases,
+    _check_progress(where, progress)
+    _args.refuse(where, use_legacy_format=use_legacy_format, target_bases=target_bases,
                  target_all_bases=target_all_bases, initial_bases=initial_bases,
                  base_store_params=base_store_params, namespace_client=namespace_client,
                  table_id=table_id, session=session)
@@ -216,17 +517,15 @@ def write_fragments(data, dataset_uri, schema: Optional[pa.Schema] = None, *, re
     if mode not in ("append", "overwrite", "create"):
         raise InvalidInputError(f"write_fragments mode must be append, overwrite or create, not {mode!r}")
     if native is not None and mode == "append":
-        # an append's files are cut as the table's writer cuts them
-        _args.refuse_unless(where, "max_rows_per_file", max_rows_per_file, 1024 * 1024)
-        _args.refuse_unless(where, "max_rows_per_group", max_rows_per_group, 1024)
+        # an append's files are in the table's version (one file version per table)
         _args.refuse(where, data_storage_version=data_storage_version)
-        written = native.write_fragments(reader)
+        written = native.write_fragments(reader, max_rows_per_file, max_rows_per_group, progress)
     elif native is not None and mode == "overwrite":
         written = native.write_overwrite_fragments(reader, max_rows_per_file, max_rows_per_group,
-                                                   data_storage_version)
+                                                   data_storage_version, progress)
     elif native is None:
         written = _lancet.write_new_fragments(reader, uri, max_rows_per_file, max_rows_per_group,
-                                              data_storage_version or "stable")
+                                              data_storage_version or "stable", progress)
     else:
         raise InvalidInputError(f"write_fragments mode 'create' on an existing table at {uri}")
-    return [FragmentMetadata(b) for b in written]
+    return [FragmentMetadata._from_bytes(b) for b in written]

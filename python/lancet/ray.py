@@ -89,7 +89,7 @@ class LancetDatasink(Datasink):
 
     def on_write_complete(self, write_result) -> None:
         returns = [r for r in write_result.write_returns if r is not None]
-        fragments = [FragmentMetadata(b) for r in returns for b in r["fragments"]]
+        fragments = [FragmentMetadata._from_bytes(b) for r in returns for b in r["fragments"]]
         schema = self.schema
         if schema is None:
             schema = next((r["schema"] for r in returns if r["schema"] is not None), None)

@@ -193,7 +193,7 @@ def from_native(t: Optional[dict]) -> Optional[Transaction]:
 
 
 def _fragments(list_of_bytes) -> List[FragmentMetadata]:
-    return [FragmentMetadata(b) for b in list_of_bytes]
+    return [FragmentMetadata._from_bytes(b) for b in list_of_bytes]
 
 
 def _schema(s: dict) -> LanceSchema:

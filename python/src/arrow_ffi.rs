@@ -78,6 +78,13 @@ impl ArrowStream {
         }
     }
 
+    /// A stream of `reader`'s batches, as it yields them.
+    pub fn of_reader(reader: Box<dyn RecordBatchReader + Send>) -> Self {
+        ArrowStream {
+            reader: Mutex::new(Some(reader)),
+        }
+    }
+
     /// A stream of the facade's `stream`, read ahead on the shared runtime (a task drives
     /// it into a channel of [`READ_AHEAD`] batches) while the consumer takes batches.
     pub fn of_stream(

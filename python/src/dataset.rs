@@ -18,6 +18,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::arrow_ffi::{batches, import_stream, ArrowStream};
 use crate::errors::{invalid, to_py, IntoPy};
 use crate::fragments::decode_fragments;
+use crate::progress::{raised, PyProgress};
 use crate::runtime::{block_on, run};
 
 /// Opens the table at `uri` (`Dataset::open_ref`): its latest version, `version`, the version
@@ -703,19 +704,34 @@ impl PyDataset {
         Ok((r.version, r.fragments))
     }
 
-    /// Writes `data` (the table's schema) as new fragments, uncommitted; each fragment's
+    /// Writes `data` (the table's schema) as new fragments, uncommitted, files cut every
+    /// `max_rows_per_file` rows and each fragment told to `progress`; each fragment's
     /// `DataFragment` protobuf.
+    #[pyo3(signature = (data, max_rows_per_file=1_048_576, max_rows_per_group=1_024, progress=None))]
     fn write_fragments<'py>(
         &self,
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
+        max_rows_per_file: u64,
+        max_rows_per_group: u64,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let (progress, observer) = PyProgress::of(progress);
+        let options = lancet::AppendOptions {
+            max_rows_per_file,
+            max_rows_per_group,
+            data_storage_version: None,
+            progress,
+        };
         let reader = import_stream(data)?;
         let ds = self.ds.clone();
         let written = block_on(py, async move {
-            ds.storage().write_fragments(batches(reader)).await
+            ds.storage()
+                .write_fragments(batches(reader), &options)
+                .await
         })
-        .py_err()?;
+        .py_err();
+        let written = raised(written, &observer)?;
         Ok(written
             .iter()
             .map(|f| PyBytes::new(py, &f.encode_to_vec()))
@@ -739,7 +755,7 @@ impl PyDataset {
 
     /// Writes `data` as the data files of an overwrite of this table, uncommitted (pylance's
     /// `write_fragments(mode="overwrite")`); each fragment's `DataFragment` protobuf.
-    #[pyo3(signature = (data, max_rows_per_file, max_rows_per_group, data_storage_version=None))]
+    #[pyo3(signature = (data, max_rows_per_file, max_rows_per_group, data_storage_version=None, progress=None))]
     fn write_overwrite_fragments<'py>(
         &self,
         py: Python<'py>,
@@ -747,13 +763,16 @@ impl PyDataset {
         max_rows_per_file: u64,
         max_rows_per_group: u64,
         data_storage_version: Option<&str>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let (progress, observer) = PyProgress::of(progress);
         let options = lancet::AppendOptions {
             max_rows_per_file,
             max_rows_per_group,
             data_storage_version: data_storage_version
                 .map(crate::storage_version::file_version)
                 .transpose()?,
+            progress,
         };
         let reader = import_stream(data)?;
         let schema = reader.schema();
@@ -763,7 +782,8 @@ impl PyDataset {
                 .write_overwrite_fragments(schema, batches(reader), &options)
                 .await
         })
-        .py_err()?;
+        .py_err();
+        let written = raised(written, &observer)?;
         Ok(written
             .iter()
             .map(|f| PyBytes::new(py, &f.encode_to_vec()))

@@ -21,7 +21,7 @@ pub fn decode_fragments(fragments: &[Vec<u8>]) -> PyResult<Vec<DataFragment>> {
 
 /// What a fragment's metadata says, by pylance's `FragmentMetadata` field names: id,
 /// physical rows, data files (pylance's `DataFile` fields), deletion file (pylance's
-/// `DeletionFile` fields), and whether row ids and version sequences are stored.
+/// `DeletionFile` fields), and the row ids and row versions stored inline.
 #[pyfunction]
 pub fn fragment_info<'py>(py: Python<'py>, fragment: Vec<u8>) -> PyResult<Bound<'py, PyDict>> {
     use lancet::proto::table::data_fragment::{
@@ -60,15 +60,21 @@ pub fn fragment_info<'py>(py: Python<'py>, fragment: Vec<u8>) -> PyResult<Bound<
         Some(RowIdSequence::ColumnRowIds(_)) | None => None,
     };
     out.set_item("row_id_meta", row_ids)?;
-    let created = matches!(
-        f.created_at_version_sequence,
-        Some(CreatedAtVersionSequence::InlineCreatedAtVersions(_))
-    );
-    let updated = matches!(
-        f.last_updated_at_version_sequence,
-        Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(_))
-    );
-    out.set_item("has_version_sequences", created || updated)?;
+    let inline = |b: Option<&Vec<u8>>| b.map(|b| PyBytes::new(py, b));
+    out.set_item(
+        "created_at_versions",
+        inline(match &f.created_at_version_sequence {
+            Some(CreatedAtVersionSequence::InlineCreatedAtVersions(b)) => Some(b),
+            _ => None,
+        }),
+    )?;
+    out.set_item(
+        "last_updated_at_versions",
+        inline(match &f.last_updated_at_version_sequence {
+            Some(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(b)) => Some(b),
+            _ => None,
+        }),
+    )?;
     out.set_item("num_overlays", f.overlays.len())?;
     Ok(out)
 }
@@ -87,4 +93,94 @@ pub fn data_file<'py>(py: Python<'py>, f: &DataFile) -> PyResult<Bound<'py, PyDi
     )?;
     d.set_item("base_id", f.base_id)?;
     Ok(d)
+}
+
+/// A data file as Python gives it (pylance's `DataFile` attributes).
+#[derive(FromPyObject)]
+pub struct FileFields {
+    path: String,
+    fields: Vec<i32>,
+    column_indices: Vec<i32>,
+    file_major_version: u32,
+    file_minor_version: u32,
+    file_size_bytes: Option<u64>,
+    base_id: Option<u32>,
+}
+
+/// A deletion file as Python gives it (pylance's `DeletionFile` attributes).
+#[derive(FromPyObject)]
+pub struct DeletionFields {
+    read_version: u64,
+    id: u64,
+    file_type: String,
+    num_deleted_rows: Option<u64>,
+    base_id: Option<u32>,
+}
+
+/// The `DataFragment` protobuf of a fragment given by its fields (pylance's
+/// `FragmentMetadata(id, files, physical_rows, ...)`); row ids and row versions as Lance's
+/// serialized sequences. A commit checks the result as it checks any fragment.
+#[pyfunction]
+#[pyo3(signature = (id, physical_rows, files, deletion_file, row_ids, created_at, last_updated_at))]
+#[allow(clippy::too_many_arguments)] // pylance's fields, one argument each
+pub fn fragment_from_fields<'py>(
+    py: Python<'py>,
+    id: u64,
+    physical_rows: u64,
+    files: Vec<FileFields>,
+    deletion_file: Option<DeletionFields>,
+    row_ids: Option<Vec<u8>>,
+    created_at: Option<Vec<u8>>,
+    last_updated_at: Option<Vec<u8>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    use lancet::proto::table::data_fragment::{
+        CreatedAtVersionSequence, LastUpdatedAtVersionSequence, RowIdSequence,
+    };
+    use lancet::proto::table::DeletionFile;
+    let files = files
+        .into_iter()
+        .map(|f| DataFile {
+            path: f.path,
+            fields: f.fields,
+            column_indices: f.column_indices,
+            file_major_version: f.file_major_version,
+            file_minor_version: f.file_minor_version,
+            file_size_bytes: f.file_size_bytes.unwrap_or(0),
+            base_id: f.base_id,
+        })
+        .collect();
+    let deletion_file = match deletion_file {
+        None => None,
+        Some(d) => {
+            let file_type = match d.file_type.as_str() {
+                "array" => DeletionFileType::ArrowArray,
+                "bitmap" => DeletionFileType::Bitmap,
+                other => {
+                    return Err(invalid(format!(
+                        "a deletion file's type is \"array\" or \"bitmap\", not {other:?}"
+                    )))
+                }
+            };
+            Some(DeletionFile {
+                file_type: file_type as i32,
+                read_version: d.read_version,
+                id: d.id,
+                num_deleted_rows: d.num_deleted_rows.unwrap_or(0),
+                base_id: d.base_id,
+            })
+        }
+    };
+    let fragment = DataFragment {
+        id,
+        files,
+        physical_rows,
+        deletion_file,
+        row_id_sequence: row_ids.map(RowIdSequence::InlineRowIds),
+        created_at_version_sequence: created_at
+            .map(CreatedAtVersionSequence::InlineCreatedAtVersions),
+        last_updated_at_version_sequence: last_updated_at
+            .map(LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions),
+        ..Default::default()
+    };
+    Ok(PyBytes::new(py, &fragment.encode_to_vec()))
 }

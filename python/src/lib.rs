@@ -12,11 +12,15 @@
 mod arrow_ffi;
 mod branches;
 mod dataset;
+mod debug;
 mod errors;
+mod fragment_edits;
 mod fragments;
 mod indexes;
 mod maps;
 mod operation_args;
+mod progress;
+mod project;
 mod runtime;
 mod schema;
 mod storage_version;
@@ -34,6 +38,9 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::create_from_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragments::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(fragments::fragment_from_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment_edits::fragment_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment_edits::fragment_delete_rows, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::describe_indices, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
@@ -49,6 +56,12 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(branches::branch_delete, m)?)?;
     m.add_function(wrap_pyfunction!(branches::branch_of, m)?)?;
     m.add_function(wrap_pyfunction!(maps::maps, m)?)?;
+    m.add_function(wrap_pyfunction!(project::project, m)?)?;
+    m.add_function(wrap_pyfunction!(debug::format_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(debug::format_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(debug::format_fragment, m)?)?;
+    m.add_function(wrap_pyfunction!(debug::list_transactions, m)?)?;
+    m.add_function(wrap_pyfunction!(project::expression_columns, m)?)?;
     m.add_function(wrap_pyfunction!(maps::update_map, m)?)?;
     m.add_function(wrap_pyfunction!(maps::truncate, m)?)?;
     m.add_function(wrap_pyfunction!(maps::version_facts, m)?)?;

@@ -55,7 +55,7 @@ pub fn get_transactions<'py>(
         .collect()
 }
 
-async fn walk_back(
+pub(crate) async fn walk_back(
     handle: Dataset,
     recent: usize,
 ) -> lancet::Result<Vec<(u64, Option<StoredTransaction>)>> {

@@ -12,6 +12,7 @@ use crate::arrow_ffi::{batches, import_stream};
 use crate::dataset::PyDataset;
 use crate::errors::{invalid, IntoPy};
 use crate::fragments::decode_fragments;
+use crate::progress::{raised, PyProgress};
 use crate::runtime::block_on;
 use crate::storage_version::file_version;
 
@@ -44,12 +45,13 @@ fn create_options(
         data_storage_version: version,
         max_rows_per_file,
         max_rows_per_group,
+        progress: Default::default(),
     })
 }
 
 /// `write_dataset(data, uri, mode, ...)`: a new table, rows appended, or every row replaced.
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode, layout, enable_stable_row_ids, max_rows_per_file, max_rows_per_group, data_storage_version))]
+#[pyo3(signature = (data, uri, mode, layout, enable_stable_row_ids, max_rows_per_file, max_rows_per_group, data_storage_version, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     py: Python<'_>,
@@ -61,8 +63,10 @@ pub fn write(
     max_rows_per_file: u64,
     max_rows_per_group: u64,
     data_storage_version: Option<&str>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<PyDataset> {
-    let options = create_options(
+    let (progress, observer) = PyProgress::of(progress);
+    let mut options = create_options(
         layout,
         enable_stable_row_ids,
         max_rows_per_file,
@@ -71,12 +75,14 @@ pub fn write(
     )?;
     // an overwrite keeps the table's version unless one is asked for (Lance's rule)
     let requested = data_storage_version.map(|_| options.data_storage_version);
+    options.progress = progress.clone();
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let append = AppendOptions {
         max_rows_per_file,
         max_rows_per_group,
         data_storage_version: requested,
+        progress,
     };
     let ds = block_on(py, async move {
         let existing = match Dataset::open(&uri).await {
@@ -105,14 +111,14 @@ pub fn write(
         };
         Ok(committed.dataset)
     })
-    .py_err()?;
-    Ok(PyDataset::new(ds))
+    .py_err();
+    Ok(PyDataset::new(raised(ds, &observer)?))
 }
 
 /// Writes `data` as fragments of a table not yet created at `uri`, uncommitted; returns each
 /// fragment's `DataFragment` protobuf.
 #[pyfunction]
-#[pyo3(signature = (data, uri, max_rows_per_file, max_rows_per_group, data_storage_version))]
+#[pyo3(signature = (data, uri, max_rows_per_file, max_rows_per_group, data_storage_version, progress=None))]
 pub fn write_new_fragments<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -120,20 +126,24 @@ pub fn write_new_fragments<'py>(
     max_rows_per_file: u64,
     max_rows_per_group: u64,
     data_storage_version: &str,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-    let options = create_options(
+    let (progress, observer) = PyProgress::of(progress);
+    let mut options = create_options(
         "flat",
         false,
         max_rows_per_file,
         max_rows_per_group,
         data_storage_version,
     )?;
+    options.progress = progress;
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let written = block_on(py, async move {
         lancet::write_new_fragments(&uri, schema, batches(reader), options).await
     })
-    .py_err()?;
+    .py_err();
+    let written = raised(written, &observer)?;
     Ok(written
         .iter()
         .map(|f| PyBytes::new(py, &f.encode_to_vec()))

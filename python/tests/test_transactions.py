@@ -161,8 +161,12 @@ def test_fragment_metadata_is_pylances(tmp_uri):
     assert [norm(f) for f in mine] == [norm(f) for f in theirs]
     assert mine[0].deletion_file.path(mine[0].id) == theirs[0].deletion_file.path(theirs[0].id)
     assert mine[0].num_rows == 5 and mine[0].row_id_meta is not None
-    with pytest.raises(NotImplementedError):
-        lancet.FragmentMetadata(0, [], 10)
+    # built from its fields, as pylance's dataclass is, it is the record read back
+    m = mine[0]
+    assert lancet.FragmentMetadata(m.id, m.files, m.physical_rows, m.deletion_file, m.row_id_meta,
+                                   m.created_at_version_meta, m.last_updated_at_version_meta) == m
+    with pytest.raises(errors.InvalidInputError):
+        lancet.FragmentMetadata(0, [], 10, lancet.fragment.DeletionFile(1, 2, "neither", 1))
 
 
 def _before(src, dst, version):

@@ -186,7 +186,9 @@ pub async fn write_fragments(uri: &str, from: &Path) -> Result<(), CliError> {
     use lancet::proto::prost::Message;
     let ds = Dataset::open(uri).await?;
     let (_, rows) = read_rows(from, Some(ds.schema()?))?;
-    let fragments = ds.storage().write_fragments(counted(rows)).await?;
+    let fragments = (ds.storage())
+        .write_fragments(counted(rows), &lancet::AppendOptions::default())
+        .await?;
     let encoded: Vec<String> = fragments
         .iter()
         .map(|f| base64::engine::general_purpose::STANDARD.encode(f.encode_to_vec()))

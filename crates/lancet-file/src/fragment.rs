@@ -19,6 +19,7 @@ use lancet_proto::table::{DataFile, DataFragment};
 use object_store::path::Path;
 
 use crate::error::{FileError, Result};
+use crate::progress::Progress;
 use crate::read::LanceFile;
 use crate::store::FileStore;
 use crate::write::{FileVersion, StreamingWriter};
@@ -220,6 +221,8 @@ pub struct FragmentOptions {
     /// files past the plan close after `max_rows_per_file`. Lance's compaction plans its
     /// outputs this way (balanced sizes rather than full files and a remainder).
     pub planned_rows: Vec<u64>,
+    /// Told of each fragment as it starts and as its file is finished.
+    pub progress: Progress,
 }
 
 impl Default for FragmentOptions {
@@ -229,6 +232,7 @@ impl Default for FragmentOptions {
             max_rows_per_file: 1024 * 1024,
             max_rows_per_group: 1024,
             planned_rows: Vec::new(),
+            progress: Progress::default(),
         }
     }
 }
@@ -262,6 +266,12 @@ where
         }
         .into());
     }
+    let observed = |told: std::result::Result<(), String>| {
+        told.map_err(|reason| FileError::InvalidInput {
+            path: data_dir.clone(),
+            rule: format!("the write's progress observer failed: {reason}"),
+        })
+    };
     let mut out = Vec::new();
     let mut current: Option<(String, StreamingWriter)> = None;
     let mut batches = std::pin::pin!(batches);
@@ -272,6 +282,7 @@ where
         })?;
         while batch.num_rows() > 0 {
             if current.is_none() {
+                observed(options.progress.begin(&DataFragment::default()))?;
                 let name = format!("{}.lance", uuid::Uuid::new_v4());
                 let path = data_dir.clone().join(name.as_str());
                 let writer = StreamingWriter::create_with_ids(
@@ -298,13 +309,17 @@ where
             batch = batch.slice(take, batch.num_rows() - take);
             if writer.rows() >= limit {
                 if let Some((name, writer)) = current.take() {
-                    out.push(finish(name, writer, options.version).await?);
+                    let fragment = finish(name, writer, options.version).await?;
+                    observed(options.progress.complete(&fragment))?;
+                    out.push(fragment);
                 }
             }
         }
     }
     if let Some((name, writer)) = current.take() {
-        out.push(finish(name, writer, options.version).await?);
+        let fragment = finish(name, writer, options.version).await?;
+        observed(options.progress.complete(&fragment))?;
+        out.push(fragment);
     }
     Ok(out)
 }

@@ -25,6 +25,7 @@ mod checked_io;
 mod error;
 mod footer;
 mod fragment;
+mod progress;
 mod read;
 pub mod scan_plan;
 mod schema;
@@ -38,6 +39,7 @@ pub use fragment::{
     conform, conform_by_name, read_fragment, write_fragments, Column, DataFileAt, FragmentOptions,
     Rows,
 };
+pub use progress::{Progress, WriteProgress};
 pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields, table_schema};
 pub use store::FileStore;

@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Fields, Schema};
 use futures::stream;
 use lancet_file::{
     read_fragment, write_fragments, Column, DataFileAt, FileError, FileStore, FileVersion,
-    FragmentOptions, Rows,
+    FragmentOptions, Progress, Rows, WriteProgress,
 };
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -84,6 +84,85 @@ async fn planned_file_sizes_close_files_where_planned() {
     let batches = stream::iter([Ok::<_, FileError>(rows(0, 30))]);
     let refused = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, zero).await;
     assert!(matches!(refused, Err(FileError::InvalidInput { .. })));
+}
+
+/// Records what a write tells it; fails the `fail_at`-th call when set.
+struct Recorder {
+    told: std::sync::Mutex<Vec<String>>,
+    fail_at: Option<usize>,
+}
+
+impl Recorder {
+    fn note(&self, what: String) -> Result<(), String> {
+        let mut told = self.told.lock().unwrap();
+        told.push(what);
+        match self.fail_at == Some(told.len()) {
+            true => Err("the observer gave up".into()),
+            false => Ok(()),
+        }
+    }
+}
+
+impl WriteProgress for Recorder {
+    fn begin(&self, f: &lancet_proto::table::DataFragment) -> Result<(), String> {
+        self.note(format!("begin files={}", f.files.len()))
+    }
+    fn complete(&self, f: &lancet_proto::table::DataFragment) -> Result<(), String> {
+        self.note(format!(
+            "complete rows={} files={}",
+            f.physical_rows,
+            f.files.len()
+        ))
+    }
+}
+
+#[tokio::test]
+async fn progress_is_told_each_fragment_begun_and_finished() {
+    let fs = memory();
+    let dir = Path::from("t/data");
+    let recorder = Arc::new(Recorder {
+        told: Default::default(),
+        fail_at: None,
+    });
+    let options = FragmentOptions {
+        max_rows_per_file: 4,
+        progress: Progress::to(recorder.clone()),
+        ..Default::default()
+    };
+    let batches = stream::iter([Ok::<_, FileError>(rows(0, 3)), Ok(rows(3, 7))]);
+    let written = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options)
+        .await
+        .unwrap();
+    assert_eq!(written.len(), 3);
+    assert_eq!(
+        *recorder.told.lock().unwrap(),
+        [
+            "begin files=0",
+            "complete rows=4 files=1",
+            "begin files=0",
+            "complete rows=4 files=1",
+            "begin files=0",
+            "complete rows=2 files=1",
+        ]
+    );
+
+    // an observer's failure stops the write, with the observer's reason
+    let failing = Arc::new(Recorder {
+        told: Default::default(),
+        fail_at: Some(3),
+    });
+    let options = FragmentOptions {
+        max_rows_per_file: 4,
+        progress: Progress::to(failing.clone()),
+        ..Default::default()
+    };
+    let batches = stream::iter([Ok::<_, FileError>(rows(0, 10))]);
+    let refused = write_fragments(&fs, &dir, &schema(), &[0, 1], batches, options).await;
+    assert!(
+        matches!(&refused, Err(FileError::InvalidInput { rule, .. }) if rule.contains("gave up")),
+        "{refused:?}"
+    );
+    assert_eq!(failing.told.lock().unwrap().len(), 3);
 }
 
 #[tokio::test]

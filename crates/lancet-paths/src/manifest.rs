@@ -955,7 +955,7 @@ mod tests {
 
     #[tokio::test]
     async fn commit_list_read_and_race() {
-        let store = DatasetStore::open("memory://").unwrap();
+        let store = DatasetStore::scratch();
         assert!(matches!(
             read_manifest(&store, None).await,
             Err(PathsError::NoVersions { .. })

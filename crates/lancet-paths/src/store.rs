@@ -18,6 +18,26 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
 use crate::confine::Confined;
 use crate::error::{PathsError, Result};
 
+/// The in-memory store named `name` (the authority of a `memory://NAME/...` URI): created
+/// empty the first time the name is opened, then the same store for the rest of the process,
+/// so a table written to `memory://NAME` is there for every handle opened on it later — what
+/// a user of a storage library expects of a URI. (pylance 14.0.2 gives each handle a fresh
+/// store, so its `dataset("memory://t")` never finds the table `write_dataset` wrote there;
+/// `docs/decisions/0041-memory-stores-live-with-the-process.md`.) Nothing is ever evicted: the tables live as long
+/// as the process, as on a disk that is wiped at exit.
+pub fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ObjectStore>>>,
+    > = std::sync::OnceLock::new();
+    let stores = STORES.get_or_init(Default::default);
+    // a poisoned lock still holds a consistent map: insertion is the only write
+    let mut stores = stores.lock().unwrap_or_else(|e| e.into_inner());
+    stores
+        .entry(name.to_string())
+        .or_insert_with(|| Arc::new(InMemory::new()))
+        .clone()
+}
+
 /// A dataset root (or any base directory) on an object store.
 #[derive(Debug, Clone)]
 pub struct DatasetStore {
@@ -45,8 +65,10 @@ pub fn expand_tilde(path: &str) -> std::path::PathBuf {
 
 impl DatasetStore {
     /// Opens a URI: a local path (`~` or `~/...` is under the home directory, as Lance expands
-    /// it; a relative path is the working directory's), `file://...`, `memory://` (a fresh empty in-memory store), or
-    /// `s3://bucket/prefix` with the `s3` feature. A local directory must exist.
+    /// it; a relative path is the working directory's), `file://...`, `memory://NAME/prefix`
+    /// (an in-memory store that lives as long as the process, one per `NAME`: see
+    /// [`memory_store`]), or `s3://bucket/prefix` with the `s3` feature. A local directory
+    /// must exist.
     pub fn open(uri: &str) -> Result<Self> {
         Self::open_local_or_remote(uri, false)
     }
@@ -61,12 +83,10 @@ impl DatasetStore {
             uri: uri.to_string(),
             reason,
         };
-        if uri.starts_with("memory://") {
-            return Ok(Self::from_store(
-                Arc::new(InMemory::new()),
-                Path::default(),
-                uri,
-            ));
+        if let Some(rest) = uri.strip_prefix("memory://") {
+            let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let root = Path::parse(prefix).map_err(|e| invalid(e.to_string()))?;
+            return Ok(Self::from_store(memory_store(name), root, uri));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             Some(std::path::PathBuf::from(rest))
@@ -134,6 +154,12 @@ impl DatasetStore {
             uri: uri.to_string(),
             reason: "this build of lancet has no S3 support (feature `s3`)".into(),
         })
+    }
+
+    /// A fresh, empty in-memory store no other handle sees (tests, scratch work), named
+    /// `memory://` without being registered under that name.
+    pub fn scratch() -> Self {
+        Self::from_store(Arc::new(InMemory::new()), Path::default(), "memory://")
     }
 
     /// Wraps an existing store; `root` is the dataset's prefix in it.
@@ -348,13 +374,46 @@ mod tests {
 
     #[tokio::test]
     async fn memory_backend_conforms() {
-        conformance(DatasetStore::open("memory://").unwrap()).await;
+        conformance(DatasetStore::scratch()).await;
+        conformance(DatasetStore::open("memory://conforms/t").unwrap()).await;
         let prefixed = DatasetStore::from_store(
             Arc::new(InMemory::new()),
             Path::from("bucket/table"),
             "memory://bucket/table",
         );
         conformance(prefixed).await;
+    }
+
+    #[tokio::test]
+    async fn a_named_memory_store_lives_as_long_as_the_process() {
+        let first = DatasetStore::open("memory://lifetime/t").unwrap();
+        first
+            .put(&first.path("x"), Bytes::from_static(b"kept"))
+            .await
+            .unwrap();
+        drop(first);
+        // a later handle on the same URI, or on the store's other prefix, sees the object
+        let again = DatasetStore::open("memory://lifetime/t").unwrap();
+        assert_eq!(
+            &again.get(&again.path("x"), None).await.unwrap()[..],
+            b"kept"
+        );
+        let whole = DatasetStore::open("memory://lifetime").unwrap();
+        assert_eq!(
+            &whole.get(&whole.path("t/x"), None).await.unwrap()[..],
+            b"kept"
+        );
+        // another name, or a scratch store, is another store
+        for other in [
+            DatasetStore::open("memory://elsewhere/t").unwrap(),
+            DatasetStore::scratch(),
+        ] {
+            assert!(other.get(&other.path("x"), None).await.is_err());
+        }
+        assert!(matches!(
+            DatasetStore::open("memory://lifetime/a//b"),
+            Err(PathsError::InvalidUri { .. })
+        ));
     }
 
     #[tokio::test]

@@ -308,7 +308,7 @@ async fn a_stable_partition_takes_up_to_65536_destinations() {
 #[tokio::test]
 async fn row_maps_and_external_histories_are_read_at_their_recorded_sizes() {
     use lancet_paths::DatasetStore;
-    let store = DatasetStore::open("memory://").unwrap();
+    let store = DatasetStore::scratch();
     let fs = FileStore::new(store.object_store().clone(), "memory:///").unwrap();
     let rel = lancet_reuse::row_map_path("m1", true);
     assert_eq!(rel, "_fri/m1/stable_partition.lance");

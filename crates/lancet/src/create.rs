@@ -35,7 +35,7 @@ pub enum Layout {
 }
 
 /// How [`Dataset::create`](crate::Dataset::create) makes a table.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CreateOptions {
     /// Stable row ids (feature flag 2): `_rowid` survives updates and compaction.
     pub stable_row_ids: bool,
@@ -46,6 +46,8 @@ pub struct CreateOptions {
     pub max_rows_per_file: u64,
     /// Rows handed to the file writer at once.
     pub max_rows_per_group: u64,
+    /// Told of each new fragment as it starts and as its file is finished.
+    pub progress: lancet_file::Progress,
 }
 
 impl Default for CreateOptions {
@@ -57,6 +59,7 @@ impl Default for CreateOptions {
             data_storage_version: f.version,
             max_rows_per_file: f.max_rows_per_file,
             max_rows_per_group: f.max_rows_per_group,
+            progress: f.progress,
         }
     }
 }
@@ -84,7 +87,7 @@ pub(crate) async fn create<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
-    let written = write_new_fragments(uri, schema.clone(), batches, options).await?;
+    let written = write_new_fragments(uri, schema.clone(), batches, options.clone()).await?;
     create_from_fragments(uri, schema, written, options).await
 }
 
@@ -116,6 +119,7 @@ where
             version: options.data_storage_version,
             max_rows_per_file: options.max_rows_per_file,
             max_rows_per_group: options.max_rows_per_group,
+            progress: options.progress,
             ..Default::default()
         },
     )

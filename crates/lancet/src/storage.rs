@@ -363,21 +363,24 @@ impl<'a> Storage<'a> {
 
 /// Distributed writes: data files and index segments staged by workers, committed once.
 impl<'a> Storage<'a> {
-    /// Writes `batches` (the table's schema) as the data files of new fragments, without
-    /// committing them: Lance's distributed write. Many workers write; one commits
-    /// `Operation::Append { fragments }` with everything they wrote ([`Dataset::commit`]).
-    /// The fragments have id 0 and no row ids (the commit gives both).
-    pub async fn write_fragments<S>(&self, batches: S) -> Result<Vec<DataFragment>>
+    /// New fragments of `batches` (the table's schema), uncommitted: Lance's distributed
+    /// write, which one `Operation::Append` commits ([`Dataset::commit`]). Id 0, no row ids
+    /// (the commit gives both); files in the table's version, cut as `options` asks.
+    pub async fn write_fragments<S>(
+        &self,
+        batches: S,
+        options: &AppendOptions,
+    ) -> Result<Vec<DataFragment>>
     where
         S: Stream<Item = Result<RecordBatch>> + Send,
     {
-        Box::pin(write::write_fragments(self.ds, batches)).await
+        let cut = write::cut(options, "write options")?;
+        Box::pin(write::write_fragments_with(self.ds, batches, cut)).await
     }
 
-    /// Writes `batches` of `schema` as the data files of an overwrite of the table, without
-    /// committing them (Lance's `write_fragments(mode="overwrite")`): field ids the schema's
-    /// from 0, files in the version `options` asks for or the table's. One caller commits
-    /// what every worker wrote with [`Storage::commit_overwrite`].
+    /// The data files of an overwrite with `batches` of `schema`, uncommitted (Lance's
+    /// `write_fragments(mode="overwrite")`, committed by [`Storage::commit_overwrite`]): field
+    /// ids the schema's from 0, files in the version `options` asks for or the table's.
     pub async fn write_overwrite_fragments<S>(
         &self,
         schema: SchemaRef,
@@ -449,9 +452,8 @@ impl<'a> Storage<'a> {
         Box::pin(backfill::unfilled_fragments(self.ds, name)).await
     }
 
-    /// Every physical row of fragment `id` (deleted rows included, as a data file covers
-    /// them), the columns `columns` (every column when `None`): what a backfill computes a
-    /// new column's file from.
+    /// Every physical row of fragment `id` (deleted ones too), the columns `columns` (all
+    /// when `None`): what a backfill computes a new column's file from.
     pub async fn fragment_rows(&self, id: u64, columns: Option<&[String]>) -> Result<RecordBatch> {
         Box::pin(backfill::fragment_rows(self.ds, id, columns)).await
     }
@@ -486,14 +488,12 @@ impl<'a> Storage<'a> {
         Box::pin(convert::convert_to_tree(self.ds, config, progress)).await
     }
 
-    /// Publishes version N+1 of this tree table as a flat manifest listing every fragment
-    /// (what Lance 14 reads).
+    /// Publishes version N+1 of this tree table as a flat manifest (what Lance 14 reads).
     pub async fn flatten(&self) -> Result<Committed> {
         Box::pin(convert::flatten(self.ds)).await
     }
 
-    /// Deletes every row, as Lance 14.0.2's `truncate_table` (a Delete of `true`): the schema,
-    /// indexes and history stay.
+    /// Deletes every row, as Lance 14.0.2's `truncate_table`: schema, indexes, history stay.
     pub async fn truncate(&self) -> Result<Committed> {
         Box::pin(metadata::truncate(self.ds)).await
     }

@@ -55,12 +55,7 @@ pub(crate) async fn overwrite_fragments<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
-    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
-        return Err(Error::InvalidArgument {
-            what: "overwrite options".into(),
-            reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
-        });
-    }
+    let cut = cut(options, "overwrite options")?;
     let fields = lancet_file::manifest_fields(&schema)?;
     let version = match options.data_storage_version {
         Some(v) => v,
@@ -72,14 +67,25 @@ where
         &schema,
         &field_ids(&fields),
         batches,
-        FragmentOptions {
-            version,
-            max_rows_per_file: options.max_rows_per_file,
-            max_rows_per_group: options.max_rows_per_group,
-            ..Default::default()
-        },
+        FragmentOptions { version, ..cut },
     )
     .await
+}
+
+/// The cut of new data files `options` asks for, checked (`what` names the options).
+pub(crate) fn cut(options: &AppendOptions, what: &str) -> Result<FragmentOptions> {
+    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
+        return Err(Error::InvalidArgument {
+            what: what.into(),
+            reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
+        });
+    }
+    Ok(FragmentOptions {
+        max_rows_per_file: options.max_rows_per_file,
+        max_rows_per_group: options.max_rows_per_group,
+        progress: options.progress.clone(),
+        ..Default::default()
+    })
 }
 
 /// Commits `fragments` (written with `schema`, as [`overwrite_fragments`] writes them) as
@@ -158,18 +164,8 @@ pub(crate) async fn append_with<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Send,
 {
-    if options.max_rows_per_file == 0 || options.max_rows_per_group == 0 {
-        return Err(Error::InvalidArgument {
-            what: "append options".into(),
-            reason: "max_rows_per_file and max_rows_per_group must be at least 1".into(),
-        });
-    }
+    let cut = cut(options, "append options")?;
     let span = tracing::debug_span!("write_fragments", uri = %snap.uri());
-    let cut = FragmentOptions {
-        max_rows_per_file: options.max_rows_per_file,
-        max_rows_per_group: options.max_rows_per_group,
-        ..Default::default()
-    };
     let fragments = write_fragments_with(snap, batches, cut)
         .instrument(span)
         .await?;
@@ -242,6 +238,8 @@ pub struct AppendOptions {
     /// An append writes the table's version whatever this says (lancet keeps one file
     /// version per table: see docs/decisions/0037).
     pub data_storage_version: Option<FileVersion>,
+    /// Told of each new fragment as it starts and as its file is finished.
+    pub progress: lancet_file::Progress,
 }
 
 impl Default for AppendOptions {
@@ -251,6 +249,7 @@ impl Default for AppendOptions {
             max_rows_per_file: lance.max_rows_per_file,
             max_rows_per_group: lance.max_rows_per_group,
             data_storage_version: None,
+            progress: Default::default(),
         }
     }
 }

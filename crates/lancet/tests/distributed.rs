@@ -90,12 +90,13 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     };
     let mut written = Vec::new();
     for start in [0, 10, 20] {
-        let part = lancet::write_new_fragments(uri, schema(), stream(rows(start, 10)), options)
-            .await
-            .unwrap();
+        let part =
+            lancet::write_new_fragments(uri, schema(), stream(rows(start, 10)), options.clone())
+                .await
+                .unwrap();
         written.extend(part);
     }
-    let ds = lancet::create_from_fragments(uri, schema(), written.clone(), options)
+    let ds = lancet::create_from_fragments(uri, schema(), written.clone(), options.clone())
         .await
         .unwrap()
         .dataset;
@@ -106,7 +107,7 @@ async fn fragments_written_apart_create_a_table_in_one_commit() {
     assert_eq!(got, (0..30).collect::<Vec<_>>());
     // a location holding a table is refused, before anything is written
     let before = files(std::path::Path::new(uri));
-    let e = lancet::write_new_fragments(uri, schema(), stream(rows(0, 5)), options)
+    let e = lancet::write_new_fragments(uri, schema(), stream(rows(0, 5)), options.clone())
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);

@@ -14,7 +14,7 @@ use lancet::tree::Rule;
 use lancet::{Caches, Dataset, Error};
 
 async fn open_with_flags(m: Manifest) -> Result<Dataset, Error> {
-    let store = DatasetStore::open("memory://").unwrap();
+    let store = DatasetStore::scratch();
     write_manifest(&store, &ManifestContent::new(&m))
         .await
         .unwrap();
@@ -226,7 +226,7 @@ async fn commits_on_cold_leaves_reopen_them_from_kept_outlines() {
 async fn index_fragment_bitmaps_decode_strictly() {
     use lancet::proto::roaring_wire::encode_roaring32;
     use lancet::proto::table::{IndexMetadata, Uuid};
-    let store = DatasetStore::open("memory://").unwrap();
+    let store = DatasetStore::scratch();
     let good: roaring::RoaringBitmap = [0u32, 3].into_iter().collect();
     let entry = |name: &str, bitmap: Vec<u8>| IndexMetadata {
         uuid: Some(Uuid {

@@ -29,7 +29,7 @@ fn fragment(id: u64, rows: u64) -> DataFragment {
 }
 
 async fn table(m: Manifest, indices: &[IndexMetadata]) -> Dataset {
-    let store = DatasetStore::open("memory://").unwrap();
+    let store = DatasetStore::scratch();
     write_manifest(
         &store,
         &ManifestContent {

@@ -37,7 +37,7 @@ fn errors_are_clone() {
 }
 
 async fn empty_table() -> Dataset {
-    let store = DatasetStore::open("memory://").unwrap();
+    let store = DatasetStore::scratch();
     let m = Manifest {
         version: 1,
         fields: vec![Field {

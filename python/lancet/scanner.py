@@ -1,0 +1,257 @@
+"""A scan of a table (pylance's ``LanceScanner``): the projection and filter pushed to lancet,
+what lancet cannot answer applied after it by pyarrow.
+
+Columns are names (the table's, ``_rowid``, ``_rowaddr``, ``_rowoffset``) or, as a dict,
+SQL expressions by output name (``{"b2": "b * 2"}``) that the native half evaluates per batch
+with lancet-filter's evaluator. ``_rowoffset`` is a row's position among the table's live
+rows (what ``take`` takes), computed from its address and each fragment's deletions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pa_ds
+
+from . import _lancet
+from ._data import read
+from ._expr import Unsupported, to_sql
+from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from .dataset import LanceDataset
+
+__all__ = ["LanceScanner", "filter_parts"]
+
+# columns every table has without storing them
+_ROW_COLUMNS = ("_rowid", "_rowaddr", "_rowoffset")
+
+
+def filter_parts(filter, columns) -> Tuple[Optional[str], Optional[pc.Expression]]:
+    """A filter as (Lance SQL pushed down, pyarrow expression applied after)."""
+    if filter is None:
+        return None, None
+    if isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, pc.Expression):
+        try:
+            return to_sql(filter, columns), None
+        except Unsupported:
+            return None, filter
+    raise InvalidInputError(f"a filter is SQL text or a pyarrow Expression, not {type(filter).__name__}")
+
+
+class LanceScanner(pa_ds.Scanner):
+    """A scan: the projection and filter pushed to lancet, the rest applied by pyarrow."""
+
+    def __init__(self, dataset: "LanceDataset", columns, filter, limit, offset, with_row_id,
+                 with_row_address, fragments, batch_size=None):
+        self._dataset = dataset
+        if batch_size is not None and int(batch_size) <= 0:
+            raise InvalidInputError(f"batch_size must be positive, not {batch_size}")
+        self._batch_size = None if batch_size is None else int(batch_size)
+        names = dataset.schema.names
+        # a dict projection: the scan reads the columns its expressions use, then evaluates
+        self._exprs: Optional[List[Tuple[str, str]]] = None
+        if isinstance(columns, dict):
+            self._exprs = [(str(k), str(v)) for k, v in columns.items()]
+            self._exprs += [(c, c) for c, on in (("_rowid", with_row_id), ("_rowaddr", with_row_address)) if on]
+            columns = _lancet.expression_columns(self._exprs)
+            with_row_id = with_row_address = False
+        self._offset_at: Optional[int] = None  # where `_rowoffset` goes among the columns
+        self._drop_address = False
+        if columns is not None:
+            columns = list(columns)
+            for c in columns:
+                if c not in names and c not in _ROW_COLUMNS:
+                    raise InvalidInputError(f"the table has no column {c!r}")
+            if "_rowoffset" in columns:
+                self._offset_at = columns.index("_rowoffset")
+                columns.remove("_rowoffset")
+                self._drop_address = not with_row_address and "_rowaddr" not in columns
+                with_row_address = True
+            if "_rowid" in columns:
+                with_row_id = True
+            if "_rowaddr" in columns:
+                with_row_address = True
+        self._columns = columns
+        self._sql, self._post = filter_parts(filter, names)
+        self._limit, self._offset = limit, offset
+        self._with_row_id, self._with_row_address = with_row_id, with_row_address
+        self._fragments = fragments
+
+    def _native(self, columns):
+        return self._dataset._ds.scan(
+            columns=columns, filter=self._sql, limit=self._limit, offset=self._offset,
+            with_row_id=self._with_row_id, with_row_address=self._with_row_address,
+            fragments=self._fragments,
+        )
+
+    def _requested(self):
+        if self._columns is None:
+            return None
+        return [c for c in self._columns if c not in _ROW_COLUMNS]
+
+    def _rows(self) -> pa.RecordBatchReader:
+        """The rows the scan reads, in the order of `_columns` (then `_rowid`, `_rowaddr`),
+        before `_rowoffset` and expressions are computed."""
+        if self._post is None:
+            reader = read(self._native(self._requested()))
+            if self._columns is not None and self._columns != reader.schema.names:
+                wanted = self._columns + [n for n in reader.schema.names if n not in self._columns]
+                schema = pa.schema([reader.schema.field(n) for n in wanted])
+                return pa.RecordBatchReader.from_batches(
+                    schema, (b.select(wanted) for b in reader))
+            return reader
+        # a filter lancet cannot translate: the rows read, pyarrow filters, then offset,
+        # limit and projection (a limit counts matching rows)
+        if self._limit is not None or self._offset:
+            t = self._filtered_reader().read_all()
+            t = t.slice(self._offset or 0, self._limit if self._limit is not None else None)
+            return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+        return self._filtered_reader()
+
+    def _filtered_reader(self) -> pa.RecordBatchReader:
+        reader = read(self._dataset._ds.scan(
+            columns=None, filter=None, with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address, fragments=self._fragments))
+        wanted = self._columns if self._columns is not None else reader.schema.names
+        extra = [n for n in reader.schema.names if n in _ROW_COLUMNS and n not in wanted]
+        schema = pa.schema([reader.schema.field(n) for n in wanted + extra])
+
+        def batches():
+            for b in reader:
+                t = pa.Table.from_batches([b]).filter(self._post)
+                for out in t.select(wanted + extra).to_batches():
+                    yield out
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def _shaped(self, reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+        """`reader`'s rows as the caller asked: `_rowoffset` placed, expressions evaluated."""
+        if self._offset_at is not None:
+            offsets = _RowOffsets(self._dataset)  # reads the fragment list when first asked
+            at, drop = self._offset_at, self._drop_address
+            field = pa.field("_rowoffset", pa.uint64(), True)
+
+            def placed(schema_or_batch, values=None):
+                names = schema_or_batch.names if isinstance(schema_or_batch, pa.Schema) else \
+                    schema_or_batch.schema.names
+                i = min(at, len(names))
+                if values is None:
+                    out = schema_or_batch.insert(i, field)
+                else:
+                    out = schema_or_batch.add_column(i, field, values)
+                if not drop:
+                    return out
+                i = out.schema.get_field_index("_rowaddr") if values is not None else \
+                    out.get_field_index("_rowaddr")
+                return out.remove_column(i) if values is not None else out.remove(i)
+
+            schema = placed(reader.schema)
+            reader = pa.RecordBatchReader.from_batches(
+                schema, (placed(b, offsets.of(b.column("_rowaddr"))) for b in reader))
+        if self._exprs is not None:
+            reader = read(_lancet.project(reader, self._exprs))
+        return reader
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return self._shaped(self._rows())
+
+    def to_table(self) -> pa.Table:
+        return self.to_reader().read_all()
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as batches, none longer than the scan's `batch_size` when it has one."""
+        if self._batch_size is None:
+            return iter(self.to_reader())
+        size = self._batch_size
+        return (b.slice(i, size) for b in self.to_reader() for i in range(0, max(b.num_rows, 1), size)
+                if b.num_rows)
+
+    def scan_batches(self):
+        return self.to_batches()
+
+    def count_rows(self) -> int:
+        if self._post is None and self._limit is None and not self._offset and self._fragments is None:
+            return self._dataset._ds.count_rows(self._sql)
+        return self.to_table().num_rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.to_table().slice(0, num_rows)
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        """The schema of the rows this scan returns (nothing is read)."""
+        schema = self._dataset.schema
+        names = self._columns if self._columns is not None else schema.names
+        extra = {"_rowid": self._with_row_id, "_rowaddr": self._with_row_address}
+        fields = [schema.field(n) for n in names if n not in extra]
+        wanted = [n for n in names if n not in extra]
+        for name, on in extra.items():
+            if on:
+                fields.append(pa.field(name, pa.uint64(), True))
+                wanted.append(name)
+        if self._columns is not None:
+            order = self._columns + [n for n in wanted if n not in self._columns]
+            by_name = {f.name: f for f in fields}
+            fields = [by_name[n] for n in order]
+        return self._shaped(pa.RecordBatchReader.from_batches(pa.schema(fields), [])).schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+
+class _RowOffsets:
+    """Each row's position among the table's live rows, in the order a full scan returns
+    them (fragment by fragment, each in offset order), from its row address: the live rows
+    of the fragments before it, plus its rank among its fragment's live rows. A fragment
+    with deletions has its live offsets read once (its row addresses, no column data)."""
+
+    def __init__(self, dataset: "LanceDataset"):
+        self._dataset = dataset
+        self._start: Dict[int, int] = {}
+        self._partial: Dict[int, bool] = {}
+        self._live: Dict[int, pa.Array] = {}
+        self._listed = False
+
+    def _list(self) -> None:
+        self._listed = True
+        at = 0
+        for f in self._dataset.get_fragments():
+            live = f.count_rows()
+            self._start[f.fragment_id] = at
+            self._partial[f.fragment_id] = live < f.physical_rows
+            at += live
+
+    def _live_offsets(self, fragment: int) -> pa.Array:
+        if fragment not in self._live:
+            t = read(self._dataset._ds.scan(columns=[], filter=None, with_row_address=True,
+                                            fragments=[fragment])).read_all()
+            self._live[fragment] = pc.bit_wise_and(t.column("_rowaddr").combine_chunks(),
+                                                   pa.scalar(0xFFFFFFFF, pa.uint64()))
+        return self._live[fragment]
+
+    def of(self, addresses: pa.Array) -> pa.Array:
+        addresses = addresses.cast(pa.uint64())
+        if len(addresses) == 0:
+            return pa.array([], pa.uint64())
+        if not self._listed:
+            self._list()
+        fragments = pc.shift_right(addresses, pa.scalar(32, pa.uint64()))
+        local = pc.bit_wise_and(addresses, pa.scalar(0xFFFFFFFF, pa.uint64()))
+        positions, values = [], []
+        for fid in pc.unique(fragments).to_pylist():
+            rows = pc.indices_nonzero(pc.equal(fragments, pa.scalar(fid, pa.uint64())))
+            offsets = pc.take(local, rows)
+            if self._partial[fid]:
+                offsets = pc.index_in(offsets, value_set=self._live_offsets(fid)).cast(pa.uint64())
+            positions.append(rows)
+            values.append(pc.add(offsets, pa.scalar(self._start[fid], pa.uint64())))
+        if len(values) == 1:
+            return values[0]
+        order = pc.sort_indices(pa.concat_arrays(positions))
+        return pc.take(pa.concat_arrays(values), order)

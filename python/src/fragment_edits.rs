@@ -1,0 +1,49 @@
+//! One fragment of a table version, read and edited without a commit (pylance's
+//! `LanceFragment.metadata`, `delete`, `delete_rows`): the edit writes its deletion file and
+//! returns the fragment's new record, which a `LanceOperation.Delete` commits later.
+
+use lancet::proto::table::DataFragment;
+use prost::Message;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use roaring::RoaringBitmap;
+
+use crate::dataset::PyDataset;
+use crate::errors::IntoPy;
+use crate::runtime::block_on;
+
+fn bytes<'py>(py: Python<'py>, f: &DataFragment) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &f.encode_to_vec())
+}
+
+/// The record of fragment `id` of this handle's version (`None`: the version has none).
+#[pyfunction]
+pub fn fragment_metadata<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    id: u64,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let handle = ds.handle().clone();
+    let fragment = block_on(py, async move { handle.storage().fragment(id).await }).py_err()?;
+    Ok(fragment.map(|f| bytes(py, &f)))
+}
+
+/// Fragment `id` with the rows at physical `offsets` deleted as well as those it deletes
+/// already: its new deletion file written (Lance's choice of `.arrow` or `.bin`), nothing
+/// committed. `None` when no row is left (the fragment is to be removed). An offset past
+/// the fragment's rows is `InvalidInputError`.
+#[pyfunction]
+pub fn fragment_delete_rows<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    id: u64,
+    offsets: Vec<u32>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let handle = ds.handle().clone();
+    let rows: RoaringBitmap = offsets.into_iter().collect();
+    let delete = block_on(py, async move {
+        handle.storage().delete_operation(&[(id, rows)], "").await
+    })
+    .py_err()?;
+    Ok(delete.updated_fragments.first().map(|f| bytes(py, f)))
+}

@@ -1,0 +1,61 @@
+"""pylance's small modules, ported: ``debug``, ``util``, ``progress``, and ``memory://``
+tables."""
+
+import datetime
+
+import lance
+import lance.debug  # noqa: F401 - pylance does not import it with the package
+import pyarrow as pa
+import pytest
+
+import lancet
+from lancet import errors
+
+
+def test_debug_prints_a_tables_internals(tmp_path):
+    ds = lancet.write_dataset(pa.table({"a": [1, 2, 3]}), str(tmp_path / "t"), max_rows_per_file=2)
+    ds.delete("a = 1")
+    ds = lancet.dataset(ds.uri)
+    schema = lancet.debug.format_schema(ds)
+    assert '"a"' in schema and "int64" in schema
+    manifest = lancet.debug.format_manifest(ds)
+    assert "version: 2" in manifest and manifest.count("DataFragment {") == 2
+    one = lancet.debug.format_fragment(ds.get_fragment(0).metadata, ds)
+    assert "deletion_file: Some(" in one
+    assert lancet.debug.format_fragment(ds.get_fragment(0), ds) == one
+    history = lancet.debug.list_transactions(ds)
+    assert len(history) == 2 and "Delete" in history[0] and "Overwrite" in history[1]
+    assert lancet.debug.list_transactions(ds, max_transactions=1) == history[:1]
+    with pytest.raises(TypeError):
+        lancet.debug.format_fragment("fragment", ds)
+    # pylance reads the same table's history as two transactions, newest first
+    assert len(lance.debug.list_transactions(lance.dataset(ds.uri))) == 2
+
+
+@pytest.mark.parametrize("value", ["2024-05-01 10:20:30", datetime.datetime(2024, 5, 1, 10, 20, 30)])
+def test_util_reads_timestamps_as_pylance(value):
+    assert lancet.util.sanitize_ts(value) == lance.util.sanitize_ts(value)
+    assert lancet.util.td_to_micros(datetime.timedelta(seconds=1.5)) == 1_500_000
+    with pytest.raises(TypeError):
+        lancet.util.sanitize_ts(12)
+
+
+def test_util_vector_tools_are_typed_not_implemented():
+    for make in (lambda: lancet.util.KMeans(4), lambda: lancet.util.validate_vector_index(None, "v")):
+        with pytest.raises(NotImplementedError):
+            make()
+
+
+def test_index_progress_reports_its_fraction():
+    p = lancet.progress.IndexProgress("progress", "train", completed=3, total=4)
+    assert p.fraction == lance.progress.IndexProgress("progress", "train", completed=3, total=4).fraction
+    assert lancet.progress.IndexProgress("start", "train").fraction is None
+
+
+def test_a_memory_table_lives_as_long_as_the_process():
+    lancet.write_dataset(pa.table({"a": [1, 2]}), "memory://port-modules/t")
+    assert lancet.dataset("memory://port-modules/t").count_rows() == 2
+    lancet.write_dataset(pa.table({"a": [3]}), "memory://port-modules/t", mode="append")
+    assert lancet.dataset("memory://port-modules/t").to_table().column("a").to_pylist() == [1, 2, 3]
+    with pytest.raises(errors.NotFoundError):
+        lancet.dataset("memory://port-modules/other")
