@@ -25,9 +25,13 @@
 //!   (see [`scalar`]), answered by reading the columns it names; `UPDATE ... SET col = expr`
 //!   right-hand sides are the same values ([`parse_assignment`]).
 //!
-//! Not accepted (a typed [`FilterError::InvalidFilter`]): functions other than `starts_with`
-//! in a predicate and `upper`, `lower`, `concat` in a value; `IN`, `BETWEEN`, `IS NULL` and
-//! `LIKE` on a computed value; `IS UNKNOWN` (Lance refuses it too).
+//! - functions ([`functions`]): `starts_with(col, 'p')` as a prefix search, and in values or
+//!   as predicates `upper`, `lower`, `concat`, `length`, `contains`, `ends_with`,
+//!   `regexp_like`/`regexp_match`, `abs`, `array_length`, `array_has`/`array_contains`,
+//!   `array_has_any`, `array_has_all`, list literals (`[1, 2]`), `now()`, `current_date()`.
+//!
+//! Not accepted (a typed [`FilterError::InvalidFilter`]): other functions; `IN`, `BETWEEN`,
+//! `IS NULL` and `LIKE` on a computed value; `IS UNKNOWN` (Lance refuses it too).
 //!
 //! Deliberate differences from pylance 14.0.2, which refuses these (its literal coercion has
 //! no conversion from a float literal to a decimal, nor from a string to a date, so the
@@ -65,13 +69,15 @@ use sqlparser::parser::Parser;
 mod answer;
 mod error;
 pub mod exprs;
+pub mod functions;
 pub mod scalar;
 mod truths;
 mod typing;
 
 pub use answer::{answer, Answerer, Answering};
 pub use error::{ErrorKind, FilterError, Result};
-pub use scalar::{Func, Scalar};
+pub use functions::Func;
+pub use scalar::Scalar;
 pub use truths::{address_universe, NullableIdSet};
 pub use typing::{
     cast_to, common_type, is_decimal, is_string, literal_value, natural, resolve, strict, typed,
@@ -439,10 +445,38 @@ pub(crate) fn literal(e: &Sql) -> Conv<Lit> {
             ))
         }
         Sql::Nested(inner) => literal(inner),
+        Sql::Function(f) => clock(f).ok_or_else(|| format!("{e} is not a constant")),
         Sql::Identifier(_) | Sql::CompoundIdentifier(_) => Err(format!(
             "{e}: arithmetic on columns and comparisons between columns are not supported"
         )),
         other => Err(format!("{other} is not a literal")),
+    }
+}
+
+/// `now()` (`current_timestamp()`: a timestamp in nanoseconds, UTC, without a zone) and
+/// `current_date()` (`today()`), read from the clock now: DataFusion reads them once per
+/// query, and a filter is parsed once per query.
+fn clock(f: &sqlparser::ast::Function) -> Option<Lit> {
+    let no_args = match &f.args {
+        FunctionArguments::None => true,
+        FunctionArguments::List(l) => l.args.is_empty(),
+        FunctionArguments::Subquery(_) => false,
+    };
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let nanos = i64::try_from(since.as_nanos()).ok()?;
+    let days = i64::try_from(since.as_secs() / 86_400).ok()?;
+    match f.name.to_string().to_ascii_lowercase().as_str() {
+        "now" | "current_timestamp" if no_args => Some(Lit::Cast(
+            Box::new(Lit::Int(nanos)),
+            DataType::Timestamp(TimeUnit::Nanosecond, None),
+        )),
+        "current_date" | "today" if no_args => Some(Lit::Cast(
+            Box::new(Lit::Cast(Box::new(Lit::Int(days)), DataType::Int32)),
+            DataType::Date32,
+        )),
+        _ => None,
     }
 }
 
@@ -699,6 +733,19 @@ fn convert(e: &Sql, strict: bool) -> Conv<Expr> {
                     Ok(leaf(col, Leaf::Prefix(p), strict))
                 }
                 _ => Err(usage()),
+            }
+        }
+        // a boolean function (`regexp_like(s, 'a.')`, `array_has(tags, 3)`) as `f(...) = TRUE`,
+        // which is TRUE, FALSE or NULL exactly where the function is
+        Sql::Function(_) => {
+            let value = scalar::scalar(e)?;
+            match &value {
+                Scalar::Func(f, _) if f.is_predicate() => Ok(Expr::Compare {
+                    left: value,
+                    op: Op::Eq,
+                    right: Scalar::Lit(Lit::Bool(true)),
+                }),
+                _ => Err(format!("{e} is not a boolean")),
             }
         }
         other => Err(format!("{other} is not supported")),

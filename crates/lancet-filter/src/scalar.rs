@@ -22,12 +22,13 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::UInt32Array;
 use arrow_array::{Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar as ArrowScalar};
-use arrow_array::{StringArray, UInt32Array};
 use arrow_schema::DataType;
 use sqlparser::ast::{BinaryOperator, CastKind, Expr as Sql, FunctionArg, FunctionArgExpr};
 use sqlparser::ast::{FunctionArguments, UnaryOperator};
 
+use crate::functions::{call, Func};
 use crate::typing::{
     arith_kernel, cast_to, common_type, decimal_operands, exact_decimal, is_decimal, natural,
     written_decimal,
@@ -45,18 +46,6 @@ pub enum Scalar {
     Cast(Box<Scalar>, DataType),
     /// `upper`, `lower`, `concat` and `||` on strings.
     Func(Func, Vec<Scalar>),
-}
-
-/// The string functions a computed value may call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Func {
-    Upper,
-    Lower,
-    /// `concat(a, b, ...)` (NULL arguments are skipped, as DataFusion's concat does) and
-    /// `a || b` (NULL when either is).
-    Concat {
-        skip_nulls: bool,
-    },
 }
 
 /// A computed value, evaluated: a column of the batch's length, or one value for every row.
@@ -198,7 +187,7 @@ impl Scalar {
                     .iter()
                     .map(|a| a.value(batch)?.into_array(batch.num_rows()))
                     .collect::<Result<Vec<_>, _>>()?;
-                strings(*f, &args, batch.num_rows()).map(Value::Array)
+                call(*f, &args, batch.num_rows()).map(Value::Array)
             }
         }
     }
@@ -270,39 +259,6 @@ fn arith(op: Arith, a: Value, b: Value) -> Result<Value, String> {
 }
 
 /// `upper`, `lower` or a concatenation over `args` (each `rows` long).
-fn strings(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef, String> {
-    let texts = args
-        .iter()
-        .map(|a| cast_to(a.clone(), &DataType::Utf8).map(|a| a.as_string::<i32>().clone()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let out: StringArray = match (f, texts.as_slice()) {
-        (Func::Upper | Func::Lower, [a]) => a
-            .iter()
-            .map(|v| {
-                v.map(|s| match f {
-                    Func::Upper => s.to_uppercase(),
-                    _ => s.to_lowercase(),
-                })
-            })
-            .collect(),
-        (Func::Concat { skip_nulls }, args) if !args.is_empty() => (0..rows)
-            .map(|i| {
-                let mut out = String::new();
-                for a in args {
-                    match a.is_valid(i) {
-                        true => out.push_str(a.value(i)),
-                        false if skip_nulls => {}
-                        false => return None,
-                    }
-                }
-                Some(out)
-            })
-            .collect(),
-        (f, args) => return Err(format!("{f:?} does not take {} arguments", args.len())),
-    };
-    Ok(Arc::new(out))
-}
-
 /// `left op right` per row of `batch`, in the common type of the two sides: TRUE, FALSE, or
 /// NULL where either side is NULL.
 pub fn compare(
@@ -377,14 +333,10 @@ pub(crate) fn scalar(e: &Sql) -> Result<Scalar, String> {
             Box::new(scalar(expr)?),
             crate::arrow_type(data_type)?,
         )),
-        Sql::Function(f) => {
-            let name = f.name.to_string().to_ascii_lowercase();
-            let func = match name.as_str() {
-                "upper" => Func::Upper,
-                "lower" => Func::Lower,
-                "concat" => Func::Concat { skip_nulls: true },
-                other => return Err(format!("function {other} is not supported")),
-            };
+        Sql::Function(f) if Func::named(&f.name.to_string()).is_some() => {
+            let name = f.name.to_string();
+            let func =
+                Func::named(&name).ok_or_else(|| format!("function {name} is not supported"))?;
             let FunctionArguments::List(list) = &f.args else {
                 return Err(format!("{name} needs arguments"));
             };
@@ -397,6 +349,14 @@ pub(crate) fn scalar(e: &Sql) -> Result<Scalar, String> {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Scalar::Func(func, args))
+        }
+        Sql::Function(f) if crate::literal(e).is_err() => {
+            Err(format!("function {} is not supported", f.name))
+        }
+        // a list literal, `[1, 2]`
+        Sql::Array(a) => {
+            let elements = a.elem.iter().map(scalar).collect::<Result<Vec<_>, _>>()?;
+            Ok(Scalar::Func(Func::MakeArray, elements))
         }
         other => crate::literal(other).map(Scalar::Lit),
     }
@@ -417,7 +377,7 @@ mod tests {
     use super::*;
     use crate::{parse_assignment, Expr, Filter};
     use arrow_array::types::{Float64Type, Int32Type};
-    use arrow_array::{Float64Array, Int32Array, Int64Array};
+    use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
 
     #[test]
