@@ -9,7 +9,7 @@
 //!   `array_has_all`, with list literals (`[1, 2]`);
 //! - the clock: `now()` (`current_timestamp`) and `current_date()` (`today`), read once when
 //!   the filter is parsed, as DataFusion reads them once per query (parsed in
-//!   [`crate::literal`]: they are constants).
+//!   the `literal` module: they are constants).
 //!
 //! NULL follows DataFusion: a NULL argument makes a NULL result (a NULL list has no length
 //! and contains nothing, so `array_has(NULL, 1)` is NULL; `array_has(l, NULL)` is NULL), an

@@ -67,7 +67,7 @@ impl DatasetStore {
     /// Opens a URI: a local path (`~` or `~/...` is under the home directory, as Lance expands
     /// it; a relative path is the working directory's), `file://...`, `memory://NAME/prefix`
     /// (an in-memory store that lives as long as the process, one per `NAME`: see
-    /// [`memory_store`]), or `s3://bucket/prefix` with the `s3` feature. A local directory
+    /// `memory_store`), or `s3://bucket/prefix` with the `s3` feature. A local directory
     /// must exist.
     pub fn open(uri: &str) -> Result<Self> {
         Self::open_local_or_remote(uri, false)
