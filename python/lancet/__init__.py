@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import _args, commit, debug, errors, fragment, optimize, progress, schema, util
+from . import _absent, _args, commit, debug, errors, fragment, optimize, progress, schema, udf, util
 from ._data import to_reader
 from ._lancet import __version__
-from .dataset import LanceDataset, LanceFragment, LanceScanner
+from .dataset import (CleanupStats, LanceDataset, LanceFragment, LanceScanner, MergeInsertBuilder,
+                      _merge_message_to_properties)
 from .fragment import FragmentMetadata, write_fragments
-from .transaction import LanceOperation, Transaction
+from .progress import IndexProgress
+from .schema import json_to_schema, schema_to_json
+from .transaction import Index, IndexFile, LanceOperation, Transaction
+from .udf import BatchUDF, batch_udf
+from .util import sanitize_ts
+
+# pylance's names for features lancet does not implement: using one raises UnsupportedError
+globals().update(_absent.NAMES)
 
 __all__ = [
     "dataset",
@@ -33,7 +41,19 @@ __all__ = [
     "debug",
     "progress",
     "util",
+    "udf",
+    "batch_udf",
+    "BatchUDF",
+    "CleanupStats",
+    "Index",
+    "IndexFile",
+    "IndexProgress",
+    "MergeInsertBuilder",
+    "json_to_schema",
+    "schema_to_json",
+    "sanitize_ts",
     "__version__",
+    *_absent.NAMES,
 ]
 
 
@@ -89,14 +109,14 @@ def write_dataset(data_obj, uri=None, schema=None, mode: str = "create", *, max_
     """Writes `data_obj` (pyarrow, pandas, Polars or any Arrow stream) to `uri`: a new table
     (``mode="create"``), rows appended (``"append"``) or every row replaced
     (``"overwrite"``), in one commit. ``layout="tree"`` keeps the fragments in a fragment
-    metadata tree. Cache and page sizes change no answer and are accepted; pylance's other
+    metadata tree. `commit_message` and `transaction_properties` are recorded in the
+    commit's transaction, as pylance's. Cache and page sizes change no answer and are accepted; pylance's other
     arguments are refused unless left at their default (:mod:`lancet._args`)."""
     where = "lancet.write_dataset"
     if uri is None:
         raise errors.InvalidInputError(f"{where}: give the table's uri (lancet has no namespaces)")
     fragment._check_progress(where, progress)
     _args.refuse(where, commit_lock=commit_lock, auto_cleanup_options=auto_cleanup_options,
-                 commit_message=commit_message, transaction_properties=transaction_properties,
                  initial_bases=initial_bases, target_bases=target_bases, target_all_bases=target_all_bases,
                  base_store_params=base_store_params, blob_pack_file_size_threshold=blob_pack_file_size_threshold,
                  namespace_client=namespace_client, table_id=table_id, session=session)
@@ -114,7 +134,8 @@ def write_dataset(data_obj, uri=None, schema=None, mode: str = "create", *, max_
         raise errors.UnsupportedError("lancet.write_dataset: lancet writes Lance 2.x data files, "
                                       "not legacy (0.1) ones")
     native = _lancet_write(to_reader(data_obj, schema), str(uri), mode, layout, enable_stable_row_ids,
-                           max_rows_per_file, max_rows_per_group, data_storage_version, progress)
+                           max_rows_per_file, max_rows_per_group, data_storage_version, progress,
+                           _merge_message_to_properties(commit_message, transaction_properties))
     return LanceDataset(str(uri), _native=native)
 
 

@@ -23,7 +23,7 @@ from . import _lancet
 from ._data import read, schema_stream, to_reader
 from .bitmap import Bitmap
 from . import _args
-from .errors import InvalidInputError, NotFoundError, UnsupportedError
+from .errors import InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
 from .indices import IndexDescription
 from .fragment import LanceFragment
 from .scanner import LanceScanner, filter_parts as _filter
@@ -40,6 +40,22 @@ __all__ = [
     "CleanupStats",
     "DatasetDelta",
 ]
+
+
+LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+def _merge_message_to_properties(commit_message: Optional[str],
+                                 properties: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+    """`properties` with `commit_message` under :data:`LANCE_COMMIT_MESSAGE_KEY` (the message
+    wins over a property of that key), None when neither is given: what a commit records
+    beside its operation, as pylance merges them."""
+    if properties is None and commit_message is None:
+        return None
+    merged = dict(properties) if properties else {}
+    if commit_message is not None:
+        merged[LANCE_COMMIT_MESSAGE_KEY] = commit_message
+    return merged
 
 
 # Lance 14's index types other than BTree: lancet refuses them as not implemented
@@ -573,6 +589,34 @@ class LanceDataset(pa_ds.Dataset):
         self._moved(native)
         return {"num_rows_updated": c["rows"]}
 
+    def merge(self, data_obj, left_on: str, right_on: Optional[str] = None, schema=None) -> None:
+        """Adds the columns of `data_obj` joined on `left_on` (this table's column) =
+        `right_on` (its, `left_on` when None), in one Merge, as pylance's: a left join, so a
+        row no key matches reads NULL (a NULL key matches a NULL key, and of repeated keys
+        the last row wins, as Lance's hash join). A key column either side lacks, or a column
+        both have, is a :class:`lancet.errors.SchemaMismatchError` (the ``OSError`` pylance
+        raises)."""
+        right = pa.table(to_reader(data_obj, schema))
+        right_on = left_on if right_on is None else right_on
+        if left_on in ("_rowid", "_rowaddr"):
+            raise UnsupportedError(f"LanceDataset.merge: lancet does not implement joining on {left_on}")
+        if left_on not in self.schema.names:
+            raise SchemaMismatchError(f"Column {left_on} does not exist in the left side dataset")
+        if right_on not in right.column_names:
+            raise SchemaMismatchError(f"Column {right_on} does not exist in the right side dataset")
+        for name in right.column_names:
+            if name != right_on and name in self.schema.names:
+                raise SchemaMismatchError(f"Column {name} exists in both sides of the dataset")
+        # the last row of a key is the first of the reversed table
+        right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
+        keys, new = right.column(right_on), right.drop_columns([right_on])
+        files = []
+        for fid, _, _ in self._ds.fragments():
+            left = read(self._ds.fragment_rows(fid, [left_on])).read_all().column(0)
+            at = pc.index_in(left, value_set=keys.combine_chunks(), skip_nulls=False)
+            files.append((fid, _lancet.write_new_column_file(self._ds, fid, new.take(at))))
+        self._moved(_lancet.commit_new_columns(self._ds, schema_stream(new.schema), files))
+
     def merge_insert(self, on: Union[str, Iterable[str]]) -> "MergeInsertBuilder":
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
 
@@ -687,11 +731,23 @@ class LanceDataset(pa_ds.Dataset):
                namespace_client=None, table_id=None, namespace_client_managed_versioning: bool = False,
                base_store_params=None,
                commit_timeout: _dt.timedelta = _dt.timedelta(seconds=1800)) -> "LanceDataset":
-        """Commits `operation` (an Append, or an Overwrite that may create the table) read at
-        `read_version`, as pylance's; `enable_stable_row_ids` applies to a table an Overwrite
-        creates. pylance's other arguments are refused unless left at their default."""
+        """Commits `operation` (a :class:`LanceOperation`, or a :class:`Transaction` with its
+        read version and properties) read at `read_version`, as pylance's: an Overwrite may
+        create the table, `enable_stable_row_ids` applies to a table it creates, and
+        `commit_message` is recorded in the transaction's properties
+        (:data:`LANCE_COMMIT_MESSAGE_KEY`). pylance's other arguments are refused unless left
+        at their default."""
         where = "LanceDataset.commit"
-        _args.refuse(where, commit_lock=commit_lock, commit_message=commit_message,
+        properties = _merge_message_to_properties(commit_message, None)
+        if isinstance(operation, Transaction):
+            if commit_message is not None:
+                raise InvalidInputError("commit_message is not supported when calling commit with a "
+                                        "Transaction. Set the message on the transaction properties instead.")
+            properties = dict(operation.transaction_properties or {}) or None
+            if read_version is None:
+                read_version = operation.read_version
+            operation = operation.operation
+        _args.refuse(where, commit_lock=commit_lock,
                      namespace_client=namespace_client, table_id=table_id,
                      base_store_params=base_store_params)
         if storage_options:
@@ -711,7 +767,7 @@ class LanceDataset(pa_ds.Dataset):
                 native = _lancet.open(uri)
             else:
                 native = _lancet.open(uri, version=read_version)
-            native = native.commit_append([f.to_bytes() for f in operation.fragments])
+            native = native.commit_append([f.to_bytes() for f in operation.fragments], properties)
             return LanceDataset(uri, _native=native)
         if isinstance(operation, LanceOperation.Overwrite):
             if operation.initial_bases:
@@ -728,17 +784,18 @@ class LanceDataset(pa_ds.Dataset):
                 stable = operation.enable_stable_row_ids if enable_stable_row_ids is None else enable_stable_row_ids
                 native = _lancet.create_from_fragments(
                     uri, schema_stream(new_schema), fragments, operation.layout,
-                    bool(stable), operation.data_storage_version or "stable")
+                    bool(stable), operation.data_storage_version or "stable", properties)
             else:
                 # as pylance: every row replaced, whatever version it was read at
                 native = existing.commit_overwrite(schema_stream(new_schema), fragments,
-                                                   operation.data_storage_version)
+                                                   operation.data_storage_version, properties)
             return LanceDataset(uri, _native=native)
         if not isinstance(operation, LanceOperation.BaseOperation):
-            raise UnsupportedError(f"{where}: {type(operation).__name__} is no LanceOperation lancet commits")
+            raise TypeError(f"{where}: operation must be a LanceOperation or a Transaction, "
+                            f"not {type(operation).__name__}")
         name, args = to_native(operation)
         native = _lancet.open(uri) if read_version is None else _lancet.open(uri, version=read_version)
-        return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args))
+        return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args, properties))
 
 
 class MergeInsertBuilder:
@@ -799,8 +856,22 @@ class MergeInsertBuilder:
             "num_inserted_rows": c["num_inserted_rows"],
             "num_updated_rows": c["num_updated_rows"],
             "num_deleted_rows": c["num_deleted_rows"],
-            "num_attempts": c["attempts"],
         }
+
+    def execute_batches(self, data_obj, *, schema: Optional[pa.Schema] = None) -> dict:
+        """:meth:`execute` over a stream of batches, as pylance's."""
+        return self.execute(data_obj, schema=schema)
+
+    def write_mode(self, mode: str) -> "MergeInsertBuilder":
+        """How merged rows are written: ``"auto"`` and ``"rewrite_rows"`` (lancet deletes the
+        matched rows and writes whole rows in new fragments); ``"rewrite_columns"`` is not
+        implemented."""
+        if mode not in ("auto", "rewrite_rows", "rewrite_columns"):
+            raise InvalidInputError(f"write_mode must be auto, rewrite_rows or rewrite_columns, not {mode!r}")
+        if mode == "rewrite_columns":
+            raise UnsupportedError("MergeInsertBuilder.write_mode: lancet does not implement "
+                                   "rewrite_columns (matched rows are rewritten whole)")
+        return self
 
 
 class DatasetOptimizer:
@@ -836,16 +907,20 @@ class DatasetOptimizer:
                 "version": c["version"]}
 
     def optimize_indices(self, **kwargs) -> None:
-        """Extends every BTree over the fragments it misses: a new segment
-        (``num_indices_to_merge=0`` or unset), or one segment of everything when it is
-        positive. `index_names` (None: every index) and `retrain` are refused otherwise."""
+        """Extends every BTree over the fragments it misses, as pylance's: merged with the
+        newest segment into one (`num_indices_to_merge` unset), with the newest N
+        (``num_indices_to_merge=N``), or a new segment (``0``). `index_names` (None: every
+        index) and `retrain` are refused otherwise."""
         where = "DatasetOptimizer.optimize_indices"
         merge = kwargs.pop("num_indices_to_merge", None)
+        merge = 1 if merge is None else int(merge)
+        if merge < 0:
+            raise InvalidInputError(f"{where}: num_indices_to_merge must be at least 0")
         _args.refuse(where, index_names=kwargs.pop("index_names", None))
         if kwargs.pop("retrain", False):
             _args.refuse(where, retrain=True)
         _args.no_extra(where, kwargs)
-        self._dataset._moved(self._dataset._ds.optimize_indices(merge not in (0, None)))
+        self._dataset._moved(self._dataset._ds.optimize_indices(merge))
 
 
 class Tags:
@@ -891,8 +966,43 @@ class LanceStats:
         }
 
     def index_stats(self, index_name: str) -> dict:
-        raise UnsupportedError("LanceStats.index_stats: lancet does not implement index statistics "
-                               "(describe_indices says what each index covers)")
+        """Statistics of index `index_name`, as pylance's: its type, each segment's smallest
+        and largest value and pages, and the fragments and live rows it covers and does not
+        (rows of fragments its segments cover, per segment). No index of that name is a
+        ``KeyError``."""
+        ds = self._dataset
+        described = [d for d in ds.describe_indices() if d.name == index_name]
+        if not described:
+            raise KeyError(f'Index "{index_name}" not found')
+        index = described[0]
+        live = {fid: (physical if rows is None else rows) for fid, physical, rows in ds._ds.fragments()}
+        bounds = _lancet.btree_statistics(ds._ds, index_name) if index.index_type == "BTree" else {}
+        segments, per_delta, covered = [], [], set()
+        for s in index.segments:
+            ids = [fid for fid in s.fragment_ids if fid in live]
+            per_delta.append(sum(live[fid] for fid in ids))
+            covered.update(ids)
+            if s.uuid in bounds:
+                low, high, pages = bounds[s.uuid]
+                segments.append({"min": low, "max": high, "num_pages": pages})
+            else:  # a segment covering nothing has no file to describe
+                segments.append({})
+        created = [s.created_at for s in index.segments if s.created_at is not None]
+        indexed_rows = sum(per_delta)
+        return {
+            "index_type": index.index_type,
+            "name": index_name,
+            "num_indices": len(segments),
+            "num_segments": len(segments),
+            "indices": segments,
+            "segments": [dict(s) for s in segments],
+            "num_indexed_fragments": len(covered),
+            "num_indexed_rows": indexed_rows,
+            "num_unindexed_fragments": len(live) - len(covered),
+            "num_unindexed_rows": ds.count_rows() - indexed_rows,
+            "num_indexed_rows_per_delta": per_delta,
+            "updated_at_timestamp_ms": (int(max(created).timestamp() * 1000) if created else None),
+        }
 
     def data_stats(self):
         raise UnsupportedError("LanceStats.data_stats: lancet does not implement per-field data statistics")
@@ -978,7 +1088,6 @@ _NOT_IMPLEMENTED = {
     "latest_storage_options": "storage options",
     "mem_wal_index_details": "the MemWAL",
     "mem_wal_writer": "the MemWAL",
-    "merge": "joining a table on a key column (lancet: merge_insert, add_columns)",
     "merge_existing_index_segments": "merging index segments built elsewhere",
     "merge_index_metadata": "merging index metadata",
     "migrate_manifest_paths_v2": "migrating manifest naming",
@@ -1000,16 +1109,16 @@ _NOT_IMPLEMENTED_PROPERTIES = {
 }
 
 
-def _unsupported(name: str, feature: str) -> UnsupportedError:
-    return UnsupportedError(f"LanceDataset.{name}: lancet does not implement {feature}")
+def _unsupported(name: str, feature: str, owner: str = "LanceDataset") -> UnsupportedError:
+    return UnsupportedError(f"{owner}.{name}: lancet does not implement {feature}")
 
 
-def _not_implemented(name: str, feature: str):
+def _not_implemented(name: str, feature: str, owner: str = "LanceDataset"):
     def method(self, *args, **kwargs):
-        raise _unsupported(name, feature)
+        raise _unsupported(name, feature, owner)
 
     method.__name__ = name
-    method.__qualname__ = f"LanceDataset.{name}"
+    method.__qualname__ = f"{owner}.{name}"
     method.__doc__ = f"Not implemented by lancet: {feature}. Raises UnsupportedError."
     return method
 
@@ -1025,6 +1134,21 @@ for _name, _feature in _NOT_IMPLEMENTED.items():
     setattr(LanceDataset, _name, _not_implemented(_name, _feature))
 for _name, _feature in _NOT_IMPLEMENTED_PROPERTIES.items():
     setattr(LanceDataset, _name, _not_implemented_property(_name, _feature))
+
+# pylance's MergeInsertBuilder names lancet does not implement, and what each is
+_MERGE_NOT_IMPLEMENTED = {
+    "analyze_plan": "merge plans (lancet's merge is one hash join: see docs)",
+    "analyze_plan_batches": "merge plans",
+    "explain_plan": "merge plans",
+    "execute_uncommitted": "staged merges",
+    "execute_uncommitted_batches": "staged merges",
+    "data_storage_version": "a merge writing another file version than its table's",
+    "target_bases": "writing to other base paths",
+    "target_all_bases": "writing to other base paths",
+    "mark_sstables_as_compacted": "the MemWAL",
+}
+for _name, _feature in _MERGE_NOT_IMPLEMENTED.items():
+    setattr(MergeInsertBuilder, _name, _not_implemented(_name, _feature, "MergeInsertBuilder"))
 
 
 def _from_pydantic_model(cls, *args, **kwargs):

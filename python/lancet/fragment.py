@@ -444,12 +444,63 @@ class LanceFragment(pa_ds.Fragment):
 
 
 
+def _merge_columns(self, value_func, columns: Optional[List[str]] = None, batch_size: Optional[int] = None,
+                   reader_schema: Optional[pa.Schema] = None):
+    """New columns for this fragment from `value_func` (a function over batches of `columns`,
+    or a :class:`lancet.udf.BatchUDF`), written as its file and not committed, as pylance's:
+    the fragment's new record and the table's schema with the new fields, which a
+    ``LanceOperation.Merge`` of every fragment commits. A dict of SQL expressions is not
+    implemented here (``LanceDataset.add_columns`` takes one)."""
+    from . import backfill
+    from .schema import LanceSchema
+
+    where = "LanceFragment.merge_columns"
+    _args.refuse(where, reader_schema=reader_schema)
+    if isinstance(value_func, dict):
+        raise UnsupportedError(f"{where}: lancet does not implement SQL expressions here "
+                               "(LanceDataset.add_columns takes them)")
+    if not callable(value_func):
+        raise TypeError(f"{where}: value_func must be a function over record batches")
+    native = self._dataset._ds
+    new = backfill.new_schema_of(self._dataset, value_func, columns)
+    both = [n for n in new.names if n in self._dataset.schema.names]
+    if both:
+        raise InvalidInputError(f"{where}: the table has the columns {both}")
+    out = backfill.compute(native, self._id, value_func, columns, new)
+    record, fields, metadata = _lancet.merge_fragment_columns(native, self._id, out)
+    return FragmentMetadata._from_bytes(record), LanceSchema(fields, metadata)
+
+
+LanceFragment.merge_columns = _merge_columns
+
+
+def _create(dataset_uri, data, fragment_id: Optional[int] = None, schema: Optional[pa.Schema] = None,
+            max_rows_per_group: Optional[int] = 1024, progress=None, mode: str = "append", *,
+            data_storage_version: Optional[str] = None, use_legacy_format=None, storage_options=None,
+            namespace_client=None, table_id=None, session=None) -> FragmentMetadata:
+    """Writes `data` as one fragment of the table at `dataset_uri` (or of the table to be
+    created there), uncommitted, with id `fragment_id` (0 when None; a commit numbers new
+    fragments anyway), as pylance's ``LanceFragment.create``. No rows is refused."""
+    written = write_fragments(data, dataset_uri, schema, mode=mode, max_rows_per_file=2 ** 63 - 1,
+                              max_rows_per_group=1024 if max_rows_per_group is None else max_rows_per_group,
+                              progress=progress, data_storage_version=data_storage_version,
+                              use_legacy_format=use_legacy_format, storage_options=storage_options,
+                              namespace_client=namespace_client, table_id=table_id, session=session)
+    if not written:
+        raise InvalidInputError("LanceFragment.create: input data was empty")
+    (one,) = written
+    return FragmentMetadata(0 if fragment_id is None else int(fragment_id), one.files, one.physical_rows,
+                            one.deletion_file, one.row_id_meta)
+
+
+_create.__name__, _create.__qualname__ = "create", "LanceFragment.create"
+LanceFragment.create = staticmethod(_create)
+
+
 # pylance's LanceFragment names lancet does not implement yet, and what each is
 _FRAGMENT_NOT_IMPLEMENTED = {
-    "create": "writing one fragment by id (use write_fragments)",
     "create_from_file": "fragments from existing data files",
     "merge": "joining new columns into one fragment",
-    "merge_columns": "new columns computed for one fragment",
     "update_columns": "column values replaced in one fragment",
     "open_session": "fragment read sessions",
 }
@@ -467,7 +518,7 @@ def _fragment_not_implemented(name: str, feature: str, static: bool):
 
 for _name, _feature in _FRAGMENT_NOT_IMPLEMENTED.items():
     setattr(LanceFragment, _name, _fragment_not_implemented(_name, _feature,
-                                                            _name in ("create", "create_from_file")))
+                                                            _name == "create_from_file"))
 
 
 def _fragment_from_bytes(data: bytes) -> FragmentMetadata:

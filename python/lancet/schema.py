@@ -132,13 +132,107 @@ class LanceSchema:
         return (LanceSchema, (self._fields, self._metadata))
 
 
+# Lance's logical type names of Arrow's leaf types (lance-core's `LogicalType`), both ways
+_LEAF = {
+    "null": pa.null(), "bool": pa.bool_(), "int8": pa.int8(), "uint8": pa.uint8(), "int16": pa.int16(),
+    "uint16": pa.uint16(), "int32": pa.int32(), "uint32": pa.uint32(), "int64": pa.int64(),
+    "uint64": pa.uint64(), "halffloat": pa.float16(), "float": pa.float32(), "double": pa.float64(),
+    "string": pa.string(), "binary": pa.binary(), "large_string": pa.large_string(),
+    "large_binary": pa.large_binary(), "date32:day": pa.date32(), "date64:ms": pa.date64(),
+}
+_LEAF_NAMES = {t: n for n, t in _LEAF.items()}
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def _logical(t: pa.DataType) -> str:
+    """The logical type name Lance records for a leaf type (ValueError for another)."""
+    if t in _LEAF_NAMES:
+        return _LEAF_NAMES[t]
+    if getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return "string"
+    if getattr(pa.types, "is_binary_view", lambda _: False)(t):
+        return "binary"
+    if pa.types.is_decimal(t):
+        return f"decimal:{t.bit_width}:{t.precision}:{t.scale}"
+    if pa.types.is_time32(t) or pa.types.is_time64(t):
+        return f"time{t.bit_width}:{t.unit}"
+    if pa.types.is_timestamp(t):
+        return f"timestamp:{t.unit}:{t.tz or '-'}"
+    if pa.types.is_duration(t):
+        return f"duration:{t.unit}"
+    if pa.types.is_dictionary(t):
+        return f"dict:{_logical(t.value_type)}:{_logical(t.index_type)}:false"
+    raise ValueError(f"Json conversion: Unsupported type: {t}")
+
+
+def _type_json(t: pa.DataType) -> dict:
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": "list" if pa.types.is_list(t) else "large_list", "fields": [_field_json(t.value_field)]}
+    if pa.types.is_fixed_size_list(t):
+        return {"type": "fixed_size_list", "fields": [_field_json(t.value_field)], "length": t.list_size}
+    if pa.types.is_fixed_size_binary(t):
+        return {"type": "fixed_size_binary", "length": t.byte_width}
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [_field_json(t.field(i)) for i in range(t.num_fields)]}
+    return {"type": _logical(t)}
+
+
+def _field_json(f: pa.Field) -> dict:
+    out = {"name": f.name, "type": _type_json(f.type), "nullable": f.nullable}
+    if f.metadata:
+        out["metadata"] = {k.decode(): v.decode() for k, v in f.metadata.items()}
+    return out
+
+
 def schema_to_json(schema: pa.Schema) -> Dict[str, Any]:
-    """Not implemented by lancet: pylance's JSON form of a schema."""
-    from .errors import UnsupportedError
-    raise UnsupportedError("lancet.schema.schema_to_json: lancet does not implement pylance's JSON schemas")
+    """`schema` as Lance's JSON form (pylance's ``schema_to_json``): each field's name,
+    type (Lance's logical type name, with the fields of a list or struct and the length of a
+    fixed-size one), nullability and metadata, and the schema's metadata."""
+    out: Dict[str, Any] = {"fields": [_field_json(f) for f in schema]}
+    if schema.metadata:
+        out["metadata"] = {k.decode(): v.decode() for k, v in schema.metadata.items()}
+    return out
+
+
+def _type_of(j: dict) -> pa.DataType:
+    name = j["type"]
+    if name in _LEAF:
+        return _LEAF[name]
+    if name in ("list", "large_list", "fixed_size_list", "struct"):
+        if not j.get("fields"):
+            raise ValueError(f"Json conversion: {name} type requires a field")
+        fields = [_field_of(f) for f in j["fields"]]
+        if name == "struct":
+            return pa.struct(fields)
+        if name == "fixed_size_list":
+            if j.get("length") is None:
+                raise ValueError("Json conversion: FixedSizeList type requires a length")
+            return pa.list_(fields[0], j["length"])
+        return (pa.list_ if name == "list" else pa.large_list)(fields[0])
+    if name == "fixed_size_binary":
+        if j.get("length") is None:
+            raise ValueError("Json conversion: FixedSizeBinary type requires a length")
+        return pa.binary(j["length"])
+    kind, _, rest = name.partition(":")
+    parts = rest.split(":")
+    if kind in ("time32", "time64", "duration") and len(parts) == 1 and parts[0] in _UNITS:
+        return {"time32": pa.time32, "time64": pa.time64, "duration": pa.duration}[kind](parts[0])
+    if kind == "timestamp" and len(parts) >= 2 and parts[0] in _UNITS:
+        tz = ":".join(parts[1:])
+        return pa.timestamp(parts[0], None if tz == "-" else tz)
+    if kind == "decimal" and len(parts) == 3 and parts[0] in ("128", "256"):
+        make = pa.decimal128 if parts[0] == "128" else pa.decimal256
+        return make(int(parts[1]), int(parts[2]))
+    if kind == "dict" and len(parts) == 3:
+        return pa.dictionary(_type_of({"type": parts[1]}), _type_of({"type": parts[0]}))
+    raise ValueError(f"Json conversion: Unsupported type: {j!r}")
+
+
+def _field_of(j: dict) -> pa.Field:
+    return pa.field(j["name"], _type_of(j["type"]), j["nullable"], metadata=j.get("metadata"))
 
 
 def json_to_schema(schema_json: Dict[str, Any]) -> pa.Schema:
-    """Not implemented by lancet: pylance's JSON form of a schema."""
-    from .errors import UnsupportedError
-    raise UnsupportedError("lancet.schema.json_to_schema: lancet does not implement pylance's JSON schemas")
+    """The pyarrow schema of Lance's JSON form (pylance's ``json_to_schema``); a type it does
+    not name is a ``ValueError``."""
+    return pa.schema([_field_of(f) for f in schema_json["fields"]], metadata=schema_json.get("metadata"))

@@ -546,8 +546,10 @@ impl PyDataset {
         Ok((self.after(c.dataset.clone()), committed(py, &c)?))
     }
 
-    #[pyo3(signature = (merge=false))]
-    fn optimize_indices(&self, py: Python<'_>, merge: bool) -> PyResult<PyDataset> {
+    /// Extends every BTree over the fragments it misses, merging the newest `merge` segments
+    /// with them (0: a new segment).
+    #[pyo3(signature = (merge=0))]
+    fn optimize_indices(&self, py: Python<'_>, merge: usize) -> PyResult<PyDataset> {
         let ds = self.ds.clone();
         let options = OptimizeOptions { merge };
         let c = block_on(
@@ -722,6 +724,7 @@ impl PyDataset {
             max_rows_per_group,
             data_storage_version: None,
             progress,
+            transaction_properties: Default::default(),
         };
         let reader = import_stream(data)?;
         let ds = self.ds.clone();
@@ -739,17 +742,20 @@ impl PyDataset {
     }
 
     /// Commits fragments `write_fragments` wrote in one Append, read at this version
-    /// (rebased over whatever landed since).
-    fn commit_append(&self, py: Python<'_>, fragments: Vec<Vec<u8>>) -> PyResult<PyDataset> {
+    /// (rebased over whatever landed since), recording `transaction_properties`.
+    #[pyo3(signature = (fragments, transaction_properties=None))]
+    fn commit_append(
+        &self,
+        py: Python<'_>,
+        fragments: Vec<Vec<u8>>,
+        transaction_properties: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<PyDataset> {
         let fragments = decode_fragments(&fragments)?;
+        let append = lancet::proto::table::transaction::Append { fragments };
+        let change = lancet::Change::new(lancet::Operation::Append(append))
+            .with_properties(transaction_properties.unwrap_or_default());
         let ds = self.ds.clone();
-        let c = block_on(py, async move {
-            ds.commit(lancet::Operation::Append(
-                lancet::proto::table::transaction::Append { fragments },
-            ))
-            .await
-        })
-        .py_err()?;
+        let c = block_on(py, async move { ds.commit(change).await }).py_err()?;
         Ok(self.after(c.dataset))
     }
 
@@ -773,6 +779,7 @@ impl PyDataset {
                 .map(crate::storage_version::file_version)
                 .transpose()?,
             progress,
+            transaction_properties: Default::default(),
         };
         let reader = import_stream(data)?;
         let schema = reader.schema();
@@ -792,24 +799,30 @@ impl PyDataset {
 
     /// Commits fragments written for an overwrite with `schema` (an Arrow stream) as every
     /// row of the table in one Overwrite (pylance's `LanceOperation.Overwrite` on an existing
-    /// table); `data_storage_version`, when given, becomes the table's.
-    #[pyo3(signature = (schema, fragments, data_storage_version=None))]
+    /// table); `data_storage_version`, when given, becomes the table's; records
+    /// `transaction_properties`.
+    #[pyo3(signature = (schema, fragments, data_storage_version=None, transaction_properties=None))]
     fn commit_overwrite(
         &self,
         py: Python<'_>,
         schema: &Bound<'_, PyAny>,
         fragments: Vec<Vec<u8>>,
         data_storage_version: Option<&str>,
+        transaction_properties: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<PyDataset> {
-        let version = (data_storage_version)
-            .map(crate::storage_version::file_version)
-            .transpose()?;
+        let options = lancet::AppendOptions {
+            data_storage_version: (data_storage_version)
+                .map(crate::storage_version::file_version)
+                .transpose()?,
+            transaction_properties: transaction_properties.unwrap_or_default(),
+            ..Default::default()
+        };
         let schema = import_stream(schema)?.schema();
         let fragments = decode_fragments(&fragments)?;
         let ds = self.ds.clone();
         let c = block_on(py, async move {
             (ds.storage())
-                .commit_overwrite(&schema, fragments, version)
+                .commit_overwrite(&schema, fragments, &options)
                 .await
         })
         .py_err()?;

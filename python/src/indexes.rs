@@ -91,3 +91,44 @@ pub fn describe_indices<'py>(py: Python<'py>, ds: &PyDataset) -> PyResult<Vec<Bo
     }
     Ok(out)
 }
+
+/// The statistics of each segment of BTree index `name`, as Lance 14.0.2's `index_stats`
+/// reports them, by segment uuid: the smallest value it answers for (the first page not
+/// wholly NULL's `min`), the largest (the last page's `max`), both as text (None when every
+/// page is NULL), and its number of pages.
+#[pyfunction]
+pub fn btree_statistics<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    name: String,
+) -> PyResult<Bound<'py, PyDict>> {
+    let handle = ds.handle().clone();
+    let segments = block_on(
+        py,
+        async move { handle.storage().btree_segments(&name).await },
+    )
+    .py_err()?;
+    let out = PyDict::new(py);
+    for segment in segments.iter() {
+        let lookup = segment.index.lookup();
+        let (min, max) = match lookup.bounds() {
+            Some((min, max)) => (Some(shown(&min)?), Some(shown(&max)?)),
+            None => (None, None),
+        };
+        let uuid = segment
+            .metadata
+            .uuid
+            .as_ref()
+            .map(crate::transactions::uuid_text);
+        out.set_item(uuid, (min, max, lookup.num_pages()))?;
+    }
+    Ok(out)
+}
+
+/// The value of a one-row array as text (a NULL is `NULL`, as Lance shows it).
+fn shown(value: &arrow_array::ArrayRef) -> PyResult<String> {
+    let options = arrow_cast::display::FormatOptions::default().with_null("NULL");
+    let formatter = arrow_cast::display::ArrayFormatter::try_new(value.as_ref(), &options)
+        .map_err(|e| crate::errors::invalid(e.to_string()))?;
+    Ok(formatter.value(0).to_string())
+}

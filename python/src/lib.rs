@@ -18,6 +18,7 @@ mod fragment_edits;
 mod fragments;
 mod indexes;
 mod maps;
+mod new_columns;
 mod operation_args;
 mod progress;
 mod project;
@@ -43,6 +44,10 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fragment_edits::fragment_delete_rows, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::describe_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(indexes::btree_statistics, m)?)?;
+    m.add_function(wrap_pyfunction!(new_columns::write_new_column_file, m)?)?;
+    m.add_function(wrap_pyfunction!(new_columns::commit_new_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(new_columns::merge_fragment_columns, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::get_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_to_arrow, m)?)?;

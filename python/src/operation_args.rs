@@ -23,17 +23,20 @@ use crate::fragments::decode_fragments;
 use crate::runtime::block_on;
 
 /// Commits operation `name` with `args` read at this handle's version (rebased over what
-/// landed since, as any commit); returns the new handle.
+/// landed since, as any commit) recording `transaction_properties`; returns the new handle.
 #[pyfunction]
+#[pyo3(signature = (ds, name, args, transaction_properties=None))]
 pub fn commit_operation(
     py: Python<'_>,
     ds: &PyDataset,
     name: &str,
     args: &Bound<'_, PyDict>,
+    transaction_properties: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<PyDataset> {
-    let op = operation(name, args)?;
+    let change = lancet::Change::new(operation(name, args)?)
+        .with_properties(transaction_properties.unwrap_or_default());
     let handle = ds.handle().clone();
-    let c = block_on(py, async move { handle.commit(op).await }).py_err()?;
+    let c = block_on(py, async move { handle.commit(change).await }).py_err()?;
     Ok(ds.after(c.dataset))
 }
 

@@ -303,7 +303,7 @@ fn update_map<'py>(py: Python<'py>, m: &UpdateMap) -> PyResult<Bound<'py, PyDict
 }
 
 /// A stored UUID as pylance prints it (hyphenated); bytes of another length as hex.
-fn uuid_text(u: &lancet::proto::table::Uuid) -> String {
+pub(crate) fn uuid_text(u: &lancet::proto::table::Uuid) -> String {
     match ObjectUuid::from_slice(&u.uuid) {
         Ok(id) => id.to_string(),
         Err(_) => u.uuid.iter().map(|b| format!("{b:02x}")).collect(),

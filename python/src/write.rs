@@ -46,12 +46,13 @@ fn create_options(
         max_rows_per_file,
         max_rows_per_group,
         progress: Default::default(),
+        transaction_properties: Default::default(),
     })
 }
 
 /// `write_dataset(data, uri, mode, ...)`: a new table, rows appended, or every row replaced.
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode, layout, enable_stable_row_ids, max_rows_per_file, max_rows_per_group, data_storage_version, progress=None))]
+#[pyo3(signature = (data, uri, mode, layout, enable_stable_row_ids, max_rows_per_file, max_rows_per_group, data_storage_version, progress=None, transaction_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     py: Python<'_>,
@@ -64,8 +65,10 @@ pub fn write(
     max_rows_per_group: u64,
     data_storage_version: Option<&str>,
     progress: Option<Py<PyAny>>,
+    transaction_properties: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<PyDataset> {
     let (progress, observer) = PyProgress::of(progress);
+    let properties = transaction_properties.unwrap_or_default();
     let mut options = create_options(
         layout,
         enable_stable_row_ids,
@@ -76,6 +79,7 @@ pub fn write(
     // an overwrite keeps the table's version unless one is asked for (Lance's rule)
     let requested = data_storage_version.map(|_| options.data_storage_version);
     options.progress = progress.clone();
+    options.transaction_properties = properties.clone();
     let reader = import_stream(data)?;
     let schema = reader.schema();
     let append = AppendOptions {
@@ -83,6 +87,7 @@ pub fn write(
         max_rows_per_group,
         data_storage_version: requested,
         progress,
+        transaction_properties: properties,
     };
     let ds = block_on(py, async move {
         let existing = match Dataset::open(&uri).await {
@@ -153,7 +158,8 @@ pub fn write_new_fragments<'py>(
 /// Creates the table at `uri` from fragments `write_new_fragments` wrote with `schema`
 /// (an Arrow stream whose schema is the table's) in one Overwrite.
 #[pyfunction]
-#[pyo3(signature = (uri, schema, fragments, layout, enable_stable_row_ids, data_storage_version))]
+#[pyo3(signature = (uri, schema, fragments, layout, enable_stable_row_ids, data_storage_version, transaction_properties=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn create_from_fragments(
     py: Python<'_>,
     uri: String,
@@ -162,8 +168,10 @@ pub fn create_from_fragments(
     layout: &str,
     enable_stable_row_ids: bool,
     data_storage_version: &str,
+    transaction_properties: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<PyDataset> {
-    let options = create_options(layout, enable_stable_row_ids, 1, 1, data_storage_version)?;
+    let mut options = create_options(layout, enable_stable_row_ids, 1, 1, data_storage_version)?;
+    options.transaction_properties = transaction_properties.unwrap_or_default();
     let schema = import_stream(schema)?.schema();
     let fragments = decode_fragments(&fragments)?;
     let ds = block_on(py, async move {

@@ -155,8 +155,6 @@ UNHONOURED = [
     ("index train=False", lambda d: d.create_scalar_index("v", "BTREE", train=False), NotImplementedError),
     ("index bitmap", lambda d: d.create_scalar_index("v", "BITMAP"), NotImplementedError),
     ("index params", lambda d: d.create_scalar_index("v", "BTREE", zone_size=8), NotImplementedError),
-    ("write_dataset commit message", lambda d: lancet.write_dataset(
-        d.to_table(), d.uri, mode="append", commit_message="hi"), NotImplementedError),
     ("write_dataset progress", lambda d: lancet.write_dataset(
         d.to_table(), d.uri, mode="append", progress=object()), TypeError),
     ("write_dataset legacy files", lambda d: lancet.write_dataset(
@@ -164,9 +162,7 @@ UNHONOURED = [
     ("compact selection", lambda d: d.optimize.compact_files(max_source_fragments=2), NotImplementedError),
     ("optimize index names", lambda d: d.optimize.optimize_indices(index_names=["v_idx"]), NotImplementedError),
     ("optimize unknown", lambda d: d.optimize.optimize_indices(no_such_argument=1), TypeError),
-    ("commit message", lambda d: lancet.LanceDataset.commit(
-        d.uri, lancet.LanceOperation.Append([]), commit_message="hi"), NotImplementedError),
-    ("commit operation", lambda d: lancet.LanceDataset.commit(d.uri, object()), NotImplementedError),
+    ("commit operation", lambda d: lancet.LanceDataset.commit(d.uri, object()), TypeError),
     ("merge retries", lambda d: d.merge_insert("id").conflict_retries(3), NotImplementedError),
     ("write_fragments progress", lambda d: lancet.fragment.write_fragments(
         d.to_table(), d.uri, progress=object()), TypeError),

@@ -159,11 +159,11 @@ def test_every_name_of_pylances_dataset_exists(twins):
     mine, _ = twins
     missing = [n for n in dir(lance.LanceDataset) if not n.startswith("_") and not hasattr(lancet.LanceDataset, n)]
     assert missing == []
-    for name in ["create_index", "read_blobs", "merge", "index_statistics"]:
+    for name in ["create_index", "read_blobs", "index_statistics"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(mine, name)("anything")
-    with pytest.raises(NotImplementedError, match="index statistics"):
-        mine.stats.index_stats("x_idx")
+    with pytest.raises(KeyError):
+        mine.stats.index_stats("no_such_idx")
 
 
 @pytest.mark.parametrize("shape", ["dict", "rows", "scanner", "batches"])
@@ -281,12 +281,18 @@ def test_describe_indices_as_pylances(tmp_path):
     theirs = _describe(lance.dataset(uri))
     assert theirs[0][3] == 9  # 10 rows indexed, one deleted, the appended ones not covered
     assert _describe(lancet.dataset(uri)) == theirs
-    # after lancet's optimize: a second segment over the appended fragments
+    # after lancet's optimize: the newest segment merged with the appended fragments, as
+    # pylance's default; with num_indices_to_merge=0 a second segment over the next append
     ds = lancet.dataset(uri)
     ds.optimize.optimize_indices()
     assert _describe(lancet.dataset(uri)) == _describe(lance.dataset(uri))
     described = lancet.dataset(uri).describe_indices()[0]
-    assert (described.num_rows_indexed, len(described.segments), described.index_type) == (18, 2, "BTree")
+    assert (described.num_rows_indexed, len(described.segments), described.index_type) == (18, 1, "BTree")
+    lancet.write_dataset(_table(), uri, mode="append")
+    lancet.dataset(uri).optimize.optimize_indices(num_indices_to_merge=0)
+    assert _describe(lancet.dataset(uri)) == _describe(lance.dataset(uri))
+    described = lancet.dataset(uri).describe_indices()[0]
+    assert (described.num_rows_indexed, len(described.segments)) == (28, 2)
 
 
 def test_dataset_stats_as_pylances(tmp_path):

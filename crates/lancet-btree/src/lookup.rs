@@ -162,6 +162,16 @@ impl PageLookup {
         &self.value_type
     }
 
+    /// The smallest and largest values the segment can answer for, as one-row arrays: the
+    /// `min` of the first page not wholly NULL and the `max` of the last page (what Lance
+    /// 14.0.2's BTree statistics report; the `min` is NULL when that page holds NULLs too).
+    /// `None` when every page is NULL or there is none.
+    pub fn bounds(&self) -> Option<(ArrayRef, ArrayRef)> {
+        let first = self.all_null_pages();
+        let last = self.num_pages().checked_sub(1)?;
+        (first <= last).then(|| (self.mins.slice(first, 1), self.maxs.slice(last, 1)))
+    }
+
     /// Rows of data page `page` in `page_data.lance` of `data_rows` rows.
     pub(crate) fn data_rows_of(&self, page: u32, data_rows: u64) -> Range<u64> {
         let start = (u64::from(page) * self.page_rows).min(data_rows);

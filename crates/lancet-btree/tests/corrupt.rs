@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array, UInt64Array};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use lancet_btree::{page_data_schema, page_lookup_schema};
 use lancet_btree::{BTreeError, BTreeIndex, NoCache, Query};
@@ -179,6 +179,35 @@ async fn data_rows_must_match_the_lookup() {
         matches!(err, BTreeError::Corrupt { ref at, .. } if at.object.ends_with("page_data.lance")),
         "{err}"
     );
+}
+
+/// The bounds statistics report: the first page not wholly NULL's min, the last page's max;
+/// none when every page is NULL.
+#[tokio::test]
+async fn bounds_skip_all_null_pages() {
+    let value = |a: &ArrayRef| a.as_any().downcast_ref::<Int64Array>().unwrap().value(0);
+    let (index, _, _) = open(good(), 9).await;
+    let (min, max) = index.unwrap().lookup().bounds().unwrap();
+    assert_eq!((value(&min), value(&max)), (1, 9));
+    let l = Lookup {
+        mins: vec![None, Some(1), Some(5)],
+        maxs: vec![None, Some(4), Some(8)],
+        nulls: vec![4, 0, 0],
+        idx: vec![0, 1, 2],
+        meta: vec![("batch_size", "4")],
+    };
+    let (index, _, _) = open(l, 12).await;
+    let (min, max) = index.unwrap().lookup().bounds().unwrap();
+    assert_eq!((value(&min), value(&max)), (1, 8));
+    let l = Lookup {
+        mins: vec![None],
+        maxs: vec![None],
+        nulls: vec![3],
+        idx: vec![0],
+        meta: vec![("batch_size", "4")],
+    };
+    let (index, _, _) = open(l, 3).await;
+    assert!(index.unwrap().lookup().bounds().is_none());
 }
 
 #[tokio::test]

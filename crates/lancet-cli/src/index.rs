@@ -111,7 +111,9 @@ pub async fn optimize(uri: &str, merge: bool, json: bool) -> Result<(), CliError
     let ds = open(uri, None).await?;
     let next = ds
         .optimize()
-        .optimize_indices(&lancet::OptimizeOptions { merge })
+        .optimize_indices(&lancet::OptimizeOptions {
+            merge: if merge { usize::MAX } else { 0 },
+        })
         .await?
         .dataset;
     let segments: usize = next

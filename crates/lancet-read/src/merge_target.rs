@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
-use arrow_schema::Schema;
+use arrow_schema::{Schema, SchemaRef};
 use futures::StreamExt;
 use lancet_btree::Query;
 use lancet_file::Rows;
@@ -234,6 +234,73 @@ pub fn require_known_rows(base: &Snapshot, fragments: &[DataFragment], what: &st
         }),
         None => Ok(()),
     }
+}
+
+/// The schema a merge source is read in: the table's (`table`), or, when the source (its
+/// first batch) carries only some of the table's columns and no other, those columns in the
+/// table's order (Lance 14.0.2's partial-schema merge: [`complete_rows`] fills the rest).
+pub fn source_schema(table: &SchemaRef, first: Option<&RecordBatch>) -> SchemaRef {
+    let Some(given) = first.map(|b| b.schema()) else {
+        return table.clone();
+    };
+    let fields: Vec<_> = (table.fields().iter())
+        .filter(|f| given.field_with_name(f.name()).is_ok())
+        .cloned()
+        .collect();
+    let foreign = (given.fields().iter()).any(|f| table.field_with_name(f.name()).is_err());
+    if foreign || fields.is_empty() || fields.len() == table.fields().len() {
+        return table.clone(); // conformed against the whole table, which names what is wrong
+    }
+    Arc::new(Schema::new_with_metadata(fields, table.metadata().clone()))
+}
+
+/// The rows a merge writes, whole: `rows` (source rows, the first `updates.len()` of them
+/// updating the target rows at `updates`' addresses, the rest inserted) with the table's
+/// columns the source leaves out filled, as Lance 14.0.2's partial-schema merge fills them:
+/// an updated row keeps its target row's value, an inserted row is NULL there (a column that
+/// cannot be NULL is the caller's error, naming it). Rows of every column come back as given.
+pub async fn complete_rows(
+    base: &Snapshot,
+    rows: RecordBatch,
+    updates: &[(u64, u32)],
+) -> Result<RecordBatch> {
+    let table = rows::schema(base)?;
+    if rows.num_columns() == table.fields().len() {
+        return Ok(rows);
+    }
+    let given = rows.schema();
+    let missing: Vec<String> = (table.fields().iter())
+        .filter(|f| given.field_with_name(f.name()).is_err())
+        .map(|f| f.name().clone())
+        .collect();
+    let addresses: Vec<u64> = updates.iter().map(|(a, _)| *a).collect();
+    let kept = crate::take::take_addresses(base, &addresses, Some(&missing)).await?;
+    let inserted = rows.num_rows().saturating_sub(updates.len());
+    let invalid = |reason: String| Error::InvalidArgument {
+        what: "merge_insert source".into(),
+        reason,
+    };
+    let mut columns = Vec::with_capacity(table.fields().len());
+    for field in table.fields() {
+        if let Some(column) = rows.column_by_name(field.name()) {
+            columns.push(column.clone());
+            continue;
+        }
+        if inserted > 0 && !field.is_nullable() {
+            return Err(invalid(format!(
+                "it has no column {:?}, which inserted rows cannot leave NULL",
+                field.name()
+            )));
+        }
+        let old = (kept.column_by_name(field.name()))
+            .ok_or_else(|| Error::Internal(format!("column {:?} was not read", field.name())))?;
+        let nulls = arrow_array::new_null_array(field.data_type(), inserted);
+        columns.push(
+            arrow_select::concat::concat(&[old.as_ref(), nulls.as_ref()])
+                .map_err(|e| Error::Internal(format!("filling merged rows: {e}")))?,
+        );
+    }
+    RecordBatch::try_new(table, columns).map_err(|e| invalid(e.to_string()))
 }
 
 pub fn take(batch: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch> {

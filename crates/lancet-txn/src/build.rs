@@ -37,6 +37,8 @@
 //! - Clone makes a new table (`Dataset::shallow_clone`); the rest of Lance 14's operations are
 //!   refused as unsupported, never guessed.
 
+use std::collections::BTreeMap;
+
 use lancet_proto::file::Field;
 use lancet_proto::flags;
 use lancet_proto::roaring_wire::encode_roaring32;
@@ -66,6 +68,10 @@ pub struct Change {
     /// an Overwrite publishes it as the table's `data_format`; without one the table keeps
     /// its own. Other operations ignore it, as Lance does.
     pub storage_version: Option<String>,
+    /// What the writer records beside the operation in the transaction
+    /// (`Transaction.transaction_properties`: pylance's `commit_message` is the key
+    /// `__lance_commit_message`). Recorded, never interpreted.
+    pub properties: BTreeMap<String, String>,
 }
 
 /// What a restore or a layout conversion publishes.
@@ -93,7 +99,14 @@ impl Change {
             indices: IndexIntent::default(),
             content: None,
             storage_version: None,
+            properties: BTreeMap::new(),
         }
+    }
+
+    /// With `properties` recorded in its transaction (see [`Change::properties`]).
+    pub fn with_properties(mut self, properties: BTreeMap<String, String>) -> Self {
+        self.properties = properties;
+        self
     }
 
     /// With the data storage version the writer asked for (see [`Change::storage_version`]).
@@ -112,6 +125,12 @@ impl Change {
     pub fn with_content(mut self, content: Content) -> Self {
         self.content = Some(content);
         self
+    }
+}
+
+impl From<Operation> for Change {
+    fn from(operation: Operation) -> Self {
+        Change::new(operation)
     }
 }
 

@@ -114,7 +114,8 @@ pub(crate) async fn commit_rebasing(snap: &Snapshot, intent: Intent) -> Result<C
             .instrument(tracing::debug_span!("prepare", attempt = race.attempt))
             .await?;
         new_ids.get_or_insert_with(|| prepared.new_ids());
-        let txn = new_transaction(snap.version(), prepared.operation.clone());
+        let mut txn = new_transaction(snap.version(), prepared.operation.clone());
+        txn.transaction_properties = intent.properties();
         let summary = Summary::of(&prepared);
         let operation = prepared.operation.clone();
         let changes = (base.tree().is_some() || intent.converts()).then_some(&prepared.changes[..]);

@@ -6,6 +6,8 @@
 //! [`lancet_txn::build::new_table`]), lancet-rowid assigns row ids, lancet-tree bulk-loads a
 //! tree, and the version is judged by the invariants before it is published.
 
+use std::collections::BTreeMap;
+
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::Stream;
@@ -48,6 +50,9 @@ pub struct CreateOptions {
     pub max_rows_per_group: u64,
     /// Told of each new fragment as it starts and as its file is finished.
     pub progress: lancet_file::Progress,
+    /// Recorded in version 1's transaction (pylance's `commit_message` and
+    /// `transaction_properties`).
+    pub transaction_properties: BTreeMap<String, String>,
 }
 
 impl Default for CreateOptions {
@@ -60,6 +65,7 @@ impl Default for CreateOptions {
             max_rows_per_file: f.max_rows_per_file,
             max_rows_per_group: f.max_rows_per_group,
             progress: f.progress,
+            transaction_properties: BTreeMap::new(),
         }
     }
 }
@@ -138,7 +144,8 @@ pub async fn create_from_fragments(
     let store = DatasetStore::create(uri)?;
     refuse_existing(&store, uri).await?;
     let (manifest, operation, changes) = first_version(&store, &schema, written, &options).await?;
-    let txn = new_transaction(0, operation);
+    let mut txn = new_transaction(0, operation);
+    txn.transaction_properties = options.transaction_properties.clone();
     let (rows, added) = (
         changes
             .iter()

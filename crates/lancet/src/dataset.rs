@@ -37,7 +37,6 @@ use crate::{
 use futures::stream::BoxStream;
 use lancet_filter::exprs::{Assignment, ValueExpr};
 use lancet_filter::Filter;
-use lancet_proto::table::transaction::Operation;
 use lancet_read::changes::Changes;
 use lancet_read::error::Result;
 use lancet_read::rows;
@@ -49,6 +48,7 @@ use lancet_read::take;
 use lancet_read::verify::VerifyReport;
 use lancet_read::version_ref::VersionRef;
 use lancet_read::{changes, scan, search, verify};
+use lancet_txn::build::Change;
 
 /// Open and read.
 impl Dataset {
@@ -201,9 +201,10 @@ impl Dataset {
     /// 0 are numbered; on a stable-row-id table they get row ids from `next_row_id` and
     /// version sequences. The candidate is judged by the invariants, with the footers of the
     /// data files it adds read; a lost race is rebased (the operation planned again on the
-    /// latest version) or fails typed.
-    pub async fn commit(&self, operation: Operation) -> Result<Committed> {
-        Box::pin(operations::commit(&self.snap, operation)).await
+    /// latest version) or fails typed. A [`Change`] with properties records them in the
+    /// transaction (pylance's `commit_message` and `transaction_properties`).
+    pub async fn commit(&self, change: impl Into<Change>) -> Result<Committed> {
+        Box::pin(operations::commit(&self.snap, change)).await
     }
 
     /// Deletes the live rows where `filter` is TRUE, as one Delete recording the filter. A

@@ -183,6 +183,7 @@ pub use lancet_read::session_caches::Caches;
 pub use lancet_read::snapshot::file_store_for;
 pub use lancet_read::subsystem_caches::{MokaPageCache, TreeNodeCache};
 pub use lancet_read::version_ref::VersionRef;
+pub use lancet_txn::build::Change;
 pub use lancet_txn::rebase::ConflictCause;
 pub use lancet_txn::{compatibility, Compatibility, Invariant};
 pub use merge::{MergeInsert, MergeOptions};

@@ -26,7 +26,8 @@ use crate::redo;
 use crate::write;
 use lancet_read::error::{Error, Result};
 use lancet_read::merge_target::{
-    condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows, take,
+    complete_rows, condition_holds, index_lookup, moved_row_ids, probe_target, require_known_rows,
+    source_schema, take,
 };
 use lancet_read::rows;
 use lancet_read::search;
@@ -239,10 +240,13 @@ impl MergeInsert<'_> {
                 )));
             }
         }
+        // a source of some of the table's columns updates those (see `complete_rows`)
+        let schema = source_schema(&table, batches.first());
         let conformed = (batches.iter())
-            .map(|b| lancet_file::conform_by_name(b, &table).map_err(invalid))
+            .map(|b| lancet_file::conform_by_name(b, &schema).map_err(invalid))
             .collect::<Result<Vec<_>>>()?;
-        arrow_select::concat::concat_batches(&table, &conformed).map_err(|e| invalid(e.to_string()))
+        arrow_select::concat::concat_batches(&schema, &conformed)
+            .map_err(|e| invalid(e.to_string()))
     }
 
     /// The merge on `base` and its commit.
@@ -287,7 +291,7 @@ impl MergeInsert<'_> {
         let mut new_fragments = if order.is_empty() {
             Vec::new()
         } else {
-            let rows = take(source, order)?;
+            let rows = complete_rows(base, take(source, order)?, &matched.updates).await?;
             write::write_fragments(base, futures::stream::iter([Ok(rows)])).await?
         };
         if base.has_stable_row_ids() && !new_fragments.is_empty() {

@@ -30,8 +30,9 @@ use lancet_read::snapshot::Snapshot;
 /// version sequences. The candidate is judged by the invariants, with the footers of the
 /// data files it adds read; a lost race is rebased (the operation planned again on the
 /// latest version) or fails typed.
-pub(crate) async fn commit(snap: &Snapshot, operation: Operation) -> Result<Committed> {
-    match &operation {
+pub(crate) async fn commit(snap: &Snapshot, change: impl Into<Change>) -> Result<Committed> {
+    let change = change.into();
+    match &change.operation {
         Operation::Restore(r) => return convert::restore(snap, r.version).await,
         // its index entries and its history are written with it, by the paths that move rows
         Operation::Rewrite(_) => {
@@ -42,7 +43,7 @@ pub(crate) async fn commit(snap: &Snapshot, operation: Operation) -> Result<Comm
         }
         _ => {}
     }
-    commit_change(snap, Change::new(operation)).await
+    commit_change(snap, change).await
 }
 
 /// Commits `change` (see [`Dataset::commit`]): planned on this version, and again on the

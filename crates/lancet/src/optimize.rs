@@ -1,8 +1,8 @@
 //! Index optimize: [`Optimizer::optimize_indices`](crate::Optimizer::optimize_indices).
 //!
 //! Composition only. For each BTree index: the fragments its segments do not answer (appended
-//! since, or written by updates) are trained into a new segment, or merged with every segment
-//! into one (`merge`, lancet-btree's ordered merge of page streams, bounded by the external
+//! since, or written by updates) are trained into a new segment, or merged with the newest
+//! `merge` segments into one (lancet-btree's ordered merge of page streams, bounded by the external
 //! sorter's memory); after deferred compactions every segment is first written again with
 //! the rows' current addresses (translated through the Fragment Reuse Index), so the history
 //! can then be trimmed (`Dataset::trim_fri`, which this runs when a history is left). On a
@@ -31,9 +31,10 @@ use lancet_read::snapshot::Snapshot;
 /// How [`Optimizer::optimize_indices`](crate::Optimizer::optimize_indices) extends indexes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OptimizeOptions {
-    /// Merge every segment and the new rows into one segment; otherwise the new rows become
-    /// a segment of their own.
-    pub merge: bool,
+    /// How many segments, the newest first, are merged with the new rows into one segment
+    /// (Lance's `num_indices_to_merge`; pylance's default is 1): with 0 the new rows become a
+    /// segment of their own, with `usize::MAX` every segment is merged.
+    pub merge: usize,
 }
 
 /// Rows of a segment translated at a time.
@@ -85,7 +86,10 @@ async fn optimize_index(
     }
     let uncovered = &live - &covered;
     let translate = fri::fri_history(snap).await?.is_some();
-    if uncovered.is_empty() && !translate && !(options.merge && segments.len() > 1) {
+    // the newest `merged` segments are merged with the new rows; the others are kept
+    let merged = options.merge.min(segments.len());
+    let kept = segments.len() - merged;
+    if uncovered.is_empty() && !translate && merged < 2 {
         return Ok(None);
     }
     let value_type = first.index.lookup().value_type().clone();
@@ -97,27 +101,24 @@ async fn optimize_index(
     let mut removed_indices = Vec::new();
     let mut pairs: Vec<arrow_array::RecordBatch> =
         indexes::training_pairs(snap, field_id, &uncovered).await?;
-    if options.merge || translate {
-        for s in segments.iter() {
-            if options.merge {
-                pairs.extend(segment_pairs(snap, s).await?);
-            } else {
-                // written again alone, with current addresses
-                let rows = segment_pairs(snap, s).await?;
-                let fragments = segment_coverage(snap, s, &live).await?;
-                new_indices.push(
-                    train_segment(snap, name, field_id, &value_type, rows, fragments, train)
-                        .await?,
-                );
-            }
-            removed_indices.push(s.metadata.clone());
+    let mut fragments = uncovered;
+    for (i, s) in segments.iter().enumerate() {
+        if i >= kept {
+            pairs.extend(segment_pairs(snap, s).await?);
+            fragments |= segment_coverage(snap, s, &live).await?;
+        } else if translate {
+            // written again alone, with current addresses
+            let rows = segment_pairs(snap, s).await?;
+            let fragments = segment_coverage(snap, s, &live).await?;
+            new_indices.push(
+                train_segment(snap, name, field_id, &value_type, rows, fragments, train).await?,
+            );
+        } else {
+            continue;
         }
+        removed_indices.push(s.metadata.clone());
     }
-    let fragments = match options.merge {
-        true => live.clone(),
-        false => uncovered,
-    };
-    if !fragments.is_empty() || options.merge {
+    if !fragments.is_empty() || merged > 0 {
         new_indices
             .push(train_segment(snap, name, field_id, &value_type, pairs, fragments, train).await?);
     }

@@ -4,7 +4,7 @@
 //! the fragment list on a flat version), with the operation to record and the data files
 //! the commit adds, read from storage to be judged.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use lancet_proto::prost::Message;
@@ -150,6 +150,14 @@ pub(crate) enum Intent {
 }
 
 impl Intent {
+    /// What the transaction records beside the operation (a change's properties).
+    pub(crate) fn properties(&self) -> BTreeMap<String, String> {
+        match self {
+            Intent::Change { change, .. } => change.properties.clone(),
+            Intent::Actions { .. } => BTreeMap::new(),
+        }
+    }
+
     /// A layout conversion: its fragments are judged whole whatever the base's layout.
     pub(crate) fn converts(&self) -> bool {
         matches!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema, SchemaRef};
 use futures::Stream;
-use lancet_file::{FileStore, FileVersion};
+use lancet_file::FileStore;
 use lancet_filter::Filter;
 use lancet_paths::manifest::{ManifestFile, NamingScheme};
 use lancet_paths::{BaseTable, DatasetStore, ObjectLocation, ResolvedBase, StoredTransaction};
@@ -396,15 +396,15 @@ impl<'a> Storage<'a> {
 
     /// Commits `fragments` ([`Storage::write_overwrite_fragments`]'s, written with `schema`)
     /// as every row of the table in one Overwrite (pylance's `LanceOperation.Overwrite` on an
-    /// existing table); `data_storage_version`, when given, becomes the table's.
+    /// existing table); `options`' data storage version, when given, becomes the table's and
+    /// its properties are recorded (the cut is the writer's: it is not used here).
     pub async fn commit_overwrite(
         &self,
         schema: &Schema,
         fragments: Vec<DataFragment>,
-        data_storage_version: Option<FileVersion>,
+        options: &AppendOptions,
     ) -> Result<Committed> {
-        let version = data_storage_version;
-        Box::pin(write::commit_overwrite(self.ds, schema, fragments, version)).await
+        Box::pin(write::commit_overwrite(self.ds, schema, fragments, options)).await
     }
 
     /// Trains one segment of the BTree `{column}_idx` over the live rows of `fragments` (every

@@ -5,6 +5,8 @@
 //! rows, the table's field ids), lancet-txn plans the Append or Overwrite, lancet-rowid
 //! assigns row ids, and every version is judged by the invariants before it is published.
 
+use std::collections::BTreeMap;
+
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use futures::{Stream, StreamExt};
@@ -39,7 +41,7 @@ where
 {
     let fragments = overwrite_fragments(snap, schema.clone(), batches, options).await?;
     let rows = fragments.iter().map(|f| f.physical_rows).sum();
-    let committed = commit_overwrite(snap, &schema, fragments, options.data_storage_version);
+    let committed = commit_overwrite(snap, &schema, fragments, options);
     Ok(committed.await?.with_rows(rows))
 }
 
@@ -89,13 +91,14 @@ pub(crate) fn cut(options: &AppendOptions, what: &str) -> Result<FragmentOptions
 }
 
 /// Commits `fragments` (written with `schema`, as [`overwrite_fragments`] writes them) as
-/// every row of the table in one Overwrite; `requested`, the data storage version asked for,
-/// becomes the table's (Lance's rule: without one the table keeps its own).
+/// every row of the table in one Overwrite; the data storage version `options` asks for
+/// becomes the table's (Lance's rule: without one the table keeps its own), and its
+/// properties are recorded in the transaction.
 pub(crate) async fn commit_overwrite(
     snap: &Snapshot,
     schema: &Schema,
     fragments: Vec<DataFragment>,
-    requested: Option<FileVersion>,
+    options: &AppendOptions,
 ) -> Result<Committed> {
     let operation = Operation::Overwrite(Overwrite {
         fragments,
@@ -103,8 +106,10 @@ pub(crate) async fn commit_overwrite(
         schema_metadata: schema_metadata(schema),
         ..Default::default()
     });
-    let requested = requested.map(|v| v.name().to_string());
-    let change = Change::new(operation).with_storage_version(requested);
+    let requested = options.data_storage_version.map(|v| v.name().to_string());
+    let change = Change::new(operation)
+        .with_storage_version(requested)
+        .with_properties(options.transaction_properties.clone());
     operations::commit_change(snap, change).await
 }
 
@@ -176,11 +181,15 @@ where
         });
     }
     let rows = fragments.iter().map(|f| f.physical_rows).sum();
-    Ok(
-        operations::commit(snap, Operation::Append(Append { fragments }))
-            .await?
-            .with_rows(rows),
-    )
+    Ok(operations::commit(snap, append_change(fragments, options))
+        .await?
+        .with_rows(rows))
+}
+
+/// An Append of `fragments` with the properties `options` records.
+fn append_change(fragments: Vec<DataFragment>, options: &AppendOptions) -> Change {
+    let properties = options.transaction_properties.clone();
+    Change::new(Operation::Append(Append { fragments })).with_properties(properties)
 }
 
 /// The file version the table writes data files in (its manifest's data storage format).
@@ -240,6 +249,8 @@ pub struct AppendOptions {
     pub data_storage_version: Option<FileVersion>,
     /// Told of each new fragment as it starts and as its file is finished.
     pub progress: lancet_file::Progress,
+    /// Recorded in the transaction (pylance's `commit_message` and `transaction_properties`).
+    pub transaction_properties: BTreeMap<String, String>,
 }
 
 impl Default for AppendOptions {
@@ -250,6 +261,7 @@ impl Default for AppendOptions {
             max_rows_per_group: lance.max_rows_per_group,
             data_storage_version: None,
             progress: Default::default(),
+            transaction_properties: BTreeMap::new(),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
-use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, ScanOptions, VersionRef};
@@ -1367,4 +1367,206 @@ async fn a_stale_drop_index_is_judged_against_what_landed_since() {
     let err = grown.storage().drop_index("id_idx").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     assert_eq!(listing(dir.path()), before);
+}
+
+/// Properties a writer gives (pylance's `commit_message` and `transaction_properties`) are
+/// recorded in the transaction of the version each write publishes, on create, append,
+/// overwrite and a committed operation; a write without any records none.
+#[tokio::test]
+async fn writes_record_their_transaction_properties() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let props = |m: &str| {
+        std::collections::BTreeMap::from([
+            ("__lance_commit_message".to_string(), m.to_string()),
+            ("k".to_string(), "v".to_string()),
+        ])
+    };
+    let recorded = |ds: Dataset| async move {
+        let stored = ds.storage().transaction().await.unwrap().unwrap();
+        let mut props: Vec<(String, String)> = stored
+            .transaction
+            .transaction_properties
+            .into_iter()
+            .collect();
+        props.sort();
+        props
+    };
+    let ds = Dataset::create(
+        uri.to_str().unwrap(),
+        schema(),
+        batches(vec![rows(0, 10)]),
+        CreateOptions {
+            transaction_properties: props("initial"),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let first = recorded(ds.clone()).await;
+    assert_eq!(first[0].1, "initial");
+    assert_eq!(first[1], ("k".to_string(), "v".to_string()));
+    let options = lancet::AppendOptions {
+        transaction_properties: props("more"),
+        ..Default::default()
+    };
+    let ds = (ds
+        .append_with(lancet::batches(vec![rows(10, 5)]), &options)
+        .await)
+        .unwrap()
+        .dataset;
+    assert_eq!(recorded(ds.clone()).await[0].1, "more");
+    let options = lancet::AppendOptions {
+        transaction_properties: props("replaced"),
+        ..Default::default()
+    };
+    let ds = (ds
+        .overwrite(schema(), batches(vec![rows(0, 3)]), &options)
+        .await)
+        .unwrap()
+        .dataset;
+    assert_eq!(recorded(ds.clone()).await[0].1, "replaced");
+    let written = ds
+        .storage()
+        .write_fragments(lancet::batches(vec![rows(3, 2)]), &Default::default())
+        .await
+        .unwrap();
+    let append = lancet::proto::table::transaction::Append { fragments: written };
+    let change =
+        lancet::Change::new(lancet::Operation::Append(append)).with_properties(props("staged"));
+    let ds = ds.commit(change).await.unwrap().dataset;
+    assert_eq!(recorded(ds.clone()).await[0].1, "staged");
+    assert_eq!(ds.num_rows(), Some(5));
+    let ds = ds.append(batches(vec![rows(5, 1)])).await.unwrap().dataset;
+    assert!(recorded(ds).await.is_empty());
+}
+
+/// A merge_insert source carrying some of the table's columns (Lance 14.0.2's partial-schema
+/// merge): an updated row keeps its other columns, an inserted row reads NULL there; an
+/// insert that would leave a non-nullable column NULL is refused typed, nothing published.
+#[tokio::test]
+async fn a_merge_of_some_columns_keeps_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 10)]),
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let part = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("id", DataType::Int64, false),
+    ]));
+    let source = RecordBatch::try_new(
+        part.clone(),
+        vec![
+            Arc::new(Float64Array::from(vec![None, Some(-8.0), Some(-20.0)])),
+            Arc::new(Int64Array::from(vec![3, 8, 20])),
+        ],
+    )
+    .unwrap();
+    let merged = ds
+        .merge_insert(&["id"])
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(batches(vec![source]))
+        .await
+        .unwrap();
+    let stats = merged.merged.unwrap();
+    assert_eq!((stats.updated_rows, stats.inserted_rows), (2, 1));
+    let got = scan(&merged.dataset, ScanOptions::default()).await;
+    let mut seen: Vec<(i64, Option<f64>, Option<String>)> = (0..got.num_rows())
+        .map(|i| {
+            let x = got.column(1).as_primitive::<Float64Type>();
+            let s = got.column(2).as_string::<i32>();
+            (
+                column_i64(&got, "id")[i],
+                x.is_valid(i).then(|| x.value(i)),
+                s.is_valid(i).then(|| s.value(i).to_string()),
+            )
+        })
+        .collect();
+    seen.sort_by_key(|r| r.0);
+    assert_eq!(seen.len(), 11);
+    assert_eq!(seen[3], (3, None, Some("s3".into())));
+    assert_eq!(seen[8], (8, Some(-8.0), Some("s8".into())));
+    assert_eq!(seen[10], (20, Some(-20.0), None));
+    assert_eq!(seen[4], (4, Some(4.0), Some("s4".into())));
+    merged.dataset.verify().await.unwrap();
+    // `id` cannot be NULL: a source without it inserting rows is refused
+    let before = listing(dir.path());
+    let no_id = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let source = RecordBatch::try_new(
+        no_id,
+        vec![
+            Arc::new(Float64Array::from(vec![1.0])),
+            Arc::new(StringArray::from(vec!["k"])),
+        ],
+    )
+    .unwrap();
+    let e = (merged.dataset.merge_insert(&["s"]))
+        .when_not_matched_insert_all()
+        .execute(batches(vec![source]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("\"id\""), "{e}");
+    assert_eq!(listing(dir.path()), before);
+}
+
+/// `optimize_indices` merges the newest `merge` segments with the rows no segment covers
+/// (Lance's `num_indices_to_merge`): 0 adds a segment, 2 folds the newest two and the new
+/// rows into one and keeps the oldest, `usize::MAX` leaves one segment; every search answers
+/// as a scan does.
+#[tokio::test]
+async fn optimize_merges_the_newest_segments_it_is_asked_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let mut ds = Dataset::create(
+        uri,
+        schema(),
+        batches(vec![rows(0, 10)]),
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    ds = ds.build_btree("id", 4).await.unwrap().dataset;
+    let segments = |ds: &Dataset| ds.storage().btree_indices()[0].1.len();
+    let optimize = |ds: Dataset, merge: usize| async move {
+        let options = lancet::OptimizeOptions { merge };
+        let next = ds.optimize().optimize_indices(&options).await.unwrap();
+        next.dataset
+    };
+    for (start, merge, want) in [
+        (10, 0, 2),
+        (20, 0, 3),
+        (30, 2, 2),
+        (40, 1, 2),
+        (50, usize::MAX, 1),
+    ] {
+        ds = ds
+            .append(batches(vec![rows(start, 10)]))
+            .await
+            .unwrap()
+            .dataset;
+        ds = optimize(ds, merge).await;
+        assert_eq!(
+            segments(&ds),
+            want,
+            "after the rows from {start}, merge {merge}"
+        );
+        let found = ds.search(&Filter::parse("id >= 5").unwrap()).await.unwrap();
+        assert_eq!(found.row_ids.len(), start as u64 + 5, "merge {merge}");
+        assert!(found.pages_read > 0);
+    }
+    ds.verify().await.unwrap();
 }

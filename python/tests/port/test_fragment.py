@@ -169,5 +169,47 @@ def test_every_name_of_pylances_fragment_exists(twins):
     f = twins["lancet"].get_fragment(0)
     with pytest.raises(NotImplementedError, match="merge_columns"):
         f.merge_columns({"b": "a * 2"})
-    with pytest.raises(NotImplementedError, match="create"):
-        lancet.LanceFragment.create(twins["lancet"].uri, _table())
+    with pytest.raises(NotImplementedError, match="create_from_file"):
+        lancet.LanceFragment.create_from_file("f.lance", twins["lancet"], 0)
+
+
+def test_one_fragment_created_and_committed_as_pylance(tmp_path):
+    schema = pa.schema([("a", pa.int64())])
+    rows = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        first = lib.LanceFragment.create(uri, pa.table({"a": list(range(5))}))
+        second = lib.LanceFragment.create(uri, pa.table({"a": [10, 11]}), fragment_id=7)
+        assert (first.id, first.physical_rows, second.id, second.physical_rows) == (0, 5, 7, 2)
+        assert len(first.files) == 1
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Overwrite(schema, [first, second]))
+        rows[name] = (ds.to_table().column("a").to_pylist(), [f.fragment_id for f in ds.get_fragments()])
+        with pytest.raises(Exception):
+            lib.LanceFragment.create(uri, pa.table({"a": []}, schema=schema))
+        assert lib.dataset(uri).version == 1
+    assert rows["lancet"] == rows["pylance"]
+    # no rows: pylance's OSError, lancet's typed bad input
+    with pytest.raises(lancet.errors.InvalidInputError):
+        lancet.LanceFragment.create(str(tmp_path / "lancet"), pa.table({"a": []}, schema=schema))
+
+
+def test_merge_columns_per_fragment_then_one_merge_as_pylance(tmp_path):
+    import pyarrow.compute as pc
+
+    got = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"a": [1, 2, 3, 4, 5]}), uri, max_rows_per_file=2)
+        records, schema = [], None
+        for f in ds.get_fragments():
+            record, schema = f.merge_columns(lambda b: pa.record_batch([pc.multiply(b["a"], 10)], ["b"]),
+                                             columns=["a"])
+            records.append(record)
+        assert lib.dataset(uri).version == 1, "nothing is committed yet"
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Merge(records, schema), read_version=1)
+        got[name] = (ds.version, ds.to_table().to_pydict(),
+                     [(f.name(), f.id()) for f in schema.fields()], [len(r.files) for r in records])
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][1]["b"] == [10, 20, 30, 40, 50]
+    with pytest.raises(NotImplementedError):
+        lancet.dataset(str(tmp_path / "lancet")).get_fragment(0).merge_columns({"c": "a + 1"})

@@ -59,3 +59,50 @@ def test_a_memory_table_lives_as_long_as_the_process():
     assert lancet.dataset("memory://port-modules/t").to_table().column("a").to_pylist() == [1, 2, 3]
     with pytest.raises(errors.NotFoundError):
         lancet.dataset("memory://port-modules/other")
+
+
+def test_a_batch_udf_adds_columns_as_pylances(tmp_path):
+    got = {}
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        ds = lib.write_dataset(pa.table({"a": [1, 2, 3, 4]}), str(tmp_path / name), max_rows_per_file=3)
+
+        @lib.batch_udf(output_schema=pa.schema([pa.field("double", pa.int64())]))
+        def double(batch):
+            return pa.record_batch([pa.compute.multiply(batch["a"], 2)], ["double"])
+
+        assert double(pa.record_batch([pa.array([5])], ["a"]))["double"].to_pylist() == [10]
+        ds.add_columns(double, read_columns=["a"])
+        got[name] = lib.dataset(ds.uri).to_table().to_pydict()
+    assert got["lancet"] == got["pylance"] == {"a": [1, 2, 3, 4], "double": [2, 4, 6, 8]}
+    assert isinstance(double, lancet.udf.BatchUDF)
+    with pytest.raises(NotImplementedError, match="checkpoint_file"):
+        lancet.batch_udf(checkpoint_file=str(tmp_path / "cache.sqlite"))(lambda b: b)
+
+
+def test_every_name_pylance_exports_exists_and_what_lancet_lacks_is_typed():
+    missing = [n for n in lance.__all__ if n not in ("io",) and not hasattr(lancet, n)]
+    assert missing == []
+    for name in ("iops_counter", "DatasetBasePath", "BlobColumn", "ShardWriter", "tokenize"):
+        with pytest.raises(NotImplementedError, match=name):
+            getattr(lancet, name)()
+    # the names lancet implements are its own, not stand-ins
+    assert lancet.MergeInsertBuilder.__module__ == "lancet.dataset"
+
+
+def test_schemas_as_json_as_pylances():
+    s = pa.schema([
+        pa.field("a", pa.int32(), False, metadata={"k": "v"}), ("b", pa.list_(pa.string())),
+        ("c", pa.struct([("x", pa.float64()), ("t", pa.timestamp("us", "UTC"))])),
+        ("d", pa.dictionary(pa.int32(), pa.string())), ("e", pa.list_(pa.float32(), 3)),
+        ("f", pa.decimal128(10, 2)), ("g", pa.large_string()), ("h", pa.date32()), ("i", pa.binary(4)),
+        ("j", pa.bool_()), ("k", pa.float16()), ("l", pa.timestamp("ns", "+08:00")), ("m", pa.time64("ns")),
+        ("n", pa.duration("ms")), ("o", pa.large_list(pa.int8())), ("p", pa.decimal256(40, 3)),
+    ], metadata={"m": "n"})
+    mine = lancet.schema_to_json(s)
+    assert mine == lance.schema.schema_to_json(s)
+    assert lancet.json_to_schema(mine).equals(s, check_metadata=True)
+    assert lancet.json_to_schema(mine).equals(lance.schema.json_to_schema(mine), check_metadata=True)
+    with pytest.raises(ValueError):
+        lancet.json_to_schema({"fields": [{"name": "a", "type": {"type": "nope"}, "nullable": True}]})
+    with pytest.raises(ValueError):
+        lancet.schema_to_json(pa.schema([("a", pa.map_(pa.string(), pa.int32()))]))
