@@ -25,6 +25,7 @@ from .bitmap import Bitmap
 from . import _args
 from .errors import InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
 from .indices import IndexDescription
+from .join import Right
 from .fragment import LanceFragment
 from .scanner import LanceScanner, filter_parts as _filter
 from .schema import LanceSchema
@@ -607,15 +608,12 @@ class LanceDataset(pa_ds.Dataset):
         for name in right.column_names:
             if name != right_on and name in self.schema.names:
                 raise SchemaMismatchError(f"Column {name} exists in both sides of the dataset")
-        # the last row of a key is the first of the reversed table
-        right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
-        keys, new = right.column(right_on), right.drop_columns([right_on])
+        side = Right(right, right_on)
         files = []
         for fid, _, _ in self._ds.fragments():
             left = read(self._ds.fragment_rows(fid, [left_on])).read_all().column(0)
-            at = pc.index_in(left, value_set=keys.combine_chunks(), skip_nulls=False)
-            files.append((fid, _lancet.write_new_column_file(self._ds, fid, new.take(at))))
-        self._moved(_lancet.commit_new_columns(self._ds, schema_stream(new.schema), files))
+            files.append((fid, _lancet.write_new_column_file(self._ds, fid, side.joined(left))))
+        self._moved(_lancet.commit_new_columns(self._ds, schema_stream(side.columns.schema), files))
 
     def merge_insert(self, on: Union[str, Iterable[str]]) -> "MergeInsertBuilder":
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))

@@ -19,9 +19,10 @@ class InvalidInputError(LancetError, ValueError):
     schema. Nothing was published."""
 
 
-class SchemaMismatchError(InvalidInputError, OSError):
+class SchemaMismatchError(InvalidInputError, OSError, RuntimeError):
     """Rows written to a table do not fit its schema; also the ``OSError`` pylance raises for
-    an append of another schema. Nothing was written."""
+    an append of another schema, and the ``RuntimeError`` of its schema errors (a column of
+    another type). Nothing was written."""
 
 
 class NotFoundError(LancetError, FileNotFoundError):

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pa_ds
 
 from . import _args, _lancet
-from ._data import to_reader
-from .errors import InvalidInputError, NotFoundError, UnsupportedError
+from ._data import read, to_reader
+from .errors import InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
 
 if TYPE_CHECKING:
     from .dataset import LanceDataset
@@ -474,6 +474,101 @@ def _merge_columns(self, value_func, columns: Optional[List[str]] = None, batch_
 LanceFragment.merge_columns = _merge_columns
 
 
+def _merge(self, data_obj, left_on: str, right_on: Optional[str] = None,
+           schema=None) -> "tuple[FragmentMetadata, LanceSchema]":
+    """The columns of `data_obj` joined to this fragment's rows on `left_on` (a column of
+    the table) = `right_on` (of the data; `left_on` when None), written as the fragment's new
+    file and not committed, as pylance's: a left join (a row no key matches reads NULL, a
+    NULL key matches a NULL key, of repeated keys the last row wins). Returns the fragment's
+    new record and the table's schema with the new fields, which a
+    ``LanceOperation.Merge`` of every fragment commits. A key either side lacks, or a column
+    both sides have, is :class:`lancet.errors.InvalidInputError` (pylance's ``ValueError``)."""
+    from .join import Right
+    from .schema import LanceSchema
+
+    right_on = left_on if right_on is None else right_on
+    right = pa.table(to_reader(data_obj, schema))
+    names = self._dataset.schema.names
+    if left_on not in names:
+        raise InvalidInputError(f"Column {left_on} does not exist in the left side fragment")
+    if right_on not in right.column_names:
+        raise InvalidInputError(f"Column {right_on} does not exist in the right side fragment")
+    for name in right.column_names:
+        if name != right_on and name in names:
+            raise InvalidInputError(f"Column {name} exists in left side fragment and right side dataset")
+    side = Right(right, right_on)
+    side.check_key_type(self._dataset.schema.field(left_on).type, InvalidInputError)
+    native = self._dataset._ds
+    left = read(native.fragment_rows(self._id, [left_on])).read_all().column(0)
+    record, fields, metadata = _lancet.merge_fragment_columns(native, self._id, side.joined(left))
+    return FragmentMetadata._from_bytes(record), LanceSchema(fields, metadata)
+
+
+def _update_columns(self, data_obj, left_on: str = "_rowid", right_on: Optional[str] = None,
+                    schema=None, *, with_offsets: bool = False):
+    """This fragment's rows with the values of the columns `data_obj` holds replaced where
+    its `right_on` (`left_on` when None) matches their `left_on` (a column of the table,
+    ``_rowid`` or ``_rowaddr``), written as the fragment's new file and not committed, as
+    pylance's: rows no key matches keep their values, of repeated keys the last row wins,
+    the key column is not updated. Returns the fragment's new record (the columns'
+    fields tombstoned in the files that held them) and the ids of the fields modified, which
+    ``LanceOperation.Update(updated_fragments=..., fields_modified=...)`` commits. A
+    column the table lacks, a metadata column or another key type is
+    :class:`lancet.errors.InvalidInputError` (pylance's ``ValueError``), a column of
+    another type :class:`lancet.errors.SchemaMismatchError`; ``with_offsets`` (row-level
+    version metadata) is not implemented."""
+    from .join import Right
+
+    where = "LanceFragment.update_columns"
+    _args.refuse_unless(where, "with_offsets", with_offsets, False)
+    right_on = left_on if right_on is None else right_on
+    right = pa.table(to_reader(data_obj, schema))
+    table = self._dataset.schema
+    if left_on not in table.names and left_on not in ("_rowid", "_rowaddr"):
+        raise InvalidInputError(f"Column {left_on} does not exist in the left side fragment")
+    if right_on not in right.column_names:
+        raise InvalidInputError(f"Column {right_on} does not exist in the right side fragment")
+    columns = [n for n in right.column_names if n != right_on]
+    for name in columns:
+        if name in ("_rowid", "_rowaddr"):
+            raise InvalidInputError(f"Column {name} is a reserved metadata column and cannot be updated")
+        if name not in table.names:
+            raise InvalidInputError(f"Column {name} in right side fragment does not exist in left side fragment")
+        if right.schema.field(name).type != table.field(name).type:
+            raise SchemaMismatchError(f"Attempt to project field by different types: "
+                                      f"{right.schema.field(name).type} and {table.field(name).type}")
+    native = self._dataset._ds
+    if left_on in ("_rowid", "_rowaddr"):
+        left = read(native.fragment_rows(self._id, columns)).read_all()
+        key = _row_keys(self, left_on, left.num_rows)
+    else:
+        left = read(native.fragment_rows(self._id, list(dict.fromkeys(columns + [left_on])))).read_all()
+        key = left.column(left_on)
+    side = Right(right, right_on)
+    side.check_key_type(key.type, InvalidInputError)
+    values = side.updated(left.select(columns), key, live=pc.is_valid(key))
+    file = native.write_column_file(self._id, values)
+    record, modified = _lancet.fragment_with_file(native, self._id, file)
+    return FragmentMetadata._from_bytes(record), list(modified)
+
+
+def _row_keys(fragment: "LanceFragment", column: str, physical_rows: int) -> pa.Array:
+    """The `column` (``_rowid`` or ``_rowaddr``) of each physical row of `fragment`, NULL at
+    a deleted row (which no key matches)."""
+    live = fragment.to_table(columns=[], with_row_id=True, with_row_address=True)
+    offsets = pc.bit_wise_and(live.column("_rowaddr"), pa.scalar(0xFFFFFFFF, pa.uint64()))
+    at = pa.array([None] * physical_rows, pa.int64()).to_pylist()
+    for row, offset in enumerate(offsets.to_pylist()):
+        at[offset] = row
+    return live.column(column).combine_chunks().take(pa.array(at, pa.int64()))
+
+
+_merge.__name__, _merge.__qualname__ = "merge", "LanceFragment.merge"
+_update_columns.__name__, _update_columns.__qualname__ = "update_columns", "LanceFragment.update_columns"
+LanceFragment.merge = _merge
+LanceFragment.update_columns = _update_columns
+
+
 def _create(dataset_uri, data, fragment_id: Optional[int] = None, schema: Optional[pa.Schema] = None,
             max_rows_per_group: Optional[int] = 1024, progress=None, mode: str = "append", *,
             data_storage_version: Optional[str] = None, use_legacy_format=None, storage_options=None,
@@ -500,8 +595,6 @@ LanceFragment.create = staticmethod(_create)
 # pylance's LanceFragment names lancet does not implement yet, and what each is
 _FRAGMENT_NOT_IMPLEMENTED = {
     "create_from_file": "fragments from existing data files",
-    "merge": "joining new columns into one fragment",
-    "update_columns": "column values replaced in one fragment",
     "open_session": "fragment read sessions",
 }
 

@@ -47,3 +47,36 @@ pub fn fragment_delete_rows<'py>(
     .py_err()?;
     Ok(delete.updated_fragments.first().map(|f| bytes(py, f)))
 }
+
+/// Fragment `id` with `file` (a `DataFile` protobuf `write_column_file` wrote for it, of
+/// columns the table has) answering for its fields, nothing committed (pylance's
+/// `LanceFragment.update_columns`): the fields become tombstones in the files that held
+/// them, a file left with none goes, and the file is appended, by lancet-txn's replacement
+/// rule. Returns the new record and the field ids the file holds (`fields_modified`).
+#[pyfunction]
+pub fn fragment_with_file<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    id: u64,
+    file: Vec<u8>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<u32>)> {
+    let file = lancet::proto::table::DataFile::decode(file.as_slice())
+        .map_err(|e| crate::errors::invalid(format!("not a data file's metadata: {e}")))?;
+    let modified = (file.fields.iter())
+        .filter_map(|f| u32::try_from(*f).ok())
+        .collect();
+    let handle = ds.handle().clone();
+    let fragment = block_on(py, async move {
+        let fragment = (handle.storage().fragment(id).await?)
+            .ok_or_else(|| lancet::Error::Internal(format!("the version has no fragment {id}")))?;
+        let manifest = handle.storage().manifest();
+        Ok(lancet::txn::replacement::replace_data_file(
+            &fragment,
+            &file,
+            &manifest.fields,
+            handle.version(),
+        )?)
+    })
+    .py_err()?;
+    Ok((bytes(py, &fragment), modified))
+}

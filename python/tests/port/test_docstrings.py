@@ -23,8 +23,6 @@ NOT_IMPLEMENTED = {
     "lance.dataset.MergeInsertBuilder.analyze_plan": "merge plans",
     "lance.dataset.MergeInsertBuilder.explain_plan": "merge plans",
     "lance.fragment.write_fragments": "tables with several base paths",
-    "lance.fragment.LanceFragment.merge": "joining new columns into one fragment",
-    "lance.fragment.LanceFragment.update_columns": "column values replaced in one fragment",
     "lance.util.KMeans": "vector tools",
 }
 

@@ -59,3 +59,91 @@ def test_merge_insert_of_some_columns_keeps_the_others_as_pylance(tmp_path):
         got[name] = steps
     assert got["lancet"] == got["pylance"]
     assert got["lancet"][0][1]["s"] == ["a", "b", "c", None]
+
+
+def _reason(e: Exception) -> str:
+    """An error's message without pylance's prefix, source location and Rust type names."""
+    return str(e).removeprefix("Invalid user input: ").split(", /")[0].split(": expected")[0]
+
+
+def _files(meta) -> list:
+    """A fragment record's data files as what they hold (paths differ between engines)."""
+    return [(f.fields, f.column_indices) for f in meta.files]
+
+
+def test_fragment_merge_joins_one_fragment_as_pylance(tmp_path):
+    got = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": [1, 2, 3, None], "y": list("abcd")}), uri, max_rows_per_file=2)
+        ds.delete("x = 2")
+        ds = lib.dataset(uri)
+        new = pa.table({"x": [3, 1, 3, None], "z": ["q", "r", "s", "t"]})
+        merged, schema = [], None
+        for f in ds.get_fragments():
+            f, schema = f.merge(new, "x")
+            merged.append(f)
+        records = [(_files(f), f.physical_rows, f.num_deletions) for f in merged]
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Merge(merged, schema), read_version=ds.version)
+        errors_seen = []
+        frag = ds.get_fragment(0)
+        for data, on, right_on in ((new, "w", None), (new, "x", "k"), (pa.table({"x": [1], "y": ["q"]}), "x", None),
+                                   (pa.table({"x": pa.array([1], pa.int32()), "v": [1]}), "x", None)):
+            with pytest.raises(ValueError) as e:
+                frag.merge(data, on, right_on)
+            errors_seen.append(_reason(e.value))
+        got[name] = (records, ds.version, ds.to_table().to_pydict(), errors_seen)
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][2]["z"] == ["r", "s", "t"]
+    assert lance.dataset(str(tmp_path / "lancet")).to_table().to_pydict() == got["lancet"][2]
+
+
+def test_update_columns_replaces_values_in_one_fragment_as_pylance(tmp_path):
+    got = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"id": pa.array([1, 2, 3, 3], pa.int32()), "name": list("abcd"),
+                                         "value": [10, 20, 30, 40]}), uri)
+        steps = []
+        # repeated keys: the last wins; rows no key matches keep their values
+        f, modified = ds.get_fragment(0).update_columns(
+            pa.table({"id": pa.array([1, 3, 3], pa.int32()), "value": [100, 300, 301]}), left_on="id")
+        steps.append((_files(f), modified))
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Update(updated_fragments=[f], fields_modified=modified),
+                                     read_version=ds.version)
+        ds.delete("id = 2")
+        ds = lib.dataset(uri)
+        # by row address, then two columns at once: a file left with only tombstones goes
+        f, modified = ds.get_fragment(0).update_columns(
+            pa.table({"_rowaddr": pa.array([0, 2], pa.uint64()), "name": ["Z", "Y"]}), left_on="_rowaddr")
+        steps.append((_files(f), modified))
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Update(updated_fragments=[f], fields_modified=modified),
+                                     read_version=ds.version)
+        f, modified = ds.get_fragment(0).update_columns(
+            pa.table({"id": pa.array([1], pa.int32()), "name": ["Q"], "value": [5]}), left_on="id")
+        steps.append((_files(f), modified))
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Update(updated_fragments=[f], fields_modified=modified),
+                                     read_version=ds.version)
+        steps.append(ds.to_table().to_pydict())
+        refused = []
+        frag = ds.get_fragment(0)
+        for data, kw in ((pa.table({"id": pa.array([1], pa.int32()), "value": [1]}), {"left_on": "nope"}),
+                         (pa.table({"id": pa.array([1], pa.int32()), "value": [1]}), {"left_on": "id", "right_on": "x"}),
+                         (pa.table({"id": pa.array([1], pa.int32()), "zz": [1]}), {"left_on": "id"}),
+                         (pa.table({"id": [1], "value": [1]}), {"left_on": "id"}),
+                         (pa.table({"id": pa.array([1], pa.int32()), "_rowid": pa.array([1], pa.uint64())}),
+                          {"left_on": "id"})):
+            with pytest.raises(ValueError) as e:
+                frag.update_columns(data, **kw)
+            refused.append(_reason(e.value))
+        with pytest.raises(RuntimeError):  # a value of another type: pylance's schema error
+            frag.update_columns(pa.table({"id": pa.array([1], pa.int32()), "value": pa.array([1], pa.int32())}),
+                                left_on="id")
+        steps.append(refused)
+        got[name] = (steps, ds.version)
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][0][3] == {"id": [1, 3, 3], "name": ["Q", "Y", "d"], "value": [5, 301, 301]}
+    assert lance.dataset(str(tmp_path / "lancet")).to_table().to_pydict() == got["lancet"][0][3]
+    with pytest.raises(NotImplementedError):
+        lancet.dataset(str(tmp_path / "lancet")).get_fragment(0).update_columns(
+            pa.table({"id": pa.array([1], pa.int32()), "value": [1]}), left_on="id", with_offsets=True)
