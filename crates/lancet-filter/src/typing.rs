@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Decimal256Type};
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Datum, Float64Array, Int64Array, StringArray,
+    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Datum, Float64Array, Int64Array, StringArray,
     UInt64Array,
 };
 use arrow_cast::{cast_with_options, CastOptions};
@@ -173,6 +173,14 @@ pub fn common_type(column: &DataType, literal: &DataType) -> Option<DataType> {
 /// Whether `t` is a string type.
 pub fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// Whether `t` holds bytes (a binary literal's columns).
+pub fn is_binary(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
+    )
 }
 
 /// Whether `t` is a decimal type.
@@ -400,7 +408,8 @@ pub fn cast_to(a: ArrayRef, t: &DataType) -> Conv<ArrayRef> {
 
 /// A literal as a one-element array of the column's type `t`, by Lance's rule: an integer
 /// fits an integer, float or decimal column, a decimal number a float column, a string a
-/// string column, a boolean a boolean column; a CAST converts to its type, then to `t`.
+/// string column, bytes (`X'..'`) a binary column of any width (a fixed-size one of theirs),
+/// a boolean a boolean column; a CAST converts to its type, then to `t`.
 /// Constant arithmetic runs in `t` (wrapping on overflow, an error on division by zero).
 ///
 /// Beyond Lance (which refuses them): a decimal number fits a decimal column when its exact
@@ -428,6 +437,9 @@ pub fn resolve(lit: &Lit, t: &DataType) -> Conv<ArrayRef> {
         }
         Lit::Str(s) if is_string(t) || date => {
             cast_to(Arc::new(StringArray::from(vec![s.as_str()])), t)
+        }
+        Lit::Bytes(b) if is_binary(t) => {
+            cast_to(Arc::new(BinaryArray::from(vec![b.as_slice()])), t)
         }
         Lit::Bool(b) if *t == DataType::Boolean => Ok(Arc::new(BooleanArray::from(vec![*b]))),
         Lit::Cast(inner, to) => cast_to(cast_to(natural(inner, to)?, to)?, t),
@@ -472,6 +484,7 @@ pub fn natural(lit: &Lit, to: &DataType) -> Conv<ArrayRef> {
             resolve(lit, &t)
         }
         Lit::Str(_) => resolve(lit, &DataType::Utf8),
+        Lit::Bytes(_) => resolve(lit, &DataType::Binary),
         Lit::Bool(_) => resolve(lit, &DataType::Boolean),
         Lit::Cast(inner, t) => cast_to(natural(inner, t)?, t),
     }
@@ -498,6 +511,31 @@ mod tests {
 
     fn i64_of(filter: &str) -> Conv<i64> {
         resolve(&lit_of(filter), &DataType::Int64).map(|a| a.as_primitive::<Int64Type>().value(0))
+    }
+
+    #[test]
+    fn hex_literals_are_bytes_for_binary_columns_of_any_width() {
+        let lit = lit_of("b = X'00ff61'");
+        assert_eq!(lit, Lit::Bytes(vec![0, 255, b'a']));
+        assert_eq!(lit_of("b = x''"), Lit::Bytes(vec![]));
+        for t in [DataType::Binary, DataType::LargeBinary, DataType::BinaryView] {
+            let a = resolve(&lit, &t).unwrap();
+            assert_eq!(a.data_type(), &t);
+            let back = cast_to(a, &DataType::Binary).unwrap();
+            assert_eq!(back.as_binary::<i32>().value(0), [0, 255, b'a']);
+        }
+        let fixed = resolve(&lit, &DataType::FixedSizeBinary(3)).unwrap();
+        assert_eq!(fixed.as_fixed_size_binary().value(0), [0, 255, b'a']);
+        // another width, a string column, a string literal for bytes: refused, as Lance's
+        assert!(resolve(&lit, &DataType::FixedSizeBinary(2)).is_err());
+        assert!(resolve(&lit, &DataType::Utf8).is_err());
+        assert!(resolve(&lit_of("b = 'abc'"), &DataType::Binary).is_err());
+        // digits that spell no bytes do not parse
+        for bad in ["b = X'6'", "b = X'zz'"] {
+            let e = Filter::parse(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidInput, "{bad}");
+            assert!(e.to_string().contains("not a binary literal"), "{e}");
+        }
     }
 
     fn f64_of(filter: &str) -> f64 {
