@@ -13,8 +13,8 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Decimal256Type};
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Datum, Float64Array, Int64Array, StringArray,
-    UInt64Array,
+    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Datum, Float64Array, Int64Array,
+    StringArray, UInt64Array,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
@@ -179,7 +179,10 @@ pub fn is_string(t: &DataType) -> bool {
 pub fn is_binary(t: &DataType) -> bool {
     matches!(
         t,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
     )
 }
 
@@ -518,7 +521,11 @@ mod tests {
         let lit = lit_of("b = X'00ff61'");
         assert_eq!(lit, Lit::Bytes(vec![0, 255, b'a']));
         assert_eq!(lit_of("b = x''"), Lit::Bytes(vec![]));
-        for t in [DataType::Binary, DataType::LargeBinary, DataType::BinaryView] {
+        for t in [
+            DataType::Binary,
+            DataType::LargeBinary,
+            DataType::BinaryView,
+        ] {
             let a = resolve(&lit, &t).unwrap();
             assert_eq!(a.data_type(), &t);
             let back = cast_to(a, &DataType::Binary).unwrap();
