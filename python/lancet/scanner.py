@@ -182,6 +182,25 @@ class LanceScanner(pa_ds.Scanner):
     def head(self, num_rows: int) -> pa.Table:
         return self.to_table().slice(0, num_rows)
 
+    def explain_plan(self, verbose: bool = False) -> str:
+        """lancet's plan of this scan as text (:mod:`lancet.plan`): what it reads, which
+        BTree answers each filter column on how many fragments; nothing is read but the
+        table's manifest and index list."""
+        from .plan import explain
+
+        return explain(self, verbose)
+
+    def analyze_plan(self, count_rows: bool = False) -> str:
+        """The plan of :meth:`explain_plan` with what running the scan read: rows, batches,
+        time, index pages, the fragments each index answered for, fragments read directly.
+        With `count_rows` the rows are counted without reading columns; a limit or offset
+        with it is refused, as pylance refuses it."""
+        from .plan import analyze
+
+        if count_rows and (self._limit is not None or self._offset):
+            raise InvalidInputError("Cannot use limit/offset with aggregate. Apply limit to the result instead.")
+        return analyze(self, count_rows)
+
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of the rows this scan returns (nothing is read)."""

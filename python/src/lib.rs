@@ -20,6 +20,7 @@ mod indexes;
 mod maps;
 mod new_columns;
 mod operation_args;
+mod plan;
 mod progress;
 mod project;
 mod runtime;
@@ -49,6 +50,8 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(new_columns::write_new_column_file, m)?)?;
     m.add_function(wrap_pyfunction!(new_columns::commit_new_columns, m)?)?;
     m.add_function(wrap_pyfunction!(new_columns::merge_fragment_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::filter_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::analyze_scan, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::get_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_to_arrow, m)?)?;

@@ -69,3 +69,49 @@ def test_an_expression_over_a_missing_column_is_refused_as_pylance_refuses(twins
             ds.to_table(columns={"g": "nope + 1"})
     with pytest.raises(errors.InvalidInputError):
         twins["lancet"].to_table(columns={"g": "a +"})
+
+
+def _output_rows(plan: str) -> int:
+    """The rows a plan's top operator output, as both engines print it."""
+    import re
+
+    return int(re.search(r"output_rows=(\d+)", plan).group(1))
+
+
+@pytest.mark.parametrize("scan", [
+    {"filter": "a = 3"},
+    {"filter": "a > 2 AND b <> 's5'", "columns": ["b"]},
+    {"filter": "a >= 2", "limit": 3},
+    {"columns": ["a"], "limit": 2, "offset": 1},
+    {"filter": "c IS NULL"},
+])
+def test_a_plan_names_the_index_and_analyze_counts_the_rows_as_pylance(twins, scan):
+    for ds in twins.values():
+        ds.create_scalar_index("a", "BTREE")
+    for name, lib in ENGINES.items():  # a fragment the index does not cover
+        lib.dataset(twins[name].uri).insert(pa.table({"a": [50], "b": ["new"], "c": [1.0]}))
+    plans = {name: lib.dataset(twins[name].uri).scanner(**scan) for name, lib in ENGINES.items()}
+    lancet_scan = plans["lancet"]
+    before = lancet.dataset(twins["lancet"].uri).scan_stats()
+    text = lancet_scan.explain_plan()
+    assert text == lancet_scan.explain_plan() and text.startswith("LancetScan: ")
+    assert lancet_scan._dataset.scan_stats() == before, "explaining reads no rows"
+    if "a" in scan.get("filter", ""):
+        assert "IndexQuery: a through a_idx (BTree) on 3 of 4 fragments, read directly on 1" in text
+        assert "ScalarIndexQuery: query=" in plans["pylance"].explain_plan()
+    assert "Output: " in lancet_scan.explain_plan(verbose=True)
+    analyzed = lancet_scan.analyze_plan()
+    assert _output_rows(analyzed) == _output_rows(plans["pylance"].analyze_plan()) \
+        == plans["lancet"].to_table().num_rows
+    if "a" in scan.get("filter", ""):
+        assert "indexes_answered={a_idx: 3 fragments}" in analyzed
+
+
+def test_analyze_counts_rows_and_refuses_a_limit_with_a_count_as_pylance(twins):
+    for name, ds in twins.items():
+        counted = ds.scanner(filter="a > 3").analyze_plan(count_rows=True)
+        assert _output_rows(counted) in (6, 1), name  # lancet: the rows; pylance: one count row
+        with pytest.raises(ValueError, match="Cannot use limit/offset with aggregate"):
+            ds.scanner(filter="a > 3", limit=2).analyze_plan(count_rows=True)
+    assert _output_rows(twins["lancet"].scanner(filter="a > 3").analyze_plan(count_rows=True)) == \
+        twins["pylance"].count_rows("a > 3")

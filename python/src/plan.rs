@@ -1,0 +1,82 @@
+//! What a scan would read and what it did read, for lancet's own plan text (pylance's
+//! `LanceScanner.explain_plan` / `analyze_plan`): the columns a filter reads, and one scan
+//! run with its own counters (index pages, fragments read directly, indexes that answered
+//! and for which fragments, rows, batches, time).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::TryStreamExt;
+use lancet::{Filter, ScanMetrics, ScanOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::dataset::PyDataset;
+use crate::errors::{to_py, IntoPy};
+use crate::runtime::block_on;
+
+/// The top-level columns `filter` reads, in the order it names them first.
+#[pyfunction]
+pub fn filter_columns(filter: &str) -> PyResult<Vec<String>> {
+    let filter = Filter::parse(filter).map_err(|e| to_py(e.into()))?;
+    Ok(filter.columns().into_iter().map(str::to_string).collect())
+}
+
+/// Runs the scan `scan` would (the same arguments) to its end with counters of its own, and
+/// returns what it read: `rows`, `batches`, `elapsed_ms`, `index_pages_read`,
+/// `filter_fragments_scanned`, `fragments_read` and `indexed` (index name to the fragment
+/// ids it answered for).
+#[pyfunction]
+#[pyo3(signature = (ds, columns=None, filter=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragments=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_scan<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    columns: Option<Vec<String>>,
+    filter: Option<&str>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+    with_row_id: bool,
+    with_row_address: bool,
+    fragments: Option<Vec<u64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let metrics = Arc::new(ScanMetrics::default());
+    let options = ScanOptions {
+        columns,
+        filter: filter
+            .map(|t| Filter::parse(t).map_err(|e| to_py(e.into())))
+            .transpose()?,
+        with_row_id,
+        with_row_address,
+        limit,
+        offset: offset.unwrap_or(0),
+        fragments,
+        metrics: Some(metrics.clone()),
+        ..Default::default()
+    };
+    let handle = ds.handle().clone();
+    let started = Instant::now();
+    let (rows, batches) = block_on(py, async move {
+        let stream = handle.scan(options).await?;
+        stream
+            .try_fold((0u64, 0u64), |(rows, batches), b| async move {
+                Ok((rows + b.num_rows() as u64, batches + 1))
+            })
+            .await
+    })
+    .py_err()?;
+    let elapsed = started.elapsed();
+    let out = PyDict::new(py);
+    out.set_item("rows", rows)?;
+    out.set_item("batches", batches)?;
+    out.set_item("elapsed_ms", elapsed.as_secs_f64() * 1e3)?;
+    out.set_item("index_pages_read", metrics.pages_read())?;
+    out.set_item("filter_fragments_scanned", metrics.scanned_fragments())?;
+    out.set_item("fragments_read", metrics.fragments_read())?;
+    let indexed = PyDict::new(py);
+    for (name, ids) in metrics.indexed_fragments() {
+        indexed.set_item(name, ids.iter().collect::<Vec<u32>>())?;
+    }
+    out.set_item("indexed", indexed)?;
+    Ok(out)
+}
