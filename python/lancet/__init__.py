@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import _absent, _args, commit, debug, errors, fragment, optimize, progress, schema, udf, util
+from . import _absent, _args, _lancet, commit, debug, errors, fragment, optimize, progress, schema, udf, util
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import (CleanupStats, LanceDataset, LanceFragment, LanceScanner, MergeInsertBuilder,
@@ -52,9 +52,22 @@ __all__ = [
     "json_to_schema",
     "schema_to_json",
     "sanitize_ts",
+    "iops_counter",
+    "bytes_read_counter",
     "__version__",
     *_absent.NAMES,
 ]
+
+
+def iops_counter() -> int:
+    """Read requests made through Lance's I/O scheduler in this process so far (the data
+    files lancet reads with lance-file), as pylance's."""
+    return _lancet.io_counters()[0]
+
+
+def bytes_read_counter() -> int:
+    """Bytes read through Lance's I/O scheduler in this process so far, as pylance's."""
+    return _lancet.io_counters()[1]
 
 
 def dataset(uri=None, version: Optional[Union[int, str]] = None, asof=None, block_size=None,

@@ -16,7 +16,6 @@ _FEATURES = {
     "per-field data statistics": ["DataStatistics", "FieldStatistics"],
     "full-text search": ["FtsToken", "tokenize"],
     "scan statistics callbacks": ["ScanStatistics"],
-    "process-wide I/O counters": ["iops_counter", "bytes_read_counter"],
     "Lance's Rust logger (lancet logs through tracing: RUST_LOG)": ["set_logger"],
     "SIMD reports": ["simd_info"],
     "the DataFusion FFI table provider": ["FFILanceTableProvider"],

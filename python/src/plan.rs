@@ -80,3 +80,10 @@ pub fn analyze_scan<'py>(
     out.set_item("indexed", indexed)?;
     Ok(out)
 }
+
+/// Read requests and bytes read through Lance's I/O scheduler in this process so far
+/// (`lancet_file::io_counters`: pylance's `iops_counter`, `bytes_read_counter`).
+#[pyfunction]
+pub fn io_counters() -> (u64, u64) {
+    lancet::file::io_counters()
+}

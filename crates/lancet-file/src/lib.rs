@@ -42,5 +42,5 @@ pub use fragment::{
 pub use progress::{Progress, WriteProgress};
 pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
 pub use schema::{check_schema_exact, manifest_fields, table_schema};
-pub use store::FileStore;
+pub use store::{io_counters, FileStore};
 pub use write::{encode_file, write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

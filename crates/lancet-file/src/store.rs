@@ -60,3 +60,10 @@ impl FileStore {
         })
     }
 }
+
+/// Read requests and bytes read through Lance's I/O scheduler in this process so far, over
+/// every [`FileStore`] (the data files and Lance files lancet reads with it): lance-io's
+/// process-wide counters, the ones pylance's `iops_counter` and `bytes_read_counter` report.
+pub fn io_counters() -> (u64, u64) {
+    (lance_io::iops_counter(), lance_io::bytes_read_counter())
+}

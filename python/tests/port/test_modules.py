@@ -82,11 +82,25 @@ def test_a_batch_udf_adds_columns_as_pylances(tmp_path):
 def test_every_name_pylance_exports_exists_and_what_lancet_lacks_is_typed():
     missing = [n for n in lance.__all__ if n not in ("io",) and not hasattr(lancet, n)]
     assert missing == []
-    for name in ("iops_counter", "DatasetBasePath", "BlobColumn", "ShardWriter", "tokenize"):
+    for name in ("DatasetBasePath", "BlobColumn", "ShardWriter", "tokenize"):
         with pytest.raises(NotImplementedError, match=name):
             getattr(lancet, name)()
     # the names lancet implements are its own, not stand-ins
     assert lancet.MergeInsertBuilder.__module__ == "lancet.dataset"
+
+
+def test_io_counters_grow_with_the_data_files_read_as_pylances(tmp_path):
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        ds = lib.write_dataset(pa.table({"a": range(1000)}), str(tmp_path / name), max_rows_per_file=100)
+        ds = lib.dataset(ds.uri)
+        iops, read = lib.iops_counter(), lib.bytes_read_counter()
+        assert ds.to_table().num_rows == 1000
+        grown = lib.iops_counter() - iops, lib.bytes_read_counter() - read
+        # ten data files: at least one request each, and at least their 8,000 value bytes
+        assert grown[0] >= 10 and grown[1] >= 8000, (name, grown)
+        again = lib.iops_counter(), lib.bytes_read_counter()
+        ds.count_rows()  # the manifest's counts: no data file is read
+        assert (lib.iops_counter(), lib.bytes_read_counter()) == again, name
 
 
 def test_schemas_as_json_as_pylances():
