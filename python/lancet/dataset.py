@@ -27,7 +27,7 @@ from .errors import InvalidInputError, NotFoundError, SchemaMismatchError, Unsup
 from .indices import IndexDescription
 from .join import Right
 from .fragment import LanceFragment
-from .scanner import LanceScanner, filter_parts as _filter
+from .scanner import LanceScanner, filter_parts as _filter, taken_columns
 from .schema import LanceSchema
 from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
@@ -264,7 +264,8 @@ class LanceDataset(pa_ds.Dataset):
         """Rows by row id (stable row ids, or row addresses without them)."""
         if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
             row_ids = row_ids.to_pylist()
-        return read(self._ds.take([int(r) for r in row_ids], columns)).read_all()
+        columns, shape = taken_columns(self.schema, None if columns is None else list(columns))
+        return shape(read(self._ds.take([int(r) for r in row_ids], columns)).read_all())
 
     _take_rows = take_rows
 

@@ -29,6 +29,75 @@ __all__ = ["LanceScanner", "filter_parts"]
 _ROW_COLUMNS = ("_rowid", "_rowaddr", "_rowoffset")
 
 
+def _parts(name: str) -> List[str]:
+    """`name` split at the dots outside backticks, backticks removed (lancet-read's
+    ``paths::parts``)."""
+    out, quoted = [""], False
+    for c in name:
+        if c == "`":
+            quoted = not quoted
+        elif c == "." and not quoted:
+            out.append("")
+        else:
+            out[-1] += c
+    return out
+
+
+def field_at(schema: pa.Schema, name: str) -> Optional[pa.Field]:
+    """The field a scan's column `name` reads: a top-level column, or a field inside a struct
+    column by its path (``s.x``, ```outer field`.`inner field```), named as asked; ``None``
+    when the table has none."""
+    if name in schema.names:
+        return schema.field(name)
+    top, *children = _parts(name)
+    if top not in schema.names:
+        return None
+    field = schema.field(top)
+    for child in children:
+        if not pa.types.is_struct(field.type) or field.type.get_field_index(child) < 0:
+            return None
+        field = field.type.field(child)
+    return pa.field(name, field.type, True)
+
+
+def _pruned(array, paths: List[List[str]]):
+    """`array` (a struct column) with only the fields `paths` name (an empty path: all)."""
+    if any(not p for p in paths) or not pa.types.is_struct(array.type):
+        return array
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    children, names = [], []
+    for i in range(array.type.num_fields):
+        name = array.type.field(i).name
+        below = [p[1:] for p in paths if p[0] == name]
+        if below:
+            children.append(_pruned(array.field(i), below))
+            names.append(name)
+    return pa.StructArray.from_arrays(children, names=names, mask=array.is_null())
+
+
+def taken_columns(schema: pa.Schema, columns: Optional[List[str]]):
+    """For a take of `columns` (some inside struct columns), the top-level columns to read
+    and how to shape what was read: as pylance's take, a field inside a struct column comes
+    back as its struct with only the fields asked for."""
+    if columns is None or all(c in schema.names for c in columns):
+        return columns, lambda t: t
+    paths: Dict[str, List[List[str]]] = {}
+    for c in columns:
+        if c in schema.names:
+            paths.setdefault(c, []).append([])
+        elif field_at(schema, c) is not None:
+            top, *children = _parts(c)
+            paths.setdefault(top, []).append(children)
+        else:
+            raise InvalidInputError(f"the table has no column {c!r}")
+
+    def shape(t: pa.Table) -> pa.Table:
+        return pa.table({top: _pruned(t.column(top), below) for top, below in paths.items()})
+
+    return list(paths), shape
+
+
 def filter_parts(filter, columns) -> Tuple[Optional[str], Optional[pc.Expression]]:
     """A filter as (Lance SQL pushed down, pyarrow expression applied after)."""
     if filter is None:
@@ -65,7 +134,7 @@ class LanceScanner(pa_ds.Scanner):
         if columns is not None:
             columns = list(columns)
             for c in columns:
-                if c not in names and c not in _ROW_COLUMNS:
+                if c not in _ROW_COLUMNS and field_at(dataset.schema, c) is None:
                     raise InvalidInputError(f"the table has no column {c!r}")
             if "_rowoffset" in columns:
                 self._offset_at = columns.index("_rowoffset")
@@ -207,7 +276,7 @@ class LanceScanner(pa_ds.Scanner):
         schema = self._dataset.schema
         names = self._columns if self._columns is not None else schema.names
         extra = {"_rowid": self._with_row_id, "_rowaddr": self._with_row_address}
-        fields = [schema.field(n) for n in names if n not in extra]
+        fields = [field_at(schema, n) for n in names if n not in extra]
         wanted = [n for n in names if n not in extra]
         for name, on in extra.items():
             if on:

@@ -33,7 +33,8 @@ pub struct IndexSummary {
     /// `"Bitmap"`, `"ZoneMap"`, `"Inverted"`, `"Vector"`, `"FragmentReuse"`, ...), or
     /// `"unknown"` when the entry has no details lancet recognises.
     pub index_type: String,
-    /// Names of the indexed top-level columns (empty for system indexes).
+    /// Names of the indexed columns, a nested field by its path (`s.x`); empty for system
+    /// indexes.
     pub columns: Vec<String>,
     pub segments: usize,
     pub index_version: i32,
@@ -67,8 +68,8 @@ pub fn index_summaries(snap: &Snapshot) -> Result<Vec<IndexSummary>> {
                 let columns = m
                     .fields
                     .iter()
-                    .filter_map(|id| snap.manifest().fields.iter().find(|f| f.id == *id))
-                    .map(|f| f.name.clone())
+                    .filter_map(|id| crate::paths::of_id(&snap.manifest().fields, *id))
+                    .map(|p| p.name())
                     .collect();
                 out.push(IndexSummary {
                     name: m.name.clone(),
@@ -204,14 +205,16 @@ pub async fn read_column(
     fragment: &DataFragment,
     field_id: i32,
 ) -> Result<ArrayRef> {
+    let unknown = || Error::Unsupported {
+        uri: snap.uri().to_string(),
+        version: snap.version(),
+        rule: format!("no field with id {field_id} under a top-level column"),
+    };
+    let path = crate::paths::of_id(&snap.manifest().fields, field_id).ok_or_else(unknown)?;
     let column = rows::projection(snap, None)?
         .into_iter()
-        .find(|c| c.id() == field_id)
-        .ok_or_else(|| Error::Unsupported {
-            uri: snap.uri().to_string(),
-            version: snap.version(),
-            rule: format!("no top-level field with id {field_id}"),
-        })?;
+        .find(|c| c.id() == path.top_id)
+        .ok_or_else(unknown)?;
     let batch = rows::read_rows(
         snap,
         fragment,
@@ -219,11 +222,15 @@ pub async fn read_column(
         lancet_file::Rows::All,
     )
     .await?;
-    batch
+    let values = batch
         .columns()
         .first()
         .cloned()
-        .ok_or_else(|| Error::Internal("a one-column read returned no column".into()))
+        .ok_or_else(|| Error::Internal("a one-column read returned no column".into()))?;
+    crate::paths::extract(&values, &path.children).map_err(|rule| Error::Corrupt {
+        at: snap.manifest_ref(),
+        rule: format!("field {field_id}: {rule}"),
+    })
 }
 
 /// The training pairs (`value`, row address) of column `field_id` in the fragments

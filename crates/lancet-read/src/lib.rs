@@ -32,6 +32,7 @@ pub mod history;
 pub mod index_answer;
 pub mod indexes;
 pub mod merge_target;
+pub mod paths;
 pub mod rowids;
 pub mod rows;
 pub mod scan;

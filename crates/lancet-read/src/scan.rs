@@ -13,15 +13,14 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::SchemaRef;
 use futures::stream::{BoxStream, Stream, StreamExt, TryStreamExt};
-use lancet_file::scan_plan::{batches_of, output_schema, plan_reads, Chunk, Read, SCAN_BATCH_ROWS};
-use lancet_file::Column;
+use lancet_file::scan_plan::{batches_of, plan_reads, Chunk, Read, SCAN_BATCH_ROWS};
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 
 use crate::error::{Error, Result};
+use crate::paths::{self, Projection};
 use crate::rowids;
-use crate::rows;
 use crate::search;
 use crate::snapshot::Snapshot;
 
@@ -91,12 +90,8 @@ impl ScanMetrics {
 
 /// The schema of the batches `Dataset::scan` returns for `options`.
 pub fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
-    let projection = rows::projection(snap, options.columns.as_deref())?;
-    Ok(output_schema(
-        &projection,
-        options.with_row_id,
-        options.with_row_address,
-    ))
+    let projection = paths::projection(snap, options.columns.as_deref())?;
+    Ok(projection.schema(options.with_row_id, options.with_row_address))
 }
 
 /// The rows of this version (deleted rows left out) as a stream of batches; see
@@ -113,8 +108,8 @@ pub async fn scan(
         };
         return Box::pin(scan(&at, options)).await;
     }
-    let projection = rows::projection(snap, options.columns.as_deref())?;
-    let schema = output_schema(&projection, options.with_row_id, options.with_row_address);
+    let projection = paths::projection(snap, options.columns.as_deref())?;
+    let schema = projection.schema(options.with_row_id, options.with_row_address);
     let fragments = match &options.fragments {
         None => snap.fragments().await?,
         Some(ids) => snap.fragments_with_ids(ids).await?,
@@ -181,7 +176,7 @@ async fn matched_rows(
 fn read_all(
     snap: &Snapshot,
     reads: Vec<Read>,
-    projection: Vec<Column>,
+    projection: Projection,
     schema: SchemaRef,
     options: &ScanOptions,
 ) -> impl Stream<Item = Result<RecordBatch>> + Send + 'static {
@@ -210,15 +205,17 @@ fn read_all(
         .try_flatten()
 }
 
+/// The rows of `chunk`, `projection`'s columns (then `_rowid`, `_rowaddr` when asked) in
+/// `schema`.
 pub async fn read_chunk(
     snap: &Snapshot,
     chunk: &Chunk,
-    projection: &[Column],
+    projection: &Projection,
     schema: SchemaRef,
     with_id: bool,
     with_addr: bool,
 ) -> Result<RecordBatch> {
-    let batch = rows::read_rows(snap, &chunk.fragment, projection, chunk.rows.as_rows()).await?;
+    let batch = (projection.read_rows(snap, &chunk.fragment, chunk.rows.as_rows())).await?;
     let offsets = match with_id || with_addr {
         true => chunk.rows.offsets(),
         false => Vec::new(),

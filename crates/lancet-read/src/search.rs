@@ -26,8 +26,8 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::index_answer;
 use crate::indexes;
+use crate::paths;
 use crate::rowids;
-use crate::rows;
 use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
 
@@ -302,10 +302,11 @@ impl Search<'_> {
         leaves: &[&Leaf],
         typing: Typing,
     ) -> Result<NullableIdSet> {
-        let field = lancet_txn::fields::top_level(&self.ds.manifest().fields, column)
-            .ok_or_else(|| self.invalid(format!("the table has no column {column:?}")))?;
+        let fields = &self.ds.manifest().fields;
+        let no_column = || self.invalid(format!("the table has no column {column:?}"));
+        let path = paths::resolve(fields, column).ok_or_else(no_column)?;
         let index = match index_may_answer(leaves) {
-            true => indexes::btree_on_field(self.ds, field.id),
+            true => indexes::btree_on_field(self.ds, path.id),
             false => None,
         };
         let mut answered = NullableIdSet::default();
@@ -337,15 +338,13 @@ impl Search<'_> {
                 covered = answer.covered;
             }
         }
-        let scanned = self
-            .scan(field.id, column, leaves, typing, &covered)
-            .await?;
+        let scanned = self.scan(path.id, column, leaves, typing, &covered).await?;
         // the index and the scan answer disjoint fragments
         Ok(answered.join_disjoint(scanned))
     }
 
     /// Evaluates the conjunction of `leaves` on the column of every fragment `covered` does
-    /// not name.
+    /// not name (`field_id`: a column, or a field inside a struct column).
     async fn scan(
         &self,
         field_id: i32,
@@ -384,7 +383,7 @@ impl Search<'_> {
         e.columns(&mut columns);
         let columns: Vec<String> = columns.into_iter().map(str::to_string).collect();
         let projection =
-            rows::projection(self.ds, Some(&columns)).map_err(|e| self.invalid(e.to_string()))?;
+            paths::projection(self.ds, Some(&columns)).map_err(|e| self.invalid(e.to_string()))?;
         let mut out = NullableIdSet::default();
         for f in self.fragments.iter() {
             let Ok(id) = u32::try_from(f.id) else {
@@ -394,13 +393,7 @@ impl Search<'_> {
                 continue;
             }
             self.scanned.fetch_add(1, Ordering::Relaxed);
-            let batch = Box::pin(rows::read_rows(
-                self.ds,
-                f,
-                &projection,
-                lancet_file::Rows::All,
-            ))
-            .await?;
+            let batch = Box::pin(projection.read_rows(self.ds, f, lancet_file::Rows::All)).await?;
             let truth = lancet_filter::scalar::compare(left, *op, right, &batch)
                 .map_err(|reason| self.invalid(reason))?;
             let base = RowAddress::first_of(id);

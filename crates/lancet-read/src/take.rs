@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, UInt64Array};
 use futures::stream::{BoxStream, StreamExt};
-use lancet_file::scan_plan::{live_chunks, output_schema, Chunk};
+use lancet_file::scan_plan::{live_chunks, Chunk};
 use lancet_file::Rows;
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
+use crate::paths;
 use crate::rowids;
-use crate::rows;
 use crate::scan;
 use crate::snapshot::Snapshot;
 
@@ -25,8 +25,8 @@ pub fn live_rows(
     fragment: DataFragment,
     deleted: Option<RoaringBitmap>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-    let projection = Arc::new(rows::projection(snap, None)?);
-    let schema = output_schema(&projection, false, false);
+    let projection = Arc::new(paths::projection(snap, None)?);
+    let schema = projection.schema(false, false);
     let chunks = live_chunks(fragment.physical_rows, deleted.as_ref());
     let ds = snap.clone();
     let stream = futures::stream::iter(chunks).then(move |rows| {
@@ -47,8 +47,8 @@ pub async fn take_addresses(
     addresses: &[u64],
     columns: Option<&[String]>,
 ) -> Result<RecordBatch> {
-    let projection = rows::projection(snap, columns)?;
-    let schema = output_schema(&projection, false, false);
+    let projection = paths::projection(snap, columns)?;
+    let schema = projection.schema(false, false);
     let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for a in addresses {
         let (f, o) = RowAddress::split(*a);
@@ -81,7 +81,11 @@ pub async fn take_addresses(
             }
         }
         let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
-        parts.push(rows::read_rows(snap, &fragment, &projection, Rows::At(&rows)).await?);
+        parts.push(
+            projection
+                .read_rows(snap, &fragment, Rows::At(&rows))
+                .await?,
+        );
         starts.insert(id, (at, offsets));
         at += rows.len() as u64;
     }

@@ -10,7 +10,7 @@ use crate::operations;
 use crate::optimize;
 use lancet_read::error::{Error, Result};
 use lancet_read::indexes;
-use lancet_read::rows;
+use lancet_read::paths;
 use lancet_read::snapshot::Snapshot;
 
 /// Trains a BTree on `column` over every live row (ids are row addresses) and commits it as
@@ -37,11 +37,10 @@ pub(crate) async fn train_btree_segment(
     fragments: Option<&[u64]>,
     page_rows: u64,
 ) -> Result<IndexMetadata> {
-    let field = lancet_txn::fields::top_level(&snap.manifest().fields, column)
-        .cloned()
-        .ok_or_else(|| Error::InvalidArgument {
+    let field =
+        paths::resolve(&snap.manifest().fields, column).ok_or_else(|| Error::InvalidArgument {
             what: format!("column {column:?}"),
-            reason: "the table has no such top-level column".into(),
+            reason: "the table has no such column (or field inside a struct column)".into(),
         })?;
     let chosen = match fragments {
         None => snap.fragments().await?,
@@ -61,11 +60,10 @@ pub(crate) async fn train_btree_segment(
     // 14.0.2 builds one
     let value_type = match batches.first() {
         Some(b) => b.column(0).data_type().clone(),
-        None => rows::schema(snap)?
-            .field_with_name(column)
-            .map_err(|e| Error::Internal(format!("column {column:?}: {e}")))?
-            .data_type()
-            .clone(),
+        None => (paths::projection(snap, Some(&[column.to_string()]))?.fields())
+            .first()
+            .map(|f| f.data_type().clone())
+            .ok_or_else(|| Error::Internal(format!("column {column:?} has no type")))?,
     };
     let name = format!("{column}_idx");
     let options = TrainOptions {
@@ -98,8 +96,8 @@ pub(crate) async fn commit_btree_segments(
         what: format!("segments of {name}"),
         reason,
     };
-    let field = lancet_txn::fields::top_level(&snap.manifest().fields, column)
-        .ok_or_else(|| invalid(format!("the table has no top-level column {column:?}")))?;
+    let field = paths::resolve(&snap.manifest().fields, column)
+        .ok_or_else(|| invalid(format!("the table has no column {column:?}")))?;
     if segments.is_empty() {
         return Err(invalid("no segments".into()));
     }

@@ -192,3 +192,83 @@ async fn search_cache_statistics_count_hits_and_misses() {
     assert_eq!(after.hits - manifests.hits, 1, "{after:?}");
     assert_eq!(after.misses, manifests.misses, "{after:?}");
 }
+
+/// A field inside a struct column, named by its path (`s.x`), is a filter's column, a
+/// scan's column and a BTree's column, as Lance resolves it: NULL where its struct is NULL.
+#[tokio::test]
+async fn fields_inside_struct_columns_are_columns_by_path() {
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StructArray};
+    use arrow_buffer::NullBuffer;
+    use arrow_schema::{DataType, Field as ArrowField, Schema};
+    use futures::TryStreamExt;
+
+    let x: ArrayRef = Arc::new(Int64Array::from_iter_values((0..40).map(|i| i % 10)));
+    let s = StructArray::new(
+        vec![ArrowField::new("x", DataType::Int64, true)].into(),
+        vec![x],
+        Some(NullBuffer::from_iter((0..40).map(|i| i != 13))),
+    );
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(0..40));
+    let schema = Arc::new(Schema::new(vec![
+        ArrowField::new("id", DataType::Int64, false),
+        ArrowField::new("s", s.data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![id, Arc::new(s)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t");
+    let ds = lancet::Dataset::create(
+        uri.to_str().unwrap(),
+        schema,
+        futures::stream::iter([Ok(batch)]),
+        lancet::CreateOptions::default(),
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let ids = |found: &lancet::SearchResult| found.row_ids.iter().collect::<Vec<u64>>();
+    // read directly: row 13's struct is NULL, so its x is too
+    let direct = ds.search(&Filter::parse("s.x = 3").unwrap()).await.unwrap();
+    assert_eq!(
+        (ids(&direct), direct.scanned_fragments),
+        (vec![3, 23, 33], 1)
+    );
+    let nulls = ds
+        .search(&Filter::parse("s.x IS NULL").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ids(&nulls), [13]);
+    // through a BTree on the path: the same rows, no column read
+    let ds = ds.build_btree("s.x", 8).await.unwrap().dataset;
+    let summary = ds.storage().index_summaries().unwrap();
+    assert_eq!(
+        (summary[0].name.as_str(), summary[0].columns.clone()),
+        ("s.x_idx", vec!["s.x".to_string()])
+    );
+    let indexed = ds.search(&Filter::parse("s.x = 3").unwrap()).await.unwrap();
+    assert_eq!(
+        (ids(&indexed), indexed.scanned_fragments),
+        (vec![3, 23, 33], 0)
+    );
+    assert!(indexed.indexed.contains_key("s.x_idx"));
+    // a scan's column named as asked
+    let options = lancet::ScanOptions {
+        columns: Some(vec!["`s`.`x`".into()]),
+        filter: Some(Filter::parse("id > 11 AND id < 15").unwrap()),
+        ..Default::default()
+    };
+    let got: Vec<RecordBatch> = ds.scan(options).await.unwrap().try_collect().await.unwrap();
+    assert_eq!(got[0].schema().field(0).name(), "`s`.`x`");
+    let values = got[0].column(0).as_primitive::<Int64Type>();
+    assert_eq!(values.iter().collect::<Vec<_>>(), [Some(2), None, Some(4)]);
+    // a path to no field is the caller's error
+    for bad in ["s.nope = 1", "id.x = 1"] {
+        let err = ds.search(&Filter::parse(bad).unwrap()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+    let err = ds.build_btree("s.nope", 8).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+}
