@@ -61,6 +61,7 @@ KINDS = {
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
     "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3, "drop_index": 3,
+    "update_columns": 5,
 }
 
 # the steps that need lancet's Python package (with --py): stale work on twins
@@ -72,7 +73,8 @@ URI_BASE = None
 
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
-PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index"}
+PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index",
+          "update_columns"}
 
 
 def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
@@ -104,6 +106,14 @@ def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
             op["by"] = "lancet"
             op["start"], op["n"] = next_id, rng.choice([1, 40])
             next_id += 2 * op["n"]
+        elif kind == "update_columns":
+            # v + 1 where the filter holds, by each fragment's update_columns and one Update;
+            # staged: prepared on one version, committed after another engine's append
+            m = rng.choice([3, 5, 7])
+            op["filter"] = f"id % {m} = {rng.randrange(m)}"
+            op["staged"] = rng.random() < 0.4
+            op["start"], op["n"] = next_id, rng.choice([1, 40])
+            next_id += op["n"]
         elif kind in ("delete", "update"):
             m = rng.choice([3, 5, 7, 11])
             op["filter"] = f"id % {m} = {rng.randrange(m)}"
@@ -349,6 +359,8 @@ class Run:
                     raise Failure(f"lancet update reported {out['updated_rows']} rows, the model {len(hit)}")
             for i in hit:
                 self.model[i] += 1
+        elif kind == "update_columns":
+            self.update_columns(op, by, py)
         elif kind == "compact":
             if by in ("lance", "py"):
                 (lance if by == "lance" else py).dataset(self.uri).optimize.compact_files(
@@ -501,6 +513,35 @@ class Run:
             self.lancet("tree", "flatten", self.uri)
             self.tree = False
         self.history_record()
+
+    def update_columns(self, op, by, py):
+        """v + 1 on the rows `op`'s filter matches, through every fragment's
+        ``update_columns`` keyed on id and one ``LanceOperation.Update`` (the CLI updates
+        instead: it has no fragment-level API); staged, another engine appends between."""
+        hit = sorted(self.matching(op["filter"]))
+        if by == "lancet":
+            self.lancet("update", self.uri, "--filter", op["filter"], "--set", "v = v + 1")
+        else:
+            lib = lance if by == "lance" else py
+            ds = lib.dataset(self.uri)
+            data = pa.table({"id": pa.array(hit, pa.int64()),
+                             "v": pa.array([self.model[i] + 1 for i in hit], pa.int64())})
+            updated, modified = [], []
+            for f in ds.get_fragments():
+                meta, modified = f.update_columns(data, left_on="id")
+                updated.append(meta)
+            if op["staged"]:
+                t = self.table(op["start"], op["n"])
+                if by == "lance" or self.tree:  # a tree table is lancet's alone
+                    self.lancet("append", self.uri, "--from", self.parquet(t))
+                else:
+                    lance.write_dataset(t, self.uri, mode="append")
+                self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+            if updated:
+                op_ = lib.LanceOperation.Update(updated_fragments=updated, fields_modified=modified)
+                lib.LanceDataset.commit(self.uri, op_, read_version=ds.version)
+        for i in hit:
+            self.model[i] += 1
 
     def meta_step(self, op, by):
         """A key of the schema's metadata or the config set or removed by either engine; a
@@ -791,7 +832,7 @@ def pylance_alone_fails(lancet_bin, ops, failure):
 
 # the steps pylance can take as well as lancet
 PYLANCE_CAN = {"append", "write_fragments", "delete", "update", "compact", "index", "optimize",
-               "restore", "cleanup", "drop_index"}
+               "restore", "cleanup", "drop_index", "update_columns"}
 
 
 def shrink(lancet_bin, ops, failure):

@@ -12,6 +12,9 @@
 //!   history, every fragment whose rows all came from covered fragments; entries on other
 //!   fragments are not answers (a row an update moved keeps its id, not its indexed value):
 //!   those fragments are scanned by the caller;
+//! - each segment answers only for the fragments its own bitmap names (before the FRI
+//!   translation): its entries on other fragments are stale — an update rewrote that column
+//!   in place and withdrew the fragment from the bitmap, and a newer segment answers there;
 //! - only the fragments the caller asks about (`within`: the version's, or those of a search)
 //!   are covered.
 //!
@@ -57,13 +60,15 @@ pub async fn answer(
             let before = segment.index.pages_read();
             let found = Box::pin(segment.index.search(query)).await?;
             pages_read += segment.index.pages_read().saturating_sub(before);
+            // a segment answers for the fragments its bitmap names: its entries on others
+            // are stale (a column rewritten in place since, a fragment it never covered)
             let found = if segment.ids_are_addresses(snap.has_stable_row_ids()) {
-                Box::pin(translated(snap, found)).await?
+                Box::pin(translated(snap, on_fragments(&segment.fragments, found))).await?
             } else {
                 if row_ids.is_none() {
                     row_ids = Some(rowids::row_id_index(snap).await?);
                 }
-                addresses_of(row_ids.as_deref(), &found)
+                on_fragments(&segment.fragments, addresses_of(row_ids.as_deref(), &found))
             };
             // translated answers of two segments may share a destination
             part = if segments.len() == 1 {
@@ -129,6 +134,13 @@ fn addresses_of(index: Option<&RowIdIndex>, answer: &NullableIdSet) -> NullableI
         }
     };
     NullableIdSet::new(map(&answer.true_ids), map(&answer.null_ids))
+}
+
+/// `set` without its rows on fragments `covered` does not name.
+fn on_fragments(covered: &RoaringBitmap, mut set: NullableIdSet) -> NullableIdSet {
+    keep_on(covered, &mut set.true_ids);
+    keep_on(covered, &mut set.null_ids);
+    set
 }
 
 /// Drops from `ids` every row on a fragment `covered` does not name (the treemap's high

@@ -510,3 +510,70 @@ async fn segments_trained_on_an_old_version_meet_what_changed_since() {
         .unwrap();
     assert_eq!(found.row_ids.len(), 1);
 }
+
+/// An index's segment answers only on the fragments its own bitmap names: after the
+/// indexed column of a fragment is rewritten in place (the fragment withdrawn from the
+/// segment) and a new segment indexes the new values, the old segment's entries there are
+/// stale and no search answers them (a difftest finding: `update_columns` then
+/// `optimize_indices` answered a value the row no longer held).
+#[tokio::test]
+async fn a_segment_answers_only_on_its_own_fragments() {
+    for stable in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = CreateOptions {
+            max_rows_per_file: 100,
+            stable_row_ids: stable,
+            ..Default::default()
+        };
+        let ds = Dataset::create(
+            dir.path().to_str().unwrap(),
+            schema(),
+            stream(rows(0, 300)),
+            options,
+        )
+        .await
+        .unwrap()
+        .dataset;
+        let ds = ds.build_btree("id", 16).await.unwrap().dataset;
+        // fragment 0's ids shifted by 10,000 in place: the index no longer covers it
+        let old = ds.storage().fragment_rows(0, None).await.unwrap();
+        let shifted: Int64Array = (old.column(0).as_primitive::<Int64Type>().iter())
+            .map(|v| v.map(|v| v + 10_000))
+            .collect();
+        let batch =
+            RecordBatch::try_new(schema(), vec![Arc::new(shifted), old.column(1).clone()]).unwrap();
+        let file = ds.storage().write_column_file(0, batch).await.unwrap();
+        let ds = ds
+            .storage()
+            .replace_data_files(&[(0, file)])
+            .await
+            .unwrap()
+            .dataset;
+        let covered = ds.storage().index_summaries().unwrap()[0].fragments.clone();
+        assert_eq!(
+            covered.iter().collect::<Vec<_>>(),
+            [1, 2],
+            "stable {stable}"
+        );
+        // a new segment for fragment 0, the old one kept (no merge)
+        let options = lancet::OptimizeOptions { merge: 0 };
+        let ds = ds.optimize().optimize_indices(&options).await.unwrap().dataset;
+        assert_eq!(ds.storage().index_summaries().unwrap()[0].segments, 2);
+        for (filter, want) in [
+            ("id = 5", vec![]),
+            ("id = 10005", vec![5]),
+            ("id < 3", vec![]),
+        ] {
+            let found = ds.search(&Filter::parse(filter).unwrap()).await.unwrap();
+            assert_eq!(
+                found.row_ids.iter().collect::<Vec<_>>(),
+                want,
+                "{filter}, stable {stable}"
+            );
+            assert_eq!(
+                found.scanned_fragments, 0,
+                "the index answers every fragment"
+            );
+        }
+    }
+}
