@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from . import _absent, _args, _lancet, commit, debug, errors, fragment, optimize, progress, schema, udf, util
+from . import _absent, _args, _lancet, commit, debug, errors, file, fragment, optimize, progress, schema, udf, util
 from ._data import to_reader
 from ._lancet import __version__
 from .dataset import (CleanupStats, LanceDataset, LanceFragment, LanceScanner, MergeInsertBuilder,
@@ -37,6 +37,7 @@ __all__ = [
     "FragmentMetadata",
     "write_fragments",
     "errors",
+    "file",
     "optimize",
     "debug",
     "progress",

@@ -17,6 +17,7 @@ mod errors;
 mod fragment_edits;
 mod fragments;
 mod indexes;
+mod lance_file;
 mod maps;
 mod new_columns;
 mod operation_args;
@@ -35,6 +36,8 @@ use pyo3::prelude::*;
 fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
     m.add_class::<arrow_ffi::ArrowStream>()?;
+    m.add_class::<lance_file::FileWriter>()?;
+    m.add_class::<lance_file::FileReader>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;

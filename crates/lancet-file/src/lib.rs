@@ -40,7 +40,9 @@ pub use fragment::{
     Rows,
 };
 pub use progress::{Progress, WriteProgress};
-pub use read::{open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, LanceFile};
+pub use read::{
+    open_bytes_exact, read_bytes_exact, reopen_bytes, FileOutline, FileSummary, LanceFile,
+};
 pub use schema::{check_schema_exact, manifest_fields, table_schema};
 pub use store::{io_counters, FileStore};
 pub use write::{encode_file, write_file, FileVersion, StreamingWriter, WriteOptions, WrittenFile};

@@ -642,7 +642,42 @@ impl FileOutline {
     }
 }
 
+/// What a Lance file's footer and metadata say about it, for tools (pylance's
+/// `LanceFileMetadata` without the page layouts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSummary {
+    pub major_version: u16,
+    pub minor_version: u16,
+    pub num_rows: u64,
+    pub num_data_bytes: u64,
+    pub num_column_metadata_bytes: u64,
+    pub num_global_buffer_bytes: u64,
+    /// Each global buffer's `(position, size)`; buffer 0 is the file's schema.
+    pub global_buffers: Vec<(u64, u64)>,
+    /// The number of columns the file stores (leaf and parent fields that own one).
+    pub num_columns: usize,
+}
+
 impl LanceFile {
+    /// What the file's footer and metadata say about it.
+    pub fn summary(&self) -> FileSummary {
+        let m = self.reader.metadata();
+        FileSummary {
+            major_version: m.major_version,
+            minor_version: m.minor_version,
+            num_rows: m.num_rows,
+            num_data_bytes: m.num_data_bytes,
+            num_column_metadata_bytes: m.num_column_metadata_bytes,
+            num_global_buffer_bytes: m.num_global_buffer_bytes,
+            global_buffers: m
+                .file_buffers
+                .iter()
+                .map(|b| (b.position, b.size))
+                .collect(),
+            num_columns: m.column_infos.len(),
+        }
+    }
+
     /// This file's [`FileOutline`], to [`reopen_bytes`] it later.
     pub fn outline(&self) -> FileOutline {
         FileOutline {

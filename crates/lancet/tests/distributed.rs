@@ -557,7 +557,12 @@ async fn a_segment_answers_only_on_its_own_fragments() {
         );
         // a new segment for fragment 0, the old one kept (no merge)
         let options = lancet::OptimizeOptions { merge: 0 };
-        let ds = ds.optimize().optimize_indices(&options).await.unwrap().dataset;
+        let ds = ds
+            .optimize()
+            .optimize_indices(&options)
+            .await
+            .unwrap()
+            .dataset;
         assert_eq!(ds.storage().index_summaries().unwrap()[0].segments, 2);
         for (filter, want) in [
             ("id = 5", vec![]),
