@@ -2,8 +2,9 @@
 
 It is a :class:`pyarrow.dataset.Dataset`, so DuckDB, Polars (``scan_pyarrow_dataset``) and
 DataFusion (``register_dataset``) query it with projection and filter pushdown: a pushed
-filter becomes Lance SQL (``lancet._expr``) answered through BTree indexes where they cover,
-and one lancet cannot translate is applied by pyarrow over the rows read.
+filter becomes Lance SQL (``lancet._substrait``, from the Expression's Substrait form)
+answered through BTree indexes where they cover, and one lancet cannot translate is applied
+by pyarrow over the rows read.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ class LanceDataset(pa_ds.Dataset):
         scan (:meth:`scanner`)."""
         if kwargs:
             return self.scanner(filter=filter, **kwargs).count_rows()
-        sql, post = _filter(filter, self.schema.names)
+        sql, post = _filter(filter, self.schema)
         if post is not None:
             return self.scanner(filter=filter).count_rows()
         return self._ds.count_rows(sql)
@@ -569,7 +570,7 @@ class LanceDataset(pa_ds.Dataset):
         conflict, 10 times within 30 s, as pylance's defaults; other values are refused)."""
         _args.refuse_unless("LanceDataset.delete", "conflict_retries", conflict_retries, 10)
         _args.refuse_unless("LanceDataset.delete", "retry_timeout", retry_timeout, _dt.timedelta(seconds=30))
-        sql, post = _filter(predicate, self.schema.names)
+        sql, post = _filter(predicate, self.schema)
         if post is not None:
             raise InvalidInputError(f"cannot translate the filter {predicate} to Lance SQL")
         native, c = self._ds.delete(sql)
@@ -584,7 +585,7 @@ class LanceDataset(pa_ds.Dataset):
         _args.refuse_unless("LanceDataset.update", "conflict_retries", conflict_retries, 10)
         _args.refuse_unless("LanceDataset.update", "retry_timeout", retry_timeout, _dt.timedelta(seconds=30))
         _args.refuse("LanceDataset.update", data_storage_version=data_storage_version)
-        sql, post = _filter(where, self.schema.names)
+        sql, post = _filter(where, self.schema)
         if post is not None:
             raise InvalidInputError(f"cannot translate the filter {where} to Lance SQL")
         native, c = self._ds.update(list(updates.items()), sql)

@@ -17,7 +17,7 @@ import pyarrow.dataset as pa_ds
 
 from . import _lancet
 from ._data import read
-from ._expr import Unsupported, to_sql
+from ._substrait import Unsupported, to_sql
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -98,15 +98,17 @@ def taken_columns(schema: pa.Schema, columns: Optional[List[str]]):
     return list(paths), shape
 
 
-def filter_parts(filter, columns) -> Tuple[Optional[str], Optional[pc.Expression]]:
-    """A filter as (Lance SQL pushed down, pyarrow expression applied after)."""
+def filter_parts(filter, schema: pa.Schema) -> Tuple[Optional[str], Optional[pc.Expression]]:
+    """A filter as (Lance SQL pushed down, pyarrow expression applied after): a pyarrow
+    Expression over the table's `schema` is translated from its Substrait form
+    (:mod:`lancet._substrait`), or applied by pyarrow when some part has no translation."""
     if filter is None:
         return None, None
     if isinstance(filter, str):
         return filter, None
     if isinstance(filter, pc.Expression):
         try:
-            return to_sql(filter, columns), None
+            return to_sql(filter, schema), None
         except Unsupported:
             return None, filter
     raise InvalidInputError(f"a filter is SQL text or a pyarrow Expression, not {type(filter).__name__}")
@@ -146,7 +148,7 @@ class LanceScanner(pa_ds.Scanner):
             if "_rowaddr" in columns:
                 with_row_address = True
         self._columns = columns
-        self._sql, self._post = filter_parts(filter, names)
+        self._sql, self._post = filter_parts(filter, dataset.schema)
         self._limit, self._offset = limit, offset
         self._with_row_id, self._with_row_address = with_row_id, with_row_address
         self._fragments = fragments
