@@ -13,8 +13,9 @@ pub const RANGE_PARTITIONED_KEY: &str = "range_partitioned";
 /// Lance's default page size (`zone_size`).
 pub const DEFAULT_PAGE_ROWS: u64 = 4096;
 
-/// Whether lancet indexes columns of `t`: integers, floats, decimals, strings, binary,
-/// booleans, dates and timestamps.
+/// Whether lancet indexes columns of `t`: integers, floats (half precision too), decimals,
+/// strings, binary (fixed-size too), booleans, dates, times, timestamps and durations: the
+/// types Lance 14.0.2's BTree indexes.
 pub fn is_supported(t: &DataType) -> bool {
     use DataType::*;
     matches!(
@@ -26,16 +27,21 @@ pub fn is_supported(t: &DataType) -> bool {
             | UInt16
             | UInt32
             | UInt64
+            | Float16
             | Float32
             | Float64
             | Utf8
             | LargeUtf8
             | Binary
             | LargeBinary
+            | FixedSizeBinary(_)
             | Boolean
             | Date32
             | Date64
+            | Time32(_)
+            | Time64(_)
             | Timestamp(_, _)
+            | Duration(_)
             | Decimal128(_, _)
             | Decimal256(_, _)
     )

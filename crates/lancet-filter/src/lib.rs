@@ -454,12 +454,38 @@ pub(crate) fn literal(e: &Sql) -> Conv<Lit> {
             ))
         }
         Sql::Nested(inner) => literal(inner),
+        Sql::Function(f) if f.name.to_string().eq_ignore_ascii_case("arrow_cast") => arrow_cast(f),
         Sql::Function(f) => clock(f).ok_or_else(|| format!("{e} is not a constant")),
         Sql::Identifier(_) | Sql::CompoundIdentifier(_) => Err(format!(
             "{e}: arithmetic on columns and comparisons between columns are not supported"
         )),
         other => Err(format!("{other} is not a literal")),
     }
+}
+
+/// `arrow_cast(literal, 'type')`, DataFusion's cast to an Arrow type named as Arrow prints
+/// it (`'Time32(Second)'`, `'Duration(Millisecond)'`, `'Timestamp(Microsecond, Some("UTC"))'`):
+/// how Lance filters name times and durations.
+fn arrow_cast(f: &sqlparser::ast::Function) -> Conv<Lit> {
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(format!("{f}: arrow_cast takes a value and a type"));
+    };
+    let args: Vec<&Sql> = (list.args.iter())
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let [value, Sql::Value(t)] = args.as_slice() else {
+        return Err(format!("{f}: arrow_cast takes a value and a type's name"));
+    };
+    let Value::SingleQuotedString(name) = &t.value else {
+        return Err(format!("{f}: arrow_cast's type is a quoted name"));
+    };
+    let to: DataType = name
+        .parse()
+        .map_err(|e| format!("{f}: {name:?} is not an Arrow type: {e}"))?;
+    Ok(Lit::Cast(Box::new(literal(value)?), to))
 }
 
 /// `now()` (`current_timestamp()`: a timestamp in nanoseconds, UTC, without a zone) and

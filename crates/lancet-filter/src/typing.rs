@@ -517,6 +517,32 @@ mod tests {
     }
 
     #[test]
+    fn arrow_cast_names_times_and_durations_by_their_arrow_types() {
+        let t = DataType::Time32(TimeUnit::Second);
+        let time = resolve(&lit_of("t = arrow_cast('03:00:01', 'Time32(Second)')"), &t).unwrap();
+        assert_eq!(
+            time.as_primitive::<arrow_array::types::Time32SecondType>()
+                .value(0),
+            10_801
+        );
+        let d = DataType::Duration(TimeUnit::Millisecond);
+        let five = resolve(&lit_of("d < arrow_cast(5, 'Duration(Millisecond)')"), &d).unwrap();
+        assert_eq!(
+            five.as_primitive::<arrow_array::types::DurationMillisecondType>()
+                .value(0),
+            5
+        );
+        for bad in [
+            "t = arrow_cast(1, 'NoSuchType')",
+            "t = arrow_cast(1)",
+            "t = arrow_cast(1, x)",
+        ] {
+            let e = Filter::parse(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+
+    #[test]
     fn hex_literals_are_bytes_for_binary_columns_of_any_width() {
         let lit = lit_of("b = X'00ff61'");
         assert_eq!(lit, Lit::Bytes(vec![0, 255, b'a']));
