@@ -659,8 +659,9 @@ class LanceDataset(pa_ds.Dataset):
                             *, replace: bool = True, train: bool = True, fragment_ids=None,
                             index_uuid=None, progress_callback=None, format_version=None,
                             document_granularity="row", **kwargs) -> None:
-        """Builds the BTree `{column}_idx` over every fragment, as pylance's. Lance's other
-        scalar index types are not implemented (``NotImplementedError``); with
+        """Builds the BTree `{column}_idx` over every fragment, as pylance's (with
+        ``train=False`` an empty one, covering no fragment until ``optimize_indices``). Lance's
+        other scalar index types are not implemented (``NotImplementedError``); with
         ``replace=False`` an existing index of that name is refused."""
         where = "LanceDataset.create_scalar_index"
         kind = str(getattr(index_type, "value", index_type)).upper()
@@ -670,7 +671,6 @@ class LanceDataset(pa_ds.Dataset):
             raise InvalidInputError(f"{where}: unknown index type {index_type!r}")
         if name is not None and name != f"{column}_idx":
             raise UnsupportedError(f"{where}: lancet names a BTree {column}_idx, not {name!r}")
-        _args.refuse_unless(where, "train", train, True)
         _args.refuse(where, fragment_ids=fragment_ids, index_uuid=index_uuid,
                      progress_callback=progress_callback, format_version=format_version)
         _args.refuse_unless(where, "document_granularity",
@@ -679,7 +679,11 @@ class LanceDataset(pa_ds.Dataset):
             _args.refuse(where, **{key: value})
         if not replace and any(i["name"] == f"{column}_idx" for i in self.list_indices()):
             raise InvalidInputError(f"{where}: the index {column}_idx already exists (replace=False)")
-        self._moved(self._ds.create_scalar_index(column))
+        if train:
+            self._moved(self._ds.create_scalar_index(column))
+        else:  # an empty index, as pylance's: it covers no fragment until optimized
+            segment = self._ds.train_btree_segment(column, [])
+            self._moved(self._ds.commit_btree_segments(column, [segment]))
 
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -982,15 +986,16 @@ class LanceStats:
             ids = [fid for fid in s.fragment_ids if fid in live]
             per_delta.append(sum(live[fid] for fid in ids))
             covered.update(ids)
-            if s.uuid in bounds:
+            if s.uuid in bounds and s.fragment_ids:
                 low, high, pages = bounds[s.uuid]
                 segments.append({"min": low, "max": high, "num_pages": pages})
-            else:  # a segment covering nothing has no file to describe
+            else:  # a segment covering nothing (not trained yet) has nothing to describe
                 segments.append({})
         created = [s.created_at for s in index.segments if s.created_at is not None]
         indexed_rows = sum(per_delta)
         return {
-            "index_type": index.index_type,
+            # as pylance names it: the type of a trained segment, "N/A" while none is
+            "index_type": index.index_type if any(segments) else "N/A",
             "name": index_name,
             "num_indices": len(segments),
             "num_segments": len(segments),

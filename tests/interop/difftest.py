@@ -61,7 +61,7 @@ KINDS = {
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
     "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3, "drop_index": 3,
-    "update_columns": 5,
+    "update_columns": 5, "join": 2,
 }
 
 # the steps that need lancet's Python package (with --py): stale work on twins
@@ -74,7 +74,7 @@ URI_BASE = None
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
 PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index",
-          "update_columns"}
+          "update_columns", "join"}
 
 
 def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
@@ -144,6 +144,9 @@ def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
         elif kind in ("add_column", "clone", "convert", "flatten"):
             op["by"] = "lancet"
             op["name"] = f"c{rng.randrange(1000)}"
+        elif kind == "join":
+            # a column joined on id (LanceDataset.merge): every live row's id * 3
+            op["name"] = f"j{rng.randrange(1000)}"
         elif kind == "restore":
             op["back"] = rng.randint(1, 3)
         elif kind in ("drop_column", "rename_column"):
@@ -400,6 +403,18 @@ class Run:
             else:
                 args = ["index", "optimize", self.uri] + (["--merge"] if op["merge"] else [])
                 self.lancet(*args)
+        elif kind == "join":
+            if op["name"] in self.extra:
+                return
+            ids = sorted(self.model)
+            t = pa.table({"id": pa.array(ids, pa.int64()), op["name"]: pa.array([i * 3 for i in ids], pa.int64())})
+            if by == "lance" and not self.tree:
+                lance.dataset(self.uri).merge(t, "id")
+            elif by == "py":
+                py.dataset(self.uri).merge(t, "id")
+            else:
+                self.lancet("add-column", self.uri, "--name", op["name"], "--expr", "id * 3")
+            self.extra.append(op["name"])
         elif kind == "add_column":
             if op["name"] in self.extra:
                 return
@@ -832,7 +847,7 @@ def pylance_alone_fails(lancet_bin, ops, failure):
 
 # the steps pylance can take as well as lancet
 PYLANCE_CAN = {"append", "write_fragments", "delete", "update", "compact", "index", "optimize",
-               "restore", "cleanup", "drop_index", "update_columns"}
+               "restore", "cleanup", "drop_index", "update_columns", "join"}
 
 
 def shrink(lancet_bin, ops, failure):

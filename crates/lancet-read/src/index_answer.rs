@@ -12,9 +12,10 @@
 //!   history, every fragment whose rows all came from covered fragments; entries on other
 //!   fragments are not answers (a row an update moved keeps its id, not its indexed value):
 //!   those fragments are scanned by the caller;
-//! - each segment answers only for the fragments its own bitmap names (before the FRI
-//!   translation): its entries on other fragments are stale — an update rewrote that column
-//!   in place and withdrew the fragment from the bitmap, and a newer segment answers there;
+//! - each segment answers only on its own complete fragments (its bitmap, plus through the
+//!   FRI history the fragments made from them): its translated entries on other fragments
+//!   are stale — an update rewrote that column in place and withdrew the fragment from the
+//!   bitmap, and a newer segment answers there;
 //! - only the fragments the caller asks about (`within`: the version's, or those of a search)
 //!   are covered.
 //!
@@ -54,22 +55,28 @@ pub async fn answer(
     let mut row_ids = None;
     let mut pages_read = 0;
     let mut rows: Option<NullableIdSet> = None;
+    // each segment's own complete fragments (see the module docs)
+    let mut owns = Vec::with_capacity(segments.len());
+    for segment in segments {
+        owns.push(answered_fragments(snap, std::slice::from_ref(segment)).await?);
+    }
     for query in queries {
         let mut part = NullableIdSet::default();
-        for segment in segments {
+        for (segment, own) in segments.iter().zip(&owns) {
             let before = segment.index.pages_read();
             let found = Box::pin(segment.index.search(query)).await?;
             pages_read += segment.index.pages_read().saturating_sub(before);
-            // a segment answers for the fragments its bitmap names: its entries on others
-            // are stale (a column rewritten in place since, a fragment it never covered)
             let found = if segment.ids_are_addresses(snap.has_stable_row_ids()) {
-                Box::pin(translated(snap, on_fragments(&segment.fragments, found))).await?
+                Box::pin(translated(snap, found)).await?
             } else {
                 if row_ids.is_none() {
                     row_ids = Some(rowids::row_id_index(snap).await?);
                 }
-                on_fragments(&segment.fragments, addresses_of(row_ids.as_deref(), &found))
+                addresses_of(row_ids.as_deref(), &found)
             };
+            // a segment answers for its own fragments only: its entries elsewhere are stale
+            // (a column rewritten in place withdrew the fragment, a newer segment answers)
+            let found = on_fragments(own, found);
             // translated answers of two segments may share a destination
             part = if segments.len() == 1 {
                 found

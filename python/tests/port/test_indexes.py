@@ -80,3 +80,27 @@ def test_a_btree_over_every_type_lance_indexes_answers_in_both_engines(tmp_path)
         for writer in engines:
             plan = lancet.dataset(str(tmp_path / writer)).scanner(filter=f).analyze_plan()
             assert f"indexes_answered={{{c}_idx: 3 fragments}}" in plan, plan
+
+
+def test_an_untrained_index_covers_nothing_until_optimized_as_pylances(tmp_path):
+    def stats(ds):
+        st = ds.stats.index_stats("x_idx")
+        st.pop("updated_at_timestamp_ms")
+        return st
+
+    got = {}
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": range(100)}), uri, max_rows_per_file=30)
+        ds.create_scalar_index("x", "BTREE", train=False)
+        ds = lib.dataset(uri)
+        steps = [(ds.describe_indices()[0].num_rows_indexed, stats(ds), ds.to_table(filter="x = 5").num_rows)]
+        other = lancet if lib is lance else lance
+        steps.append(other.dataset(uri).to_table(filter="x = 5").num_rows)
+        ds.optimize.optimize_indices()
+        ds = lib.dataset(uri)
+        steps.append((ds.describe_indices()[0].num_rows_indexed, stats(ds),
+                      other.dataset(uri).describe_indices()[0].num_rows_indexed))
+        got[name] = steps
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][0][1]["index_type"] == "N/A" and got["lancet"][2][0] == 100
