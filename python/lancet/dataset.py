@@ -633,13 +633,41 @@ class LanceDataset(pa_ds.Dataset):
         if isinstance(transforms, pa.Schema):
             self._moved(self._ds.add_null_columns(schema_stream(transforms)))
         elif isinstance(transforms, dict):
-            self._moved(self._ds.add_columns_sql(list(transforms.items())))
+            self._add_sql_columns([(str(k), str(v)) for k, v in transforms.items()])
         elif callable(transforms):
             from .backfill import backfill
 
             backfill(self, transforms, read_columns)
         else:
             raise InvalidInputError("add_columns takes a dict of SQL expressions, pyarrow fields or a function")
+
+    def _add_sql_columns(self, exprs: List[tuple]) -> None:
+        """Columns computed from SQL expressions over the others (values, comparisons,
+        logic), every fragment's file written, then one Merge, as pylance's. A name the
+        table has, or an expression over a column it lacks, is :class:`SchemaMismatchError`
+        (pylance's ``OSError``); an expression reading no column, of no type (a bare NULL),
+        or failing on a row publishes nothing."""
+        where = "LanceDataset.add_columns"
+        for name, _ in exprs:
+            if name in self.schema.names:
+                raise SchemaMismatchError(f"Column {name} already exists in the dataset")
+        reads = _lancet.expression_columns(exprs)
+        if not reads:
+            raise InvalidInputError(f"{where}: the expressions read no column of the table")
+        # the new fields' types and nullability, over no rows: an unknown column fails here,
+        # as pylance's schema error (an OSError)
+        try:
+            schema = read(_lancet.project(self.schema.empty_table(), exprs)).schema
+        except InvalidInputError as e:
+            raise SchemaMismatchError(str(e)) from e
+        for field in schema:
+            if pa.types.is_null(field.type):
+                raise InvalidInputError(f"{where}: {field.name} has no type (cast a NULL to one)")
+        files = []
+        for fid, _, _ in self._ds.fragments():
+            new = read(_lancet.project(self._ds.fragment_rows(fid, reads), exprs)).read_all()
+            files.append((fid, _lancet.write_new_column_file(self._ds, fid, new)))
+        self._moved(_lancet.commit_new_columns(self._ds, schema_stream(schema), files))
 
     def drop_columns(self, columns: List[str]) -> None:
         self._moved(self._ds.drop_columns(list(columns)))

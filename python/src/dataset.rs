@@ -309,32 +309,6 @@ impl PyDataset {
         Ok((self.after(merged.dataset.clone()), out))
     }
 
-    /// Columns computed from SQL expressions over the others, one commit each.
-    fn add_columns_sql(
-        &self,
-        py: Python<'_>,
-        columns: Vec<(String, String)>,
-    ) -> PyResult<PyDataset> {
-        let mut parsed = Vec::with_capacity(columns.len());
-        for (name, expr) in columns {
-            let v = lancet::filter::parse_value(&expr).map_err(|e| to_py(e.into()))?;
-            parsed.push((name, v));
-        }
-        let ds = self.ds.clone();
-        let at = block_on(py, async move {
-            let mut ds = ds;
-            for (name, value) in parsed {
-                ds = ds
-                    .add_column(&name, &value, Default::default())
-                    .await?
-                    .dataset;
-            }
-            Ok::<_, lancet::Error>(ds)
-        })
-        .py_err()?;
-        Ok(self.after(at))
-    }
-
     /// Columns every row reads as NULL (the fields of `schema`, an Arrow stream), one Merge.
     fn add_null_columns(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<PyDataset> {
         let schema = import_stream(schema)?.schema();

@@ -152,7 +152,6 @@ UNHONOURED = [
     ("delete retries", lambda d: d.delete("id = 1", conflict_retries=3), NotImplementedError),
     ("update storage version", lambda d: d.update({"v": "v + 1"}, data_storage_version="2.1"),
      NotImplementedError),
-    ("index train=False", lambda d: d.create_scalar_index("v", "BTREE", train=False), NotImplementedError),
     ("index bitmap", lambda d: d.create_scalar_index("v", "BITMAP"), NotImplementedError),
     ("index params", lambda d: d.create_scalar_index("v", "BTREE", zone_size=8), NotImplementedError),
     ("write_dataset progress", lambda d: lancet.write_dataset(

@@ -46,6 +46,14 @@ pub enum Scalar {
     Cast(Box<Scalar>, DataType),
     /// `upper`, `lower`, `concat` and `||` on strings.
     Func(Func, Vec<Scalar>),
+    /// A comparison as a boolean value (`x > 1`); `true`: negated (`<>` is a negated `=`).
+    Compare(Op, bool, Box<Scalar>, Box<Scalar>),
+    /// `a AND b` (`true`) or `a OR b` of boolean values, in Kleene logic.
+    Logic(bool, Box<Scalar>, Box<Scalar>),
+    /// `NOT a`.
+    Not(Box<Scalar>),
+    /// `a IS NULL` (`false`) or `a IS NOT NULL` (`true`).
+    IsNull(Box<Scalar>, bool),
 }
 
 /// A computed value, evaluated: a column of the batch's length, or one value for every row.
@@ -103,6 +111,11 @@ impl Scalar {
                 args.iter().any(|a| a.nullable(schema))
             }
             Scalar::Func(_, _) => true,
+            Scalar::Compare(_, _, a, b) | Scalar::Logic(_, a, b) => {
+                a.nullable(schema) || b.nullable(schema)
+            }
+            Scalar::Not(a) => a.nullable(schema),
+            Scalar::IsNull(..) => false,
         }
     }
 
@@ -119,8 +132,14 @@ impl Scalar {
                 a.columns(out);
                 b.columns(out);
             }
-            Scalar::Neg(a) | Scalar::Cast(a, _) => a.columns(out),
+            Scalar::Neg(a) | Scalar::Cast(a, _) | Scalar::Not(a) | Scalar::IsNull(a, _) => {
+                a.columns(out)
+            }
             Scalar::Func(_, args) => args.iter().for_each(|a| a.columns(out)),
+            Scalar::Compare(_, _, a, b) | Scalar::Logic(_, a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
         }
     }
 
@@ -153,7 +172,7 @@ impl Scalar {
                 Box::new(a.as_lit()?),
                 Box::new(b.as_lit()?),
             )),
-            Scalar::Column(_) | Scalar::Cast(..) | Scalar::Func(..) => None,
+            _ => None,
         }
     }
 
@@ -189,6 +208,43 @@ impl Scalar {
                     .collect::<Result<Vec<_>, _>>()?;
                 call(*f, &args, batch.num_rows()).map(Value::Array)
             }
+            Scalar::Compare(op, negated, a, b) => {
+                let truth = compare(a, *op, b, batch)?;
+                Ok(Value::Array(Arc::new(match negated {
+                    true => arrow_arith::boolean::not(&truth).map_err(|e| e.to_string())?,
+                    false => truth,
+                })))
+            }
+            Scalar::Logic(and, a, b) => {
+                let (a, b) = (a.truth(batch)?, b.truth(batch)?);
+                let r = match and {
+                    true => arrow_arith::boolean::and_kleene(&a, &b),
+                    false => arrow_arith::boolean::or_kleene(&a, &b),
+                };
+                Ok(Value::Array(Arc::new(r.map_err(|e| e.to_string())?)))
+            }
+            Scalar::Not(a) => {
+                let r = arrow_arith::boolean::not(&a.truth(batch)?).map_err(|e| e.to_string())?;
+                Ok(Value::Array(Arc::new(r)))
+            }
+            Scalar::IsNull(a, negated) => {
+                let a = a.evaluate(batch)?;
+                let r = match negated {
+                    true => arrow_arith::boolean::is_not_null(&a),
+                    false => arrow_arith::boolean::is_null(&a),
+                };
+                Ok(Value::Array(Arc::new(r.map_err(|e| e.to_string())?)))
+            }
+        }
+    }
+
+    /// The value for every row as booleans (a value of another type is an error).
+    fn truth(&self, batch: &RecordBatch) -> Result<BooleanArray, String> {
+        let a = self.evaluate(batch)?;
+        match a.data_type() {
+            DataType::Boolean => Ok(a.as_boolean().clone()),
+            DataType::Null => Ok(BooleanArray::new_null(a.len())),
+            other => Err(format!("a value of type {other} is not true or false")),
         }
     }
 }
@@ -309,6 +365,12 @@ pub(crate) fn scalar(e: &Sql) -> Result<Scalar, String> {
             op: UnaryOperator::Minus,
             expr,
         } => Ok(Scalar::Neg(Box::new(scalar(expr)?))),
+        Sql::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Ok(Scalar::Not(Box::new(scalar(expr)?))),
+        Sql::IsNull(e) => Ok(Scalar::IsNull(Box::new(scalar(e)?), false)),
+        Sql::IsNotNull(e) => Ok(Scalar::IsNull(Box::new(scalar(e)?), true)),
         Sql::BinaryOp { left, op, right } => {
             let (a, b) = (scalar(left)?, scalar(right)?);
             let op = match op {
@@ -319,6 +381,26 @@ pub(crate) fn scalar(e: &Sql) -> Result<Scalar, String> {
                 BinaryOperator::Modulo => Arith::Rem,
                 BinaryOperator::StringConcat => {
                     return Ok(Scalar::Func(Func::Concat { skip_nulls: false }, vec![a, b]))
+                }
+                BinaryOperator::And | BinaryOperator::Or => {
+                    let and = matches!(op, BinaryOperator::And);
+                    return Ok(Scalar::Logic(and, Box::new(a), Box::new(b)));
+                }
+                BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq => {
+                    let (op, negated) = match op {
+                        BinaryOperator::Eq => (Op::Eq, false),
+                        BinaryOperator::NotEq => (Op::Eq, true),
+                        BinaryOperator::Lt => (Op::Lt, false),
+                        BinaryOperator::LtEq => (Op::LtEq, false),
+                        BinaryOperator::Gt => (Op::Gt, false),
+                        _ => (Op::GtEq, false),
+                    };
+                    return Ok(Scalar::Compare(op, negated, Box::new(a), Box::new(b)));
                 }
                 other => return Err(format!("operator {other} is not supported in a value")),
             };
@@ -379,6 +461,50 @@ mod tests {
     use arrow_array::types::{Float64Type, Int32Type};
     use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
+
+    #[test]
+    fn comparisons_and_logic_are_boolean_values_in_kleene_logic() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), Some(3), None, Some(5)])),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    None,
+                    Some("c"),
+                    Some("a"),
+                ])),
+            ],
+        )
+        .unwrap();
+        let eval = |text: &str| -> Vec<Option<bool>> {
+            let v = crate::parse_value(text).unwrap().evaluate(&batch).unwrap();
+            v.as_boolean().iter().collect()
+        };
+        let (t, f, n) = (Some(true), Some(false), None);
+        assert_eq!(eval("x > 2"), [f, t, n, t]);
+        assert_eq!(eval("x <> 3"), [t, f, n, t]);
+        assert_eq!(eval("x + 1 >= 4 AND s = 'a'"), [f, n, f, t]);
+        assert_eq!(eval("x > 2 OR s = 'a'"), [t, t, n, t]);
+        assert_eq!(eval("NOT (x > 2)"), [t, f, n, f]);
+        assert_eq!(eval("s IS NULL"), [f, t, f, f]);
+        assert_eq!(eval("x IS NOT NULL AND x < 4"), [t, t, f, f]);
+        // declared not nullable where neither side may be NULL, as DataFusion declares it
+        let strict = Schema::new(vec![Field::new("x", DataType::Int64, false)]);
+        let nullable = |text: &str| crate::parse_value(text).unwrap().nullable(&strict);
+        assert!(!nullable("x > 1") && !nullable("x IS NULL") && !nullable("NOT (x = 2)"));
+        assert!(nullable("x > CAST(NULL AS bigint)"));
+        // a value that is not true or false under AND is the caller's error
+        let v = crate::parse_value("x AND x > 1").unwrap();
+        assert!(v
+            .evaluate(&batch)
+            .unwrap_err()
+            .contains("not true or false"));
+    }
 
     #[test]
     fn a_computed_value_is_nullable_as_datafusion_declares_it() {

@@ -147,3 +147,28 @@ def test_update_columns_replaces_values_in_one_fragment_as_pylance(tmp_path):
     with pytest.raises(NotImplementedError):
         lancet.dataset(str(tmp_path / "lancet")).get_fragment(0).update_columns(
             pa.table({"id": pa.array([1], pa.int32()), "value": [1]}), left_on="id", with_offsets=True)
+
+
+def test_add_columns_of_sql_expressions_is_one_merge_as_pylances(tmp_path):
+    schema = pa.schema([pa.field("x", pa.int64(), False), pa.field("s", pa.string())])
+    table = pa.table({"x": [1, 2, 3, 4, 5], "s": ["a", "b", None, "d", "e"]}, schema=schema)
+    got = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(table, uri, max_rows_per_file=2)
+        ds.delete("x = 4")
+        ds = lib.dataset(uri)
+        ds.add_columns({"d": "x * 2", "e": "s || 'z'", "f": "x > 1 AND s IS NOT NULL", "g": "NOT (x = 2)"})
+        ds = lib.dataset(uri)
+        refused = []
+        for bad in ({"x": "x + 1"}, {"h": "nope + 1"}):
+            with pytest.raises(OSError) as e:
+                ds.add_columns(bad)
+            refused.append(str(e.value).split(",")[0].removeprefix("Invalid user input: ")[:30])
+        got[name] = (ds.version, ds.schema, ds.to_table().to_pydict(),
+                     type(ds.read_transaction(ds.version).operation).__name__,
+                     lib.dataset(uri).version, refused[0],
+                     ds.to_table(columns={"big": "x > 2", "both": "x > 2 OR s = 'a'"}).to_pydict())
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][2]["f"] == [False, True, False, True]
+    assert lance.dataset(str(tmp_path / "lancet")).to_table().to_pydict() == got["lancet"][2]
