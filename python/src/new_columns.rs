@@ -180,12 +180,14 @@ pub fn merge_fragment_columns<'py>(
     fragment_id: u64,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<MergedFragment<'py>> {
-    let file = write_new_column_file(py, ds, fragment_id, data)?;
-    let file =
-        DataFile::decode(file.as_bytes()).map_err(|e| crate::errors::invalid(e.to_string()))?;
-    let schema = import_stream(data)?.schema();
+    let reader = import_stream(data)?;
     let handle = ds.handle().clone();
     let (fragment, fields) = block_on(py, async move {
+        let schema = reader.schema();
+        let parts: Vec<RecordBatch> = batches(reader).try_collect().await?;
+        let batch = arrow_select::concat::concat_batches(&schema, &parts)
+            .map_err(|e| bad("new columns".into(), e.to_string()))?;
+        let file = new_column_file(&handle, fragment_id, batch).await?;
         let fragments = handle.storage().fragments_with_known_rows().await?;
         let added = numbered(&handle, &fragments, &schema)?;
         let mut fragment = lancet::proto::fragment_by_id(&fragments, fragment_id)
