@@ -592,9 +592,20 @@ _create.__name__, _create.__qualname__ = "create", "LanceFragment.create"
 LanceFragment.create = staticmethod(_create)
 
 
+def _create_from_file(filename: str, dataset: "LanceDataset", fragment_id: int) -> FragmentMetadata:
+    """The record of fragment `fragment_id` made of the data file `filename` under the
+    table's ``data/`` (written apart, with ``LanceFileWriter`` say), not committed, as
+    pylance's: a ``LanceOperation.Append`` or ``Overwrite`` commits it. A file whose schema is
+    not the table's is :class:`lancet.errors.InvalidInputError`."""
+    return FragmentMetadata._from_bytes(_lancet.fragment_from_file(dataset._ds, str(filename), int(fragment_id)))
+
+
+_create_from_file.__name__, _create_from_file.__qualname__ = "create_from_file", "LanceFragment.create_from_file"
+LanceFragment.create_from_file = staticmethod(_create_from_file)
+
+
 # pylance's LanceFragment names lancet does not implement yet, and what each is
 _FRAGMENT_NOT_IMPLEMENTED = {
-    "create_from_file": "fragments from existing data files",
     "open_session": "fragment read sessions",
 }
 
@@ -610,8 +621,7 @@ def _fragment_not_implemented(name: str, feature: str, static: bool):
 
 
 for _name, _feature in _FRAGMENT_NOT_IMPLEMENTED.items():
-    setattr(LanceFragment, _name, _fragment_not_implemented(_name, _feature,
-                                                            _name == "create_from_file"))
+    setattr(LanceFragment, _name, _fragment_not_implemented(_name, _feature, False))
 
 
 def _fragment_from_bytes(data: bytes) -> FragmentMetadata:

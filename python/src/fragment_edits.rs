@@ -80,3 +80,51 @@ pub fn fragment_with_file<'py>(
     .py_err()?;
     Ok((bytes(py, &fragment), modified))
 }
+
+/// pylance's `LanceFragment.create_from_file`: the record of fragment `id` made of the data
+/// file `filename` under the table's `data/` (written apart, by `LanceFileWriter` say), as
+/// Lance 14.0.2 makes it: the table's field ids, the file's columns as its version lays
+/// them out, its rows. A file whose schema is not the table's is refused; nothing is
+/// committed.
+#[pyfunction]
+pub fn fragment_from_file<'py>(
+    py: Python<'py>,
+    ds: &PyDataset,
+    filename: String,
+    id: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let handle = ds.handle().clone();
+    let fragment = block_on(py, async move {
+        let storage = handle.storage();
+        let path = storage.store().path(&format!("data/{filename}"));
+        let file = lancet::file::LanceFile::open(storage.file_store(), &path, None).await?;
+        file.check_schema(handle.schema()?.as_ref()).map_err(|e| {
+            lancet::Error::InvalidArgument {
+                what: format!("data file {filename:?}"),
+                reason: format!("its schema is not the table's: {e}"),
+            }
+        })?;
+        let fields = lancet::file::table_schema(&storage.manifest().fields, &filename)?
+            .into_iter()
+            .flat_map(|c| c.ids)
+            .collect();
+        let (_, column_indices) = file.whole_file_columns();
+        let (major, minor) = file.summary().version();
+        Ok::<_, lancet::Error>(DataFragment {
+            id,
+            physical_rows: file.num_rows(),
+            files: vec![lancet::proto::table::DataFile {
+                path: filename,
+                fields,
+                column_indices,
+                file_major_version: major,
+                file_minor_version: minor,
+                file_size_bytes: file.size_bytes(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    })
+    .py_err()?;
+    Ok(bytes(py, &fragment))
+}

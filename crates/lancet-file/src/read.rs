@@ -658,6 +658,13 @@ pub struct FileSummary {
     pub num_columns: usize,
 }
 
+impl FileSummary {
+    /// `(major, minor)` as a `DataFile` records the file's version (2.0 files: `(0, 3)`).
+    pub fn version(&self) -> (u32, u32) {
+        (u32::from(self.major_version), u32::from(self.minor_version))
+    }
+}
+
 impl LanceFile {
     /// What the file's footer and metadata say about it.
     pub fn summary(&self) -> FileSummary {
@@ -676,6 +683,27 @@ impl LanceFile {
                 .collect(),
             num_columns: m.column_infos.len(),
         }
+    }
+
+    /// The field ids a `DataFile` holding this whole file records, and the column index of
+    /// each as Lance 14.0.2's reader projects the whole schema (`create_from_file`): every
+    /// field's id in pre-order; columns as the file's version lays them out (in 2.1 and
+    /// later only leaves own one).
+    pub fn whole_file_columns(&self) -> (Vec<i32>, Vec<i32>) {
+        let schema = self.reader.schema();
+        let projection = lance_file::versions::reader_projection_from_whole_schema(
+            schema,
+            self.reader.metadata().version,
+        );
+        let columns = (projection.column_indices.iter())
+            .map(|c| i32::try_from(*c).unwrap_or(i32::MAX))
+            .collect();
+        (schema.field_ids(), columns)
+    }
+
+    /// The file's size in bytes, as its store reported it.
+    pub fn size_bytes(&self) -> u64 {
+        self.reader.metadata().file_size_bytes
     }
 
     /// This file's [`FileOutline`], to [`reopen_bytes`] it later.

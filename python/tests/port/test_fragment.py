@@ -169,7 +169,9 @@ def test_every_name_of_pylances_fragment_exists(twins):
     f = twins["lancet"].get_fragment(0)
     with pytest.raises(NotImplementedError, match="merge_columns"):
         f.merge_columns({"b": "a * 2"})
-    with pytest.raises(NotImplementedError, match="create_from_file"):
+    with pytest.raises(NotImplementedError, match="open_session"):
+        f.open_session()
+    with pytest.raises(OSError):  # no such data file
         lancet.LanceFragment.create_from_file("f.lance", twins["lancet"], 0)
 
 
@@ -213,3 +215,35 @@ def test_merge_columns_per_fragment_then_one_merge_as_pylance(tmp_path):
     assert got["lancet"][1]["b"] == [10, 20, 30, 40, 50]
     with pytest.raises(NotImplementedError):
         lancet.dataset(str(tmp_path / "lancet")).get_fragment(0).merge_columns({"c": "a + 1"})
+
+
+def test_a_fragment_from_a_file_written_apart_commits_as_pylances(tmp_path):
+    """A data file written with ``LanceFileWriter`` under ``data/``, made a fragment by
+    ``create_from_file`` and appended: each engine reads the other's table alike."""
+    import os
+
+    import lance.file
+    import lancet.file
+
+    table = pa.table({"a": pa.array([1, 2, 3], pa.int64()), "s": ["x", "y", None]})
+    got = {}
+    for name, lib, files in (("pylance", lance, lance.file), ("lancet", lancet, lancet.file)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(table, uri)
+        with files.LanceFileWriter(os.path.join(uri, "data", "apart.lance")) as w:
+            w.write_batch(pa.table({"a": pa.array([7, 8], pa.int64()), "s": ["p", "q"]}))
+        frag = lib.LanceFragment.create_from_file("apart.lance", ds, 5)
+        record = (frag.id, frag.physical_rows, [(f.path, f.fields, f.column_indices, f.file_major_version,
+                                                 f.file_minor_version) for f in frag.files])
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Append([frag]), read_version=ds.version)
+        got[name] = (record, ds.version, ds.to_table().to_pydict(), ds.count_rows("a > 2"))
+        with pytest.raises(Exception):
+            with files.LanceFileWriter(os.path.join(uri, "data", "other.lance")) as w:
+                w.write_batch(pa.table({"b": [1.5]}))
+            lib.LanceFragment.create_from_file("other.lance", ds, 6).files[0].fields[0]
+            lib.LanceDataset.commit(uri, lib.LanceOperation.Append(
+                [lib.LanceFragment.create_from_file("other.lance", ds, 6)]), read_version=ds.version).to_table()
+    assert got["lancet"] == got["pylance"]
+    assert lance.dataset(str(tmp_path / "lancet")).to_table().to_pydict()["a"] == [1, 2, 3, 7, 8]
+    with pytest.raises(errors.InvalidInputError, match="schema is not the table's"):
+        lancet.LanceFragment.create_from_file("other.lance", lancet.dataset(str(tmp_path / "lancet")), 6)
