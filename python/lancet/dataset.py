@@ -24,7 +24,7 @@ from . import _lancet
 from ._data import read, schema_stream, to_reader
 from .bitmap import Bitmap
 from . import _args
-from .errors import InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
+from .errors import IndexNotFoundError, InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
 from .indices import IndexDescription
 from .join import Right
 from .fragment import LanceFragment
@@ -713,6 +713,21 @@ class LanceDataset(pa_ds.Dataset):
             segment = self._ds.train_btree_segment(column, [])
             self._moved(self._ds.commit_btree_segments(column, [segment]))
 
+    def prewarm_index(self, name: str, *, with_position: bool = False, index_segments=None) -> None:
+        """Reads every page of the BTree `name` into the session's cache, as pylance's, so
+        later searches read none. No index of that name is
+        :class:`lancet.errors.IndexNotFoundError` (pylance's ``RuntimeError``); another type
+        of index is not implemented."""
+        where = "LanceDataset.prewarm_index"
+        _args.refuse_unless(where, "with_position", with_position, False)
+        _args.refuse(where, index_segments=index_segments)
+        found = [d for d in self.describe_indices() if d.name == name]
+        if not found:
+            raise IndexNotFoundError(f"Lance index not found: name={name}")
+        if found[0].index_type != "BTree":
+            raise UnsupportedError(f"{where}: lancet prewarms BTree indexes, not {found[0].index_type}")
+        _lancet.prewarm_index(self._ds, name)
+
     @property
     def optimize(self) -> "DatasetOptimizer":
         return DatasetOptimizer(self)
@@ -1125,7 +1140,6 @@ _NOT_IMPLEMENTED = {
     "merge_index_metadata": "merging index metadata",
     "migrate_manifest_paths_v2": "migrating manifest naming",
     "new_file_session": "file sessions",
-    "prewarm_index": "prewarming an index",
     "read_blob_ranges": "blob columns",
     "read_blobs": "blob columns",
     "remap_row_addrs": "remapping row addresses",

@@ -51,6 +51,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::describe_indices, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::btree_statistics, m)?)?;
+    m.add_function(wrap_pyfunction!(indexes::prewarm_index, m)?)?;
     m.add_function(wrap_pyfunction!(new_columns::write_new_column_file, m)?)?;
     m.add_function(wrap_pyfunction!(new_columns::commit_new_columns, m)?)?;
     m.add_function(wrap_pyfunction!(new_columns::merge_fragment_columns, m)?)?;

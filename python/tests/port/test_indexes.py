@@ -104,3 +104,21 @@ def test_an_untrained_index_covers_nothing_until_optimized_as_pylances(tmp_path)
         got[name] = steps
     assert got["lancet"] == got["pylance"]
     assert got["lancet"][0][1]["index_type"] == "N/A" and got["lancet"][2][0] == 100
+
+
+def test_a_prewarmed_index_answers_without_reading_a_page(tmp_path):
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": range(10_000)}), uri, max_rows_per_file=3000)
+        ds.create_scalar_index("x", "BTREE")
+        ds = lib.dataset(uri)
+        assert ds.prewarm_index("x_idx") is None
+        with pytest.raises(RuntimeError):
+            ds.prewarm_index("nope")
+    cold = lancet.dataset(str(tmp_path / "lancet"))
+    assert cold.search("x = 5")["pages_read"] > 0
+    warm = lancet.dataset(str(tmp_path / "lancet"))
+    warm.prewarm_index("x_idx")
+    for f in ("x = 5", "x > 9990", "x IS NULL", "x IN (1, 7000)"):
+        found = warm.search(f)
+        assert found["pages_read"] == 0 and found["scanned_fragments"] == 0, (f, found)
