@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .dataset import LanceDataset
     from .scanner import LanceScanner
 
-__all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "LanceFragment", "RowIdMeta", "write_fragments"]
+__all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "FragmentSession", "LanceFragment", "RowIdMeta",
+           "write_fragments"]
 
 
 class DataFile:
@@ -604,10 +605,50 @@ _create_from_file.__name__, _create_from_file.__qualname__ = "create_from_file",
 LanceFragment.create_from_file = staticmethod(_create_from_file)
 
 
+class FragmentSession:
+    """Repeated takes from one fragment over the same columns (pylance's
+    ``FragmentSession``): the fragment's live rows are listed once, when it opens."""
+
+    def __init__(self, fragment: "LanceFragment", columns: Optional[List[str]], with_row_address: bool):
+        self._dataset, self._columns = fragment._dataset, columns
+        self._with_row_address = with_row_address
+        live = fragment.scanner(columns=["_rowid", "_rowaddr"]).to_table()
+        self._ids = live.column("_rowid").to_pylist()
+        self._addresses = live.column("_rowaddr")
+        self._fragment_id = fragment.fragment_id
+
+    def take(self, indices) -> pa.Table:
+        """The rows at `indices` (positions among the fragment's live rows), in the order
+        given; a position past them is :class:`lancet.errors.InvalidInputError`."""
+        if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+            indices = indices.to_pylist()
+        indices = [int(i) for i in indices]
+        for i in indices:
+            if i < 0 or i >= len(self._ids):
+                raise InvalidInputError(f"index {i} is out of range (fragment {self._fragment_id} "
+                                        f"has {len(self._ids)} rows)")
+        table = self._dataset.take_rows([self._ids[i] for i in indices], self._columns)
+        if self._with_row_address:
+            at = pa.array(indices, pa.int64())
+            table = table.append_column(pa.field("_rowaddr", pa.uint64()), self._addresses.take(at))
+        return table
+
+
+def _open_session(self, columns: Optional[List[str]] = None,
+                  with_row_address: Optional[bool] = None) -> FragmentSession:
+    """A :class:`FragmentSession` over `columns` (every column when None), with
+    ``_rowaddr`` when `with_row_address`, as pylance's."""
+    if isinstance(columns, dict):
+        raise TypeError("argument 'columns': 'dict' object is not an instance of 'Sequence'")
+    return FragmentSession(self, None if columns is None else list(columns), bool(with_row_address))
+
+
+_open_session.__name__, _open_session.__qualname__ = "open_session", "LanceFragment.open_session"
+LanceFragment.open_session = _open_session
+
+
 # pylance's LanceFragment names lancet does not implement yet, and what each is
-_FRAGMENT_NOT_IMPLEMENTED = {
-    "open_session": "fragment read sessions",
-}
+_FRAGMENT_NOT_IMPLEMENTED: dict = {}
 
 
 def _fragment_not_implemented(name: str, feature: str, static: bool):

@@ -169,8 +169,6 @@ def test_every_name_of_pylances_fragment_exists(twins):
     f = twins["lancet"].get_fragment(0)
     with pytest.raises(NotImplementedError, match="merge_columns"):
         f.merge_columns({"b": "a * 2"})
-    with pytest.raises(NotImplementedError, match="open_session"):
-        f.open_session()
     with pytest.raises(OSError):  # no such data file
         lancet.LanceFragment.create_from_file("f.lance", twins["lancet"], 0)
 
@@ -247,3 +245,23 @@ def test_a_fragment_from_a_file_written_apart_commits_as_pylances(tmp_path):
     assert lance.dataset(str(tmp_path / "lancet")).to_table().to_pydict()["a"] == [1, 2, 3, 7, 8]
     with pytest.raises(errors.InvalidInputError, match="schema is not the table's"):
         lancet.LanceFragment.create_from_file("other.lance", lancet.dataset(str(tmp_path / "lancet")), 6)
+
+
+def test_a_fragment_session_takes_as_pylances(tmp_path):
+    got = {}
+    for name, lib in ENGINES.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": range(10), "y": [str(i) for i in range(10)]}), uri,
+                               max_rows_per_file=5)
+        ds.delete("x = 6")
+        f = lib.dataset(uri).get_fragment(1)
+        s = f.open_session(columns=["y"], with_row_address=True)
+        plain = f.open_session()
+        got[name] = (s.take([0, 2, 3]).to_pydict(), plain.take([1]).to_pydict(),
+                     plain.take(pa.array([0, 3])).to_pydict())
+        with pytest.raises((ValueError, OSError)):
+            plain.take([4])
+        with pytest.raises(TypeError):
+            f.open_session(columns={"z": "x * 2"})
+    assert got["lancet"] == got["pylance"]
+    assert got["lancet"][0] == {"y": ["5", "8", "9"], "_rowaddr": [1 << 32, (1 << 32) + 3, (1 << 32) + 4]}
