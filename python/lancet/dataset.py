@@ -713,6 +713,28 @@ class LanceDataset(pa_ds.Dataset):
             segment = self._ds.train_btree_segment(column, [])
             self._moved(self._ds.commit_btree_segments(column, [segment]))
 
+    def index_statistics(self, index_name: str) -> dict:
+        """Deprecated, as pylance's: :meth:`LanceStats.index_stats` (``ds.stats``)."""
+        warnings.warn("LanceDataset.index_statistics() is deprecated, use LanceDataset.stats.index_stats() instead",
+                      DeprecationWarning)
+        return self.stats.index_stats(index_name)
+
+    def all_files(self) -> pa.RecordBatchReader:
+        """Every file under the table's root (its primary store), as pylance's: ``base_uri``
+        (dictionary), ``path`` relative to it, ``size_bytes``, ``last_modified`` (UTC)."""
+        files = sorted(_lancet.all_files(self._ds))
+        n = len(files)
+        table = pa.table({
+            "base_uri": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([self.uri])),
+            "path": pa.array([f[0] for f in files], pa.string()),
+            "size_bytes": pa.array([f[1] for f in files], pa.int64()),
+            "last_modified": pa.array([f[2] for f in files], pa.timestamp("us", tz="UTC")),
+        }, schema=pa.schema([
+            pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), False),
+            pa.field("path", pa.string(), False), pa.field("size_bytes", pa.int64(), False),
+            pa.field("last_modified", pa.timestamp("us", tz="UTC"), False)]))
+        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+
     def prewarm_index(self, name: str, *, with_position: bool = False, index_segments=None) -> None:
         """Reads every page of the BTree `name` into the session's cache, as pylance's, so
         later searches read none. No index of that name is
@@ -1119,7 +1141,6 @@ class DatasetDelta:
 # a ported script stops at the call with the reason, not at a missing name.
 _NOT_IMPLEMENTED = {
     "add_bases": "adding base paths to a table",
-    "all_files": "listing the files under a table's root",
     "base_paths": "listing a table's base paths",
     "centroids": "vector indexes (IVF centroids)",
     "commit_batch": "committing several transactions at once",
@@ -1129,7 +1150,6 @@ _NOT_IMPLEMENTED = {
     "deep_clone": "deep clones (lancet makes shallow clones: shallow_clone)",
     "explain_cleanup_old_versions": "explaining a cleanup (lancet: cleanup_old_versions(dry_run=True))",
     "get_ivf_model": "vector indexes (IVF models)",
-    "index_statistics": "index statistics",
     "initialize_mem_wal": "the MemWAL",
     "io_stats_incremental": "I/O statistics (lancet: scan_stats)",
     "io_stats_snapshot": "I/O statistics (lancet: scan_stats)",

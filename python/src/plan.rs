@@ -87,3 +87,25 @@ pub fn analyze_scan<'py>(
 pub fn io_counters() -> (u64, u64) {
     lancet::file::io_counters()
 }
+
+/// Every object under the table's root (its primary store; other bases are not listed), as
+/// pylance's `all_files`: `(path relative to the root, size, last modified in microseconds
+/// since the epoch)`.
+#[pyfunction]
+pub fn all_files(py: Python<'_>, ds: &PyDataset) -> PyResult<Vec<(String, u64, i64)>> {
+    let handle = ds.handle().clone();
+    block_on(py, async move {
+        let store = handle.storage().store();
+        let listed = store.list("").await?;
+        Ok::<_, lancet::Error>(
+            listed
+                .into_iter()
+                .filter_map(|m| {
+                    let path = store.relative(&m.location)?;
+                    Some((path, m.size, m.last_modified.timestamp_micros()))
+                })
+                .collect(),
+        )
+    })
+    .py_err()
+}

@@ -2,6 +2,7 @@
 test runs the same steps with ``import lance`` and with ``import lancet as lance`` on twin
 tables and compares what both answer and what both tables hold afterwards."""
 
+import os
 import pathlib
 
 import lance
@@ -305,3 +306,26 @@ def test_dataset_stats_as_pylances(tmp_path):
         theirs = lance.dataset(uri).stats.dataset_stats(rows_per_group)
         assert lancet.dataset(uri).stats.dataset_stats(rows_per_group) == theirs
     assert lancet.dataset(uri).stats.dataset_stats()["num_deleted_rows"] == 7  # x 0, 1, 2 twice, and 1500
+
+
+def test_all_files_and_the_deprecated_index_statistics_as_pylances(tmp_path):
+    import warnings
+
+    got = {}
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": range(10)}), uri, max_rows_per_file=5)
+        ds.create_scalar_index("x", "BTREE")
+        ds = lib.dataset(uri)
+        files = ds.all_files().read_all()
+        kinds = sorted({p.split("/")[0] for p in files.column("path").to_pylist()})
+        sizes = {p: s for p, s in zip(files.column("path").to_pylist(), files.column("size_bytes").to_pylist())}
+        for p, size in sizes.items():
+            assert os.path.getsize(os.path.join(uri, p)) == size, p
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            st = ds.index_statistics("x_idx")
+        st.pop("updated_at_timestamp_ms")
+        got[name] = (files.schema, kinds, len(files), files.column("base_uri")[0].as_py() == uri,
+                     [x.category for x in w], st)
+    assert got["lancet"] == got["pylance"]
