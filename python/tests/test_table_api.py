@@ -160,7 +160,7 @@ def test_every_name_of_pylances_dataset_exists(twins):
     mine, _ = twins
     missing = [n for n in dir(lance.LanceDataset) if not n.startswith("_") and not hasattr(lancet.LanceDataset, n)]
     assert missing == []
-    for name in ["create_index", "read_blobs", "index_statistics"]:
+    for name in ["create_index", "read_blobs", "version_refs"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(mine, name)("anything")
     with pytest.raises(KeyError):
