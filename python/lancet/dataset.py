@@ -139,6 +139,11 @@ class LanceDataset(pa_ds.Dataset):
             for v, ns in self._ds.versions()
         ]
 
+    def version_refs(self) -> List[dict]:
+        """Every version of this line of history as ``{"version": N}``, in order, from the
+        manifests' names alone (none is read), as pylance's."""
+        return [{"version": v} for v in _lancet.version_numbers(self._ds)]
+
     def scan_stats(self) -> dict:
         """What this handle's scans read so far: index pages, fragments a filter read
         directly, and fragments whose rows were read."""
@@ -1167,7 +1172,6 @@ _NOT_IMPLEMENTED = {
     "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
     "take_blobs": "blob columns",
     "tracked_files": "listing the files every version references",
-    "version_refs": "version references",
 }
 
 _NOT_IMPLEMENTED_PROPERTIES = {

@@ -109,3 +109,18 @@ pub fn all_files(py: Python<'_>, ds: &PyDataset) -> PyResult<Vec<(String, u64, i
     })
     .py_err()
 }
+
+/// The versions this handle's line of history has, listed from the manifests' names alone
+/// (none is read), in order: pylance's `version_refs`.
+#[pyfunction]
+pub fn version_numbers(py: Python<'_>, ds: &PyDataset) -> PyResult<Vec<u64>> {
+    let handle = ds.handle().clone();
+    block_on(py, async move {
+        let store = handle.storage().store().clone();
+        let entries = lancet::paths::manifest::list_versions(&store).await?;
+        let mut out: Vec<u64> = entries.into_iter().map(|e| e.version).collect();
+        out.sort_unstable();
+        Ok::<_, lancet::Error>(out)
+    })
+    .py_err()
+}

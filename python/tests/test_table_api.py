@@ -160,7 +160,7 @@ def test_every_name_of_pylances_dataset_exists(twins):
     mine, _ = twins
     missing = [n for n in dir(lance.LanceDataset) if not n.startswith("_") and not hasattr(lancet.LanceDataset, n)]
     assert missing == []
-    for name in ["create_index", "read_blobs", "version_refs"]:
+    for name in ["create_index", "read_blobs", "take_blobs"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(mine, name)("anything")
     with pytest.raises(KeyError):
@@ -306,6 +306,17 @@ def test_dataset_stats_as_pylances(tmp_path):
         theirs = lance.dataset(uri).stats.dataset_stats(rows_per_group)
         assert lancet.dataset(uri).stats.dataset_stats(rows_per_group) == theirs
     assert lancet.dataset(uri).stats.dataset_stats()["num_deleted_rows"] == 7  # x 0, 1, 2 twice, and 1500
+
+
+def test_version_refs_list_every_version_as_pylances(tmp_path):
+    got = {}
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"x": range(10)}), uri)
+        ds.insert(pa.table({"x": [1]}))
+        lib.dataset(uri).delete("x = 3")
+        got[name] = (lib.dataset(uri).version_refs(), lib.dataset(uri, version=1).version_refs())
+    assert got["lancet"] == got["pylance"] == ([{"version": v} for v in (1, 2, 3)],) * 2
 
 
 def test_all_files_and_the_deprecated_index_statistics_as_pylances(tmp_path):
