@@ -97,11 +97,10 @@ async fn new_column_file(ds: &Dataset, id: u64, batch: RecordBatch) -> lancet::R
         .data_format
         .as_ref()
         .map_or("2.0", |f| f.version.as_str());
-    let version = FileVersion::parse(version).ok_or_else(|| {
-        bad(
-            what(),
-            format!("lancet writes no data files of version {version:?}"),
-        )
+    let version = FileVersion::parse(version).ok_or_else(|| Error::Unsupported {
+        uri: ds.uri().to_string(),
+        version: ds.version(),
+        rule: format!("lancet writes data files of 2.0, 2.1 and 2.2, not {version:?}"),
     })?;
     let storage = ds.storage();
     let written = lancet::file::write_fragments(

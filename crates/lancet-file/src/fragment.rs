@@ -33,6 +33,8 @@ pub struct DataFileAt {
     pub size: Option<u64>,
     /// The field ids its `DataFile` lists.
     pub fields: Vec<i32>,
+    /// A legacy v1 file (`DataFile` version 0.1 or 0.2: [`crate::legacy`]).
+    pub legacy: bool,
 }
 
 /// A top-level column of a table: its Arrow field, and its field id followed by its
@@ -154,6 +156,11 @@ async fn read_file_columns(
     physical_rows: u64,
     rows: Rows<'_>,
 ) -> Result<Vec<(usize, ArrayRef)>> {
+    if file.legacy {
+        let read =
+            crate::legacy::read_legacy_columns(file, projection, wanted, physical_rows, rows);
+        return Box::pin(read).await;
+    }
     let lance = LanceFile::open(&file.store, &file.path, file.size).await?;
     if lance.num_rows() != physical_rows {
         return Err(FileError::Corrupt {

@@ -25,6 +25,7 @@ mod checked_io;
 mod error;
 mod footer;
 mod fragment;
+pub mod legacy;
 mod progress;
 mod read;
 pub mod scan_plan;

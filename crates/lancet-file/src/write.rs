@@ -151,7 +151,10 @@ pub async fn write_file(
 }
 
 /// Gives the schema's fields `ids` in depth-first order (parents' ids follow).
-fn renumber(schema: &mut lance_core::datatypes::Schema, ids: &[i32]) -> Result<(), String> {
+pub(crate) fn renumber(
+    schema: &mut lance_core::datatypes::Schema,
+    ids: &[i32],
+) -> Result<(), String> {
     fn walk(
         fields: &mut [lance_core::datatypes::Field],
         parent: i32,

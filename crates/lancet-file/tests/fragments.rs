@@ -57,6 +57,7 @@ fn at(fs: &FileStore, dir: &Path, f: &lancet_proto::table::DataFile) -> DataFile
         path: dir.clone().join(f.path.as_str()),
         size: Some(f.file_size_bytes),
         fields: f.fields.clone(),
+        legacy: false,
     }
 }
 

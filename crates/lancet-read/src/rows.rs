@@ -64,6 +64,10 @@ pub async fn read_rows(
             store,
             size: (file.file_size_bytes > 0).then_some(file.file_size_bytes),
             fields: file.fields.clone(),
+            legacy: lancet_file::legacy::is_legacy(
+                file.file_major_version,
+                file.file_minor_version,
+            ),
         });
     }
     Ok(Box::pin(lancet_file::read_fragment(
