@@ -61,5 +61,23 @@ def schema_stream(schema: pa.Schema):
 
 
 def read(stream) -> pa.RecordBatchReader:
-    """A native stream as a pyarrow reader."""
-    return pa.RecordBatchReader.from_stream(stream)
+    """A native stream as a pyarrow reader. An error that ends a native stream is raised as
+    its own :mod:`lancet.errors` class (a C stream carries only its text, which pyarrow would
+    raise as ``ArrowInvalid``)."""
+    reader = pa.RecordBatchReader.from_stream(stream)
+    if not hasattr(stream, "error"):
+        return reader
+
+    def batches():
+        try:
+            yield from reader
+        except pa.ArrowException as e:
+            typed = stream.error()
+            if typed is None:
+                raise
+            from . import errors
+
+            cls, message = typed
+            raise getattr(errors, cls)(message) from e
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())

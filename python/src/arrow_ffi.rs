@@ -8,7 +8,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
@@ -67,21 +67,23 @@ pub fn batches(
 #[pyclass(module = "lancet._lancet")]
 pub struct ArrowStream {
     reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
+    /// The error that ended the stream, typed (a C stream carries only its text): the
+    /// `lancet.errors` class name and message, for the Python half to raise.
+    error: Arc<Mutex<Option<(&'static str, String)>>>,
 }
 
 impl ArrowStream {
     /// A stream of `batches` already in memory.
     pub fn of_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
         let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
-        ArrowStream {
-            reader: Mutex::new(Some(Box::new(reader))),
-        }
+        Self::of_reader(Box::new(reader))
     }
 
     /// A stream of `reader`'s batches, as it yields them.
     pub fn of_reader(reader: Box<dyn RecordBatchReader + Send>) -> Self {
         ArrowStream {
             reader: Mutex::new(Some(reader)),
+            error: Arc::default(),
         }
     }
 
@@ -100,8 +102,14 @@ impl ArrowStream {
                 }
             }
         });
+        let error = Arc::default();
         ArrowStream {
-            reader: Mutex::new(Some(Box::new(Pulled { schema, rx }))),
+            reader: Mutex::new(Some(Box::new(Pulled {
+                schema,
+                rx,
+                error: Arc::clone(&error),
+            }))),
+            error,
         }
     }
 }
@@ -125,6 +133,12 @@ impl ArrowStream {
         let name = CString::new(STREAM).map_err(|e| invalid(e.to_string()))?;
         PyCapsule::new(py, stream, Some(name))
     }
+
+    /// The error that ended the stream, as `(lancet.errors class name, message)`; `None`
+    /// while it has not failed.
+    fn error(&self) -> Option<(&'static str, String)> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
 }
 
 /// Batches a scan reads ahead of its consumer.
@@ -134,6 +148,7 @@ const READ_AHEAD: usize = 4;
 struct Pulled {
     schema: SchemaRef,
     rx: tokio::sync::mpsc::Receiver<lancet::Result<RecordBatch>>,
+    error: Arc<Mutex<Option<(&'static str, String)>>>,
 }
 
 impl Iterator for Pulled {
@@ -147,7 +162,14 @@ impl Iterator for Pulled {
             Ok(_) => tokio::task::block_in_place(|| self.rx.blocking_recv()),
             Err(_) => self.rx.blocking_recv(),
         };
-        next.map(|b| b.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        next.map(|b| {
+            b.map_err(|e| {
+                if let Ok(mut slot) = self.error.lock() {
+                    *slot = Some((crate::errors::class_name(&e), e.to_string()));
+                }
+                ArrowError::ExternalError(Box::new(e))
+            })
+        })
     }
 }
 

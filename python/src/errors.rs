@@ -6,7 +6,7 @@ use lancet::{Error, ErrorKind};
 use pyo3::prelude::*;
 
 /// The exception class of `lancet.errors` for `e`.
-fn class_name(e: &Error) -> &'static str {
+pub fn class_name(e: &Error) -> &'static str {
     match e {
         Error::CommitConflict { retryable, .. } => match retryable {
             true => "RetryableCommitConflict",

@@ -138,3 +138,21 @@ def test_a_stale_handles_delete_is_planned_again_after_a_concurrent_delete(ds):
     ids = lancet.dataset(ds.uri).to_table(columns=["id"]).column("id").to_pylist()
     assert ids and all(i % 2 != 0 and i % 3 != 0 for i in ids)
     assert len(ids) == sum(1 for i in range(before) if i % 2 and i % 3)
+
+
+def test_an_error_ending_a_scan_is_raised_as_its_own_class(tmp_path):
+    """A data file damaged under a table: the scan's stream fails part way, and the error
+    reaches Python as lancet's (``CorruptTableError``), not as pyarrow's ``ArrowInvalid``."""
+    uri = str(tmp_path / "t")
+    lancet.write_dataset(table(1000), uri, max_rows_per_file=250)
+    victim = sorted(pathlib.Path(uri, "data").iterdir())[2]
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])
+    ds = lancet.dataset(uri)
+    with pytest.raises(errors.CorruptTableError):
+        ds.to_table()
+    with pytest.raises(errors.CorruptTableError):
+        for _ in ds.to_batches():
+            pass
+    with pytest.raises(errors.CorruptTableError):
+        ds.scanner(columns=["id"]).to_reader().read_all()

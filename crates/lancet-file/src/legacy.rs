@@ -18,8 +18,20 @@ pub fn is_legacy(major: u32, minor: u32) -> bool {
 }
 
 /// The columns `wanted` (positions in `projection`) of the legacy file `file`, the rows
-/// `rows`; `physical_rows` is its fragment's.
+/// `rows`; `physical_rows` is its fragment's. A panic in the v1 decoder (hostile bytes) is
+/// `FileError::Corrupt`, as every lance-file read is.
 pub(crate) async fn read_legacy_columns(
+    file: &DataFileAt,
+    projection: &[Column],
+    wanted: Vec<usize>,
+    physical_rows: u64,
+    rows: Rows<'_>,
+) -> Result<Vec<(usize, ArrayRef)>> {
+    let read = read_unguarded(file, projection, wanted, physical_rows, rows);
+    crate::read::guard(&file.path, read).await?
+}
+
+async fn read_unguarded(
     file: &DataFileAt,
     projection: &[Column],
     wanted: Vec<usize>,

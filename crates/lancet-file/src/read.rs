@@ -492,7 +492,7 @@ fn range_usize(range: &Range<u64>) -> Result<Range<usize>> {
 
 /// Runs a lance-file future, turning a panic inside it into `FileError::Corrupt`. lance-file
 /// and lance-encoding are third-party decoders; lancet's contract is "no panic on any bytes".
-async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Result<T> {
+pub(crate) async fn guard<T>(path: &Path, fut: impl std::future::Future<Output = T>) -> Result<T> {
     std::panic::AssertUnwindSafe(fut)
         .catch_unwind()
         .await

@@ -66,3 +66,13 @@ def test_writes_adding_data_files_are_refused_and_deletes_work(legacy):
         assert lancet.dataset(legacy).version == version, "nothing published"
     lancet.dataset(legacy).delete("x < 3")
     assert lance.dataset(legacy).to_table().column("x").to_pylist() == [3, 4] + list(range(6, 20))
+
+
+def test_a_damaged_legacy_file_is_a_corrupt_table_never_a_crash(legacy):
+    import glob
+
+    files = sorted(glob.glob(f"{legacy}/data/*.lance"))
+    data = open(files[0], "rb").read()
+    open(files[0], "wb").write(data[: len(data) // 2])
+    with pytest.raises(errors.CorruptTableError):
+        lancet.dataset(legacy).to_table()
