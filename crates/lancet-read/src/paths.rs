@@ -155,9 +155,20 @@ pub struct Projection {
     pub read: Vec<Column>,
     /// Each output column: its field, the position of its column in `read`, the path below.
     outputs: Vec<(FieldRef, usize, Vec<String>)>,
+    /// The output columns' schema (made once: every chunk read uses it).
+    columns: SchemaRef,
 }
 
 impl Projection {
+    fn new(read: Vec<Column>, outputs: Vec<(FieldRef, usize, Vec<String>)>) -> Self {
+        let fields: Vec<FieldRef> = outputs.iter().map(|(f, _, _)| f.clone()).collect();
+        Projection {
+            read,
+            outputs,
+            columns: Arc::new(Schema::new(fields)),
+        }
+    }
+
     /// The output columns' fields, in the order asked.
     pub fn fields(&self) -> Vec<FieldRef> {
         self.outputs.iter().map(|(f, _, _)| f.clone()).collect()
@@ -193,8 +204,7 @@ impl Projection {
     ) -> Result<RecordBatch> {
         let read = rows::read_rows(snap, fragment, &self.read, rows).await?;
         let options = RecordBatchOptions::new().with_row_count(Some(read.num_rows()));
-        let schema = Arc::new(Schema::new(self.fields()));
-        RecordBatch::try_new_with_options(schema, self.apply(&read)?, &options)
+        RecordBatch::try_new_with_options(self.columns.clone(), self.apply(&read)?, &options)
             .map_err(|e| Error::Internal(format!("assembling the columns read: {e}")))
     }
 
@@ -222,7 +232,7 @@ pub fn projection(snap: &Snapshot, names: Option<&[String]>) -> Result<Projectio
         let outputs = (all.iter().enumerate())
             .map(|(i, c)| (c.field.clone(), i, Vec::new()))
             .collect();
-        return Ok(Projection { read: all, outputs });
+        return Ok(Projection::new(all, outputs));
     };
     let fields = &snap.manifest().fields;
     let mut read: Vec<Column> = Vec::new();
@@ -246,7 +256,7 @@ pub fn projection(snap: &Snapshot, names: Option<&[String]>) -> Result<Projectio
         let field = field_at(&column.field, &path.children, name).ok_or_else(missing)?;
         outputs.push((field, at, path.children));
     }
-    Ok(Projection { read, outputs })
+    Ok(Projection::new(read, outputs))
 }
 
 #[cfg(test)]
