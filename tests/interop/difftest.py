@@ -61,11 +61,11 @@ KINDS = {
     "convert": 2, "flatten": 2, "drop_column": 2, "tag": 3,
     "overwrite": 2, "rename_column": 2, "merge": 8, "branch": 2, "truncate": 1,
     "staged_compact": 4, "stale": 8, "race3": 3, "meta": 3, "drop_index": 3,
-    "update_columns": 5, "join": 2,
+    "update_columns": 5, "join": 2, "noted_append": 3,
 }
 
 # the steps that need lancet's Python package (with --py): stale work on twins
-NEEDS_PY = {"stale"}
+NEEDS_PY = {"stale", "noted_append"}
 
 # where tables are made (`--uri`: an object store prefix such as s3://bucket/difftest);
 # a temporary directory by default
@@ -74,7 +74,7 @@ URI_BASE = None
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
 PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index",
-          "update_columns", "join"}
+          "update_columns", "join", "noted_append"}
 
 
 def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
@@ -93,9 +93,11 @@ def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
             op["start"], op["n"] = next_id, rng.choice([30, 200])
             op["rows"] = rng.choice([50, 120])
             next_id += op["n"]
-        elif kind in ("append", "write_fragments"):
+        elif kind in ("append", "write_fragments", "noted_append"):
             op["start"], op["n"] = next_id, rng.choice([1, 40, 150])
             next_id += op["n"]
+            if kind == "noted_append":  # a commit message and transaction properties
+                op["message"], op["key"] = f"m{rng.randrange(1000)}", f"p{rng.randrange(10)}"
         elif kind == "merge":
             # existing keys (drawn at run time from the model by `pick`) and new ones
             op["start"], op["n"] = next_id, rng.choice([0, 1, 30])
@@ -244,6 +246,25 @@ class Run:
             else:
                 self.lancet("append", self.uri, "--from", self.parquet(t))
             self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+        elif kind == "noted_append":
+            # an append with a commit message and properties: both engines read them back
+            t = self.table(op["start"], op["n"])
+            props = {op["key"]: op["message"]}
+            if by == "lancet" or self.tree:  # the CLI has no messages: the package writes
+                import lancet as writer
+            else:
+                writer = lance if by == "lance" else py
+            writer.write_dataset(t, self.uri, mode="append", commit_message=op["message"],
+                                 transaction_properties=props)
+            self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
+            import lancet as mine
+            from lancet.dataset import LANCE_COMMIT_MESSAGE_KEY
+            want = dict(props, **{LANCE_COMMIT_MESSAGE_KEY: op["message"]})
+            for reader in [mine] if self.tree else [mine, lance]:
+                ds = reader.dataset(self.uri)
+                got = ds.read_transaction(ds.version).transaction_properties
+                if got != want:
+                    raise Failure(f"{reader.__name__} reads the transaction's properties {got}, expected {want}")
         elif kind == "overwrite":
             # every row replaced by new ones of the base schema (added columns go)
             self.extra = []
