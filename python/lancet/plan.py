@@ -18,22 +18,21 @@ fragments whose rows were read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List
+from typing import List
 
 from . import _lancet
 
-if TYPE_CHECKING:
-    from .scanner import LanceScanner
+# `scanner` below is a lancet.scanner.LanceScanner (not imported: the scanner imports this)
 
 
-def _fragments(scanner: "LanceScanner") -> List[int]:
+def _fragments(scanner: "lancet.scanner.LanceScanner") -> List[int]:
     ids = [fid for fid, _, _ in scanner._dataset._ds.fragments()]
     if scanner._fragments is None:
         return ids
     return [f for f in ids if f in set(scanner._fragments)]
 
 
-def _filter_lines(scanner: "LanceScanner", fragments: List[int]) -> List[str]:
+def _filter_lines(scanner: "lancet.scanner.LanceScanner", fragments: List[int]) -> List[str]:
     lines = []
     if scanner._sql is not None:
         lines.append(f"  Filter: {scanner._sql}")
@@ -56,7 +55,7 @@ def _filter_lines(scanner: "LanceScanner", fragments: List[int]) -> List[str]:
     return lines
 
 
-def _scan_line(scanner: "LanceScanner", fragments: List[int], count_rows: bool = False) -> str:
+def _scan_line(scanner: "lancet.scanner.LanceScanner", fragments: List[int], count_rows: bool = False) -> str:
     columns = scanner._columns if scanner._columns is not None else scanner._dataset.schema.names
     if count_rows:
         columns = []
@@ -67,7 +66,7 @@ def _scan_line(scanner: "LanceScanner", fragments: List[int], count_rows: bool =
             f"row_addr={str(scanner._with_row_address).lower()}")
 
 
-def _project_lines(scanner: "LanceScanner") -> List[str]:
+def _project_lines(scanner: "lancet.scanner.LanceScanner") -> List[str]:
     lines = []
     if scanner._exprs is not None:
         shown = ", ".join(f"{name}={expr}" for name, expr in scanner._exprs)
@@ -77,7 +76,7 @@ def _project_lines(scanner: "LanceScanner") -> List[str]:
     return lines
 
 
-def explain(scanner: "LanceScanner", verbose: bool = False) -> str:
+def explain(scanner: "lancet.scanner.LanceScanner", verbose: bool = False) -> str:
     """The plan of `scanner`, nothing read but the table's manifest and index list."""
     fragments = _fragments(scanner)
     lines = [_scan_line(scanner, fragments)] + _filter_lines(scanner, fragments) + _project_lines(scanner)
@@ -86,7 +85,7 @@ def explain(scanner: "LanceScanner", verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def analyze(scanner: "LanceScanner", count_rows: bool = False) -> str:
+def analyze(scanner: "lancet.scanner.LanceScanner", count_rows: bool = False) -> str:
     """The plan of `scanner` with what running it read (the scan runs to its end; its rows
     are counted, not kept)."""
     fragments = _fragments(scanner)

@@ -49,6 +49,28 @@ fn filter(text: Option<&str>) -> PyResult<Option<Filter>> {
         .transpose()
 }
 
+/// A scan's options from `scan`'s arguments, counted into `metrics`.
+pub(crate) fn scan_options(
+    columns: Option<Vec<String>>,
+    filter: Option<&str>,
+    (limit, offset): (Option<u64>, Option<u64>),
+    (with_row_id, with_row_address): (bool, bool),
+    fragments: Option<Vec<u64>>,
+    metrics: Arc<ScanMetrics>,
+) -> PyResult<ScanOptions> {
+    Ok(ScanOptions {
+        columns,
+        filter: self::filter(filter)?,
+        with_row_id,
+        with_row_address,
+        limit,
+        offset: offset.unwrap_or(0),
+        fragments,
+        metrics: Some(metrics),
+        ..Default::default()
+    })
+}
+
 fn committed(py: Python<'_>, c: &Committed) -> PyResult<Py<PyDict>> {
     let out = PyDict::new(py);
     out.set_item("version", c.dataset.version())?;
@@ -160,17 +182,14 @@ impl PyDataset {
         with_row_address: bool,
         fragments: Option<Vec<u64>>,
     ) -> PyResult<ArrowStream> {
-        let options = ScanOptions {
+        let options = scan_options(
             columns,
-            filter: self::filter(filter)?,
-            with_row_id,
-            with_row_address,
-            limit,
-            offset: offset.unwrap_or(0),
+            filter,
+            (limit, offset),
+            (with_row_id, with_row_address),
             fragments,
-            metrics: Some(self.metrics.clone()),
-            ..Default::default()
-        };
+            self.metrics.clone(),
+        )?;
         let schema = self.ds.storage().scan_schema(&options).py_err()?;
         let ds = self.ds.clone();
         let stream = block_on(py, async move { ds.scan(options).await }).py_err()?;

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use arrow_array::ffi_stream::ArrowArrayStreamReader;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
 use futures::TryStreamExt;
@@ -53,14 +54,18 @@ pub fn write_new_column_file<'py>(
     let reader = import_stream(data)?;
     let handle = ds.handle().clone();
     let file = block_on(py, async move {
-        let schema = reader.schema();
-        let parts: Vec<RecordBatch> = batches(reader).try_collect().await?;
-        let batch = arrow_select::concat::concat_batches(&schema, &parts)
-            .map_err(|e| bad("new columns".into(), e.to_string()))?;
-        new_column_file(&handle, fragment_id, batch).await
+        new_column_file(&handle, fragment_id, concatenated(reader).await?).await
     })
     .py_err()?;
     Ok(PyBytes::new(py, &file.encode_to_vec()))
+}
+
+/// Every batch of `reader` (new columns) as one batch.
+async fn concatenated(reader: ArrowArrayStreamReader) -> lancet::Result<RecordBatch> {
+    let schema = reader.schema();
+    let parts: Vec<RecordBatch> = batches(reader).try_collect().await?;
+    arrow_select::concat::concat_batches(&schema, &parts)
+        .map_err(|e| bad("new columns".into(), e.to_string()))
 }
 
 async fn new_column_file(ds: &Dataset, id: u64, batch: RecordBatch) -> lancet::Result<DataFile> {
@@ -182,10 +187,8 @@ pub fn merge_fragment_columns<'py>(
     let reader = import_stream(data)?;
     let handle = ds.handle().clone();
     let (fragment, fields) = block_on(py, async move {
-        let schema = reader.schema();
-        let parts: Vec<RecordBatch> = batches(reader).try_collect().await?;
-        let batch = arrow_select::concat::concat_batches(&schema, &parts)
-            .map_err(|e| bad("new columns".into(), e.to_string()))?;
+        let batch = concatenated(reader).await?;
+        let schema = batch.schema();
         let file = new_column_file(&handle, fragment_id, batch).await?;
         let fragments = handle.storage().fragments_with_known_rows().await?;
         let added = numbered(&handle, &fragments, &schema)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::TryStreamExt;
-use lancet::{Filter, ScanMetrics, ScanOptions};
+use lancet::{Filter, ScanMetrics};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -41,19 +41,14 @@ pub fn analyze_scan<'py>(
     fragments: Option<Vec<u64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metrics = Arc::new(ScanMetrics::default());
-    let options = ScanOptions {
+    let options = crate::dataset::scan_options(
         columns,
-        filter: filter
-            .map(|t| Filter::parse(t).map_err(|e| to_py(e.into())))
-            .transpose()?,
-        with_row_id,
-        with_row_address,
-        limit,
-        offset: offset.unwrap_or(0),
+        filter,
+        (limit, offset),
+        (with_row_id, with_row_address),
         fragments,
-        metrics: Some(metrics.clone()),
-        ..Default::default()
-    };
+        metrics.clone(),
+    )?;
     let handle = ds.handle().clone();
     let started = Instant::now();
     let (rows, batches) = block_on(py, async move {

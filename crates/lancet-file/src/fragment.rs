@@ -19,6 +19,7 @@ use lancet_proto::table::{DataFile, DataFragment};
 use object_store::path::Path;
 
 use crate::error::{FileError, Result};
+use crate::legacy::LegacyRows;
 use crate::progress::Progress;
 use crate::read::LanceFile;
 use crate::store::FileStore;
@@ -157,9 +158,7 @@ async fn read_file_columns(
     rows: Rows<'_>,
 ) -> Result<Vec<(usize, ArrayRef)>> {
     if file.legacy {
-        let read =
-            crate::legacy::read_legacy_columns(file, projection, wanted, physical_rows, rows);
-        return Box::pin(read).await;
+        return read_legacy_file_columns(file, projection, wanted, physical_rows, rows).await;
     }
     let lance = LanceFile::open(&file.store, &file.path, file.size).await?;
     if lance.num_rows() != physical_rows {
@@ -205,6 +204,45 @@ async fn read_file_columns(
         }
         Rows::At(offsets) => lance.take_columns(&names, offsets).await?,
     };
+    Ok(wanted
+        .into_iter()
+        .zip(batch.columns().iter().cloned())
+        .collect())
+}
+
+/// [`read_file_columns`] of a legacy v1 file, through [`crate::legacy`].
+async fn read_legacy_file_columns(
+    file: &DataFileAt,
+    projection: &[Column],
+    wanted: Vec<usize>,
+    physical_rows: u64,
+    rows: Rows<'_>,
+) -> Result<Vec<(usize, ArrayRef)>> {
+    let mut fields = Vec::with_capacity(wanted.len());
+    let mut ids = Vec::new();
+    for &p in &wanted {
+        let column = projection.get(p).ok_or_else(|| FileError::InvalidInput {
+            path: file.path.clone(),
+            rule: format!("no projected field {p}"),
+        })?;
+        fields.push(column.field.clone());
+        ids.extend_from_slice(&column.ids);
+    }
+    let rows = match rows {
+        Rows::All => LegacyRows::Range(0..physical_rows),
+        Rows::Range(r) => LegacyRows::Range(r),
+        Rows::At(offsets) => LegacyRows::At(offsets),
+    };
+    let columns = Schema::new(fields);
+    let read = crate::legacy::read_legacy(
+        &file.store,
+        &file.path,
+        &file.fields,
+        (&columns, &ids),
+        physical_rows,
+        rows,
+    );
+    let batch = Box::pin(read).await?;
     Ok(wanted
         .into_iter()
         .zip(batch.columns().iter().cloned())
