@@ -5,13 +5,14 @@ Ray workers.
 
 Usage (from the repo root, with the interop virtualenv's python after installing a release
 wheel: `maturin build --release -m python/Cargo.toml -o W && pip install W/lancet-*.whl`):
-    python benches/python_compare.py [WORK_DIR] [--rows N] [--trials T]
+    python benches/python_compare.py [WORK_DIR] [--rows N] [--trials T] [--only engine|queries|ray]
 
 Each measurement is the median of T runs (default 3), the engines alternating: write
 (`write_dataset(table, uri)` of an in-memory table of N rows — `id` int64, `v` float64,
 `s` utf8 — into a new table, 1,048,576 rows per file), scan (`dataset(uri).to_table()
 .to_pandas()`), compaction (a table of N rows in 100 fragments with every tenth row
-deleted, `optimize.compact_files()`). Ray: a fresh cluster per worker count
+deleted, `optimize.compact_files()`); queries (`query_runs`: indexed equality, take, filtered
+count, 1% delete and update, the scan after them, on a table with a BTree on `id`). Ray: a fresh cluster per worker count
 (`ray.init(num_cpus=W)`), `lancet.ray.write_dataset` of `ray.data.range(N)` in 16 blocks
 with the same columns, then `lancet.ray.compact_files` of that table after deleting every
 tenth row (100k rows per fragment written, so compaction has 10 groups).
@@ -67,6 +68,42 @@ def engine_runs(work, rows, trials):
     return {name: {k: statistics.median(v) for k, v in runs.items()} for name, runs in out.items()}
 
 
+QUERIES = ("indexed_eq", "take_100", "count_filtered", "delete_1pct", "update_1pct", "scan_after_dml")
+
+
+def query_runs(work, rows, trials):
+    """Calls on one table per engine with a BTree on `id`: an indexed equality on a new handle
+    (open + index lookup + the row's read; the median of 20 keys), a take of 100 scattered rows,
+    a filtered count, a 1% delete, a 1% update, and a whole scan after both."""
+    import lance
+    import lancet
+
+    data = table(rows)
+    out = {name: {k: [] for k in QUERIES} for name in ("lancet", "pylance")}
+    keys = [(i * 7_919_117) % rows for i in range(20)]
+    picks = sorted((i * 104_729) % rows for i in range(100))
+    for trial in range(trials):
+        for name, lib in (("lancet", lancet), ("pylance", lance)) if trial % 2 == 0 else (("pylance", lance), ("lancet", lancet)):
+            uri = os.path.join(work, f"q-{name}-{trial}")
+            lib.write_dataset(data, uri)
+            lib.dataset(uri).create_scalar_index("id", "BTREE")
+            runs = out[name]
+            eq = []
+            for k in keys:
+                t = timed(lambda: lib.dataset(uri).to_table(filter=f"id = {k}"))
+                eq.append(t)
+            runs["indexed_eq"].append(statistics.median(eq))
+            ds = lib.dataset(uri)
+            runs["take_100"].append(timed(lambda: ds.take(picks)))
+            runs["count_filtered"].append(timed(lambda: lib.dataset(uri).count_rows("v < 1000.0")))
+            runs["delete_1pct"].append(timed(lambda: lib.dataset(uri).delete("id % 100 = 1")))
+            runs["update_1pct"].append(timed(lambda: lib.dataset(uri).update({"v": "v + 1.0"}, "id % 100 = 2")))
+            runs["scan_after_dml"].append(timed(lambda: lib.dataset(uri).to_table()))
+            assert lib.dataset(uri).count_rows() == rows - len(range(1, rows, 100))
+            shutil.rmtree(uri)
+    return {name: {k: statistics.median(v) for k, v in r.items()} for name, r in out.items()}
+
+
 RAY = """
 import json, sys, time, shutil
 import pyarrow as pa, pyarrow.compute as pc, ray
@@ -116,14 +153,26 @@ def main():
         i = args.index("--trials")
         trials = int(args[i + 1])
         del args[i:i + 2]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only = args[i + 1]
+        del args[i:i + 2]
     work = args[0] if args else tempfile.mkdtemp(prefix="lancet-py-bench-")
     os.makedirs(work, exist_ok=True)
-    engines = engine_runs(work, rows, trials)
     print(f"{rows:,} rows, medians of {trials} (seconds)")
     print(f"{'':16}{'lancet':>10}{'pylance':>10}{'ratio':>8}")
-    for k in ("write", "scan_to_pandas", "compact"):
-        a, b = engines["lancet"][k], engines["pylance"][k]
-        print(f"{k:16}{a:10.2f}{b:10.2f}{a / b:8.2f}")
+    parts = (("engine", engine_runs, ("write", "scan_to_pandas", "compact")),
+             ("queries", query_runs, QUERIES))
+    for part, run, names in parts:
+        if only not in (None, part):
+            continue
+        engines = run(work, rows, trials)
+        for k in names:
+            a, b = engines["lancet"][k], engines["pylance"][k]
+            print(f"{k:16}{a:10.4f}{b:10.4f}{a / b:8.2f}", flush=True)
+    if only not in (None, "ray"):
+        return
     ray = ray_runs(work, rows, trials)
     print(f"lancet.ray      {'1 worker':>10}{'2 workers':>11}")
     for k in ("write", "compact"):

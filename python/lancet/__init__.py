@@ -17,6 +17,7 @@ from .dataset import (CleanupStats, LanceDataset, LanceFragment, LanceScanner, M
                       _merge_message_to_properties)
 from .fragment import FragmentMetadata, write_fragments
 from .progress import IndexProgress
+from .scan_stats import ScanStatistics
 from .schema import json_to_schema, schema_to_json
 from .transaction import Index, IndexFile, LanceOperation, Transaction
 from .udf import BatchUDF, batch_udf
@@ -31,6 +32,7 @@ __all__ = [
     "LanceDataset",
     "LanceFragment",
     "LanceScanner",
+    "ScanStatistics",
     "LanceOperation",
     "Transaction",
     "schema",

@@ -15,7 +15,6 @@ _FEATURES = {
     "tables with several base paths created from Python": ["DatasetBasePath"],
     "per-field data statistics": ["DataStatistics", "FieldStatistics"],
     "full-text search": ["FtsToken", "tokenize"],
-    "scan statistics callbacks": ["ScanStatistics"],
     "Lance's Rust logger (lancet logs through tracing: RUST_LOG)": ["set_logger"],
     "SIMD reports": ["simd_info"],
     "the DataFusion FFI table provider": ["FFILanceTableProvider"],

@@ -162,7 +162,11 @@ class LanceDataset(pa_ds.Dataset):
         """A scan with pylance's arguments: `columns` (names, `_rowid`, `_rowaddr`,
         `_rowoffset`, or a dict of SQL expressions by output name), `filter`
         (Lance SQL or a pyarrow Expression), `limit`, `offset`, `fragments`, `with_row_id`,
-        `with_row_address` and `batch_size` (no batch longer) are honoured; read-ahead, I/O
+        `with_row_address`, `batch_size` (no batch longer), `include_deleted_rows` (every
+        physical row, `_rowid` NULL on deleted ones; `with_row_id` required; a filter is
+        evaluated on the stored values, never through an index, so deleted rows match even
+        where pylance's index leaves them out) and `scan_stats_callback` (a
+        :class:`ScanStatistics` once the last row is read) are honoured; read-ahead, I/O
         sizes, `use_stats`, `use_scalar_index`, `late_materialization`, `prefilter` and
         `scan_in_order` change no answer (lancet returns rows in order); vector and full-text
         search, and the rest, are refused unless left at their default."""
@@ -170,18 +174,16 @@ class LanceDataset(pa_ds.Dataset):
         if nearest is not None or full_text_query is not None:
             raise UnsupportedError(f"{where}: lancet has no vector or full-text search")
         _args.refuse(where, batch_size_bytes=batch_size_bytes, index_segments=index_segments,
-                     blob_handling=blob_handling, scan_stats_callback=scan_stats_callback,
-                     order_by=order_by, row_addr_allowlist=row_addr_allowlist,
-                     row_addr_blocklist=row_addr_blocklist)
-        for name, value in (("fast_search", fast_search), ("include_deleted_rows", include_deleted_rows),
-                            ("strict_batch_size", strict_batch_size),
+                     blob_handling=blob_handling, order_by=order_by,
+                     row_addr_allowlist=row_addr_allowlist, row_addr_blocklist=row_addr_blocklist)
+        for name, value in (("fast_search", fast_search), ("strict_batch_size", strict_batch_size),
                             ("disable_scoring_autoprojection", disable_scoring_autoprojection)):
             if value:
                 _args.refuse(where, **{name: value})
         if fragments is not None:
             fragments = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         return LanceScanner(self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address),
-                            fragments, batch_size)
+                            fragments, batch_size, bool(include_deleted_rows), scan_stats_callback)
 
     def to_table(self, columns=None, filter=None, limit=None, offset=None, nearest=None, batch_size=None,
                  batch_size_bytes=None, batch_readahead=None, fragment_readahead=None, scan_in_order=None,
@@ -239,32 +241,10 @@ class LanceDataset(pa_ds.Dataset):
         indices = [int(i) for i in indices]
         if not indices:
             return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
-        # positions -> row ids, one fragment's ids read per fragment touched
-        fragments = self._ds.fragments()
-        starts, total = [], 0
-        for fid, _, live in fragments:
-            if live is None:  # a legacy manifest's unknown count: the fragment's rows counted
-                live = self.scanner(columns=[], fragments=[fid]).count_rows()
-            starts.append((total, fid, live))
-            total += live
-        ids_of: Dict[int, list] = {}
-        row_ids = []
-        for i in indices:
-            if i < 0 or i >= total:
-                raise InvalidInputError(f"index {i} is out of range (the table has {total} rows)")
-            lo, hi = 0, len(starts) - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if starts[mid][0] <= i:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            start, fid, _ = starts[lo]
-            if fid not in ids_of:
-                t = read(self._ds.scan(columns=[], with_row_id=True, fragments=[fid])).read_all()
-                ids_of[fid] = t.column("_rowid").to_pylist()
-            row_ids.append(ids_of[fid][i - start])
-        return self.take_rows(row_ids, columns)
+        if any(i < 0 for i in indices):
+            raise InvalidInputError(f"index {min(indices)} is out of range")
+        columns, shape = taken_columns(self.schema, None if columns is None else list(columns))
+        return shape(read(self._ds.take_positions(indices, columns)).read_all())
 
     def take_rows(self, row_ids, columns=None) -> pa.Table:
         """Rows by row id (stable row ids, or row addresses without them)."""

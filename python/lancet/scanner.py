@@ -19,6 +19,7 @@ from . import _lancet
 from ._data import read
 from ._substrait import Unsupported, to_sql
 from .errors import InvalidInputError
+from .scan_stats import Counting, reporting
 
 if TYPE_CHECKING:
     from .dataset import LanceDataset
@@ -118,8 +119,11 @@ class LanceScanner(pa_ds.Scanner):
     """A scan: the projection and filter pushed to lancet, the rest applied by pyarrow."""
 
     def __init__(self, dataset: "LanceDataset", columns, filter, limit, offset, with_row_id,
-                 with_row_address, fragments, batch_size=None):
+                 with_row_address, fragments, batch_size=None, include_deleted=False,
+                 stats_callback=None):
         self._dataset = dataset
+        self._include_deleted = include_deleted
+        self._stats_callback = stats_callback
         if batch_size is not None and int(batch_size) <= 0:
             raise InvalidInputError(f"batch_size must be positive, not {batch_size}")
         self._batch_size = None if batch_size is None else int(batch_size)
@@ -153,11 +157,11 @@ class LanceScanner(pa_ds.Scanner):
         self._with_row_id, self._with_row_address = with_row_id, with_row_address
         self._fragments = fragments
 
-    def _native(self, columns):
+    def _native(self, columns, counters):
         return self._dataset._ds.scan(
             columns=columns, filter=self._sql, limit=self._limit, offset=self._offset,
             with_row_id=self._with_row_id, with_row_address=self._with_row_address,
-            fragments=self._fragments,
+            fragments=self._fragments, include_deleted=self._include_deleted, counters=counters,
         )
 
     def _requested(self):
@@ -165,11 +169,12 @@ class LanceScanner(pa_ds.Scanner):
             return None
         return [c for c in self._columns if c not in _ROW_COLUMNS]
 
-    def _rows(self) -> pa.RecordBatchReader:
+    def _rows(self, counters=None) -> pa.RecordBatchReader:
         """The rows the scan reads, in the order of `_columns` (then `_rowid`, `_rowaddr`),
-        before `_rowoffset` and expressions are computed."""
+        before `_rowoffset` and expressions are computed (counted into `counters`, the
+        handle's counters when `None`)."""
         if self._post is None:
-            reader = read(self._native(self._requested()))
+            reader = read(self._native(self._requested(), counters))
             if self._columns is not None and self._columns != reader.schema.names:
                 wanted = self._columns + [n for n in reader.schema.names if n not in self._columns]
                 schema = pa.schema([reader.schema.field(n) for n in wanted])
@@ -179,15 +184,16 @@ class LanceScanner(pa_ds.Scanner):
         # a filter lancet cannot translate: the rows read, pyarrow filters, then offset,
         # limit and projection (a limit counts matching rows)
         if self._limit is not None or self._offset:
-            t = self._filtered_reader().read_all()
+            t = self._filtered_reader(counters).read_all()
             t = t.slice(self._offset or 0, self._limit if self._limit is not None else None)
             return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
-        return self._filtered_reader()
+        return self._filtered_reader(counters)
 
-    def _filtered_reader(self) -> pa.RecordBatchReader:
+    def _filtered_reader(self, counters) -> pa.RecordBatchReader:
         reader = read(self._dataset._ds.scan(
             columns=None, filter=None, with_row_id=self._with_row_id,
-            with_row_address=self._with_row_address, fragments=self._fragments))
+            with_row_address=self._with_row_address, fragments=self._fragments,
+            include_deleted=self._include_deleted, counters=counters))
         wanted = self._columns if self._columns is not None else reader.schema.names
         extra = [n for n in reader.schema.names if n in _ROW_COLUMNS and n not in wanted]
         schema = pa.schema([reader.schema.field(n) for n in wanted + extra])
@@ -229,7 +235,12 @@ class LanceScanner(pa_ds.Scanner):
         return reader
 
     def to_reader(self) -> pa.RecordBatchReader:
-        return self._shaped(self._rows())
+        """The rows as a reader; with a `scan_stats_callback`, the callback gets the scan's
+        :class:`~lancet.scan_stats.ScanStatistics` once the last batch is read."""
+        if self._stats_callback is None:
+            return self._shaped(self._rows())
+        counting = Counting()
+        return reporting(self._shaped(self._rows(counting.counters)), counting, self._stats_callback)
 
     def to_table(self) -> pa.Table:
         return self.to_reader().read_all()
@@ -246,7 +257,8 @@ class LanceScanner(pa_ds.Scanner):
         return self.to_batches()
 
     def count_rows(self) -> int:
-        if self._post is None and self._limit is None and not self._offset and self._fragments is None:
+        if self._post is None and self._limit is None and not self._offset and self._fragments is None \
+                and not self._include_deleted:
             return self._dataset._ds.count_rows(self._sql)
         return self.to_table().num_rows
 

@@ -169,7 +169,10 @@ impl PyDataset {
         )
     }
 
-    #[pyo3(signature = (columns=None, filter=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragments=None))]
+    /// The scan `ScanOptions` describes; `include_deleted`: every physical row, deleted
+    /// ones with NULL row columns (Lance's `include_deleted_rows`); `counters`: this scan's
+    /// own counters (the handle's otherwise).
+    #[pyo3(signature = (columns=None, filter=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragments=None, include_deleted=false, counters=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -181,15 +184,24 @@ impl PyDataset {
         with_row_id: bool,
         with_row_address: bool,
         fragments: Option<Vec<u64>>,
+        include_deleted: bool,
+        counters: Option<PyRef<'_, crate::plan::ScanCounters>>,
     ) -> PyResult<ArrowStream> {
-        let options = scan_options(
-            columns,
-            filter,
-            (limit, offset),
-            (with_row_id, with_row_address),
-            fragments,
-            self.metrics.clone(),
-        )?;
+        let metrics = match counters {
+            Some(c) => c.metrics.clone(),
+            None => self.metrics.clone(),
+        };
+        let options = ScanOptions {
+            include_deleted,
+            ..scan_options(
+                columns,
+                filter,
+                (limit, offset),
+                (with_row_id, with_row_address),
+                fragments,
+                metrics,
+            )?
+        };
         let schema = self.ds.storage().scan_schema(&options).py_err()?;
         let ds = self.ds.clone();
         let stream = block_on(py, async move { ds.scan(options).await }).py_err()?;
@@ -238,6 +250,22 @@ impl PyDataset {
             py,
             async move { ds.take(&row_ids, columns.as_deref()).await },
         )
+        .py_err()?;
+        Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
+    }
+
+    /// The live rows at `positions` among the version's (scan order), in that order.
+    #[pyo3(signature = (positions, columns=None))]
+    fn take_positions(
+        &self,
+        py: Python<'_>,
+        positions: Vec<u64>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<ArrowStream> {
+        let ds = self.ds.clone();
+        let batch = block_on(py, async move {
+            ds.take_positions(&positions, columns.as_deref()).await
+        })
         .py_err()?;
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
     }

@@ -38,6 +38,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_ffi::ArrowStream>()?;
     m.add_class::<lance_file::FileWriter>()?;
     m.add_class::<lance_file::FileReader>()?;
+    m.add_class::<plan::ScanCounters>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;

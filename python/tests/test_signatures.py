@@ -146,7 +146,7 @@ UNHONOURED = [
     ("dataset commit_lock", lambda d: lancet.dataset(d.uri, commit_lock=lambda v: None), NotImplementedError),
     ("scanner nearest", lambda d: d.scanner(nearest={"column": "v", "q": [1.0]}), NotImplementedError),
     ("scanner order_by", lambda d: d.to_table(order_by=["v"]), NotImplementedError),
-    ("scanner include_deleted_rows", lambda d: d.to_table(include_deleted_rows=True), NotImplementedError),
+    ("scanner include_deleted_rows without row ids", lambda d: d.to_table(include_deleted_rows=True), ValueError),
     ("scanner unknown keyword", lambda d: d.to_table(no_such_argument=1), TypeError),
     ("to_batches unknown keyword", lambda d: list(d.to_batches(no_such_argument=1)), TypeError),
     ("delete retries", lambda d: d.delete("id = 1", conflict_retries=3), NotImplementedError),

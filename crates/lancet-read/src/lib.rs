@@ -33,6 +33,7 @@ pub mod index_answer;
 pub mod indexes;
 pub mod merge_target;
 pub mod paths;
+pub mod row_columns;
 pub mod rowids;
 pub mod rows;
 pub mod scan;

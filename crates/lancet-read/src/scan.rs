@@ -10,16 +10,17 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use futures::stream::{BoxStream, Stream, StreamExt, TryStreamExt};
 use lancet_file::scan_plan::{batches_of, plan_reads, Chunk, Read, SCAN_BATCH_ROWS};
 use lancet_filter::Filter;
 use lancet_proto::table::DataFragment;
-use lancet_proto::RowAddress;
+use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::paths::{self, Projection};
+use crate::row_columns::RowColumn;
 use crate::rowids;
 use crate::search;
 use crate::snapshot::Snapshot;
@@ -47,6 +48,11 @@ pub struct ScanOptions {
     /// Only these fragments (by id; read in the table's fragment order). An id the version
     /// does not have is refused. A filter is answered over these fragments alone.
     pub fragments: Option<Vec<u64>>,
+    /// Every physical row, deleted ones too, with `_rowid` and `_rowaddr` NULL on those
+    /// (Lance's `include_deleted_rows`; `with_row_id` is required, as in Lance). A filter is
+    /// evaluated on the stored values of every row, never through an index (an index may
+    /// not hold a row deleted before it was built).
+    pub include_deleted: bool,
     /// Counts of what the scan read, added to as it runs (shared across scans when the
     /// same counters are passed to several).
     pub metrics: Option<Arc<ScanMetrics>>,
@@ -115,19 +121,37 @@ pub async fn scan(
         Some(ids) => snap.fragments_with_ids(ids).await?,
     };
     let fragments = snap.with_known_rows(fragments).await?;
+    if options.include_deleted && !options.with_row_id {
+        return Err(Error::InvalidArgument {
+            what: "a scan of deleted rows".into(),
+            reason: "include_deleted_rows is set but with_row_id is false".into(),
+        });
+    }
     let matched = match &options.filter {
         Some(filter) => Some(matched_rows(snap, filter, &fragments, &options).await?),
         None => None,
     };
     let deletions = match (&matched, &options.fragments) {
-        (Some(_), _) => vec![None; fragments.len()],
-        (None, None) => rowids::deletion_vectors(snap).await?,
-        (None, Some(_)) => {
+        (Some(_), _) if !options.include_deleted => vec![None; fragments.len()],
+        (_, None) => rowids::deletion_vectors(snap).await?,
+        (_, Some(_)) => {
             let mut out = Vec::with_capacity(fragments.len());
             for f in fragments.iter() {
                 out.push(rowids::cached_deletion_vector(snap, f).await?);
             }
             out
+        }
+    };
+    // a scan of deleted rows reads every physical row and marks the deleted ones
+    let (deletions, shown_deleted) = match options.include_deleted {
+        false => (deletions, ShownDeleted::default()),
+        true => {
+            let shown = fragments
+                .iter()
+                .zip(&deletions)
+                .filter_map(|(f, d)| Some((f.id, d.clone()?)))
+                .collect();
+            (vec![None; fragments.len()], Arc::new(shown))
         }
     };
     let window = (options.offset, options.limit.unwrap_or(u64::MAX));
@@ -144,7 +168,7 @@ pub async fn scan(
         m.fragments_read
             .fetch_add(ids.len() as u64, Ordering::Relaxed);
     }
-    let stream = read_all(snap, reads, projection, schema, &options);
+    let stream = read_all(snap, reads, projection, schema, &options, shown_deleted);
     Ok(stream.boxed())
 }
 
@@ -156,7 +180,12 @@ async fn matched_rows(
     fragments: &Arc<[DataFragment]>,
     options: &ScanOptions,
 ) -> Result<crate::rows::Matched> {
-    let (matched, stats) = search::search_addresses_in(snap, filter, fragments.clone()).await?;
+    let deleted = match options.include_deleted {
+        true => search::DeletedRows::Shown,
+        false => search::DeletedRows::Left,
+    };
+    let (matched, stats) =
+        search::search_addresses_in(snap, filter, fragments.clone(), deleted).await?;
     if let Some(m) = &options.metrics {
         m.pages_read.fetch_add(stats.pages_read, Ordering::Relaxed);
         m.scanned_fragments
@@ -172,6 +201,9 @@ async fn matched_rows(
     Ok(matched)
 }
 
+/// The deleted offsets a scan of deleted rows shows, by fragment id.
+type ShownDeleted = Arc<std::collections::HashMap<u64, Arc<RoaringBitmap>>>;
+
 /// The batches of `reads`, a few read ahead, in order.
 fn read_all(
     snap: &Snapshot,
@@ -179,25 +211,27 @@ fn read_all(
     projection: Projection,
     schema: SchemaRef,
     options: &ScanOptions,
+    shown_deleted: ShownDeleted,
 ) -> impl Stream<Item = Result<RecordBatch>> + Send + 'static {
     let ds = snap.clone();
     let projection = Arc::new(projection);
-    let (with_id, with_addr) = (options.with_row_id, options.with_row_address);
+    let row_columns = (options.with_row_id, options.with_row_address);
     futures::stream::iter(reads)
         .map(move |read| {
             let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
+            let shown_deleted = shown_deleted.clone();
             async move {
-                match read {
-                    Read::Chunk(chunk) => Ok::<_, Error>(vec![
-                        read_chunk(&ds, &chunk, &projection, schema, with_id, with_addr).await?,
-                    ]),
-                    Read::Fragment(whole) => {
-                        let batch =
-                            read_chunk(&ds, &whole, &projection, schema, with_id, with_addr)
-                                .await?;
-                        Ok(batches_of(&batch, SCAN_BATCH_ROWS))
-                    }
-                }
+                let (chunk, whole) = match &read {
+                    Read::Chunk(chunk) => (chunk, false),
+                    Read::Fragment(chunk) => (chunk, true),
+                };
+                let deleted = shown_deleted.get(&chunk.fragment.id).map(|d| &**d);
+                let batch =
+                    read_chunk(&ds, chunk, &projection, schema, row_columns, deleted).await?;
+                Ok::<_, Error>(match whole {
+                    true => batches_of(&batch, SCAN_BATCH_ROWS),
+                    false => vec![batch],
+                })
             }
         })
         .buffered(SCAN_READ_AHEAD)
@@ -206,17 +240,17 @@ fn read_all(
 }
 
 /// The rows of `chunk`, `projection`'s columns (then `_rowid`, `_rowaddr` when asked) in
-/// `schema`.
+/// `schema`; offsets in `deleted` (a scan of deleted rows) have no row columns.
 pub async fn read_chunk(
     snap: &Snapshot,
     chunk: &Chunk,
     projection: &Projection,
     schema: SchemaRef,
-    with_id: bool,
-    with_addr: bool,
+    row_columns: (bool, bool),
+    deleted: Option<&RoaringBitmap>,
 ) -> Result<RecordBatch> {
     let batch = (projection.read_rows(snap, &chunk.fragment, chunk.rows.as_rows())).await?;
-    let offsets = match with_id || with_addr {
+    let offsets = match row_columns.0 || row_columns.1 {
         true => chunk.rows.offsets(),
         false => Vec::new(),
     };
@@ -226,53 +260,27 @@ pub async fn read_chunk(
         &chunk.fragment,
         &offsets,
         schema,
-        with_id,
-        with_addr,
+        row_columns,
+        deleted,
     )
 }
 
-/// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added.
+/// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added; a row
+/// whose offset is in `deleted` (a scan of deleted rows) has neither.
 pub fn with_row_columns(
     snap: &Snapshot,
     batch: RecordBatch,
     fragment: &DataFragment,
     offsets: &[u64],
     schema: SchemaRef,
-    with_id: bool,
-    with_addr: bool,
+    (with_id, with_addr): (bool, bool),
+    deleted: Option<&RoaringBitmap>,
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
-        at: snap.manifest_ref(),
-        rule: format!("fragment id {} exceeds 32 bits", fragment.id),
-    })?;
-    let addresses = || offsets.iter().map(move |o| RowAddress::first_of(id) | o);
-    if with_id {
-        let ids: UInt64Array = match rowids::row_id_sequence(snap, fragment)? {
-            Some(seq) => offsets
-                .iter()
-                .map(|o| {
-                    seq.get(*o)
-                        .ok_or_else(|| lancet_rowid::RowIdError::LengthMismatch {
-                            fragment: fragment.id,
-                            sequence_len: seq.len(),
-                            physical_rows: fragment.physical_rows,
-                        })
-                })
-                .collect::<std::result::Result<Vec<u64>, _>>()?
-                .into(),
-            None if snap.has_stable_row_ids() => {
-                return Err(lancet_rowid::RowIdError::MissingSequence {
-                    fragment: fragment.id,
-                }
-                .into())
-            }
-            None => addresses().collect(),
-        };
-        columns.push(Arc::new(ids));
-    }
-    if with_addr {
-        columns.push(Arc::new(addresses().collect::<UInt64Array>()));
+    for (column, on) in [(RowColumn::Id, with_id), (RowColumn::Address, with_addr)] {
+        if on {
+            columns.push(Arc::new(column.values(snap, fragment, offsets, deleted)?));
+        }
     }
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(schema, columns, &options)

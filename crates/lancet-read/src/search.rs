@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::index_answer;
 use crate::indexes;
 use crate::paths;
+use crate::row_columns::RowColumn;
 use crate::rowids;
 use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
@@ -74,6 +75,18 @@ impl Default for SearchOptions {
     }
 }
 
+/// What a search does with deleted rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeletedRows {
+    /// Left out of the answer (every read path).
+    Left,
+    /// Answered like live rows (`SearchOptions::apply_deletions` false).
+    Kept,
+    /// Answered from their stored values, with `_rowid` and `_rowaddr` NULL, never through
+    /// an index (one built after a delete holds no entry for the row): a scan of deleted rows.
+    Shown,
+}
+
 /// The rows of this version where `filter` is TRUE, and where it is NULL.
 pub async fn search(snap: &Snapshot, filter: &Filter) -> Result<SearchResult> {
     search_with(snap, filter, &SearchOptions::default()).await
@@ -94,7 +107,11 @@ async fn search_inner(
     filter: &Filter,
     options: &SearchOptions,
 ) -> Result<SearchResult> {
-    let (search, result) = answer(snap, filter, options.apply_deletions).await?;
+    let deleted = match options.apply_deletions {
+        true => DeletedRows::Left,
+        false => DeletedRows::Kept,
+    };
+    let (search, result) = answer(snap, filter, deleted).await?;
     let to_row_ids = |addrs: RoaringTreemap| -> RoaringTreemap {
         match &search.row_ids {
             Some(index) => addrs.iter().filter_map(|a| index.row_id_at(a)).collect(),
@@ -114,17 +131,22 @@ async fn search_inner(
 /// The live rows where `filter` is TRUE, by fragment and offset.
 pub async fn search_addresses(snap: &Snapshot, filter: &Filter) -> Result<crate::rows::Matched> {
     let fragments = snap.fragments().await?;
-    Ok(search_addresses_in(snap, filter, fragments).await?.0)
+    Ok(
+        search_addresses_in(snap, filter, fragments, DeletedRows::Left)
+            .await?
+            .0,
+    )
 }
 
-/// The live rows of `fragments` (some of this version's) where `filter` is TRUE, by
-/// fragment and offset; with what answering it read.
+/// The rows of `fragments` (some of this version's) where `filter` is TRUE, by fragment
+/// and offset (deleted rows as `deleted` says); with what answering it read.
 pub async fn search_addresses_in(
     snap: &Snapshot,
     filter: &Filter,
     fragments: Arc<[DataFragment]>,
+    deleted: DeletedRows,
 ) -> Result<(crate::rows::Matched, SearchStats)> {
-    let (search, result) = answer_over(snap, filter, true, fragments).await?;
+    let (search, result) = answer_over(snap, filter, deleted, fragments).await?;
     let matched = result
         .true_ids
         .bitmaps()
@@ -137,16 +159,16 @@ pub async fn search_addresses_in(
 async fn answer<'a>(
     snap: &'a Snapshot,
     filter: &'a Filter,
-    apply_deletions: bool,
+    deleted: DeletedRows,
 ) -> Result<(Search<'a>, NullableIdSet)> {
-    answer_over(snap, filter, apply_deletions, snap.fragments().await?).await
+    answer_over(snap, filter, deleted, snap.fragments().await?).await
 }
 
 /// `filter` answered over the row addresses of `fragments` (some of this version's).
 async fn answer_over<'a>(
     snap: &'a Snapshot,
     filter: &'a Filter,
-    apply_deletions: bool,
+    deleted: DeletedRows,
     fragments: Arc<[DataFragment]>,
 ) -> Result<(Search<'a>, NullableIdSet)> {
     let expr = filter.expr().clone().push_not();
@@ -166,9 +188,10 @@ async fn answer_over<'a>(
         scanned: AtomicU64::new(0),
         indexed: Mutex::new(BTreeMap::new()),
         fragment_ids: OnceLock::new(),
+        deleted,
     };
     let mut result = lancet_filter::answer(&search, &expr).await?;
-    if apply_deletions {
+    if deleted == DeletedRows::Left {
         result = search.without_deleted(result).await?;
     }
     Ok((search, result))
@@ -189,6 +212,7 @@ struct Search<'a> {
     indexed: Mutex<BTreeMap<String, RoaringBitmap>>,
     /// The ids of `fragments` (built when an index answers).
     fragment_ids: OnceLock<RoaringBitmap>,
+    deleted: DeletedRows,
 }
 
 impl Answerer for Search<'_> {
@@ -303,9 +327,13 @@ impl Search<'_> {
         typing: Typing,
     ) -> Result<NullableIdSet> {
         let fields = &self.ds.manifest().fields;
-        let no_column = || self.invalid(format!("the table has no column {column:?}"));
-        let path = paths::resolve(fields, column).ok_or_else(no_column)?;
-        let index = match index_may_answer(leaves) {
+        let Some(path) = paths::resolve(fields, column) else {
+            return match RowColumn::named(column) {
+                Some(row_column) => self.scan_row_column(row_column, leaves, typing).await,
+                None => Err(self.invalid(format!("the table has no column {column:?}"))),
+            };
+        };
+        let index = match index_may_answer(leaves) && self.deleted != DeletedRows::Shown {
             true => indexes::btree_on_field(self.ds, path.id),
             false => None,
         };
@@ -372,6 +400,35 @@ impl Search<'_> {
         }
         // a fragment's rows past physical_rows (a data file longer than its record says)
         Ok(self.restrict(out))
+    }
+
+    /// Evaluates the conjunction of `leaves` on `_rowid` or `_rowaddr` in every fragment.
+    async fn scan_row_column(
+        &self,
+        column: RowColumn,
+        leaves: &[&Leaf],
+        typing: Typing,
+    ) -> Result<NullableIdSet> {
+        let mut out = NullableIdSet::default();
+        for f in self.fragments.iter() {
+            let Ok(id) = u32::try_from(f.id) else {
+                continue;
+            };
+            if f.physical_rows == 0 {
+                continue;
+            }
+            let deleted = match self.deleted {
+                DeletedRows::Shown => Box::pin(rowids::cached_deletion_vector(self.ds, f)).await?,
+                _ => None,
+            };
+            let offsets: Vec<u64> = (0..f.physical_rows).collect();
+            let values = column.values(self.ds, f, &offsets, deleted.as_deref())?;
+            let base = RowAddress::first_of(id);
+            let part = evaluate_leaves(column.name(), leaves, typing, Arc::new(values), base)
+                .map_err(|e| self.leaf_error(e))?;
+            out.union_disjoint(part);
+        }
+        Ok(out)
     }
 
     /// A comparison of computed values: the columns it reads, read in every fragment.

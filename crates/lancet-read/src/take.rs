@@ -35,7 +35,7 @@ pub fn live_rows(
             rows,
         };
         let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
-        async move { scan::read_chunk(&ds, &chunk, &projection, schema, false, false).await }
+        async move { scan::read_chunk(&ds, &chunk, &projection, schema, (false, false), None).await }
     });
     Ok(stream.boxed())
 }
@@ -124,4 +124,101 @@ pub async fn take(
         })?);
     }
     take_addresses(snap, &addresses, columns).await
+}
+
+/// The live rows at `positions` (0 to the version's live row count - 1, counted in the
+/// order a scan returns rows: fragment by fragment, each in offset order), in the order
+/// asked: Lance's `take`. A position past the last row is an error naming it. Only the
+/// deletion vectors of fragments with deleted rows and a position in them are read.
+pub async fn take_positions(
+    snap: &Snapshot,
+    positions: &[u64],
+    columns: Option<&[String]>,
+) -> Result<RecordBatch> {
+    let fragments = snap.with_known_rows(snap.fragments().await?).await?;
+    // where each fragment's live rows start among the version's
+    let mut starts = Vec::with_capacity(fragments.len());
+    let mut total = 0u64;
+    for f in fragments.iter() {
+        starts.push(total);
+        let live = match lancet_proto::FragmentSummary::of(f).visible_rows() {
+            Some(live) => live,
+            None => {
+                let deleted = rowids::cached_deletion_vector(snap, f).await?;
+                f.physical_rows - deleted.map_or(0, |d| d.len()).min(f.physical_rows)
+            }
+        };
+        total += live;
+    }
+    let mut addresses = Vec::with_capacity(positions.len());
+    let mut deletions: BTreeMap<usize, Option<Arc<RoaringBitmap>>> = BTreeMap::new();
+    for &p in positions {
+        if p >= total {
+            return Err(Error::InvalidArgument {
+                what: format!("position {p}"),
+                reason: format!("out of range: version {} has {total} rows", snap.version()),
+            });
+        }
+        // the last fragment starting at or before p (fragments with no live rows share
+        // their start with the next, which is after them)
+        let i = starts.partition_point(|s| *s <= p).saturating_sub(1);
+        let (Some(f), Some(start)) = (fragments.get(i), starts.get(i)) else {
+            return Err(Error::Internal(format!("position {p} is in no fragment")));
+        };
+        let deleted = match deletions.get(&i) {
+            Some(d) => d.clone(),
+            None => {
+                let d = match f.deletion_file.is_some() {
+                    true => rowids::cached_deletion_vector(snap, f).await?,
+                    false => None,
+                };
+                deletions.insert(i, d.clone());
+                d
+            }
+        };
+        let offset = nth_live_offset(p - start, deleted.as_deref());
+        let id = u32::try_from(f.id).map_err(|_| Error::Corrupt {
+            at: snap.manifest_ref(),
+            rule: format!("fragment id {} exceeds 32 bits", f.id),
+        })?;
+        addresses.push(RowAddress::first_of(id) | offset);
+    }
+    take_addresses(snap, &addresses, columns).await
+}
+
+/// The offset of the `n`th (from 0) offset not in `deleted`.
+fn nth_live_offset(n: u64, deleted: Option<&RoaringBitmap>) -> u64 {
+    let Some(deleted) = deleted else {
+        return n;
+    };
+    // the smallest offset o with o + 1 - rank(o) > n: live rows up to o exceed n
+    let (mut lo, mut hi) = (n, n + deleted.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let rank = u32::try_from(mid).map_or(deleted.len(), |m| deleted.rank(m));
+        if mid + 1 - rank > n {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nth_live_offset;
+    use roaring::RoaringBitmap;
+
+    #[test]
+    fn the_nth_live_offset_skips_deleted_ones() {
+        let deleted: RoaringBitmap = [0u32, 2, 3, 7].into_iter().collect();
+        let live: Vec<u64> = (0..12u64)
+            .filter(|o| !deleted.contains(*o as u32))
+            .collect();
+        for (n, want) in live.iter().enumerate() {
+            assert_eq!(nth_live_offset(n as u64, Some(&deleted)), *want, "n = {n}");
+        }
+        assert_eq!(nth_live_offset(5, None), 5);
+    }
 }

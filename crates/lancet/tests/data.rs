@@ -1570,3 +1570,115 @@ async fn optimize_merges_the_newest_segments_it_is_asked_to() {
     }
     ds.verify().await.unwrap();
 }
+
+/// `_rowid` and `_rowaddr` in filters, a scan of deleted rows, and take by position, on a
+/// table with stable row ids (ids differ from addresses after an update) and one without.
+#[tokio::test]
+async fn row_columns_filter_deleted_rows_show_and_positions_take() {
+    let dir = tempfile::tempdir().unwrap();
+    for stable_row_ids in [false, true] {
+        let uri = dir.path().join(format!("t{stable_row_ids}"));
+        let ds = Dataset::create(
+            uri.to_str().unwrap(),
+            schema(),
+            batches(vec![rows(0, 20)]),
+            CreateOptions {
+                stable_row_ids,
+                max_rows_per_file: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+        let ds = ds
+            .delete(&Filter::parse("id = 3 OR id = 12").unwrap())
+            .await
+            .unwrap()
+            .dataset;
+        let set = lancet::filter::parse_assignment("x = x + 0.5").unwrap();
+        let ds = ds
+            .update(&Filter::parse("id = 5").unwrap(), &[set])
+            .await
+            .unwrap()
+            .dataset;
+        // id 5 moved to a new fragment: its address changed, its stable id did not
+        let moved = RecordBatchColumns::of(
+            &scan(
+                &ds,
+                ScanOptions {
+                    filter: Some(Filter::parse("_rowid = 5").unwrap()),
+                    with_row_address: true,
+                    ..Default::default()
+                },
+            )
+            .await,
+        );
+        let want: Vec<i64> = if stable_row_ids { vec![5] } else { vec![] };
+        assert_eq!(moved.ids, want, "stable row ids: {stable_row_ids}");
+        let second = scan(
+            &ds,
+            ScanOptions {
+                filter: Some(
+                    Filter::parse("_rowaddr >= 4294967296 AND _rowaddr < 4294967299").unwrap(),
+                ),
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(column_i64(&second, "id"), vec![10, 11]);
+        // every physical row; deleted ones (3, 12 and 5's old copy) without row columns
+        let all = scan(
+            &ds,
+            ScanOptions {
+                include_deleted: true,
+                with_row_id: true,
+                with_row_address: true,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(all.num_rows(), 21);
+        let hidden = scan(
+            &ds,
+            ScanOptions {
+                include_deleted: true,
+                with_row_id: true,
+                filter: Some(Filter::parse("_rowid IS NULL").unwrap()),
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(column_i64(&hidden, "id"), vec![3, 5, 12]);
+        assert_eq!(hidden.column_by_name("_rowid").unwrap().null_count(), 3);
+        let err = ds
+            .scan(ScanOptions {
+                include_deleted: true,
+                ..Default::default()
+            })
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        // positions count live rows in scan order: 0..18 skip 3 and 12, 5 comes last
+        let taken = ds
+            .take_positions(&[0, 3, 9, 10, 17, 3], None)
+            .await
+            .unwrap();
+        assert_eq!(column_i64(&taken, "id"), vec![0, 4, 11, 13, 5, 4]);
+        let err = ds.take_positions(&[18], None).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+}
+
+struct RecordBatchColumns {
+    ids: Vec<i64>,
+}
+
+impl RecordBatchColumns {
+    fn of(b: &RecordBatch) -> Self {
+        RecordBatchColumns {
+            ids: column_i64(b, "id"),
+        }
+    }
+}
