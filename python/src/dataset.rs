@@ -264,7 +264,9 @@ impl PyDataset {
     ) -> PyResult<ArrowStream> {
         let ds = self.ds.clone();
         let batch = block_on(py, async move {
-            ds.take_positions(&positions, columns.as_deref()).await
+            ds.storage()
+                .take_rows(lancet::RowsAt::Positions(&positions), columns.as_deref())
+                .await
         })
         .py_err()?;
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))

@@ -14,7 +14,6 @@ use lancet_filter::{is_string, strict, typed, Leaf, Lit, Op, Typing};
 use roaring::RoaringTreemap;
 
 use crate::error::{BTreeError, Result};
-use crate::page::Page;
 use crate::query::Query;
 use lancet_filter::NullableIdSet;
 
@@ -32,8 +31,6 @@ pub fn evaluate_leaf(
     values: ArrayRef,
     base: u64,
 ) -> Result<NullableIdSet> {
-    let n = values.len() as u64;
-    let ids = Arc::new(UInt64Array::from_iter_values(base..base + n));
     if let Leaf::Like {
         pattern,
         case_insensitive,
@@ -58,6 +55,8 @@ pub fn evaluate_leaf(
             arrow_string::like::like(&values, &p)
         }
         .map_err(|e| invalid(format!("LIKE {pattern:?}: {e}")))?;
+        let n = values.len() as u64;
+        let ids = UInt64Array::from_iter_values(base..base.saturating_add(n));
         return Ok(mask_to_set(&mask, ids.values()));
     }
     let plan = leaf_queries(column, leaf, typing, values.data_type())?;
@@ -66,10 +65,9 @@ pub fn evaluate_leaf(
         Some(t) => cast_with_options(&values, t, &strict())
             .map_err(|e| invalid(format!("column {column} cannot be compared as {t}: {e}")))?,
     };
-    let page = Page::new(values, ids);
     let mut result: Option<NullableIdSet> = None;
     for q in plan.queries {
-        let part = page.evaluate_unindexed(&q)?;
+        let part = crate::unindexed::evaluate(&values, &q, base)?;
         result = Some(match result {
             None => part,
             Some(prev) => prev.and(&part),

@@ -33,6 +33,7 @@ mod schema;
 mod select;
 mod sort;
 mod train;
+mod unindexed;
 
 pub use error::{BTreeError, Result};
 pub use index::{btree_on_field, segments_by_name, BTreeIndex, NoCache, PageCache, PageKey};

@@ -3,9 +3,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_arith::boolean::and_kleene;
-use arrow_array::{Array, ArrayRef, BooleanArray, Datum, Scalar, UInt64Array};
-use arrow_ord::cmp;
+use arrow_array::{Array, ArrayRef, BooleanArray, UInt64Array};
 use arrow_ord::ord::make_comparator;
 use arrow_ord::sort::sort;
 
@@ -181,34 +179,8 @@ impl Page {
         }
     }
 
-    /// TRUE where the value lies within the bounds `m` says must be compared; `None` when
-    /// none must (every non-NULL row matches).
     fn range_mask(&self, b: &Bounds, m: PageMatch) -> Result<Option<BooleanArray>> {
-        let (check_lo, check_hi) = match m {
-            PageMatch::Some => (true, true),
-            PageMatch::Lower => (true, false),
-            PageMatch::Upper => (false, true),
-            PageMatch::All => (false, false),
-        };
-        let mut mask: Option<BooleanArray> = None;
-        let mut apply = |m: BooleanArray| -> Result<()> {
-            mask = Some(match mask.take() {
-                None => m,
-                Some(prev) => and_kleene(&prev, &m)?,
-            });
-            Ok(())
-        };
-        match &b.lo {
-            Bound::Included(v) if check_lo => apply(cmp::gt_eq(&self.values, &scalar(v))?)?,
-            Bound::Excluded(v) if check_lo => apply(cmp::gt(&self.values, &scalar(v))?)?,
-            _ => {}
-        }
-        match &b.hi {
-            Bound::Included(v) if check_hi => apply(cmp::lt_eq(&self.values, &scalar(v))?)?,
-            Bound::Excluded(v) if check_hi => apply(cmp::lt(&self.values, &scalar(v))?)?,
-            _ => {}
-        }
-        Ok(mask)
+        crate::unindexed::range_mask(&self.values, b, m)
     }
 
     fn eval_range(&self, b: &Bounds, m: PageMatch, out: &mut IdLists) -> Result<()> {
@@ -332,10 +304,6 @@ impl IdLists {
     pub fn into_set(self) -> NullableIdSet {
         NullableIdSet::new(self.trues.into_treemap(), self.nulls.into_treemap())
     }
-}
-
-fn scalar(v: &ArrayRef) -> impl Datum {
-    Scalar::new(v.clone())
 }
 
 /// For float lists holding ±0.0, adds the other zero so total-order equality matches SQL's.

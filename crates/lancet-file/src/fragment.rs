@@ -192,13 +192,30 @@ async fn read_file_columns(
         Rows::Range(r) => lance.read_columns(&names, Some(r)).await?,
         // most rows (a fragment's live rows): every page is read anyway, so the columns are
         // read whole (one request for their pages) and the rows taken in memory
-        Rows::At(offsets) if offsets.len() as u64 * 2 >= physical_rows => {
+        // (strictly increasing offsets: a mask the filter kernel copies in runs)
+        Rows::At(offsets)
+            if offsets.len() as u64 * 2 >= physical_rows
+                && offsets.windows(2).all(|w| w.first() < w.get(1)) =>
+        {
             let all = lance.read_columns(&names, None).await?;
-            let indices = arrow_array::UInt64Array::from(offsets.to_vec());
-            arrow_select::take::take_record_batch(&all, &indices).map_err(|e| {
+            let n = all.num_rows();
+            let bad_offset = |o: u64| FileError::InvalidInput {
+                path: file.path.clone(),
+                rule: format!("row {o} to read is past the file's {n} rows"),
+            };
+            let mut mask = arrow_buffer::BooleanBufferBuilder::new(n);
+            mask.append_n(n, false);
+            for &o in offsets {
+                match usize::try_from(o).ok().filter(|o| *o < n) {
+                    Some(o) => mask.set_bit(o, true),
+                    None => return Err(bad_offset(o)),
+                }
+            }
+            let mask = arrow_array::BooleanArray::new(mask.finish(), None);
+            arrow_select::filter::filter_record_batch(&all, &mask).map_err(|e| {
                 FileError::InvalidInput {
                     path: file.path.clone(),
-                    rule: format!("rows to take: {e}"),
+                    rule: format!("rows to read: {e}"),
                 }
             })?
         }

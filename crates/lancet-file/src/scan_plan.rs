@@ -171,7 +171,18 @@ pub fn plan_reads(
 
 /// The offsets below `physical_rows` that `deleted` does not delete.
 pub fn live_offsets(physical_rows: u64, deleted: &RoaringBitmap) -> impl Iterator<Item = u64> + '_ {
-    (0..physical_rows).filter(|o| !u32::try_from(*o).is_ok_and(|o| deleted.contains(o)))
+    // the runs between deleted offsets, in order (no lookup per row)
+    let mut start = 0u64;
+    deleted
+        .iter()
+        .map(u64::from)
+        .take_while(move |d| *d < physical_rows)
+        .chain(std::iter::once(physical_rows))
+        .flat_map(move |d| {
+            let run = start..d.max(start);
+            start = d.saturating_add(1);
+            run
+        })
 }
 
 /// A fragment's live rows in batches of at most [`SCAN_BATCH_ROWS`] (`deleted`: its deleted
@@ -300,5 +311,26 @@ mod tests {
         let deleted: RoaringBitmap = [0u32].into_iter().collect();
         assert_eq!(live_chunks(3, Some(&deleted)), [ChunkRows::At(vec![1, 2])]);
         assert_eq!(live_chunks(3, None), [ChunkRows::Range(0..3)]);
+    }
+
+    #[test]
+    fn live_offsets_are_the_offsets_not_deleted() {
+        for deleted in [
+            vec![],
+            vec![0u32],
+            vec![9],
+            vec![0, 1, 2, 9],
+            vec![3, 4, 7, 12, 40],
+        ] {
+            let d: RoaringBitmap = deleted.iter().copied().collect();
+            let want: Vec<u64> = (0..10u64)
+                .filter(|o| !deleted.contains(&(*o as u32)))
+                .collect();
+            assert_eq!(
+                live_offsets(10, &d).collect::<Vec<_>>(),
+                want,
+                "{deleted:?}"
+            );
+        }
     }
 }

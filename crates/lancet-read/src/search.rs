@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use futures::StreamExt;
 use lancet_btree::{evaluate_leaves, index_may_answer, index_queries, NullableIdSet};
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
@@ -31,6 +32,9 @@ use crate::row_columns::RowColumn;
 use crate::rowids;
 use crate::snapshot::Snapshot;
 use lancet_filter::{Answerer, Answering, Expr, Filter, Leaf, Typing};
+
+/// Fragments whose column a search reads and evaluates at once.
+const SCAN_CONCURRENCY: usize = 4;
 
 /// What `Dataset::search` found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -381,21 +385,38 @@ impl Search<'_> {
         typing: Typing,
         covered: &RoaringBitmap,
     ) -> Result<NullableIdSet> {
+        let todo: Vec<(u32, DataFragment)> = self
+            .fragments
+            .iter()
+            .filter_map(|f| Some((u32::try_from(f.id).ok()?, f)))
+            .filter(|(id, f)| !covered.contains(*id) && f.physical_rows > 0)
+            .map(|(id, f)| (id, f.clone()))
+            .collect();
+        self.scanned.fetch_add(todo.len() as u64, Ordering::Relaxed);
+        let leaves: Arc<[Leaf]> = leaves.iter().map(|l| (*l).clone()).collect();
+        let column: Arc<str> = column.into();
+        // each fragment read and evaluated in a task of its own: decoding and comparing
+        // use every core, a few fragments at a time
+        let parts = futures::stream::iter(todo)
+            .map(|(id, f)| {
+                let (snap, leaves, column) = (self.ds.clone(), leaves.clone(), column.clone());
+                tokio::spawn(async move {
+                    let values = indexes::read_column(&snap, &f, field_id).await?;
+                    let leaves: Vec<&Leaf> = leaves.iter().collect();
+                    let base = RowAddress::first_of(id);
+                    evaluate_leaves(&column, &leaves, typing, values, base).map_err(Error::from)
+                })
+            })
+            .buffered(SCAN_CONCURRENCY);
+        futures::pin_mut!(parts);
         let mut out = NullableIdSet::default();
-        for f in self.fragments.iter() {
-            let Ok(id) = u32::try_from(f.id) else {
-                continue;
-            };
-            if covered.contains(id) || f.physical_rows == 0 {
-                continue;
-            }
-            self.scanned.fetch_add(1, Ordering::Relaxed);
-            // boxed: lance-file's read futures are large, and inline in this recursion they
-            // overflow a 2 MiB thread stack in debug builds
-            let values = Box::pin(indexes::read_column(self.ds, f, field_id)).await?;
-            let base = RowAddress::first_of(id);
-            let part = evaluate_leaves(column, leaves, typing, values, base)
-                .map_err(|e| self.leaf_error(e))?;
+        while let Some(part) = parts.next().await {
+            let part = part
+                .map_err(|e| Error::Internal(format!("a fragment's filter task failed: {e}")))?
+                .map_err(|e| match e {
+                    Error::BTree(e) => self.leaf_error(e),
+                    e => e,
+                })?;
             out.union_disjoint(part);
         }
         // a fragment's rows past physical_rows (a data file longer than its record says)

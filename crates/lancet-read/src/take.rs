@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, UInt64Array};
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use lancet_file::scan_plan::{live_chunks, Chunk};
 use lancet_file::Rows;
 use lancet_proto::table::DataFragment;
@@ -17,6 +17,18 @@ use crate::paths;
 use crate::rowids;
 use crate::scan;
 use crate::snapshot::Snapshot;
+
+/// Which rows a take reads.
+#[derive(Debug, Clone, Copy)]
+pub enum RowsAt<'a> {
+    /// Row addresses (`fragment id << 32 | offset`).
+    Addresses(&'a [u64]),
+    /// Positions among the version's live rows, counted in scan order.
+    Positions(&'a [u64]),
+}
+
+/// Fragments a take reads at once.
+const TAKE_CONCURRENCY: usize = 8;
 
 /// The live rows of `fragment` (`deleted` its deleted offsets) with every column, in
 /// offset order, in batches of at most 64K rows.
@@ -54,11 +66,9 @@ pub async fn take_addresses(
         let (f, o) = RowAddress::split(*a);
         by_fragment.entry(f).or_default().push(o);
     }
-    let mut parts = Vec::new();
-    // where each fragment's rows start in the concatenation
-    let mut starts: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
-    let mut at = 0u64;
-    for (id, mut offsets) in by_fragment {
+    // each fragment's rows checked and read, several fragments at once
+    let projection = &projection;
+    let reads = by_fragment.into_iter().map(|(id, mut offsets)| async move {
         offsets.sort_unstable();
         offsets.dedup();
         let not_live = |o: u32| Error::InvalidArgument {
@@ -81,13 +91,22 @@ pub async fn take_addresses(
             }
         }
         let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
-        parts.push(
-            projection
-                .read_rows(snap, &fragment, Rows::At(&rows))
-                .await?,
-        );
+        let batch = Box::pin(projection.read_rows(snap, &fragment, Rows::At(&rows))).await?;
+        Ok::<_, Error>((id, offsets, batch))
+    });
+    let read: Vec<(u32, Vec<u32>, RecordBatch)> = futures::stream::iter(reads)
+        .buffered(TAKE_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut parts = Vec::with_capacity(read.len());
+    // where each fragment's rows start in the concatenation
+    let mut starts: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
+    let mut at = 0u64;
+    for (id, offsets, batch) in read {
+        let n = offsets.len() as u64;
+        parts.push(batch);
         starts.insert(id, (at, offsets));
-        at += rows.len() as u64;
+        at += n;
     }
     let all = arrow_select::concat::concat_batches(&schema, &parts)
         .map_err(|e| Error::Internal(format!("concatenating taken rows: {e}")))?;
@@ -124,6 +143,18 @@ pub async fn take(
         })?);
     }
     take_addresses(snap, &addresses, columns).await
+}
+
+/// The live rows `at` names, in the order asked.
+pub async fn take_rows(
+    snap: &Snapshot,
+    at: RowsAt<'_>,
+    columns: Option<&[String]>,
+) -> Result<RecordBatch> {
+    match at {
+        RowsAt::Addresses(a) => take_addresses(snap, a, columns).await,
+        RowsAt::Positions(p) => take_positions(snap, p, columns).await,
+    }
 }
 
 /// The live rows at `positions` (0 to the version's live row count - 1, counted in the

@@ -134,16 +134,6 @@ impl Dataset {
         Box::pin(take::take(&self.snap, row_ids, columns)).await
     }
 
-    /// The live rows at `positions` (0 to the live row count - 1, in the order a scan
-    /// returns rows), in the order asked: Lance's `take`.
-    pub async fn take_positions(
-        &self,
-        positions: &[u64],
-        columns: Option<&[String]>,
-    ) -> Result<RecordBatch> {
-        Box::pin(take::take_positions(&self.snap, positions, columns)).await
-    }
-
     /// The rows of this version where `filter` is TRUE, and where it is NULL.
     pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
         Box::pin(search::search(&self.snap, filter)).await

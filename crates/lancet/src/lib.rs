@@ -193,6 +193,7 @@ pub use create::{create_from_fragments, write_new_fragments, CreateOptions, Layo
 pub use lancet_paths::refs::Tag;
 pub use lancet_read::scan::{ScanMetrics, ScanOptions};
 pub use lancet_read::search::{SearchOptions, SearchResult};
+pub use lancet_read::take::RowsAt;
 pub use lancet_read::verify::VerifyReport;
 pub use optimize::OptimizeOptions;
 pub use optimizer::Optimizer;

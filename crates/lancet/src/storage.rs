@@ -28,7 +28,7 @@ use crate::{
 use lancet_read::{
     error::Result, fri, history, indexes, indexes::IndexSummary, rowids, scan, scan::ScanOptions,
     search, search::SearchOptions, search::SearchResult, segment::BTreeSegment, snapshot::Snapshot,
-    take, verify, verify::VerifyReport,
+    take, take::RowsAt, verify, verify::VerifyReport,
 };
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
@@ -164,13 +164,10 @@ impl Storage<'_> {
         rowids::live_row_ids(self.ds).await
     }
 
-    /// The rows at `addresses`, in that order.
-    pub async fn take_addresses(
-        &self,
-        addresses: &[u64],
-        columns: Option<&[String]>,
-    ) -> Result<RecordBatch> {
-        take::take_addresses(self.ds, addresses, columns).await
+    /// The live rows at row addresses, or at positions among the live rows (in the order
+    /// a scan returns them: Lance's `take`), in the order asked.
+    pub async fn take_rows(&self, at: RowsAt<'_>, cols: Option<&[String]>) -> Result<RecordBatch> {
+        Box::pin(take::take_rows(self.ds, at, cols)).await
     }
 
     /// The schema [`Dataset::scan`] produces with `options`.

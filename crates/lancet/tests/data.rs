@@ -8,7 +8,7 @@ use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
-use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, ScanOptions, VersionRef};
+use lancet::{CreateOptions, Dataset, ErrorKind, Filter, Layout, RowsAt, ScanOptions, VersionRef};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -1662,11 +1662,16 @@ async fn row_columns_filter_deleted_rows_show_and_positions_take() {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
         // positions count live rows in scan order: 0..18 skip 3 and 12, 5 comes last
         let taken = ds
-            .take_positions(&[0, 3, 9, 10, 17, 3], None)
+            .storage()
+            .take_rows(RowsAt::Positions(&[0, 3, 9, 10, 17, 3]), None)
             .await
             .unwrap();
         assert_eq!(column_i64(&taken, "id"), vec![0, 4, 11, 13, 5, 4]);
-        let err = ds.take_positions(&[18], None).await.unwrap_err();
+        let err = ds
+            .storage()
+            .take_rows(RowsAt::Positions(&[18]), None)
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     }
 }
