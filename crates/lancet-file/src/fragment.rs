@@ -190,23 +190,28 @@ async fn read_file_columns(
     let batch = match rows {
         Rows::All => lance.read_columns(&names, None).await?,
         Rows::Range(r) => lance.read_columns(&names, Some(r)).await?,
-        // most rows (a fragment's live rows): every page is read anyway, so the columns are
-        // read whole (one request for their pages) and the rows taken in memory
-        // (strictly increasing offsets: a mask the filter kernel copies in runs)
-        Rows::At(offsets)
-            if offsets.len() as u64 * 2 >= physical_rows
-                && offsets.windows(2).all(|w| w.first() < w.get(1)) =>
-        {
-            let all = lance.read_columns(&names, None).await?;
-            let n = all.num_rows();
+        // offsets dense in their span (a fragment's live rows, a batch of them): every page
+        // of the span is read anyway, so the span is read as a range (one request for its
+        // pages) and the rows kept by a mask the filter kernel copies in runs
+        Rows::At(offsets) if dense(offsets) => {
+            let (first, span) = match (offsets.first(), offsets.last()) {
+                (Some(a), Some(z)) => (*a, z.saturating_sub(*a).saturating_add(1)),
+                _ => (0, 0),
+            };
+            let range = first..first.saturating_add(span);
             let bad_offset = |o: u64| FileError::InvalidInput {
                 path: file.path.clone(),
-                rule: format!("row {o} to read is past the file's {n} rows"),
+                rule: format!("row {o} to read is past the file's {physical_rows} rows"),
             };
+            if range.end > physical_rows {
+                return Err(bad_offset(range.end - 1));
+            }
+            let all = lance.read_columns(&names, Some(range)).await?;
+            let n = all.num_rows();
             let mut mask = arrow_buffer::BooleanBufferBuilder::new(n);
             mask.append_n(n, false);
             for &o in offsets {
-                match usize::try_from(o).ok().filter(|o| *o < n) {
+                match usize::try_from(o - first).ok().filter(|o| *o < n) {
                     Some(o) => mask.set_bit(o, true),
                     None => return Err(bad_offset(o)),
                 }
@@ -225,6 +230,15 @@ async fn read_file_columns(
         .into_iter()
         .zip(batch.columns().iter().cloned())
         .collect())
+}
+
+/// Whether strictly increasing `offsets` hold at least half the rows of their span.
+fn dense(offsets: &[u64]) -> bool {
+    let (Some(first), Some(last)) = (offsets.first(), offsets.last()) else {
+        return false;
+    };
+    let span = last.saturating_sub(*first).saturating_add(1);
+    offsets.len() as u64 * 2 >= span && offsets.windows(2).all(|w| w.first() < w.get(1))
 }
 
 /// [`read_file_columns`] of a legacy v1 file, through [`crate::legacy`].

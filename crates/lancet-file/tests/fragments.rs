@@ -209,6 +209,29 @@ async fn rows_are_split_into_fragments_and_read_back() {
         .await
         .unwrap();
     assert_eq!(range.num_rows(), 2);
+    // offsets dense in their span (read as the span, kept by a mask) and sparse ones
+    // (taken) read the same rows; an offset past the rows is refused either way
+    let dense: Vec<u64> = (100..200).filter(|o| o % 7 != 0).collect();
+    for offsets in [dense, vec![3, 120, 248]] {
+        let got = read_fragment(&files, &projection[..1], 250, Rows::At(&offsets))
+            .await
+            .unwrap();
+        let ids: Vec<i64> = got.column(0).as_primitive::<Int64Type>().values().to_vec();
+        let want: Vec<i64> = offsets.iter().map(|o| 250 + *o as i64).collect();
+        assert_eq!(ids, want);
+    }
+    for offsets in [(240..251).collect(), vec![3, 120, 400]] {
+        let err = read_fragment(&files, &projection[..1], 250, Rows::At(&offsets))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FileError::OutOfRange { .. } | FileError::InvalidInput { .. }
+            ),
+            "{err:?}"
+        );
+    }
     // a record that lies about its rows is refused
     let err = read_fragment(&files, &projection, 251, Rows::All)
         .await

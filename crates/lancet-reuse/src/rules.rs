@@ -19,7 +19,6 @@
 use lancet_paths::flags;
 use lancet_proto::table::transaction::rewrite::RewriteGroup;
 use lancet_proto::table::DataFragment;
-use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::{corrupt, Result, ReuseError};
@@ -193,9 +192,12 @@ pub fn ordered_compaction(sources: &[Digest], deleted: &[RoaringBitmap]) -> Resu
     for (s, del) in sources.iter().zip(deleted) {
         let rows = u32::try_from(s.physical_rows)
             .map_err(|_| ReuseError::InvalidInput(format!("fragment {} is too large", s.id)))?;
-        let mut live: RoaringBitmap = (0..rows).collect();
+        let mut live = RoaringBitmap::new();
+        live.insert_range(0..rows);
         live -= del;
-        surviving.extend(live.iter().map(|o| RowAddress::new(s.id, o).as_u64()));
+        // a fragment's addresses are its id in the high 32 bits (`RowAddress`), its offsets
+        // below: its bitmap whole, with no insert per row
+        surviving |= RoaringTreemap::from_bitmaps([(s.id, live)]);
     }
     Ok(Mapping::OrderedCompaction { surviving })
 }

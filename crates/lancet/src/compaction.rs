@@ -17,7 +17,7 @@
 //! commit prepare again on the latest version.
 
 use futures::stream::BoxStream;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use lancet_paths::ObjectUuid;
 use lancet_proto::table::{DataFragment, IndexMetadata};
 use lancet_reuse::{CompactionRemap, Transition};
@@ -206,10 +206,20 @@ pub(crate) fn compaction(snap: &Snapshot) -> Compaction<'_> {
 /// A table with nothing to compact publishes nothing ([`Committed::versions`] 0).
 pub(crate) async fn compact(snap: &Snapshot, options: &CompactionOptions) -> Result<Committed> {
     let tasks = plan_tasks(snap, options).await?;
-    let mut results = Vec::with_capacity(tasks.len());
-    for task in &tasks {
-        results.push(execute_compaction(snap, task).await?);
-    }
+    // the tasks run side by side, one per core, as pylance runs them; results keep the
+    // tasks' order
+    let parallel = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let running = tasks.into_iter().map(|task| {
+        let snap = snap.clone();
+        tokio::spawn(async move { execute_compaction(&snap, &task).await })
+    });
+    let results: Vec<CompactionResult> = futures::stream::iter(running)
+        .buffered(parallel)
+        .map(|joined| {
+            joined.map_err(|e| Error::Internal(format!("a compaction task failed: {e}")))?
+        })
+        .try_collect()
+        .await?;
     commit_compaction(snap, &results).await
 }
 
