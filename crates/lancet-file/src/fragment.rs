@@ -10,6 +10,7 @@
 //!   version, size and column indices;
 //! - a writer starts a new file, and so a new fragment, every `max_rows_per_file` rows.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch};
@@ -19,11 +20,12 @@ use lancet_proto::table::{DataFile, DataFragment};
 use object_store::path::Path;
 
 use crate::error::{FileError, Result};
+use crate::file_task::{Closed, FileTask, InFlight};
 use crate::legacy::LegacyRows;
 use crate::progress::Progress;
 use crate::read::LanceFile;
 use crate::store::FileStore;
-use crate::write::{FileVersion, StreamingWriter};
+use crate::write::{FileVersion, StreamingWriter, WrittenFile};
 
 /// One data file of a fragment, located by the caller (who resolves its base).
 #[derive(Debug, Clone)]
@@ -348,8 +350,17 @@ where
             rule: format!("the write's progress observer failed: {reason}"),
         })
     };
+    // each file is written by a task of its own ([`FileTask`]); a few closed files finish
+    // side by side, collected in order. An observer is told of one file after the other,
+    // each begun after the one before it completed, as Lance tells it.
+    let parallel = match options.progress.is_observed() {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let budget = InFlight::new();
     let mut out = Vec::new();
-    let mut current: Option<(String, StreamingWriter)> = None;
+    let mut closing: VecDeque<(String, Closed)> = VecDeque::new();
+    let mut current: Option<(String, FileTask)> = None;
     let mut batches = std::pin::pin!(batches);
     while let Some(batch) = batches.next().await {
         let mut batch = conform(&batch?, schema).map_err(|rule| FileError::InvalidInput {
@@ -369,46 +380,69 @@ where
                     Some(field_ids),
                 )
                 .await?;
-                current = Some((name, writer));
+                current = Some((name, FileTask::start(writer, budget.clone())));
             }
-            let Some((_, writer)) = current.as_mut() else {
+            let Some((_, task)) = current.as_mut() else {
                 continue;
             };
             let limit = options
                 .planned_rows
-                .get(out.len())
+                .get(out.len() + closing.len())
                 .copied()
                 .unwrap_or(options.max_rows_per_file);
-            let room = limit.saturating_sub(writer.rows());
+            let room = limit.saturating_sub(task.rows());
             let take = (batch.num_rows() as u64).min(room) as usize;
-            writer.write(&batch.slice(0, take)).await?;
+            if let Err(stopped) = task.write(batch.slice(0, take)).await {
+                if let Some((_, task)) = current.take() {
+                    return Err(task.close().written().await.err().unwrap_or(stopped).into());
+                }
+            }
             batch = batch.slice(take, batch.num_rows() - take);
-            if writer.rows() >= limit {
-                if let Some((name, writer)) = current.take() {
-                    let fragment = finish(name, writer, options.version).await?;
-                    observed(options.progress.complete(&fragment))?;
-                    out.push(fragment);
+            if current.as_ref().is_some_and(|(_, t)| t.rows() >= limit) {
+                if let Some((name, task)) = current.take() {
+                    closing.push_back((name, task.close()));
+                }
+                while closing.len() >= parallel {
+                    collect(&mut closing, &mut out, &options).await?;
                 }
             }
         }
     }
-    if let Some((name, writer)) = current.take() {
-        let fragment = finish(name, writer, options.version).await?;
-        observed(options.progress.complete(&fragment))?;
-        out.push(fragment);
+    if let Some((name, task)) = current.take() {
+        closing.push_back((name, task.close()));
+    }
+    while !closing.is_empty() {
+        collect(&mut closing, &mut out, &options).await?;
     }
     Ok(out)
 }
 
-async fn finish(
-    name: String,
-    writer: StreamingWriter,
-    version: FileVersion,
-) -> Result<DataFragment> {
-    let written = writer.finish(&Default::default(), &[]).await?;
+/// The oldest closed file, once written, as a fragment of `out` (its progress completed).
+async fn collect(
+    closing: &mut VecDeque<(String, Closed)>,
+    out: &mut Vec<DataFragment>,
+    options: &FragmentOptions,
+) -> Result<()> {
+    let Some((name, closed)) = closing.pop_front() else {
+        return Ok(());
+    };
+    let fragment = fragment_of(name, closed.written().await?, options.version);
+    options
+        .progress
+        .complete(&fragment)
+        .map_err(|reason| FileError::InvalidInput {
+            path: Path::default(),
+            rule: format!("the write's progress observer failed: {reason}"),
+        })?;
+    out.push(fragment);
+    Ok(())
+}
+
+/// The fragment record of one written data file.
+fn fragment_of(name: String, written: WrittenFile, version: FileVersion) -> DataFragment {
     let (major, minor) = version.data_file_version();
     let signed = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-    Ok(DataFragment {
+    DataFragment {
         id: 0,
         files: vec![DataFile {
             path: name,
@@ -421,7 +455,7 @@ async fn finish(
         }],
         physical_rows: written.num_rows,
         ..Default::default()
-    })
+    }
 }
 
 /// `batch` with `schema`, when it holds the same columns (names and types, in order): a

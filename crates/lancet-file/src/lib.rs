@@ -23,6 +23,7 @@
 
 mod checked_io;
 mod error;
+mod file_task;
 mod footer;
 mod fragment;
 pub mod legacy;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use lancet_proto::table::DataFragment;
 
-/// Told of each fragment a write starts and finishes, in order. `begin` comes before the
+/// Told of each fragment a write starts and finishes, in order (an observed write finishes
+/// each file before it begins the next, as Lance's does; an unobserved one writes a few
+/// files side by side). `begin` comes before the
 /// fragment's first row is written (it has id 0 and no files yet, as in Lance); `complete`
 /// once its data file is finished (its file and row count recorded). An error stops the
 /// write: what it wrote stays unpublished, for cleanup, as after any failed write.
@@ -27,6 +29,11 @@ impl Progress {
     /// Progress told to `observer`.
     pub fn to(observer: Arc<dyn WriteProgress>) -> Self {
         Progress(Some(observer))
+    }
+
+    /// Whether an observer is told.
+    pub(crate) fn is_observed(&self) -> bool {
+        self.0.is_some()
     }
 
     pub(crate) fn begin(&self, fragment: &DataFragment) -> Result<(), String> {
