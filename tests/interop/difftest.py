@@ -812,7 +812,41 @@ class Run:
                                          "--version", version, "--json").stdout)
             if sorted(out["row_ids"]) != sorted(scanned):
                 raise Failure(f"lancet index search, {f}: {diff(sorted(out['row_ids']), sorted(scanned))}")
+        self.check_package_reads(ds)
         self.lancet("verify", self.uri, "--data")
+
+    def check_package_reads(self, theirs):
+        """lancet's Python package (when installed) reads the table as pylance reads it (or
+        its flattened copy): rows by position, rows by `_rowid` in a filter, and a scan of
+        deleted rows."""
+        try:
+            import lancet as package
+        except ImportError:
+            return
+        mine = package.dataset(self.uri)
+        n = theirs.count_rows()
+        if n == 0:
+            return
+        picks = [(k * 7919) % n for k in range(12)] + [0, n - 1]
+        got = mine.take(picks, columns=["id", "v"]).to_pylist()
+        want = theirs.take(picks, columns=["id", "v"]).to_pylist()
+        if got != want:
+            raise Failure(f"take by position {picks}: lancet {got[:4]}.., pylance {want[:4]}..")
+        row_ids = theirs.to_table(columns=["id"], with_row_id=True).column("_rowid").to_pylist()
+        chosen = sorted({row_ids[p] for p in picks})
+        f = f"_rowid IN ({', '.join(map(str, chosen))})"
+        got = sorted(mine.to_table(columns=["id"], filter=f).column("id").to_pylist())
+        want = sorted(theirs.to_table(columns=["id"], filter=f).column("id").to_pylist())
+        if got != want:
+            raise Failure(f"filter {f}: lancet {diff(got, want)}")
+        shown = {}
+        for name, ds in (("lancet", mine), ("pylance", theirs)):
+            t = ds.to_table(columns=["id"], with_row_id=True, include_deleted_rows=True)
+            shown[name] = (sorted(t.column("id").to_pylist()), t.column("_rowid").null_count)
+        if shown["lancet"] != shown["pylance"]:
+            raise Failure(f"deleted rows shown: lancet {len(shown['lancet'][0])} rows "
+                          f"({shown['lancet'][1]} deleted), pylance {len(shown['pylance'][0])} "
+                          f"({shown['pylance'][1]} deleted)")
 
 
 def matches(f, v):
