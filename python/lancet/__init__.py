@@ -18,6 +18,7 @@ from .dataset import (CleanupStats, LanceDataset, LanceFragment, LanceScanner, M
 from .fragment import FragmentMetadata, write_fragments
 from .progress import IndexProgress
 from .scan_stats import ScanStatistics
+from .session import Session
 from .schema import json_to_schema, schema_to_json
 from .transaction import Index, IndexFile, LanceOperation, Transaction
 from .udf import BatchUDF, batch_udf
@@ -33,6 +34,7 @@ __all__ = [
     "LanceFragment",
     "LanceScanner",
     "ScanStatistics",
+    "Session",
     "LanceOperation",
     "Transaction",
     "schema",
@@ -88,11 +90,15 @@ def dataset(uri=None, version: Optional[Union[int, str]] = None, asof=None, bloc
     if uri is None:
         raise errors.InvalidInputError(f"{where}: give the table's uri (lancet has no namespaces)")
     _args.refuse(where, commit_lock=commit_lock, default_scan_options=default_scan_options,
-                 read_params=read_params, session=session, namespace_client=namespace_client,
+                 read_params=read_params, namespace_client=namespace_client,
                  table_id=table_id, base_store_params=base_store_params)
     if storage_options:
         _args.refuse(where, storage_options=storage_options)
-    ds = LanceDataset(uri, version, tag=tag, branch=branch)
+    if session is not None and not isinstance(session, Session):
+        raise TypeError(f"{where}: session must be a lancet.Session, not {type(session).__name__}")
+    if session is None and (index_cache_size_bytes is not None or metadata_cache_size_bytes is not None):
+        session = Session(index_cache_size_bytes, metadata_cache_size_bytes)
+    ds = LanceDataset(uri, version, tag=tag, branch=branch, session=session)
     if asof is not None:
         if version is not None or tag is not None:
             raise errors.InvalidInputError("give a version or asof, not both")

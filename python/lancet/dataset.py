@@ -76,11 +76,12 @@ class LanceDataset(pa_ds.Dataset):
     """One version of a Lance table (flat or fragment-tree)."""
 
     def __init__(self, uri, version: Optional[Union[int, str]] = None, *, tag: Optional[str] = None,
-                 branch: Optional[str] = None, _native=None):
+                 branch: Optional[str] = None, session=None, _native=None):
         if _native is None:
             if isinstance(version, str):
                 version, tag = None, version
-            _native = _lancet.open(str(uri), version=version, tag=tag, branch=branch)
+            _native = _lancet.open(str(uri), version=version, tag=tag, branch=branch,
+                                   session=None if session is None else session._native)
         self._ds = _native
         self._uri = str(uri)
 
@@ -143,6 +144,13 @@ class LanceDataset(pa_ds.Dataset):
         """Every version of this line of history as ``{"version": N}``, in order, from the
         manifests' names alone (none is read), as pylance's."""
         return [{"version": v} for v in _lancet.version_numbers(self._ds)]
+
+    def session(self) -> "Session":
+        """The session (caches) this handle reads through: the one it was opened with, or its
+        own."""
+        from .session import Session
+
+        return Session(_native=self._ds.session())
 
     def scan_stats(self) -> dict:
         """What this handle's scans read so far: index pages, fragments a filter read
@@ -1148,7 +1156,6 @@ _NOT_IMPLEMENTED = {
     "read_blob_ranges": "blob columns",
     "read_blobs": "blob columns",
     "remap_row_addrs": "remapping row addresses",
-    "session": "sessions",
     "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
     "take_blobs": "blob columns",
     "tracked_files": "listing the files every version references",

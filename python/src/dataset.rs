@@ -22,23 +22,33 @@ use crate::progress::{raised, PyProgress};
 use crate::runtime::{block_on, run};
 
 /// Opens the table at `uri` (`Dataset::open_ref`): its latest version, `version`, the version
-/// `tag` names (on the main line or its branch), or branch `branch` (its latest, or `version`).
+/// `tag` names (on the main line or its branch), or branch `branch` (its latest, or `version`);
+/// through `session`'s caches when given, caches of its own otherwise.
 #[pyfunction]
-#[pyo3(signature = (uri, version=None, tag=None, branch=None))]
+#[pyo3(signature = (uri, version=None, tag=None, branch=None, session=None))]
 pub fn open(
     py: Python<'_>,
     uri: String,
     version: Option<u64>,
     tag: Option<String>,
     branch: Option<String>,
+    session: Option<PyRef<'_, crate::session::PySession>>,
 ) -> PyResult<PyDataset> {
+    let caches = session.map(|s| s.caches.clone());
     let ds = block_on(py, async move {
         let at = lancet::VersionRef {
             version,
             tag,
             branch,
         };
-        Dataset::open_ref(&uri, &at).await
+        match caches {
+            None => Dataset::open_ref(&uri, &at).await,
+            Some(caches) => {
+                let (root, version) = at.resolve(&uri).await?;
+                let store = lancet::paths::DatasetStore::open(&root)?;
+                Dataset::open_with(store, version, caches).await
+            }
+        }
     })
     .py_err()?;
     Ok(PyDataset::new(ds))
@@ -157,6 +167,13 @@ impl PyDataset {
     /// The table's schema, as an empty Arrow stream.
     fn schema(&self) -> PyResult<ArrowStream> {
         Ok(ArrowStream::of_batches(self.ds.schema().py_err()?, vec![]))
+    }
+
+    /// The session (caches) this handle reads through.
+    fn session(&self) -> crate::session::PySession {
+        crate::session::PySession {
+            caches: self.ds.storage().caches().clone(),
+        }
     }
 
     /// `(index pages read, fragments a filter read directly, fragments read)` by this

@@ -26,6 +26,7 @@ mod progress;
 mod project;
 mod runtime;
 mod schema;
+mod session;
 mod storage_version;
 mod transactions;
 mod write;
@@ -39,6 +40,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lance_file::FileWriter>()?;
     m.add_class::<lance_file::FileReader>()?;
     m.add_class::<plan::ScanCounters>()?;
+    m.add_class::<session::PySession>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_new_fragments, m)?)?;

@@ -147,6 +147,11 @@ where
             weighted_bytes: self.inner.weighted_size(),
         }
     }
+
+    /// Applies moka's pending bookkeeping, so [`ByteCache::stats`] counts every entry.
+    pub async fn settle(&self) {
+        self.inner.run_pending_tasks().await;
+    }
 }
 
 /// Decoded manifest as cached: the manifest file plus its weight.

@@ -79,6 +79,15 @@ impl Caches {
         self.tree_nodes.outline_stats()
     }
 
+    /// Applies every cache's pending bookkeeping, so the stats below count every entry
+    /// (moka updates its sizes lazily).
+    pub async fn settle(&self) {
+        self.manifests.settle().await;
+        self.indexes.settle().await;
+        self.pages.settle();
+        self.tree_nodes.settle().await;
+    }
+
     pub fn manifest_stats(&self) -> CacheStats {
         self.manifests.stats()
     }

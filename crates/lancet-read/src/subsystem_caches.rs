@@ -47,6 +47,11 @@ impl MokaPageCache {
             weighted_bytes: self.inner.weighted_size(),
         }
     }
+
+    /// Applies moka's pending bookkeeping, so [`MokaPageCache::stats`] counts every entry.
+    pub fn settle(&self) {
+        self.inner.run_pending_tasks();
+    }
 }
 
 impl lancet_btree::PageCache for MokaPageCache {
@@ -129,6 +134,13 @@ impl TreeNodeCache {
             outlines: ByteCache::new(outlines),
             roots: ByteCache::new(outlines),
         }
+    }
+
+    /// Applies moka's pending bookkeeping of the three caches.
+    pub async fn settle(&self) {
+        self.objects.settle().await;
+        self.outlines.settle().await;
+        self.roots.settle().await;
     }
 
     /// The decoded objects' cache statistics.

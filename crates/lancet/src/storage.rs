@@ -27,8 +27,8 @@ use crate::{
 };
 use lancet_read::{
     error::Result, fri, history, indexes, indexes::IndexSummary, rowids, scan, scan::ScanOptions,
-    search, search::SearchOptions, search::SearchResult, segment::BTreeSegment, snapshot::Snapshot,
-    take, take::RowsAt, verify, verify::VerifyReport,
+    search, search::SearchOptions, search::SearchResult, segment::BTreeSegment,
+    session_caches::Caches, snapshot::Snapshot, take, take::RowsAt, verify, verify::VerifyReport,
 };
 
 /// One version as stored (see the module docs). Cheap to make: a reference.
@@ -106,11 +106,13 @@ impl<'a> Storage<'a> {
     }
 
     /// Where the deletion file of `fragment` lives, if it has one.
-    pub fn deletion_file_location(
-        &self,
-        fragment: &DataFragment,
-    ) -> Result<Option<ObjectLocation>> {
-        self.ds.deletion_file_location(fragment)
+    pub fn deletion_file_location(&self, f: &DataFragment) -> Result<Option<ObjectLocation>> {
+        self.ds.deletion_file_location(f)
+    }
+
+    /// The session caches this handle shares with every handle opened with them.
+    pub fn caches(&self) -> &'a Arc<Caches> {
+        self.ds.caches()
     }
 
     /// The transaction that made this version, if it records one.
