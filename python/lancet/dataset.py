@@ -14,7 +14,7 @@ import os
 import random
 import shutil
 import warnings
-from typing import Dict, Iterable, Iterator, List, Optional, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -728,6 +728,33 @@ class LanceDataset(pa_ds.Dataset):
             pa.field("last_modified", pa.timestamp("us", tz="UTC"), False)]))
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
+    def tracked_files(self, *, min_version: Optional[int] = None,
+                      progress: Optional[Callable] = None) -> pa.RecordBatchReader:
+        """Every file each version of the table (from `min_version`) references, as pylance's:
+        ``version``, ``base_uri`` (dictionary), ``path`` relative to it and ``type``
+        (``manifest``, ``transaction file``, ``data file``, ``deletion file``, ``index
+        file``). `progress(done, total)` is called after each version. A fragment-tree
+        version lists its fragments' files (its tree's own objects are not Lance files)."""
+        rows = _lancet.tracked_files(self._ds, min_version, progress)
+        bases = sorted({r[1] for r in rows})
+        kinds = ["data file", "manifest", "deletion file", "transaction file", "index file"]
+        shown = {b: b or self.uri for b in bases}
+        schema = pa.schema([
+            pa.field("version", pa.int64(), False),
+            pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), False),
+            pa.field("path", pa.string(), False),
+            pa.field("type", pa.dictionary(pa.int8(), pa.string()), False)])
+        table = pa.table({
+            "version": pa.array([r[0] for r in rows], pa.int64()),
+            "base_uri": pa.DictionaryArray.from_arrays(
+                pa.array([bases.index(r[1]) for r in rows], pa.int32()),
+                pa.array([shown[b] for b in bases], pa.string())),
+            "path": pa.array([r[2] for r in rows], pa.string()),
+            "type": pa.DictionaryArray.from_arrays(
+                pa.array([kinds.index(r[3]) for r in rows], pa.int8()), pa.array(kinds, pa.string())),
+        }, schema=schema)
+        return pa.RecordBatchReader.from_batches(schema, table.to_batches())
+
     def prewarm_index(self, name: str, *, with_position: bool = False, index_segments=None) -> None:
         """Reads every page of the BTree `name` into the session's cache, as pylance's, so
         later searches read none. No index of that name is
@@ -1158,7 +1185,6 @@ _NOT_IMPLEMENTED = {
     "remap_row_addrs": "remapping row addresses",
     "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
     "take_blobs": "blob columns",
-    "tracked_files": "listing the files every version references",
 }
 
 _NOT_IMPLEMENTED_PROPERTIES = {

@@ -63,6 +63,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan::io_counters, m)?)?;
     m.add_function(wrap_pyfunction!(plan::all_files, m)?)?;
     m.add_function(wrap_pyfunction!(plan::version_numbers, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::tracked_files, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::read_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(transactions::get_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_to_arrow, m)?)?;

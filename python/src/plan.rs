@@ -145,3 +145,116 @@ pub fn version_numbers(py: Python<'_>, ds: &PyDataset) -> PyResult<Vec<u64>> {
     })
     .py_err()
 }
+
+/// One file a version references: `(version, base uri ("" for the table's own root), path
+/// relative to it, kind)`.
+type TrackedFile = (u64, String, String, &'static str);
+
+/// Every file each version of the table's main line (from `min_version`) references, as
+/// pylance's `tracked_files`: its manifest, transaction file, data and deletion files (under
+/// the base each names), and the files of its indexes' directories (listed once per index).
+/// `progress(done, total)` is told after each version.
+#[pyfunction]
+#[pyo3(signature = (ds, min_version=None, progress=None))]
+pub fn tracked_files(
+    py: Python<'_>,
+    ds: &PyDataset,
+    min_version: Option<u64>,
+    progress: Option<PyObject>,
+) -> PyResult<Vec<TrackedFile>> {
+    let handle = ds.handle().clone();
+    let mut versions = block_on(py, {
+        let store = handle.storage().store().clone();
+        async move {
+            let listed = lancet::paths::manifest::list_versions(&store).await;
+            listed.map_err(lancet::Error::from)
+        }
+    })
+    .py_err()?;
+    versions.retain(|e| min_version.is_none_or(|m| e.version >= m));
+    versions.sort_by_key(|e| e.version);
+    let total = versions.len();
+    let mut out = Vec::new();
+    let mut index_files: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (done, entry) in versions.into_iter().enumerate() {
+        let at = handle.clone();
+        let known: std::collections::HashSet<String> = index_files.keys().cloned().collect();
+        let (files, listed) = block_on(py, async move {
+            let v = at.checkout(entry.version).await?;
+            version_files(&v, &known).await
+        })
+        .py_err()?;
+        index_files.extend(listed);
+        let (version, rows, indexes) = files;
+        out.extend(rows);
+        for (root, uuid) in indexes {
+            for path in index_files.get(&uuid).into_iter().flatten() {
+                out.push((version, root.clone(), path.clone(), "index file"));
+            }
+        }
+        if let Some(p) = &progress {
+            p.call1(py, (done + 1, Some(total)))?;
+        }
+    }
+    Ok(out)
+}
+
+/// The files version `v` references: its rows, the `(root, uuid)` of its indexes, and the
+/// listing of each index directory not in `known`.
+#[allow(clippy::type_complexity)]
+async fn version_files(
+    v: &lancet::Dataset,
+    known: &std::collections::HashSet<String>,
+) -> lancet::Result<(
+    (u64, Vec<TrackedFile>, Vec<(String, String)>),
+    Vec<(String, Vec<String>)>,
+)> {
+    let storage = v.storage();
+    let version = v.version();
+    // the table's own root is "" (the caller knows its URI); another base by its URI
+    let root = String::new();
+    let base_of = |b: lancet::paths::ResolvedBase| match b.base_id {
+        None => String::new(),
+        Some(_) => b.uri,
+    };
+    let mut rows: Vec<TrackedFile> =
+        vec![(version, root.clone(), storage.manifest_path(), "manifest")];
+    let tf = &storage.manifest().transaction_file;
+    if !tf.is_empty() {
+        rows.push((
+            version,
+            root.clone(),
+            format!("_transactions/{tf}"),
+            "transaction file",
+        ));
+    }
+    let fragments = v.fragments().await?;
+    for f in fragments.iter() {
+        for at in storage.data_file_locations(f)? {
+            rows.push((version, base_of(at.base), at.path, "data file"));
+        }
+        if let Some(at) = storage.deletion_file_location(f)? {
+            rows.push((version, base_of(at.base), at.path, "deletion file"));
+        }
+    }
+    let mut indexes = Vec::new();
+    let mut listed = Vec::new();
+    for index in storage.indices() {
+        let Some(uuid) = index.uuid.as_ref() else {
+            continue;
+        };
+        let uuid = lancet::paths::ObjectUuid::from_slice(&uuid.uuid)?.to_string();
+        if !known.contains(&uuid) && !listed.iter().any(|(u, _)| u == &uuid) {
+            let store = storage.store();
+            let files = store
+                .list(&format!("_indices/{uuid}"))
+                .await?
+                .into_iter()
+                .filter_map(|m| store.relative(&m.location))
+                .collect();
+            listed.push((uuid.clone(), files));
+        }
+        indexes.push((root.clone(), uuid));
+    }
+    Ok(((version, rows, indexes), listed))
+}

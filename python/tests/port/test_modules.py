@@ -120,3 +120,26 @@ def test_schemas_as_json_as_pylances():
         lancet.json_to_schema({"fields": [{"name": "a", "type": {"type": "nope"}, "nullable": True}]})
     with pytest.raises(ValueError):
         lancet.schema_to_json(pa.schema([("a", pa.map_(pa.string(), pa.int32()))]))
+
+
+def test_tracked_files_list_what_each_version_references_as_pylance(tmp_path):
+    import lance
+
+    got = {}
+    for name, lib in (("pylance", lance), ("lancet", lancet)):
+        uri = str(tmp_path / name)
+        t = pa.table({"id": pa.array(range(10), pa.int64())})
+        ds = lib.write_dataset(t, uri, max_rows_per_file=5)
+        ds.delete("id = 3")
+        ds.create_scalar_index("id", "BTREE")
+        lib.write_dataset(t, uri, mode="append")
+        seen = []
+        table = lib.dataset(uri).tracked_files(min_version=2, progress=lambda d, n: seen.append((d, n)))
+        table = table.read_all()
+        rows = sorted((r["version"], r["type"], r["path"].split("/")[0]) for r in table.to_pylist())
+        got[name] = (table.schema, rows, set(table.column("base_uri").to_pylist()),
+                     len(seen), seen[-1][0] if seen else None)
+        assert set(table.column("base_uri").to_pylist()) == {uri}
+    assert got["lancet"][0] == got["pylance"][0]
+    assert got["lancet"][1] == got["pylance"][1]
+    assert got["lancet"][3:] == got["pylance"][3:]
