@@ -30,7 +30,7 @@ from .join import Right
 from .fragment import LanceFragment
 from .scanner import LanceScanner, filter_parts as _filter, taken_columns
 from .schema import LanceSchema
-from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
+from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, offsets_judged, to_native
 
 __all__ = [
     "LanceDataset",
@@ -882,8 +882,12 @@ class LanceDataset(pa_ds.Dataset):
         if not isinstance(operation, LanceOperation.BaseOperation):
             raise TypeError(f"{where}: operation must be a LanceOperation or a Transaction, "
                             f"not {type(operation).__name__}")
-        name, args = to_native(operation)
+        offsets = isinstance(operation, LanceOperation.Update) and operation.updated_fragment_offsets is not None
+        if not offsets:
+            name, args = to_native(operation)
         native = _lancet.open(uri) if read_version is None else _lancet.open(uri, version=read_version)
+        if offsets:
+            name, args = to_native(offsets_judged(operation, native.has_stable_row_ids))
         return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args, properties))
 
 

@@ -25,6 +25,12 @@ class SchemaMismatchError(InvalidInputError, OSError, RuntimeError):
     another type). Nothing was written."""
 
 
+class InvalidCommitError(InvalidInputError, OSError):
+    """An operation a commit refuses as Lance's commit refuses it (an Update's offsets for a
+    fragment it does not rewrite); also the ``OSError`` pylance's commit raises. Nothing was
+    published."""
+
+
 class NotFoundError(LancetError, FileNotFoundError):
     """No table (or no such version, tag or fragment) at the location named."""
 

@@ -516,12 +516,11 @@ def _update_columns(self, data_obj, left_on: str = "_rowid", right_on: Optional[
     ``LanceOperation.Update(updated_fragments=..., fields_modified=...)`` commits. A
     column the table lacks, a metadata column or another key type is
     :class:`lancet.errors.InvalidInputError` (pylance's ``ValueError``), a column of
-    another type :class:`lancet.errors.SchemaMismatchError`; ``with_offsets`` (row-level
-    version metadata) is not implemented."""
+    another type :class:`lancet.errors.SchemaMismatchError`. With ``with_offsets``, a third
+    element: the physical offsets of the rows a key matched, as portable RoaringBitmap bytes
+    (``LanceOperation.Update``'s ``updated_fragment_offsets``)."""
     from .join import Right
 
-    where = "LanceFragment.update_columns"
-    _args.refuse_unless(where, "with_offsets", with_offsets, False)
     right_on = left_on if right_on is None else right_on
     right = pa.table(to_reader(data_obj, schema))
     table = self._dataset.schema
@@ -550,7 +549,16 @@ def _update_columns(self, data_obj, left_on: str = "_rowid", right_on: Optional[
     values = side.updated(left.select(columns), key, live=pc.is_valid(key))
     file = native.write_column_file(self._id, values)
     record, modified = _lancet.fragment_with_file(native, self._id, file)
-    return FragmentMetadata._from_bytes(record), list(modified)
+    if not with_offsets:
+        return FragmentMetadata._from_bytes(record), list(modified)
+    # the left rows are the fragment's physical rows, in offset order; a deleted row is
+    # never a match
+    matched = side.matched(key, live=pc.is_valid(key))
+    live = self.to_table(columns=[], with_row_address=True).column("_rowaddr")
+    live = pc.bit_wise_and(live, pa.scalar(0xFFFFFFFF, pa.uint64()))
+    kept = pc.is_in(pa.array(range(len(matched)), pa.uint64()), value_set=live.combine_chunks())
+    offsets = pc.indices_nonzero(pc.and_(pc.fill_null(matched, False), kept)).to_pylist()
+    return FragmentMetadata._from_bytes(record), list(modified), _lancet.offsets_bitmap(offsets)
 
 
 def _row_keys(fragment: "LanceFragment", column: str, physical_rows: int) -> pa.Array:

@@ -33,6 +33,11 @@ class Right:
         join's right side)."""
         return self.columns.take(self.positions(left))
 
+    def matched(self, key: pa.ChunkedArray, live=True):
+        """Whether each left row (its `key`) has a matching right row (never where `live` is
+        false)."""
+        return pc.and_(pc.is_valid(self.positions(key)), live)
+
     def updated(self, left: pa.Table, key: pa.ChunkedArray, live=True) -> pa.Table:
         """`left`'s columns with each row's values replaced by the matching right row's
         (kept where none matches, or where `live` is false)."""

@@ -128,3 +128,20 @@ pub fn fragment_from_file<'py>(
     .py_err()?;
     Ok(bytes(py, &fragment))
 }
+
+/// `offsets` (a fragment's physical row offsets) as the portable RoaringBitmap bytes Lance's
+/// `updated_fragment_offsets` carry.
+#[pyfunction]
+pub fn offsets_bitmap<'py>(py: Python<'py>, offsets: Vec<u32>) -> Bound<'py, PyBytes> {
+    let bitmap: RoaringBitmap = offsets.into_iter().collect();
+    PyBytes::new(py, &lancet::proto::roaring_wire::encode_roaring32(&bitmap))
+}
+
+/// The offsets portable RoaringBitmap `bytes` hold, ascending; bytes that are not one are
+/// `InvalidInputError`.
+#[pyfunction]
+pub fn bitmap_offsets(bytes: &[u8]) -> PyResult<Vec<u32>> {
+    let bitmap = lancet::proto::roaring_wire::decode_roaring32(bytes)
+        .map_err(|e| crate::errors::invalid(format!("an offsets bitmap: {e}")))?;
+    Ok(bitmap.iter().collect())
+}

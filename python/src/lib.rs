@@ -51,6 +51,8 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fragment_edits::fragment_delete_rows, m)?)?;
     m.add_function(wrap_pyfunction!(fragment_edits::fragment_with_file, m)?)?;
     m.add_function(wrap_pyfunction!(fragment_edits::fragment_from_file, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment_edits::offsets_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment_edits::bitmap_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::drop_index, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::describe_indices, m)?)?;
     m.add_function(wrap_pyfunction!(indexes::btree_statistics, m)?)?;
