@@ -270,7 +270,7 @@ def offsets_judged(op: "LanceOperation.Update", stable_row_ids: bool) -> "LanceO
     stable row ids, which lancet does not implement (:class:`UnsupportedError`); on any
     other table they change nothing, and the Update commits without them."""
     from .errors import InvalidCommitError, UnsupportedError
-    offsets = {int(k): _lancet.bitmap_offsets(bytes(v)) for k, v in op.updated_fragment_offsets.items()}
+    offsets = {int(k): _lancet.bitmap_offsets(bytes(v))[0] for k, v in op.updated_fragment_offsets.items()}
     if op.update_mode == "rewrite_columns":
         rewritten = {f.id for f in op.updated_fragments}
         for k in offsets:

@@ -137,11 +137,13 @@ pub fn offsets_bitmap<'py>(py: Python<'py>, offsets: Vec<u32>) -> Bound<'py, PyB
     PyBytes::new(py, &lancet::proto::roaring_wire::encode_roaring32(&bitmap))
 }
 
-/// The offsets portable RoaringBitmap `bytes` hold, ascending; bytes that are not one are
-/// `InvalidInputError`.
+/// How many offsets portable RoaringBitmap `bytes` hold, and the first `limit` of them,
+/// ascending (never expanded past `limit`: a few bytes can hold 2^32 offsets); bytes that
+/// are not one are `InvalidInputError`.
 #[pyfunction]
-pub fn bitmap_offsets(bytes: &[u8]) -> PyResult<Vec<u32>> {
+#[pyo3(signature = (bytes, limit=0))]
+pub fn bitmap_offsets(bytes: &[u8], limit: usize) -> PyResult<(u64, Vec<u32>)> {
     let bitmap = lancet::proto::roaring_wire::decode_roaring32(bytes)
         .map_err(|e| crate::errors::invalid(format!("an offsets bitmap: {e}")))?;
-    Ok(bitmap.iter().collect())
+    Ok((bitmap.len(), bitmap.iter().take(limit).collect()))
 }

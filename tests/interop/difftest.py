@@ -74,7 +74,7 @@ URI_BASE = None
 
 # the steps lancet's Python package takes (with --py); its other turns go to the CLI
 PY_CAN = {"append", "write_fragments", "delete", "update", "merge", "compact", "drop_index",
-          "update_columns", "join", "noted_append"}
+          "update_columns", "join", "noted_append", "add_column"}
 
 
 def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
@@ -437,9 +437,16 @@ class Run:
                 self.lancet("add-column", self.uri, "--name", op["name"], "--expr", "id * 3")
             self.extra.append(op["name"])
         elif kind == "add_column":
+            # a SQL expression: pylance's and lancet's package's add_columns (one Merge
+            # each), or the CLI's add-column
             if op["name"] in self.extra:
                 return
-            self.lancet("add-column", self.uri, "--name", op["name"], "--expr", "id * 3")
+            if by == "lance" and not self.tree:
+                lance.dataset(self.uri).add_columns({op["name"]: "id * 3"})
+            elif by == "py":
+                py.dataset(self.uri).add_columns({op["name"]: "id * 3"})
+            else:
+                self.lancet("add-column", self.uri, "--name", op["name"], "--expr", "id * 3")
             self.extra.append(op["name"])
         elif kind == "restore":
             target = self.version() - op["back"]
@@ -902,7 +909,7 @@ def pylance_alone_fails(lancet_bin, ops, failure):
 
 # the steps pylance can take as well as lancet
 PYLANCE_CAN = {"append", "write_fragments", "delete", "update", "compact", "index", "optimize",
-               "restore", "cleanup", "drop_index", "update_columns", "join"}
+               "restore", "cleanup", "drop_index", "update_columns", "join", "add_column"}
 
 
 def shrink(lancet_bin, ops, failure):

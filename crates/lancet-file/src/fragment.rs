@@ -301,6 +301,9 @@ pub struct FragmentOptions {
     pub planned_rows: Vec<u64>,
     /// Told of each fragment as it starts and as its file is finished.
     pub progress: Progress,
+    /// Files encoded side by side, at most (0: one per core). An observed write (`progress`)
+    /// writes one at a time.
+    pub files_at_once: usize,
 }
 
 impl Default for FragmentOptions {
@@ -311,6 +314,7 @@ impl Default for FragmentOptions {
             max_rows_per_group: 1024,
             planned_rows: Vec::new(),
             progress: Progress::default(),
+            files_at_once: 0,
         }
     }
 }
@@ -319,8 +323,9 @@ impl Default for FragmentOptions {
 /// depth-first order; see [`conform`]) as the data files of new fragments under `data_dir`,
 /// one file per fragment, a new one every [`FragmentOptions::max_rows_per_file`] rows.
 /// Returns the fragments in order, with id 0 (a commit numbers them) and no row ids. Memory
-/// stays bounded by a batch: rows go to the file writer as they come. The stream's own
-/// errors come back unchanged.
+/// stays bounded: rows go to the files' writers as they come, and at most 256 MiB of rows
+/// handed over wait to be written (`file_task`), plus what each open file's encoder holds
+/// ([`FragmentOptions::files_at_once`] files). The stream's own errors come back unchanged.
 pub async fn write_fragments<S, E>(
     fs: &FileStore,
     data_dir: &Path,
@@ -353,9 +358,10 @@ where
     // each file is written by a task of its own ([`FileTask`]); a few closed files finish
     // side by side, collected in order. An observer is told of one file after the other,
     // each begun after the one before it completed, as Lance tells it.
-    let parallel = match options.progress.is_observed() {
-        true => 1,
-        false => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    let parallel = match (options.progress.is_observed(), options.files_at_once) {
+        (true, _) => 1,
+        (false, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        (false, n) => n,
     };
     let budget = InFlight::new();
     let mut out = Vec::new();

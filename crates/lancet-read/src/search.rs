@@ -21,6 +21,7 @@ use lancet_btree::{evaluate_leaves, index_may_answer, index_queries, NullableIdS
 use lancet_proto::table::DataFragment;
 use lancet_proto::RowAddress;
 use roaring::{RoaringBitmap, RoaringTreemap};
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::error::Error;
@@ -400,12 +401,12 @@ impl Search<'_> {
         let parts = futures::stream::iter(todo)
             .map(|(id, f)| {
                 let (snap, leaves, column) = (self.ds.clone(), leaves.clone(), column.clone());
-                tokio::spawn(async move {
+                AbortOnDropHandle::new(tokio::spawn(async move {
                     let values = indexes::read_column(&snap, &f, field_id).await?;
                     let leaves: Vec<&Leaf> = leaves.iter().collect();
                     let base = RowAddress::first_of(id);
                     evaluate_leaves(&column, &leaves, typing, values, base).map_err(Error::from)
-                })
+                }))
             })
             .buffered(SCAN_CONCURRENCY);
         futures::pin_mut!(parts);
@@ -438,16 +439,27 @@ impl Search<'_> {
             if f.physical_rows == 0 {
                 continue;
             }
+            // a fragment has at most 2^32 rows (an offset is 32 bits of an address)
+            if f.physical_rows > 1 << 32 {
+                return Err(Error::Corrupt {
+                    at: self.ds.manifest_ref(),
+                    rule: format!("fragment {} claims {} rows", f.id, f.physical_rows),
+                });
+            }
             let deleted = match self.deleted {
                 DeletedRows::Shown => Box::pin(rowids::cached_deletion_vector(self.ds, f)).await?,
                 _ => None,
             };
-            let offsets: Vec<u64> = (0..f.physical_rows).collect();
-            let values = column.values(self.ds, f, &offsets, deleted.as_deref())?;
-            let base = RowAddress::first_of(id);
-            let part = evaluate_leaves(column.name(), leaves, typing, Arc::new(values), base)
-                .map_err(|e| self.leaf_error(e))?;
-            out.union_disjoint(part);
+            // in batches: memory stays a batch whatever the fragment's size
+            let step = lancet_file::scan_plan::SCAN_BATCH_ROWS;
+            for start in (0..f.physical_rows).step_by(step as usize) {
+                let offsets: Vec<u64> = (start..f.physical_rows.min(start + step)).collect();
+                let values = column.values(self.ds, f, &offsets, deleted.as_deref())?;
+                let base = RowAddress::first_of(id) | start;
+                let part = evaluate_leaves(column.name(), leaves, typing, Arc::new(values), base)
+                    .map_err(|e| self.leaf_error(e))?;
+                out.union_disjoint(part);
+            }
         }
         Ok(out)
     }

@@ -179,7 +179,10 @@ pub async fn take_positions(
                 f.physical_rows - deleted.map_or(0, |d| d.len()).min(f.physical_rows)
             }
         };
-        total += live;
+        total = total.checked_add(live).ok_or_else(|| Error::Corrupt {
+            at: snap.manifest_ref(),
+            rule: "the fragments' row counts overflow 64 bits".into(),
+        })?;
     }
     let mut addresses = Vec::with_capacity(positions.len());
     let mut deletions: BTreeMap<usize, Option<Arc<RoaringBitmap>>> = BTreeMap::new();

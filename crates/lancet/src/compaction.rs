@@ -27,6 +27,7 @@ use lancet_txn::compaction_task::planned_version;
 pub use lancet_txn::compaction_task::{CompactionResult, CompactionTask};
 use lancet_txn::rebase::IndexIntent;
 use roaring::RoaringBitmap;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::committed::Committed;
 use crate::operations;
@@ -111,6 +112,9 @@ pub(crate) async fn execute_compaction(
             live,
             task.options.target_rows_per_fragment,
         ),
+        // the tasks already use every core: one file at a time each keeps memory to a batch
+        // per task
+        files_at_once: 1,
         ..Default::default()
     };
     let mut new_fragments =
@@ -211,7 +215,10 @@ pub(crate) async fn compact(snap: &Snapshot, options: &CompactionOptions) -> Res
     let parallel = std::thread::available_parallelism().map_or(1, |n| n.get());
     let running = tasks.into_iter().map(|task| {
         let snap = snap.clone();
-        tokio::spawn(async move { execute_compaction(&snap, &task).await })
+        // a failed task drops the others, which then stop: nothing writes on after the error
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            execute_compaction(&snap, &task).await
+        }))
     });
     let results: Vec<CompactionResult> = futures::stream::iter(running)
         .buffered(parallel)

@@ -144,7 +144,7 @@ impl Dataset {
 impl Dataset {
     /// Creates a table at `uri` (which must hold none) from `batches` of `schema`, as its
     /// version 1: Lance's Overwrite, with fragments numbered from 0 and, with stable row ids,
-    /// row ids from 0. Memory stays bounded by a batch.
+    /// row ids from 0. Memory stays bounded (see `lancet_file::write_fragments`).
     pub async fn create<S>(
         uri: &str,
         schema: SchemaRef,

@@ -272,3 +272,39 @@ async fn fields_inside_struct_columns_are_columns_by_path() {
     let err = ds.build_btree("s.nope", 8).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
 }
+
+/// A fragment record claiming more rows than an address can hold is refused as corrupt
+/// when a filter names `_rowaddr` (no data file is opened to check the count), never an
+/// allocation of its size.
+#[tokio::test]
+async fn row_column_filters_refuse_impossible_row_counts() {
+    let store = DatasetStore::scratch();
+    let m = Manifest {
+        version: 1,
+        fields: vec![Field {
+            name: "x".into(),
+            id: 0,
+            parent_id: -1,
+            logical_type: "int64".into(),
+            nullable: true,
+            ..Default::default()
+        }],
+        fragments: vec![lancet::proto::table::DataFragment {
+            id: 0,
+            physical_rows: 1 << 36,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    write_manifest(&store, &ManifestContent::new(&m))
+        .await
+        .unwrap();
+    let ds = Dataset::open_with(store, None, Caches::new(Default::default()))
+        .await
+        .unwrap();
+    let err = ds
+        .search(&Filter::parse("_rowaddr > 0").unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+}
