@@ -212,19 +212,17 @@ pub(crate) async fn compact(snap: &Snapshot, options: &CompactionOptions) -> Res
     let tasks = plan_tasks(snap, options).await?;
     // the tasks run side by side, one per core, as pylance runs them; results keep the
     // tasks' order
-    let parallel = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let running = tasks.into_iter().map(|task| {
-        let snap = snap.clone();
-        // a failed task drops the others, which then stop: nothing writes on after the error
+    // a failed task drops the others, which then stop: nothing writes on after the error
+    let spawn = |task: CompactionTask, snap: Snapshot| async move {
         AbortOnDropHandle::new(tokio::spawn(async move {
             execute_compaction(&snap, &task).await
         }))
-    });
+        .await
+        .map_err(|e| Error::Internal(format!("a compaction task failed: {e}")))?
+    };
+    let running = tasks.into_iter().map(|task| spawn(task, snap.clone()));
     let results: Vec<CompactionResult> = futures::stream::iter(running)
-        .buffered(parallel)
-        .map(|joined| {
-            joined.map_err(|e| Error::Internal(format!("a compaction task failed: {e}")))?
-        })
+        .buffered(std::thread::available_parallelism().map_or(1, |n| n.get()))
         .try_collect()
         .await?;
     commit_compaction(snap, &results).await
