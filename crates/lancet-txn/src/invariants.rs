@@ -627,7 +627,15 @@ impl<'a, 'b> Checker<'a, 'b> {
             let Some(after) = &c.after else { continue };
             let old = c.before.as_ref().map(|b| b.files.as_slice()).unwrap_or(&[]);
             for file in after.files.iter().filter(|f| !old.contains(f)) {
-                if let Some(field) = file.fields.iter().find(|f| **f >= 0 && foreign(f)) {
+                // a file the fragment already had (a column of it tombstoned by an in-place
+                // rewrite) adds only the fields it did not list before: one a Project dropped
+                // since stays listed, as Lance leaves it
+                let before = old
+                    .iter()
+                    .find(|o| o.path == file.path && o.base_id == file.base_id);
+                let listed = |f: &i32| before.is_some_and(|b| b.fields.contains(f));
+                let added = |f: &&i32| **f >= 0 && foreign(f) && !listed(f);
+                if let Some(field) = file.fields.iter().find(added) {
                     return Err(self.fail(
                         Invariant::DataFileFieldsInSchema,
                         format!("fragment {} data file {}", c.id, file.path),
@@ -1640,6 +1648,21 @@ mod tests {
         });
         assert_eq!(
             broken(judge(&prev, &stray, &[], None, None)),
+            Invariant::DataFileFieldsInSchema
+        );
+        // a fragment's own file still listing a column a Project dropped, with another of its
+        // columns tombstoned by an in-place rewrite (found by the differential tester: add a
+        // column, update rows, drop the column, update_columns): the file adds no field
+        let mut listing_dropped = prev.clone();
+        listing_dropped.fragments[1].files[0].fields.push(8);
+        let mut tombstoned = listing_dropped.clone();
+        tombstoned.fragments[1].files[0].fields[0] = -2;
+        judge(&listing_dropped, &tombstoned, &[], None, None).unwrap();
+        // the same file listing one more field than before adds that field
+        let mut grown = tombstoned.clone();
+        grown.fragments[1].files[0].fields.push(7);
+        assert_eq!(
+            broken(judge(&listing_dropped, &grown, &[], None, None)),
             Invariant::DataFileFieldsInSchema
         );
         // a Restore brings back a fragment whose file lists a column dropped since (found
