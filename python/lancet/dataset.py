@@ -252,7 +252,7 @@ class LanceDataset(pa_ds.Dataset):
         if any(i < 0 for i in indices):
             raise InvalidInputError(f"index {min(indices)} is out of range")
         columns, shape = taken_columns(self.schema, None if columns is None else list(columns))
-        return shape(read(self._ds.take_positions(indices, columns)).read_all())
+        return shape(read(self._ds.take(indices, columns, positions=True)).read_all())
 
     def take_rows(self, row_ids, columns=None) -> pa.Table:
         """Rows by row id (stable row ids, or row addresses without them)."""

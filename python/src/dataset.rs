@@ -202,7 +202,7 @@ impl PyDataset {
         with_row_address: bool,
         fragments: Option<Vec<u64>>,
         include_deleted: bool,
-        counters: Option<PyRef<'_, crate::plan::ScanCounters>>,
+        counters: Option<PyRef<'_, crate::scan_counters::ScanCounters>>,
     ) -> PyResult<ArrowStream> {
         let metrics = match counters {
             Some(c) => c.metrics.clone(),
@@ -255,35 +255,26 @@ impl PyDataset {
         Ok(out)
     }
 
-    #[pyo3(signature = (row_ids, columns=None))]
+    /// The rows with these row ids (stable ids, or addresses without them), or with
+    /// `positions` at these positions among the version's live rows (scan order); in order.
+    #[pyo3(signature = (rows, columns=None, positions=false))]
     fn take(
         &self,
         py: Python<'_>,
-        row_ids: Vec<u64>,
+        rows: Vec<u64>,
         columns: Option<Vec<String>>,
-    ) -> PyResult<ArrowStream> {
-        let ds = self.ds.clone();
-        let batch = block_on(
-            py,
-            async move { ds.take(&row_ids, columns.as_deref()).await },
-        )
-        .py_err()?;
-        Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))
-    }
-
-    /// The live rows at `positions` among the version's (scan order), in that order.
-    #[pyo3(signature = (positions, columns=None))]
-    fn take_positions(
-        &self,
-        py: Python<'_>,
-        positions: Vec<u64>,
-        columns: Option<Vec<String>>,
+        positions: bool,
     ) -> PyResult<ArrowStream> {
         let ds = self.ds.clone();
         let batch = block_on(py, async move {
-            ds.storage()
-                .take_rows(lancet::RowsAt::Positions(&positions), columns.as_deref())
-                .await
+            let columns = columns.as_deref();
+            match positions {
+                true => {
+                    let at = lancet::RowsAt::Positions(&rows);
+                    ds.storage().take_rows(at, columns).await
+                }
+                false => ds.take(&rows, columns).await,
+            }
         })
         .py_err()?;
         Ok(ArrowStream::of_batches(batch.schema(), vec![batch]))

@@ -25,6 +25,7 @@ mod plan;
 mod progress;
 mod project;
 mod runtime;
+mod scan_counters;
 mod schema;
 mod session;
 mod storage_version;
@@ -39,7 +40,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_ffi::ArrowStream>()?;
     m.add_class::<lance_file::FileWriter>()?;
     m.add_class::<lance_file::FileReader>()?;
-    m.add_class::<plan::ScanCounters>()?;
+    m.add_class::<scan_counters::ScanCounters>()?;
     m.add_class::<session::PySession>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;

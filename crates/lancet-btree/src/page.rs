@@ -180,7 +180,7 @@ impl Page {
     }
 
     fn range_mask(&self, b: &Bounds, m: PageMatch) -> Result<Option<BooleanArray>> {
-        crate::unindexed::range_mask(&self.values, b, m)
+        crate::select::range_mask(&self.values, b, m)
     }
 
     fn eval_range(&self, b: &Bounds, m: PageMatch, out: &mut IdLists) -> Result<()> {

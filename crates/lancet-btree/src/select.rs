@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use arrow_array::{Array, ArrayRef};
+use arrow_arith::boolean::and_kleene;
+use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
+use arrow_ord::cmp;
 use arrow_ord::sort::sort;
 
 use crate::error::Result;
@@ -228,4 +230,39 @@ pub(crate) fn prefix_bounds(
         None => Bound::Unbounded,
     };
     Ok((lo, hi))
+}
+
+/// TRUE where a value of `values` lies within the bounds `m` says must be compared (NULL
+/// where the value is NULL); `None` when none must (every non-NULL row matches).
+pub(crate) fn range_mask(
+    values: &ArrayRef,
+    b: &Bounds,
+    m: PageMatch,
+) -> Result<Option<BooleanArray>> {
+    let (check_lo, check_hi) = match m {
+        PageMatch::Some => (true, true),
+        PageMatch::Lower => (true, false),
+        PageMatch::Upper => (false, true),
+        PageMatch::All => (false, false),
+    };
+    let scalar = |v: &ArrayRef| Scalar::new(v.clone());
+    let mut mask: Option<BooleanArray> = None;
+    let mut apply = |m: BooleanArray| -> Result<()> {
+        mask = Some(match mask.take() {
+            None => m,
+            Some(prev) => and_kleene(&prev, &m)?,
+        });
+        Ok(())
+    };
+    match &b.lo {
+        Bound::Included(v) if check_lo => apply(cmp::gt_eq(values, &scalar(v))?)?,
+        Bound::Excluded(v) if check_lo => apply(cmp::gt(values, &scalar(v))?)?,
+        _ => {}
+    }
+    match &b.hi {
+        Bound::Included(v) if check_hi => apply(cmp::lt_eq(values, &scalar(v))?)?,
+        Bound::Excluded(v) if check_hi => apply(cmp::lt(values, &scalar(v))?)?,
+        _ => {}
+    }
+    Ok(mask)
 }

@@ -5,52 +5,15 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_arith::boolean::and_kleene;
-use arrow_array::{Array, ArrayRef, BooleanArray, Scalar, UInt64Array};
+use arrow_array::{Array, ArrayRef, UInt64Array};
 use arrow_buffer::BooleanBuffer;
-use arrow_ord::cmp;
 use roaring::RoaringTreemap;
 
 use crate::error::Result;
 use crate::page::Page;
 use crate::query::Query;
-use crate::select::{prefix_bounds, Bounds, PageMatch};
+use crate::select::{prefix_bounds, range_mask, Bounds, PageMatch};
 use lancet_filter::NullableIdSet;
-
-/// TRUE where a value of `values` lies within the bounds `m` says must be compared (NULL
-/// where the value is NULL); `None` when none must (every non-NULL row matches).
-pub(crate) fn range_mask(
-    values: &ArrayRef,
-    b: &Bounds,
-    m: PageMatch,
-) -> Result<Option<BooleanArray>> {
-    let (check_lo, check_hi) = match m {
-        PageMatch::Some => (true, true),
-        PageMatch::Lower => (true, false),
-        PageMatch::Upper => (false, true),
-        PageMatch::All => (false, false),
-    };
-    let scalar = |v: &ArrayRef| Scalar::new(v.clone());
-    let mut mask: Option<BooleanArray> = None;
-    let mut apply = |m: BooleanArray| -> Result<()> {
-        mask = Some(match mask.take() {
-            None => m,
-            Some(prev) => and_kleene(&prev, &m)?,
-        });
-        Ok(())
-    };
-    match &b.lo {
-        Bound::Included(v) if check_lo => apply(cmp::gt_eq(values, &scalar(v))?)?,
-        Bound::Excluded(v) if check_lo => apply(cmp::gt(values, &scalar(v))?)?,
-        _ => {}
-    }
-    match &b.hi {
-        Bound::Included(v) if check_hi => apply(cmp::lt_eq(values, &scalar(v))?)?,
-        Bound::Excluded(v) if check_hi => apply(cmp::lt(values, &scalar(v))?)?,
-        _ => {}
-    }
-    Ok(mask)
-}
 
 /// `query` on `values`, row `i` answering as id `base + i`: the rows where it is TRUE and
 /// where it is NULL.

@@ -43,8 +43,32 @@ impl RowColumn {
         }
     }
 
-    /// The column's values for the rows at `offsets` of `fragment`; an offset in `deleted`
-    /// is NULL. A row-id sequence shorter than an offset is the table's corruption.
+    /// The column of `fragment`, ready to give values (its row-id sequence decoded once).
+    pub fn of(self, snap: &Snapshot, fragment: &DataFragment) -> Result<RowValues> {
+        let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
+            at: snap.manifest_ref(),
+            rule: format!("fragment {} exceeds 32 bits", fragment.id),
+        })?;
+        let sequence = match self {
+            RowColumn::Id => rowids::row_id_sequence(snap, fragment)?,
+            RowColumn::Address => None,
+        };
+        if self == RowColumn::Id && sequence.is_none() && snap.has_stable_row_ids() {
+            return Err(lancet_rowid::RowIdError::MissingSequence {
+                fragment: fragment.id,
+            }
+            .into());
+        }
+        Ok(RowValues {
+            base: RowAddress::first_of(id),
+            sequence,
+            fragment: fragment.id,
+            physical_rows: fragment.physical_rows,
+        })
+    }
+
+    /// The column's values for the rows at `offsets` of `fragment` ([`RowColumn::of`] then
+    /// [`RowValues::at`]).
     pub fn values(
         self,
         snap: &Snapshot,
@@ -52,43 +76,44 @@ impl RowColumn {
         offsets: &[u64],
         deleted: Option<&RoaringBitmap>,
     ) -> Result<UInt64Array> {
-        let id = u32::try_from(fragment.id).map_err(|_| Error::Corrupt {
-            at: snap.manifest_ref(),
-            rule: format!("fragment id {} exceeds 32 bits", fragment.id),
-        })?;
-        let base = RowAddress::first_of(id);
+        self.of(snap, fragment)?.at(offsets, deleted)
+    }
+}
+
+/// One fragment's `_rowid` or `_rowaddr`: stable ids from its sequence, or addresses.
+pub struct RowValues {
+    base: u64,
+    sequence: Option<lancet_rowid::RowIdSequence>,
+    fragment: u64,
+    physical_rows: u64,
+}
+
+impl RowValues {
+    /// The values of the rows at `offsets`; an offset in `deleted` is NULL. A row-id
+    /// sequence shorter than an offset is the table's corruption.
+    pub fn at(&self, offsets: &[u64], deleted: Option<&RoaringBitmap>) -> Result<UInt64Array> {
         let shown = |o: u64| match deleted {
             Some(d) => u32::try_from(o).map_or(true, |o| !d.contains(o)),
             None => true,
         };
-        let sequence = match self {
-            RowColumn::Id => rowids::row_id_sequence(snap, fragment)?,
-            RowColumn::Address => None,
-        };
-        match sequence {
+        match &self.sequence {
             Some(seq) => offsets
                 .iter()
                 .map(|&o| match shown(o) {
                     true => seq.get(o).map(Some).ok_or_else(|| {
                         lancet_rowid::RowIdError::LengthMismatch {
-                            fragment: fragment.id,
+                            fragment: self.fragment,
                             sequence_len: seq.len(),
-                            physical_rows: fragment.physical_rows,
+                            physical_rows: self.physical_rows,
                         }
                         .into()
                     }),
                     false => Ok(None),
                 })
                 .collect::<Result<UInt64Array>>(),
-            None if self == RowColumn::Id && snap.has_stable_row_ids() => {
-                Err(lancet_rowid::RowIdError::MissingSequence {
-                    fragment: fragment.id,
-                }
-                .into())
-            }
             None => Ok(offsets
                 .iter()
-                .map(|&o| shown(o).then_some(base | o))
+                .map(|&o| shown(o).then_some(self.base | o))
                 .collect()),
         }
     }

@@ -452,9 +452,10 @@ impl Search<'_> {
             };
             // in batches: memory stays a batch whatever the fragment's size
             let step = lancet_file::scan_plan::SCAN_BATCH_ROWS;
+            let source = column.of(self.ds, f)?;
             for start in (0..f.physical_rows).step_by(step as usize) {
                 let offsets: Vec<u64> = (start..f.physical_rows.min(start + step)).collect();
-                let values = column.values(self.ds, f, &offsets, deleted.as_deref())?;
+                let values = source.at(&offsets, deleted.as_deref())?;
                 let base = RowAddress::first_of(id) | start;
                 let part = evaluate_leaves(column.name(), leaves, typing, Arc::new(values), base)
                     .map_err(|e| self.leaf_error(e))?;
