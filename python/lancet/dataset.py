@@ -24,13 +24,14 @@ from . import _lancet
 from ._data import read, schema_stream, to_reader
 from .bitmap import Bitmap
 from . import _args
-from .errors import IndexNotFoundError, InvalidInputError, NotFoundError, SchemaMismatchError, UnsupportedError
+from .errors import (IndexNotFoundError, InvalidCommitError, InvalidInputError, NotFoundError, SchemaMismatchError,
+                     UnsupportedError)
 from .indices import IndexDescription
 from .join import Right
 from .fragment import LanceFragment
 from .scanner import LanceScanner, filter_parts as _filter, taken_columns
 from .schema import LanceSchema
-from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, offsets_judged, to_native
+from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
 __all__ = [
     "LanceDataset",
@@ -882,13 +883,16 @@ class LanceDataset(pa_ds.Dataset):
         if not isinstance(operation, LanceOperation.BaseOperation):
             raise TypeError(f"{where}: operation must be a LanceOperation or a Transaction, "
                             f"not {type(operation).__name__}")
-        offsets = isinstance(operation, LanceOperation.Update) and operation.updated_fragment_offsets is not None
-        if not offsets:
-            name, args = to_native(operation)
+        name, args = to_native(operation)
         native = _lancet.open(uri) if read_version is None else _lancet.open(uri, version=read_version)
-        if offsets:
-            name, args = to_native(offsets_judged(operation, native.has_stable_row_ids))
-        return LanceDataset(uri, _native=_lancet.commit_operation(native, name, args, properties))
+        try:
+            committed = _lancet.commit_operation(native, name, args, properties)
+        except InvalidInputError as e:
+            if isinstance(e, OSError):
+                raise
+            # a commit refused as Lance's commit refuses it is pylance's OSError too
+            raise InvalidCommitError(*e.args) from e
+        return LanceDataset(uri, _native=committed)
 
 
 class MergeInsertBuilder:

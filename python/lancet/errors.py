@@ -26,9 +26,9 @@ class SchemaMismatchError(InvalidInputError, OSError, RuntimeError):
 
 
 class InvalidCommitError(InvalidInputError, OSError):
-    """An operation a commit refuses as Lance's commit refuses it (an Update's offsets for a
-    fragment it does not rewrite); also the ``OSError`` pylance's commit raises. Nothing was
-    published."""
+    """An operation ``LanceDataset.commit`` refuses as invalid (an Update's offsets for a
+    fragment it does not rewrite or past its rows, a record the version does not hold); also
+    the ``OSError`` pylance's commit raises. Nothing was published."""
 
 
 class NotFoundError(LancetError, FileNotFoundError):

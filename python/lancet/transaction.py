@@ -246,7 +246,8 @@ def _operation(name: str, a: dict) -> LanceOperation.BaseOperation:
                          new_fragments=_fragments(a["new_fragments"]),
                          fields_modified=list(a["fields_modified"]),
                          fields_for_preserving_frag_bitmap=list(a["fields_for_preserving_frag_bitmap"]),
-                         update_mode=a["update_mode"])
+                         update_mode=a["update_mode"],
+                         updated_fragment_offsets=a["updated_fragment_offsets"])
     if name == "UpdateConfig":
         fields = a["field_metadata_updates"]
         return op.UpdateConfig(
@@ -262,28 +263,6 @@ def _operation(name: str, a: dict) -> LanceOperation.BaseOperation:
     raise UnsupportedError(f"lancet does not read a {name} operation as a LanceOperation")
 
 
-def offsets_judged(op: "LanceOperation.Update", stable_row_ids: bool) -> "LanceOperation.Update":
-    """`op` without its `updated_fragment_offsets`, once judged as Lance 14.0.2 judges them:
-    each must be portable RoaringBitmap bytes, and under ``update_mode="rewrite_columns"``
-    each key a fragment the Update rewrites (:class:`lancet.errors.InvalidCommitError`, the
-    ``OSError`` pylance raises). They refresh row-level version metadata of tables with
-    stable row ids, which lancet does not implement (:class:`UnsupportedError`); on any
-    other table they change nothing, and the Update commits without them."""
-    from .errors import InvalidCommitError, UnsupportedError
-    offsets = {int(k): _lancet.bitmap_offsets(bytes(v))[0] for k, v in op.updated_fragment_offsets.items()}
-    if op.update_mode == "rewrite_columns":
-        rewritten = {f.id for f in op.updated_fragments}
-        for k in offsets:
-            if k not in rewritten:
-                raise InvalidCommitError(f"updatedFragmentOffsets key {k} is not in updated_fragments; "
-                                        "offsets must reference only fragments being rewritten")
-        if stable_row_ids and any(offsets.values()):
-            raise UnsupportedError("LanceDataset.commit: lancet does not implement Update's "
-                                   "updated_fragment_offsets on a table with stable row ids "
-                                   "(row-level version metadata)")
-    return dataclasses.replace(op, updated_fragment_offsets=None)
-
-
 def to_native(op: LanceOperation.BaseOperation) -> Tuple[str, dict]:
     """`op`'s name and fields as the native half commits them (the shapes
     :func:`from_native` reads)."""
@@ -292,8 +271,6 @@ def to_native(op: LanceOperation.BaseOperation) -> Tuple[str, dict]:
     if isinstance(op, (LanceOperation.Rewrite, LanceOperation.Clone, LanceOperation.DataOverlay)):
         raise UnsupportedError(f"LanceDataset.commit: lancet does not commit a {name} given as a "
                                "LanceOperation (compaction commits its own rewrites)")
-    if isinstance(op, LanceOperation.Update) and op.updated_fragment_offsets is not None:
-        raise UnsupportedError("LanceDataset.commit: lancet does not implement Update's updated_fragment_offsets")
     args = {}
     for f in dataclasses.fields(op):
         args[f.name] = _plain(getattr(op, f.name), f.name)

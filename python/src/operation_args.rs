@@ -12,6 +12,7 @@ use lancet::proto::table::transaction::{
     Restore, Update, UpdateConfig, UpdateMap, UpdateMapEntry, UpdateMode,
 };
 use lancet::proto::table::{DataFile, IndexFile, IndexMetadata};
+use lancet::txn::offsets;
 use prost::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -67,7 +68,7 @@ fn operation(name: &str, a: &Bound<'_, PyDict>) -> PyResult<Operation> {
                     )))
                 }
             };
-            Operation::Update(Update {
+            let mut update = Update {
                 removed_fragment_ids: get(a, "removed_fragment_ids")?,
                 updated_fragments: fragments("updated_fragments")?,
                 new_fragments: fragments("new_fragments")?,
@@ -75,7 +76,18 @@ fn operation(name: &str, a: &Bound<'_, PyDict>) -> PyResult<Operation> {
                 fields_for_preserving_frag_bitmap: get(a, "fields_for_preserving_frag_bitmap")?,
                 update_mode: mode as i32,
                 ..Default::default()
-            })
+            };
+            let offsets: Option<BTreeMap<u64, Vec<u8>>> = get(a, "updated_fragment_offsets")?;
+            if let Some(offsets) = offsets {
+                // decoded here, so bad bytes are pylance's ValueError before any commit
+                let decoded = offsets
+                    .iter()
+                    .map(|(id, bytes)| Ok((*id, offsets::decode_bitmap(*id, bytes)?)))
+                    .collect::<Result<BTreeMap<u64, RoaringBitmap>, lancet::txn::TxnError>>()
+                    .map_err(|e| invalid(e.to_string()))?;
+                offsets::set_updated_offsets(&mut update, &decoded);
+            }
+            Operation::Update(update)
         }
         "Merge" => {
             let (schema, schema_metadata) = schema(&get(a, "schema")?)?;

@@ -151,6 +151,21 @@ fn operation<'py>(py: Python<'py>, op: &Operation, version: u64) -> PyResult<Bou
                 lancet::proto::table::transaction::UpdateMode::RewriteColumns => "rewrite_columns",
             };
             d.set_item("update_mode", mode)?;
+            // as pylance reads them back: the bytes per fragment, or None
+            let offsets = lancet::txn::offsets::updated_offsets(u)
+                .map_err(|e| raise("CorruptTableError", format!("version {version}: {e}")))?;
+            let bytes = PyDict::new(py);
+            for (id, bitmap) in &offsets {
+                let mut b = Vec::with_capacity(bitmap.serialized_size());
+                bitmap
+                    .serialize_into(&mut b)
+                    .map_err(|e| raise("InternalError", e.to_string()))?;
+                bytes.set_item(id, PyBytes::new(py, &b))?;
+            }
+            d.set_item(
+                "updated_fragment_offsets",
+                (!offsets.is_empty()).then_some(bytes),
+            )?;
         }
         Operation::UpdateConfig(u) => {
             let maps = lancet::txn::build::update_config_maps(u).map_err(|e| {

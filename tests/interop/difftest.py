@@ -116,6 +116,9 @@ def gen_ops(rng, steps, stable, tree=False, py=False, only=None):
             op["staged"] = rng.random() < 0.4
             op["start"], op["n"] = next_id, rng.choice([1, 40])
             next_id += op["n"]
+            # the matched offsets committed too (rewrite_columns): on a stable-row-id table
+            # they stamp the rows' last-updated-at versions
+            op["offsets"] = rng.random() < 0.5
         elif kind in ("delete", "update"):
             m = rng.choice([3, 5, 7, 11])
             op["filter"] = f"id % {m} = {rng.randrange(m)}"
@@ -569,9 +572,13 @@ class Run:
             ds = lib.dataset(self.uri)
             data = pa.table({"id": pa.array(hit, pa.int64()),
                              "v": pa.array([self.model[i] + 1 for i in hit], pa.int64())})
-            updated, modified = [], []
+            updated, modified, offsets = [], [], {}
             for f in ds.get_fragments():
-                meta, modified = f.update_columns(data, left_on="id")
+                if op.get("offsets"):
+                    meta, modified, offsets[f.fragment_id] = f.update_columns(data, left_on="id",
+                                                                              with_offsets=True)
+                else:
+                    meta, modified = f.update_columns(data, left_on="id")
                 updated.append(meta)
             if op["staged"]:
                 t = self.table(op["start"], op["n"])
@@ -581,7 +588,10 @@ class Run:
                     lance.write_dataset(t, self.uri, mode="append")
                 self.model.update({i: i for i in range(op["start"], op["start"] + op["n"])})
             if updated:
-                op_ = lib.LanceOperation.Update(updated_fragments=updated, fields_modified=modified)
+                extra = {}
+                if op.get("offsets"):
+                    extra = dict(update_mode="rewrite_columns", updated_fragment_offsets=offsets)
+                op_ = lib.LanceOperation.Update(updated_fragments=updated, fields_modified=modified, **extra)
                 lib.LanceDataset.commit(self.uri, op_, read_version=ds.version)
         for i in hit:
             self.model[i] += 1

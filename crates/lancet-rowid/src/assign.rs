@@ -20,6 +20,7 @@ use lancet_proto::table::data_fragment::{
 };
 use lancet_proto::table::DataFragment;
 use lancet_txn::finish::Finished;
+use roaring::RoaringBitmap;
 
 use crate::error::{Result, RowIdError};
 use crate::segment::U64Segment;
@@ -221,6 +222,10 @@ pub fn rechunk_fragments(
 /// - records whose data files a Merge or a DataReplacement rewrote are updated at `version`
 ///   ([`restamp_updated`]).
 ///
+/// - in records a `RewriteColumns` Update rewrote in place, the rows at its matched offsets
+///   (`finished.matched_offsets`) are updated at `version`
+///   ([`refresh_matched`]).
+///
 /// Returns the new fragments that hold only moved rows (every row keeps its id), for the
 /// index rule of an Update that moves rows (`lancet_txn::build::cover_moved_rows`). A
 /// Rewrite's destinations carry their rows' ids and versions as the rewrite wrote them: the
@@ -251,12 +256,71 @@ pub fn stamp_change(finished: &mut Finished, version: u64, manifest: &str) -> Re
     for f in &mut finished.created {
         stamp_versions(f, version, fresh_from, |id| created_at.get(&id).copied())?;
     }
-    for (_, after) in &mut finished.updated {
+    for (before, after) in &mut finished.updated {
         if finished.rewritten.contains(&after.id) {
             restamp_updated(after, version);
         }
+        if let Some(matched) = finished.matched_offsets.get(&after.id) {
+            refresh_matched(before, after, matched, version, manifest)?;
+        }
     }
     Ok(moved_only)
+}
+
+/// Lance 14.0.2's refresh for a fragment an Update rewrote in place (`after`, its record on
+/// the version being replaced `before`): the rows at `matched` offsets are last updated at
+/// `version`, the others keep the versions of `after`'s sequence. A record without a
+/// last-updated-at sequence is left alone (a stamp for its other rows would be invented).
+/// Offsets are physical and bounded by `before`'s rows: more offsets than rows, or one past
+/// them, are refused.
+pub fn refresh_matched(
+    before: &DataFragment,
+    after: &mut DataFragment,
+    matched: &RoaringBitmap,
+    version: u64,
+    manifest: &str,
+) -> Result<()> {
+    // Lance's order: nothing to stamp, no sequence to refresh, then the bounds
+    if matched.is_empty() || after.last_updated_at_version_sequence.is_none() {
+        return Ok(());
+    }
+    let limit = before.physical_rows;
+    if matched.len() > limit {
+        return Err(RowIdError::InvalidInput(format!(
+            "updatedFragmentOffsets cardinality {} exceeds fragment {} limit {limit}",
+            matched.len(),
+            after.id
+        )));
+    }
+    if let Some(max) = matched.max().filter(|&m| u64::from(m) >= limit) {
+        return Err(RowIdError::InvalidInput(format!(
+            "updatedFragmentOffsets max offset {max} exceeds fragment {} limit {limit}",
+            after.id
+        )));
+    }
+    if let Some(LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(_)) =
+        &after.last_updated_at_version_sequence
+    {
+        return Err(RowIdError::Unsupported {
+            fragment: after.id,
+            rule: "its last-updated-at versions are in a spilled column (flag 2048), which lancet does not read yet".into(),
+        });
+    }
+    if after.physical_rows == 0 {
+        return Ok(());
+    }
+    let (_, base) = crate::fragment::versions_of(after, manifest)?;
+    let refreshed = VersionSequence::refreshed(
+        base.as_ref(),
+        after.physical_rows,
+        matched,
+        version,
+        version.saturating_sub(1),
+    );
+    after.last_updated_at_version_sequence = Some(
+        LastUpdatedAtVersionSequence::InlineLastUpdatedAtVersions(refreshed.encode()),
+    );
+    Ok(())
 }
 
 /// The version each row of `fragments` was created at, by row id. Rows of a fragment without
@@ -436,5 +500,78 @@ mod tests {
         assert!(rechunk_fragments(&[(&a, Some(&deleted)), (&b, None)], &mut wrong, "m").is_err());
         // a source without row ids is refused
         assert!(rechunk_fragments(&[(&frag(3, 1), None)], &mut [frag(0, 1)], "m").is_err());
+    }
+
+    #[test]
+    fn matched_offsets_refresh_their_rows_and_are_bounded_by_the_fragments_rows() {
+        let updated_at = |f: &DataFragment| -> Vec<u64> {
+            let (_, u) = crate::fragment::versions_of(f, "m").unwrap();
+            let u = u.unwrap();
+            (0..u.len()).map(|i| u.version_at(i).unwrap()).collect()
+        };
+        let before = frag(0, 4);
+        let mut after = frag(0, 4);
+        restamp_updated(&mut after, 2);
+        let matched: RoaringBitmap = [1u32, 2].into_iter().collect();
+        refresh_matched(&before, &mut after, &matched, 5, "m").unwrap();
+        assert_eq!(updated_at(&after), vec![2, 5, 5, 2]);
+
+        // a record without a last-updated-at sequence is left alone (and not bounds-checked)
+        let mut bare = frag(0, 4);
+        let far: RoaringBitmap = [9u32].into_iter().collect();
+        refresh_matched(&before, &mut bare, &far, 5, "m").unwrap();
+        assert!(bare.last_updated_at_version_sequence.is_none());
+
+        // an offset past the fragment's rows, or more offsets than rows: refused, unchanged
+        let kept = after.clone();
+        let e = refresh_matched(&before, &mut after, &far, 6, "m").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("max offset 9 exceeds fragment 0 limit 4"),
+            "{e}"
+        );
+        let many: RoaringBitmap = (0u32..5).collect();
+        let e = refresh_matched(&before, &mut after, &many, 6, "m").unwrap_err();
+        assert!(e.to_string().contains("cardinality 5 exceeds"), "{e}");
+        assert_eq!(after, kept);
+
+        // versions spilled to a column are named, not guessed
+        let mut spilled = frag(0, 4);
+        spilled.last_updated_at_version_sequence = Some(
+            LastUpdatedAtVersionSequence::ColumnLastUpdatedAtVersions(Default::default()),
+        );
+        let e = refresh_matched(&before, &mut spilled, &matched, 6, "m").unwrap_err();
+        assert!(
+            matches!(e, RowIdError::Unsupported { fragment: 0, .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stamp_change_refreshes_only_the_matched_offsets_of_rewritten_records() {
+        let mut before = frag(3, 3);
+        restamp_updated(&mut before, 1);
+        let mut finished = Finished {
+            manifest: Default::default(),
+            indices: vec![],
+            removed_all: vec![],
+            removed: vec![],
+            updated: vec![(before.clone(), before.clone()), (frag(4, 2), frag(4, 2))],
+            created: vec![],
+            reserved: vec![],
+            rewritten: vec![],
+            matched_offsets: std::collections::BTreeMap::from([(3, [2u32].into_iter().collect())]),
+        };
+        stamp_change(&mut finished, 7, "m").unwrap();
+        let (_, u) = crate::fragment::versions_of(&finished.updated[0].1, "m").unwrap();
+        let u = u.unwrap();
+        assert_eq!(
+            (0..3).map(|i| u.version_at(i).unwrap()).collect::<Vec<_>>(),
+            vec![1, 1, 7]
+        );
+        assert!(finished.updated[1]
+            .1
+            .last_updated_at_version_sequence
+            .is_none());
     }
 }

@@ -63,6 +63,68 @@ impl VersionSequence {
         Self { runs, ends }
     }
 
+    /// Lance 14.0.2's refresh after a partial in-place column rewrite committed as `version`:
+    /// `rows` rows whose versions are `base`'s (cut to `rows`, rows past its end at `fill`),
+    /// with those at `updated` (offsets past `rows` ignored) at `version`; built by stretches,
+    /// never one value per row.
+    pub fn refreshed(
+        base: Option<&VersionSequence>,
+        rows: u64,
+        updated: &roaring::RoaringBitmap,
+        version: u64,
+        fill: u64,
+    ) -> Self {
+        // the base as (start, end, version) stretches covering 0..rows
+        let mut base_stretches = Vec::new();
+        let mut at = 0u64;
+        for (span, v) in base.into_iter().flat_map(|b| b.runs()) {
+            let end = at.saturating_add(span.len()).min(rows);
+            if end > at {
+                base_stretches.push((at, end, v));
+            }
+            at = end;
+        }
+        if at < rows {
+            base_stretches.push((at, rows, fill));
+        }
+        // the updated offsets as ranges below `rows`
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for o in updated.iter().map(u64::from).take_while(|&o| o < rows) {
+            match ranges.last_mut() {
+                Some((_, e)) if *e == o => *e = o + 1,
+                _ => ranges.push((o, o + 1)),
+            }
+        }
+        let mut stretches = Vec::new();
+        let mut next = ranges.iter().peekable();
+        for (start, end, v) in base_stretches {
+            let mut at = start;
+            while at < end {
+                // skip ranges wholly before `at`
+                while next.peek().is_some_and(|(_, e)| *e <= at) {
+                    next.next();
+                }
+                match next.peek() {
+                    Some(&&(s, e)) if s <= at => {
+                        let to = e.min(end);
+                        stretches.push((to - at, version));
+                        at = to;
+                    }
+                    Some(&&(s, _)) => {
+                        let to = s.min(end);
+                        stretches.push((to - at, v));
+                        at = to;
+                    }
+                    None => {
+                        stretches.push((end - at, v));
+                        at = end;
+                    }
+                }
+            }
+        }
+        Self::from_run_lengths(&stretches)
+    }
+
     pub fn len(&self) -> u64 {
         self.ends.last().copied().unwrap_or(0)
     }
@@ -118,6 +180,53 @@ impl VersionSequence {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// Lance's refresh, one value per row.
+    fn refreshed_per_row(
+        base: &[u64],
+        rows: usize,
+        updated: &[u32],
+        version: u64,
+        fill: u64,
+    ) -> Vec<u64> {
+        let mut v: Vec<u64> = base.iter().copied().take(rows).collect();
+        v.resize(rows, fill);
+        for &o in updated {
+            if let Some(x) = v.get_mut(o as usize) {
+                *x = version;
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn refreshed_is_lances_per_row_refresh_in_stretches() {
+        let cases: &[(&[u64], usize, &[u32])] = &[
+            (&[1, 1, 1, 1], 4, &[1, 2]),
+            (&[1, 1, 2, 2, 2, 3], 6, &[0, 2, 3, 5]),
+            (&[1, 1], 5, &[4]),
+            (&[1, 2, 3, 4, 5, 6], 4, &[3, 9]),
+            (&[], 3, &[1]),
+            (&[7, 7, 7], 3, &[]),
+            (&[7, 7, 7], 3, &[0, 1, 2]),
+        ];
+        for (versions, rows, updated) in cases {
+            let seq = VersionSequence::from_versions(versions);
+            let bitmap: roaring::RoaringBitmap = updated.iter().copied().collect();
+            let base = (!versions.is_empty()).then_some(&seq);
+            let got = VersionSequence::refreshed(base, *rows as u64, &bitmap, 9, 2);
+            let want = refreshed_per_row(versions, *rows, updated, 9, 2);
+            let got_rows: Vec<u64> = (0..*rows as u64)
+                .map(|i| got.version_at(i).unwrap())
+                .collect();
+            assert_eq!(
+                got_rows, want,
+                "base {versions:?} rows {rows} updated {updated:?}"
+            );
+            // byte for byte what Lance builds from the per-row versions
+            assert_eq!(got.encode(), VersionSequence::from_versions(&want).encode());
+        }
+    }
 
     #[test]
     fn runs_and_lookup() {

@@ -46,6 +46,7 @@ use lancet_proto::table::manifest::{DataStorageFormat, WriterVersion};
 use lancet_proto::table::transaction::{Operation, Update, UpdateMode};
 use lancet_proto::table::{DataFile, DataFragment, FragmentTreeMetadata, IndexMetadata, Manifest};
 use lancet_proto::transaction::operation_name;
+use roaring::RoaringBitmap;
 
 use crate::error::{Result, TxnError};
 use crate::invariants::{Invariant, Version};
@@ -208,6 +209,9 @@ pub struct Plan {
     /// A Project's remaining field ids, to be applied to every fragment of the base with
     /// [`Plan::apply_project`].
     pub project: Option<Vec<i32>>,
+    /// A `RewriteColumns` Update's matched offsets per rewritten fragment
+    /// ([`crate::offsets::judged`]).
+    pub matched_offsets: BTreeMap<u64, RoaringBitmap>,
 }
 
 /// `op` on `base`: ids for new fragments, the index list, the manifest fields it changes.
@@ -221,6 +225,7 @@ pub fn plan(base: Version<'_>, op: &Operation) -> Result<Plan> {
             plan.removed = d.deleted_fragment_ids.clone();
         }
         Operation::Update(u) => {
+            plan.matched_offsets = crate::offsets::judged(u)?;
             let modified: Vec<i32> = u
                 .fields_modified
                 .iter()
@@ -946,6 +951,7 @@ impl Plan {
             merge_listing: None,
             replaces_content: false,
             project: None,
+            matched_offsets: BTreeMap::new(),
         }
     }
 

@@ -79,6 +79,9 @@ pub struct Finished {
     /// Updated fragments whose data files the change rewrote (a Merge or a
     /// DataReplacement): on a stable-row-id table their rows are updated at this version.
     pub rewritten: Vec<u64>,
+    /// A `RewriteColumns` Update's matched offsets per rewritten fragment: on a stable-row-id
+    /// table those rows are updated at this version.
+    pub matched_offsets: std::collections::BTreeMap<u64, roaring::RoaringBitmap>,
 }
 
 /// What finishing `plan` reads from a version whose manifest is `base`.
@@ -213,6 +216,7 @@ pub fn finish(mut plan: Plan, operation: &Operation, facts: Facts<'_>) -> Result
         created: plan.created,
         reserved,
         rewritten,
+        matched_offsets: plan.matched_offsets,
     })
 }
 

@@ -40,6 +40,7 @@ mod invariant;
 mod invariants;
 pub mod keys;
 pub mod merge;
+pub mod offsets;
 pub mod operation;
 pub mod protocol;
 pub mod rebase;

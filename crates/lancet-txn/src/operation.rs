@@ -182,6 +182,7 @@ pub fn rows_rewritten(
         fields_for_preserving_frag_bitmap: preserving,
         update_mode: UpdateMode::RewriteRows as i32,
         inserted_rows,
+        ..Default::default()
     })
 }
 

@@ -2,6 +2,9 @@
 and ``merge_insert`` with a source of some of the table's columns, each step run with
 ``import lance`` and with ``import lancet as lance`` and the tables compared."""
 
+import dataclasses
+import json
+
 import lance
 import pyarrow as pa
 import pytest
@@ -170,17 +173,27 @@ def test_update_columns_with_offsets_as_pylance(tmp_path):
             op = lib.LanceOperation.Update(updated_fragments=[f], fields_modified=modified,
                                            update_mode="rewrite_columns",
                                            updated_fragment_offsets={0: offsets})
-            if stable and lib is lancet:
-                # row-level version metadata is not implemented: refused, nothing published
-                with pytest.raises(NotImplementedError, match="updated_fragment_offsets"):
-                    lib.LanceDataset.commit(uri, op, read_version=ds.version)
-                assert lib.dataset(uri).version == ds.version
-                continue
             ds = lib.LanceDataset.commit(uri, op, read_version=ds.version)
-            got[(name, stable)] = (matched, modified, ds.to_table().to_pydict())
+            updated_at = ds.get_fragment(0).metadata.last_updated_at_version_meta
+            got[(name, stable)] = (matched, modified, ds.to_table().to_pydict(),
+                                   None if updated_at is None else json.loads(updated_at.json()),
+                                   ds.read_transaction(ds.version).operation.updated_fragment_offsets)
+            # an offset past the fragment's rows is refused on a stable-row-id table, nothing published
+            if stable:
+                before = ds.version
+                bad = {0: lancet._lancet.offsets_bitmap([1, 7])}
+                with pytest.raises(OSError, match="max offset 7 exceeds fragment 0"):
+                    lib.LanceDataset.commit(uri, dataclasses.replace(op, updated_fragment_offsets=bad),
+                                            read_version=before)
+                assert lib.dataset(uri).version == before
     assert got[("lancet", False)] == got[("pylance", False)]
     assert got[("lancet", False)][0] == [1, 5]
-    assert got[("pylance", True)][0] == [1, 5]
+    # rows 1 and 5 last updated at the Update's version (3), the others where they were
+    assert got[("lancet", True)] == got[("pylance", True)]
+    assert got[("lancet", True)][3] is not None
+    # pylance reads the offsets lancet recorded
+    theirs = lance.dataset(str(tmp_path / "lancetTrue"))
+    assert theirs.read_transaction(theirs.version).operation.updated_fragment_offsets == got[("lancet", True)][4]
 
 
 def test_add_columns_of_sql_expressions_is_one_merge_as_pylances(tmp_path):
