@@ -1,7 +1,8 @@
 """A scan of a table (pylance's ``LanceScanner``): the projection and filter pushed to lancet,
 what lancet cannot answer applied after it by pyarrow.
 
-Columns are names (the table's, ``_rowid``, ``_rowaddr``, ``_rowoffset``) or, as a dict,
+Columns are names (the table's, ``_rowid``, ``_rowaddr``, ``_rowoffset``,
+``_row_created_at_version``, ``_row_last_updated_at_version``) or, as a dict,
 SQL expressions by output name (``{"b2": "b * 2"}``) that the native half evaluates per batch
 with lancet-filter's evaluator. ``_rowoffset`` is a row's position among the table's live
 rows (what ``take`` takes), computed from its address and each fragment's deletions.
@@ -27,7 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["LanceScanner", "filter_parts"]
 
 # columns every table has without storing them
-_ROW_COLUMNS = ("_rowid", "_rowaddr", "_rowoffset")
+_ROW_COLUMNS = ("_rowid", "_rowaddr", "_rowoffset", "_row_last_updated_at_version", "_row_created_at_version")
+# those the native half reads when named among the columns (the others by flags)
+_NAMED_ROW_COLUMNS = ("_row_last_updated_at_version", "_row_created_at_version")
+# those a take reads when named among the columns
+_TAKEN_ROW_COLUMNS = ("_rowid", "_rowaddr") + _NAMED_ROW_COLUMNS
 
 
 def _parts(name: str) -> List[str]:
@@ -81,7 +86,7 @@ def taken_columns(schema: pa.Schema, columns: Optional[List[str]]):
     """For a take of `columns` (some inside struct columns), the top-level columns to read
     and how to shape what was read: as pylance's take, a field inside a struct column comes
     back as its struct with only the fields asked for."""
-    if columns is None or all(c in schema.names for c in columns):
+    if columns is None or all(c in schema.names or c in _TAKEN_ROW_COLUMNS for c in columns):
         return columns, lambda t: t
     paths: Dict[str, List[List[str]]] = {}
     for c in columns:
@@ -167,7 +172,7 @@ class LanceScanner(pa_ds.Scanner):
     def _requested(self):
         if self._columns is None:
             return None
-        return [c for c in self._columns if c not in _ROW_COLUMNS]
+        return [c for c in self._columns if c not in _ROW_COLUMNS or c in _NAMED_ROW_COLUMNS]
 
     def _rows(self, counters=None) -> pa.RecordBatchReader:
         """The rows the scan reads, in the order of `_columns` (then `_rowid`, `_rowaddr`),
@@ -190,8 +195,10 @@ class LanceScanner(pa_ds.Scanner):
         return self._filtered_reader(counters)
 
     def _filtered_reader(self, counters) -> pa.RecordBatchReader:
+        named = [c for c in self._columns or () if c in _NAMED_ROW_COLUMNS]
         reader = read(self._dataset._ds.scan(
-            columns=None, filter=None, with_row_id=self._with_row_id,
+            columns=self._dataset.schema.names + named if named else None, filter=None,
+            with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragments=self._fragments,
             include_deleted=self._include_deleted, counters=counters))
         wanted = self._columns if self._columns is not None else reader.schema.names

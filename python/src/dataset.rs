@@ -9,7 +9,7 @@ use futures::TryStreamExt;
 use lancet::proto::table::DataFile;
 use lancet::{
     CleanupPolicy, ColumnAlteration, Committed, CompactionOptions, CompactionResult,
-    CompactionTask, Dataset, Filter, OptimizeOptions, ScanMetrics, ScanOptions,
+    CompactionTask, Dataset, Filter, OptimizeOptions, RowColumn, ScanMetrics, ScanOptions,
 };
 use prost::Message;
 use pyo3::prelude::*;
@@ -68,11 +68,31 @@ pub(crate) fn scan_options(
     fragments: Option<Vec<u64>>,
     metrics: Arc<ScanMetrics>,
 ) -> PyResult<ScanOptions> {
+    // the version columns are asked for by name, as in pylance; the caller places them
+    let asked = |name: &str| {
+        columns
+            .as_ref()
+            .is_some_and(|c| c.iter().any(|n| n == name))
+    };
+    let with_row_last_updated_at_version = asked(RowColumn::LastUpdatedAt.name());
+    let with_row_created_at_version = asked(RowColumn::CreatedAt.name());
+    let columns = columns.map(|c| {
+        c.into_iter()
+            .filter(|n| {
+                !matches!(
+                    RowColumn::named(n),
+                    Some(RowColumn::LastUpdatedAt | RowColumn::CreatedAt)
+                )
+            })
+            .collect()
+    });
     Ok(ScanOptions {
         columns,
         filter: self::filter(filter)?,
         with_row_id,
         with_row_address,
+        with_row_last_updated_at_version,
+        with_row_created_at_version,
         limit,
         offset: offset.unwrap_or(0),
         fragments,

@@ -17,6 +17,7 @@ use lancet_proto::file::Field as LanceField;
 use lancet_proto::table::DataFragment;
 
 use crate::error::{Error, Result};
+use crate::row_columns::RowColumn;
 use crate::rows;
 use crate::snapshot::Snapshot;
 
@@ -184,13 +185,11 @@ impl Projection {
         self.outputs.is_empty()
     }
 
-    /// The output schema, with `_rowid` and `_rowaddr` after the columns when asked.
-    pub fn schema(&self, with_id: bool, with_addr: bool) -> SchemaRef {
+    /// The output schema, with `row_columns` after the columns.
+    pub fn schema(&self, row_columns: &[RowColumn]) -> SchemaRef {
         let mut fields = self.fields();
-        for (name, on) in [("_rowid", with_id), ("_rowaddr", with_addr)] {
-            if on {
-                fields.push(Arc::new(Field::new(name, DataType::UInt64, true)));
-            }
+        for c in row_columns {
+            fields.push(Arc::new(Field::new(c.name(), DataType::UInt64, true)));
         }
         Arc::new(Schema::new(fields))
     }

@@ -39,6 +39,10 @@ pub struct ScanOptions {
     pub with_row_id: bool,
     /// Add `_rowaddr` (fragment id << 32 | offset).
     pub with_row_address: bool,
+    /// Add `_row_last_updated_at_version` (the version each row was last updated at).
+    pub with_row_last_updated_at_version: bool,
+    /// Add `_row_created_at_version` (the version each row was created at).
+    pub with_row_created_at_version: bool,
     /// At most this many rows.
     pub limit: Option<u64>,
     /// Skip this many rows first.
@@ -56,6 +60,23 @@ pub struct ScanOptions {
     /// Counts of what the scan read, added to as it runs (shared across scans when the
     /// same counters are passed to several).
     pub metrics: Option<Arc<ScanMetrics>>,
+}
+
+impl ScanOptions {
+    /// The row columns asked for, in the order the scan adds them (Lance's).
+    pub fn row_columns(&self) -> Vec<RowColumn> {
+        let asked = [
+            self.with_row_id,
+            self.with_row_address,
+            self.with_row_last_updated_at_version,
+            self.with_row_created_at_version,
+        ];
+        RowColumn::ALL
+            .into_iter()
+            .zip(asked)
+            .filter_map(|(c, on)| on.then_some(c))
+            .collect()
+    }
 }
 
 /// What scans read, counted: index pages a filter read, fragments whose column a filter read
@@ -97,7 +118,7 @@ impl ScanMetrics {
 /// The schema of the batches `Dataset::scan` returns for `options`.
 pub fn scan_schema(snap: &Snapshot, options: &ScanOptions) -> Result<SchemaRef> {
     let projection = paths::projection(snap, options.columns.as_deref())?;
-    Ok(projection.schema(options.with_row_id, options.with_row_address))
+    Ok(projection.schema(&options.row_columns()))
 }
 
 /// The rows of this version (deleted rows left out) as a stream of batches; see
@@ -115,7 +136,7 @@ pub async fn scan(
         return Box::pin(scan(&at, options)).await;
     }
     let projection = paths::projection(snap, options.columns.as_deref())?;
-    let schema = projection.schema(options.with_row_id, options.with_row_address);
+    let schema = projection.schema(&options.row_columns());
     let fragments = match &options.fragments {
         None => snap.fragments().await?,
         Some(ids) => snap.fragments_with_ids(ids).await?,
@@ -215,11 +236,11 @@ fn read_all(
 ) -> impl Stream<Item = Result<RecordBatch>> + Send + 'static {
     let ds = snap.clone();
     let projection = Arc::new(projection);
-    let row_columns = (options.with_row_id, options.with_row_address);
+    let row_columns: Arc<[RowColumn]> = options.row_columns().into();
     futures::stream::iter(reads)
         .map(move |read| {
             let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
-            let shown_deleted = shown_deleted.clone();
+            let (shown_deleted, row_columns) = (shown_deleted.clone(), row_columns.clone());
             async move {
                 let (chunk, whole) = match &read {
                     Read::Chunk(chunk) => (chunk, false),
@@ -227,7 +248,7 @@ fn read_all(
                 };
                 let deleted = shown_deleted.get(&chunk.fragment.id).map(|d| &**d);
                 let batch =
-                    read_chunk(&ds, chunk, &projection, schema, row_columns, deleted).await?;
+                    read_chunk(&ds, chunk, &projection, schema, &row_columns, deleted).await?;
                 Ok::<_, Error>(match whole {
                     true => batches_of(&batch, SCAN_BATCH_ROWS),
                     false => vec![batch],
@@ -239,20 +260,20 @@ fn read_all(
         .try_flatten()
 }
 
-/// The rows of `chunk`, `projection`'s columns (then `_rowid`, `_rowaddr` when asked) in
-/// `schema`; offsets in `deleted` (a scan of deleted rows) have no row columns.
+/// The rows of `chunk`, `projection`'s columns (then `row_columns`) in `schema`; offsets in
+/// `deleted` (a scan of deleted rows) have no `_rowid` or `_rowaddr`.
 pub async fn read_chunk(
     snap: &Snapshot,
     chunk: &Chunk,
     projection: &Projection,
     schema: SchemaRef,
-    row_columns: (bool, bool),
+    row_columns: &[RowColumn],
     deleted: Option<&RoaringBitmap>,
 ) -> Result<RecordBatch> {
     let batch = (projection.read_rows(snap, &chunk.fragment, chunk.rows.as_rows())).await?;
-    let offsets = match row_columns.0 || row_columns.1 {
-        true => chunk.rows.offsets(),
-        false => Vec::new(),
+    let offsets = match row_columns.is_empty() {
+        true => Vec::new(),
+        false => chunk.rows.offsets(),
     };
     with_row_columns(
         snap,
@@ -265,22 +286,20 @@ pub async fn read_chunk(
     )
 }
 
-/// `batch` (rows at `offsets` of `fragment`) with `_rowid` and `_rowaddr` added; a row
-/// whose offset is in `deleted` (a scan of deleted rows) has neither.
+/// `batch` (rows at `offsets` of `fragment`) with `row_columns` added; a row whose offset is
+/// in `deleted` (a scan of deleted rows) has no `_rowid` or `_rowaddr`.
 pub fn with_row_columns(
     snap: &Snapshot,
     batch: RecordBatch,
     fragment: &DataFragment,
     offsets: &[u64],
     schema: SchemaRef,
-    (with_id, with_addr): (bool, bool),
+    row_columns: &[RowColumn],
     deleted: Option<&RoaringBitmap>,
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    for (column, on) in [(RowColumn::Id, with_id), (RowColumn::Address, with_addr)] {
-        if on {
-            columns.push(Arc::new(column.values(snap, fragment, offsets, deleted)?));
-        }
+    for column in row_columns {
+        columns.push(Arc::new(column.values(snap, fragment, offsets, deleted)?));
     }
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(schema, columns, &options)

@@ -14,6 +14,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::paths;
+use crate::row_columns::RowColumn;
 use crate::rowids;
 use crate::scan;
 use crate::snapshot::Snapshot;
@@ -38,7 +39,7 @@ pub fn live_rows(
     deleted: Option<RoaringBitmap>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
     let projection = Arc::new(paths::projection(snap, None)?);
-    let schema = projection.schema(false, false);
+    let schema = projection.schema(&[]);
     let chunks = live_chunks(fragment.physical_rows, deleted.as_ref());
     let ds = snap.clone();
     let stream = futures::stream::iter(chunks).then(move |rows| {
@@ -47,20 +48,42 @@ pub fn live_rows(
             rows,
         };
         let (ds, projection, schema) = (ds.clone(), projection.clone(), schema.clone());
-        async move { scan::read_chunk(&ds, &chunk, &projection, schema, (false, false), None).await }
+        async move { scan::read_chunk(&ds, &chunk, &projection, schema, &[], None).await }
     });
     Ok(stream.boxed())
 }
 
+/// `columns` as the table's columns and the row columns among them (`_rowid`,
+/// `_row_created_at_version`, ...: names no table column has), each in the order asked.
+fn split_row_columns(
+    snap: &Snapshot,
+    columns: Option<&[String]>,
+) -> (Option<Vec<String>>, Vec<RowColumn>) {
+    let Some(columns) = columns else {
+        return (None, Vec::new());
+    };
+    let fields = &snap.manifest().fields;
+    let (mut table, mut row) = (Vec::new(), Vec::new());
+    for name in columns {
+        match RowColumn::named(name).filter(|_| paths::resolve(fields, name).is_none()) {
+            Some(c) => row.push(c),
+            None => table.push(name.clone()),
+        }
+    }
+    (Some(table), row)
+}
+
 /// The live rows at `addresses`, in the order asked; an address that is not a live row
-/// is an error naming it.
+/// is an error naming it. `columns` may name row columns, placed where asked.
 pub async fn take_addresses(
     snap: &Snapshot,
     addresses: &[u64],
     columns: Option<&[String]>,
 ) -> Result<RecordBatch> {
-    let projection = paths::projection(snap, columns)?;
-    let schema = projection.schema(false, false);
+    let (table_columns, row_columns) = split_row_columns(snap, columns);
+    let projection = paths::projection(snap, table_columns.as_deref())?;
+    let schema = projection.schema(&row_columns);
+    let (row_columns, schema_ref) = (&row_columns, &schema);
     let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for a in addresses {
         let (f, o) = RowAddress::split(*a);
@@ -92,6 +115,15 @@ pub async fn take_addresses(
         }
         let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
         let batch = Box::pin(projection.read_rows(snap, &fragment, Rows::At(&rows))).await?;
+        let batch = scan::with_row_columns(
+            snap,
+            batch,
+            &fragment,
+            &rows,
+            schema_ref.clone(),
+            row_columns,
+            None,
+        )?;
         Ok::<_, Error>((id, offsets, batch))
     });
     let read: Vec<(u32, Vec<u32>, RecordBatch)> = futures::stream::iter(reads)
@@ -120,8 +152,25 @@ pub async fn take_addresses(
         .collect::<Option<Vec<u64>>>()
         .ok_or_else(|| Error::Internal("a taken row was not read".into()))?
         .into();
-    arrow_select::take::take_record_batch(&all, &order)
-        .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))
+    let taken = arrow_select::take::take_record_batch(&all, &order)
+        .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))?;
+    in_order_asked(taken, columns)
+}
+
+/// `batch` (table columns, then row columns) with its columns in the order `columns` asks.
+fn in_order_asked(batch: RecordBatch, columns: Option<&[String]>) -> Result<RecordBatch> {
+    let Some(columns) = columns else {
+        return Ok(batch);
+    };
+    let schema = batch.schema();
+    let order: Option<Vec<usize>> = columns.iter().map(|c| schema.index_of(c).ok()).collect();
+    match order {
+        Some(order) if order.len() == batch.num_columns() => batch
+            .project(&order)
+            .map_err(|e| Error::Internal(format!("placing taken columns: {e}"))),
+        // a field inside a struct column: the read's own order
+        _ => Ok(batch),
+    }
 }
 
 /// The rows with stable row ids (row addresses on a table without stable row ids)

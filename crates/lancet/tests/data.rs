@@ -1676,6 +1676,100 @@ async fn row_columns_filter_deleted_rows_show_and_positions_take() {
     }
 }
 
+/// `_row_created_at_version` and `_row_last_updated_at_version` as columns and in filters,
+/// on flat and tree tables with stable row ids: an appended row was created at the append's
+/// version, an updated row last updated at the update's; columns come after `_rowid` in
+/// Lance's order.
+#[tokio::test]
+async fn row_version_columns_show_when_rows_were_created_and_updated() {
+    let dir = tempfile::tempdir().unwrap();
+    for layout in [Layout::Flat, Layout::Tree] {
+        let uri = dir.path().join(format!("{layout:?}"));
+        let ds = Dataset::create(
+            uri.to_str().unwrap(),
+            schema(),
+            batches(vec![rows(0, 10)]),
+            CreateOptions {
+                stable_row_ids: true,
+                layout,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .dataset;
+        let ds = ds
+            .append(batches(vec![rows(10, 15)]))
+            .await
+            .unwrap()
+            .dataset;
+        let set = lancet::filter::parse_assignment("x = x + 0.5").unwrap();
+        let ds = ds
+            .update(&Filter::parse("id = 2 OR id = 12").unwrap(), &[set])
+            .await
+            .unwrap()
+            .dataset;
+        let versions = |filter: &str| {
+            let ds = ds.clone();
+            let filter = Filter::parse(filter).unwrap();
+            async move {
+                let b = scan(
+                    &ds,
+                    ScanOptions {
+                        columns: Some(vec!["id".into()]),
+                        filter: Some(filter),
+                        with_row_id: true,
+                        with_row_created_at_version: true,
+                        with_row_last_updated_at_version: true,
+                        ..Default::default()
+                    },
+                )
+                .await;
+                let names: Vec<String> = b
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect();
+                assert_eq!(
+                    names,
+                    [
+                        "id",
+                        "_rowid",
+                        "_row_last_updated_at_version",
+                        "_row_created_at_version"
+                    ]
+                );
+                let u64s = |name: &str| {
+                    b.column_by_name(name)
+                        .unwrap()
+                        .as_primitive::<arrow_array::types::UInt64Type>()
+                        .values()
+                        .to_vec()
+                };
+                let mut rows: Vec<(i64, u64, u64)> = column_i64(&b, "id")
+                    .into_iter()
+                    .zip(u64s("_row_created_at_version"))
+                    .zip(u64s("_row_last_updated_at_version"))
+                    .map(|((id, c), u)| (id, c, u))
+                    .collect();
+                rows.sort();
+                rows
+            }
+        };
+        assert_eq!(
+            versions("_row_last_updated_at_version = 3").await,
+            vec![(2, 1, 3), (12, 2, 3)],
+            "{layout:?}"
+        );
+        assert_eq!(
+            versions("_row_created_at_version = 2 AND id < 12").await,
+            vec![(10, 2, 2), (11, 2, 2)],
+            "{layout:?}"
+        );
+    }
+}
+
 struct RecordBatchColumns {
     ids: Vec<i64>,
 }

@@ -195,3 +195,71 @@ def test_a_failing_scan_stats_callback_is_logged_not_raised(twins, caplog):
     for ds in twins.values():
         assert ds.scanner(scan_stats_callback=fails).to_table().num_rows == 8
     assert "Error in scan stats callback" in caplog.text
+
+
+@pytest.fixture
+def versioned(tmp_path):
+    """A stable-row-id table and a plain one, each written by each engine over four
+    versions: created, appended, updated (rows move), a row deleted."""
+    out = {}
+    for name, lib in ENGINES.items():
+        for stable in (True, False):
+            uri = str(tmp_path / f"{name}{stable}")
+            lib.write_dataset(_rows(), uri, max_rows_per_file=4, enable_stable_row_ids=stable)
+            more = pa.table({"a": pa.array([11, 12], pa.int64()), "b": ["s10", "s11"], "c": [1.0, 2.0]})
+            ds = lib.write_dataset(more, uri, mode="append")
+            ds.update({"b": "'u'"}, where="a = 3 OR a = 11")
+            lib.dataset(uri).delete("a = 5")
+            out[(name, stable)] = lib.dataset(uri)
+    return out
+
+
+@pytest.mark.parametrize("scan", [
+    {"columns": ["a", "_row_created_at_version", "_row_last_updated_at_version"]},
+    {"columns": ["_row_last_updated_at_version", "a"], "with_row_id": True, "with_row_address": True},
+    {"columns": ["a", "_row_last_updated_at_version", "_row_created_at_version"], "with_row_id": True},
+    {"columns": ["_row_created_at_version", "_rowid", "a"]},
+    {"columns": ["a"], "filter": "_row_created_at_version >= 2"},
+    {"columns": ["a", "_row_last_updated_at_version"], "filter": "_row_last_updated_at_version > 2"},
+    {"columns": ["a", "_row_last_updated_at_version"], "filter": "_row_last_updated_at_version = 1 AND a > 6"},
+    {"columns": ["a", "_row_created_at_version"], "limit": 3, "offset": 2},
+])
+def test_row_version_columns_answer_as_pylances(versioned, scan):
+    for stable in (True, False):
+        got = {name: versioned[(name, stable)].to_table(**scan) for name in ENGINES}
+        assert got["lancet"].schema == got["pylance"].schema, scan
+        rows = {n: sorted(t.to_pylist(), key=lambda r: (r.get("a"), str(r))) for n, t in got.items()}
+        assert rows["lancet"] == rows["pylance"], (stable, scan)
+
+
+def test_row_versions_count_fragment_reads_and_deleted_rows_as_pylances(versioned):
+    for stable in (True, False):
+        ds = {name: versioned[(name, stable)] for name in ENGINES}
+        counts = {n: d.count_rows("_row_last_updated_at_version = 1") for n, d in ds.items()}
+        assert counts["lancet"] == counts["pylance"]
+        frag = {n: d.get_fragments()[1].to_table(columns=["a", "_row_created_at_version"]).to_pylist()
+                for n, d in ds.items()}
+        assert frag["lancet"] == frag["pylance"]
+        # a deleted row keeps its versions; only its row id is NULL
+        shown = {n: d.scanner(columns=["a", "_row_last_updated_at_version"], with_row_id=True,
+                              include_deleted_rows=True).to_table().to_pylist() for n, d in ds.items()}
+        key = lambda r: (r["a"], str(r))  # noqa: E731
+        assert sorted(shown["lancet"], key=key) == sorted(shown["pylance"], key=key)
+    # the stable table's updated rows were last updated at the update's version (3)
+    t = versioned[("lancet", True)].to_table(columns=["a", "_row_last_updated_at_version"],
+                                             filter="_row_last_updated_at_version = 3")
+    assert sorted(t.column("a").to_pylist()) == [3, 11]
+
+
+def test_takes_read_row_columns_where_asked_as_pylance(versioned):
+    for stable in (True, False):
+        ds = {name: versioned[(name, stable)] for name in ENGINES}
+        for columns in (["a", "_row_last_updated_at_version"], ["_rowid", "a", "_rowaddr"],
+                        ["_row_created_at_version", "a", "_row_last_updated_at_version"]):
+            got = {n: d.take([0, 3, 7], columns=columns) for n, d in ds.items()}
+            assert got["lancet"] == got["pylance"], (stable, columns)
+            ids = got["lancet"].column("a").to_pylist()
+            rows = {n: d.to_table(columns=["_rowid"], filter=f"a IN {tuple(ids)}").column("_rowid").to_pylist()
+                    for n, d in ds.items()}
+            by_id = {n: d._take_rows(sorted(rows[n]), columns=columns).sort_by("a") for n, d in ds.items()}
+            assert by_id["lancet"] == by_id["pylance"], (stable, columns)
