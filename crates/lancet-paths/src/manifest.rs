@@ -438,7 +438,7 @@ pub async fn read_manifest(store: &DatasetStore, version: Option<u64>) -> Result
                 .ok_or_else(|| PathsError::NoVersions {
                     path: store.path(VERSIONS_DIR),
                 })?;
-            let bytes = store.get(&entry.path, Some(entry.size)).await?;
+            let bytes = store.get_listed(&entry.path, entry.size).await?;
             (entry, bytes)
         }
         // A known version is read by name, without listing `_versions/` (whose length grows
@@ -491,7 +491,7 @@ pub async fn read_manifest_entry(
     store: &DatasetStore,
     entry: &VersionEntry,
 ) -> Result<ManifestFile> {
-    let bytes = store.get(&entry.path, Some(entry.size)).await?;
+    let bytes = store.get_listed(&entry.path, entry.size).await?;
     decode_listed(entry.clone(), bytes)
 }
 

@@ -270,6 +270,26 @@ impl DatasetStore {
         Ok(bytes)
     }
 
+    /// Reads an object a listing just gave with size `listed`, as one ranged read (one
+    /// request, and on a local store one open-and-read where a plain get takes two). When
+    /// that read fails or comes back short, the object is read whole, so the error says what
+    /// is wrong (missing, or another size). An object grown since the listing is read up to
+    /// `listed`: only for objects never rewritten in place (manifests, reference files),
+    /// whose decoders check their trailers; [`DatasetStore::get`] checks the size exactly.
+    pub async fn get_listed(&self, path: &Path, listed: u64) -> Result<Bytes> {
+        if listed == 0 {
+            return self.get(path, Some(0)).await;
+        }
+        match self.store.get_range(path, 0..listed).await {
+            Ok(bytes) if bytes.len() as u64 == listed => {
+                tracing::debug!(path = %path, bytes = bytes.len(), "get");
+                Ok(bytes)
+            }
+            Err(e @ object_store::Error::NotFound { .. }) => Err(PathsError::store(path, e)),
+            _ => self.get(path, Some(listed)).await,
+        }
+    }
+
     /// Reads `range` of an object.
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
         let bytes = self

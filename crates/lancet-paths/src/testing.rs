@@ -34,6 +34,22 @@ pub async fn conformance(store: DatasetStore) {
             ..
         })
     ));
+    // a listed object in one ranged read; listed longer than it is: the size is named
+    assert_eq!(store.get_listed(&p, 3).await.unwrap().as_ref(), b"abc");
+    assert!(matches!(
+        store.get_listed(&p, 5).await,
+        Err(PathsError::SizeMismatch {
+            expected: 5,
+            actual: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        store
+            .get_listed(&store.path("_versions/9.manifest"), 3)
+            .await,
+        Err(PathsError::NotFound { .. })
+    ));
     assert_eq!(store.get_range(&p, 1..3).await.unwrap().as_ref(), b"bc");
     assert_eq!(store.size(&p).await.unwrap(), 3);
     let listed = store.list("_versions").await.unwrap();
