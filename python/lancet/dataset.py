@@ -30,6 +30,7 @@ from .indices import IndexDescription
 from .join import Right
 from .fragment import LanceFragment
 from .scanner import LanceScanner, filter_parts as _filter, taken_columns
+from .sql import SqlQuery, SqlQueryBuilder
 from .schema import LanceSchema
 from .transaction import Index, IndexFile, LanceOperation, Transaction, from_native, to_native
 
@@ -42,6 +43,8 @@ __all__ = [
     "Tags",
     "CleanupStats",
     "DatasetDelta",
+    "SqlQuery",
+    "SqlQueryBuilder",
 ]
 
 
@@ -797,6 +800,14 @@ class LanceDataset(pa_ds.Dataset):
     def tags(self) -> "Tags":
         return Tags(self)
 
+    def sql(self, sql: str) -> "SqlQueryBuilder":
+        """A SQL query over this version, the table called ``dataset`` (or the name given to
+        :meth:`SqlQueryBuilder.table_name`): ``ds.sql("SELECT count(*) FROM dataset WHERE
+        id > 3").build().to_batch_records()``. DataFusion runs it over lancet's provider:
+        filters lancet answers exactly are pushed into its scans (through a BTree where one
+        covers the column)."""
+        return SqlQueryBuilder(self, str(sql))
+
     def delta(self, compared_against: Optional[int] = None, *, begin_version: Optional[int] = None,
               end_version: Optional[int] = None) -> "DatasetDelta":
         if compared_against is not None:
@@ -1191,7 +1202,6 @@ _NOT_IMPLEMENTED = {
     "read_blob_ranges": "blob columns",
     "read_blobs": "blob columns",
     "remap_row_addrs": "remapping row addresses",
-    "sql": "SQL queries from Python (query a table with DuckDB, Polars or DataFusion instead)",
     "take_blobs": "blob columns",
 }
 

@@ -28,6 +28,7 @@ mod runtime;
 mod scan_counters;
 mod schema;
 mod session;
+mod sql;
 mod storage_version;
 mod transactions;
 mod write;
@@ -41,6 +42,7 @@ fn _lancet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lance_file::FileWriter>()?;
     m.add_class::<lance_file::FileReader>()?;
     m.add_class::<scan_counters::ScanCounters>()?;
+    m.add_function(wrap_pyfunction!(sql::sql, m)?)?;
     m.add_class::<session::PySession>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;

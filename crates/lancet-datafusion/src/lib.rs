@@ -16,7 +16,7 @@
 //!
 //! What is pushed into lancet, and what is not, is stated where it is decided: the filter
 //! forms in [`filters`], projection, limit, statistics and partitions in [`table`], what a
-//! partition reads in [`exec`], appends in [`sink`]. A filter lancet does not answer exactly
+//! partition reads in [`exec`], appends in [`sink`], sessions and errors in [`query`]. A filter lancet does not answer exactly
 //! is left to DataFusion: no query gets another answer than DataFusion over the same rows.
 //!
 //! This crate is its own so that engines embedding lancet without DataFusion do not compile
@@ -32,6 +32,7 @@
 
 pub mod exec;
 pub mod filters;
+pub mod query;
 pub mod sink;
 pub mod table;
 
