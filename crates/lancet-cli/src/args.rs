@@ -253,6 +253,32 @@ pub enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<std::path::PathBuf>,
     },
+    /// SQL over lancet tables (DataFusion): `lancet sql "SELECT ..." --table t=/data/t`.
+    /// Joins across tables work; filters lancet answers exactly are pushed into its scans
+    /// (through a BTree where one covers the column), the rest DataFusion evaluates.
+    #[cfg(feature = "sql")]
+    Sql {
+        query: String,
+        /// A table the query names: NAME=URI (its latest version) or NAME=URI@VERSION.
+        #[arg(long = "table", required = true, value_parser = crate::sql::parse_table)]
+        tables: Vec<crate::sql::TableArg>,
+        /// Give every table `_rowid` and `_rowaddr` columns.
+        #[arg(long)]
+        row_columns: bool,
+        /// Print the plan instead of the rows: each lancet scan with its filter and the
+        /// BTree answering it.
+        #[arg(long)]
+        explain: bool,
+        /// With --explain: run the query and show what each step read.
+        #[arg(long, requires = "explain")]
+        analyze: bool,
+        /// table (default on a terminal), csv, jsonl (default otherwise), parquet, arrow.
+        #[arg(long, value_enum)]
+        format: Option<io::OutFormat>,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<std::path::PathBuf>,
+    },
     /// What changed after version `--since` up to `--until` (the latest by default), on a
     /// stable-row-id table, as pylance's `delta`: one table of the rows inserted and updated
     /// (every column, `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version`)

@@ -383,7 +383,7 @@ pub struct Output<'a> {
 }
 
 impl Output<'_> {
-    fn format(&self) -> OutFormat {
+    pub fn format(&self) -> OutFormat {
         use std::io::IsTerminal;
         match self.format {
             Some(f) => f,

@@ -14,6 +14,8 @@ mod inspect;
 mod io;
 mod restore;
 mod rowid;
+#[cfg(feature = "sql")]
+mod sql;
 mod tag;
 mod tree;
 mod verify;
@@ -73,6 +75,29 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
         | Command::DropColumns { .. }
         | Command::AlterColumn { .. }
         | Command::Metadata { .. }) => done(schema(c).await),
+        #[cfg(feature = "sql")]
+        Command::Sql {
+            query,
+            tables,
+            row_columns,
+            explain,
+            analyze,
+            format,
+            output,
+        } => {
+            let mode = match explain {
+                true => sql::Mode::Explain { analyze },
+                false => {
+                    let out = data::Output {
+                        columns: None,
+                        format,
+                        path: output.as_deref(),
+                    };
+                    sql::Mode::Rows(out.format(), output.clone())
+                }
+            };
+            done(sql::run(&query, &tables, row_columns, mode).await)
+        }
         c @ (Command::Scan { .. }
         | Command::Take { .. }
         | Command::Changes { .. }
