@@ -91,40 +91,8 @@ pub async fn take_addresses(
     }
     // each fragment's rows checked and read, several fragments at once
     let projection = &projection;
-    let reads = by_fragment.into_iter().map(|(id, mut offsets)| async move {
-        offsets.sort_unstable();
-        offsets.dedup();
-        let not_live = |o: u32| Error::InvalidArgument {
-            what: format!("row address {}", RowAddress::first_of(id) | u64::from(o)),
-            reason: format!("not a live row of version {}", snap.version()),
-        };
-        let fragment = snap
-            .fragment(u64::from(id))
-            .await?
-            .ok_or_else(|| not_live(offsets.first().copied().unwrap_or(0)))?;
-        if let Some(o) = offsets
-            .iter()
-            .find(|o| u64::from(**o) >= fragment.physical_rows)
-        {
-            return Err(not_live(*o));
-        }
-        if let Some(d) = rowids::cached_deletion_vector(snap, &fragment).await? {
-            if let Some(o) = offsets.iter().find(|o| d.contains(**o)) {
-                return Err(not_live(*o));
-            }
-        }
-        let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
-        let batch = Box::pin(projection.read_rows(snap, &fragment, Rows::At(&rows))).await?;
-        let batch = scan::with_row_columns(
-            snap,
-            batch,
-            &fragment,
-            &rows,
-            schema_ref.clone(),
-            row_columns,
-            None,
-        )?;
-        Ok::<_, Error>((id, offsets, batch))
+    let reads = by_fragment.into_iter().map(|(id, offsets)| {
+        read_fragment_rows(snap, projection, schema_ref, row_columns, id, offsets)
     });
     let read: Vec<(u32, Vec<u32>, RecordBatch)> = futures::stream::iter(reads)
         .buffered(TAKE_CONCURRENCY)
@@ -155,6 +123,52 @@ pub async fn take_addresses(
     let taken = arrow_select::take::take_record_batch(&all, &order)
         .map_err(|e| Error::Internal(format!("ordering taken rows: {e}")))?;
     in_order_asked(taken, columns)
+}
+
+/// The live rows of fragment `id` at `offsets` (sorted and deduplicated here): `projection`'s
+/// columns, then `row_columns`, in `schema`; an offset that is not a live row is an error
+/// naming its address.
+async fn read_fragment_rows(
+    snap: &Snapshot,
+    projection: &paths::Projection,
+    schema: &arrow_schema::SchemaRef,
+    row_columns: &[RowColumn],
+    id: u32,
+    mut offsets: Vec<u32>,
+) -> Result<(u32, Vec<u32>, RecordBatch)> {
+    offsets.sort_unstable();
+    offsets.dedup();
+    let not_live = |o: u32| Error::InvalidArgument {
+        what: format!("row address {}", RowAddress::first_of(id) | u64::from(o)),
+        reason: format!("not a live row of version {}", snap.version()),
+    };
+    let fragment = snap
+        .fragment(u64::from(id))
+        .await?
+        .ok_or_else(|| not_live(offsets.first().copied().unwrap_or(0)))?;
+    if let Some(o) = offsets
+        .iter()
+        .find(|o| u64::from(**o) >= fragment.physical_rows)
+    {
+        return Err(not_live(*o));
+    }
+    if let Some(d) = rowids::cached_deletion_vector(snap, &fragment).await? {
+        if let Some(o) = offsets.iter().find(|o| d.contains(**o)) {
+            return Err(not_live(*o));
+        }
+    }
+    let rows: Vec<u64> = offsets.iter().map(|o| u64::from(*o)).collect();
+    let batch = Box::pin(projection.read_rows(snap, &fragment, Rows::At(&rows))).await?;
+    let batch = scan::with_row_columns(
+        snap,
+        batch,
+        &fragment,
+        &rows,
+        schema.clone(),
+        row_columns,
+        None,
+    )?;
+    Ok((id, offsets, batch))
 }
 
 /// `batch` (table columns, then row columns) with its columns in the order `columns` asks.

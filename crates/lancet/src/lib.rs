@@ -191,11 +191,10 @@ pub use metadata::{FieldEntries, MetadataTarget};
 
 pub use create::{create_from_fragments, write_new_fragments, CreateOptions, Layout};
 pub use lancet_paths::refs::Tag;
-pub use lancet_read::row_columns::RowColumn;
-pub use lancet_read::scan::{ScanMetrics, ScanOptions};
 pub use lancet_read::search::{SearchOptions, SearchResult};
 pub use lancet_read::take::RowsAt;
 pub use lancet_read::verify::VerifyReport;
+pub use lancet_read::{row_columns::RowColumn, scan::ScanMetrics, scan::ScanOptions};
 pub use optimize::OptimizeOptions;
 pub use optimizer::Optimizer;
 pub use rewrite::{RewriteGroup, RewriteMapping};
