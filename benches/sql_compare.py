@@ -90,7 +90,7 @@ def same(mine, theirs, query):
                 assert got == v, (query, k, got, v)
             elif k.startswith("avg"):
                 x, y = float(got), float(v)
-                assert abs(x - y) <= 5e-7, (query, k, x, y)
+                assert abs(x - y) < 1e-6, (query, k, x, y)
             else:
                 assert decimal.Decimal(got) == decimal.Decimal(str(v)), (query, k, got, v)
 
