@@ -85,6 +85,9 @@ fn operation(name: &str, a: &Bound<'_, PyDict>) -> PyResult<Operation> {
                     .map(|(id, bytes)| Ok((*id, offsets::decode_bitmap(*id, bytes)?)))
                     .collect::<Result<BTreeMap<u64, RoaringBitmap>, lancet::txn::TxnError>>()
                     .map_err(|e| invalid(e.to_string()))?;
+                // judged as given, empty ones included, before the writer drops those
+                offsets::check_keys(&update, decoded.keys().copied())
+                    .map_err(|e| invalid(e.to_string()))?;
                 offsets::set_updated_offsets(&mut update, &decoded);
             }
             Operation::Update(update)

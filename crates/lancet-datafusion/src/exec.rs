@@ -96,12 +96,16 @@ impl LancetScanExec {
         &self.groups
     }
 
+    /// The rows `groups` produce: each partition's at most the limit (each applies it).
     fn rows(&self, groups: &[FragmentGroup]) -> Precision<usize> {
-        let Some(total) = groups.iter().map(|g| g.rows).sum::<Option<u64>>() else {
-            return Precision::Absent;
-        };
-        let total = usize::try_from(total).unwrap_or(usize::MAX);
-        let total = self.request.limit.map_or(total, |l| total.min(l));
+        let mut total = 0usize;
+        for g in groups {
+            let Some(rows) = g.rows else {
+                return Precision::Absent;
+            };
+            let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+            total = total.saturating_add(self.request.limit.map_or(rows, |l| rows.min(l)));
+        }
         match self.request.filter {
             None => Precision::Exact(total),
             Some(_) => Precision::Inexact(total),

@@ -10,14 +10,17 @@
 //! Translated: a top-level column compared with a literal (`=`, `<>`, `<`, `<=`, `>`, `>=`,
 //! either side), `AND`, `OR`, `NOT`, `IS [NOT] NULL`, `[NOT] IN (literals)`,
 //! `[NOT] BETWEEN literal AND literal`, `[NOT] [I]LIKE 'pattern'` without an `ESCAPE`.
-//! Literals: booleans, integers, finite floats, decimals, strings, binaries, dates, and
-//! timestamps without a time zone. Not translated: arithmetic (overflow and division by zero
-//! are errors in one engine and not in the other), casts, functions, columns compared with
-//! columns, fields inside structs, NaN.
+//! Literals: booleans, integers, finite non-zero floats, decimals, strings, binaries, dates,
+//! and timestamps without a time zone. Not translated: arithmetic (overflow and division by
+//! zero are errors in one engine and not the other), casts, functions, columns compared with
+//! columns, fields inside structs, NaN, and a float zero (DataFusion orders -0.0 before 0.0,
+//! lancet holds them equal, as Lance's indexes do).
 //!
-//! Literals are typed as DataFusion coerced them (`Typing::Common`): its planner has already
-//! put them in the column's type where it could, and compares in the common type otherwise,
-//! as lancet's common typing does.
+//! Only a literal of exactly the column's type is translated (DataFusion's planner has put it
+//! there when the comparison allows), and it is typed in the column's type
+//! (`Typing::Column`): no common type is looked for, so a `UInt32`, `LargeUtf8` or
+//! `FixedSizeBinary` column compares as DataFusion compares it. A literal DataFusion left in
+//! another type (a comparison it evaluates through a cast) is not translated.
 
 use arrow_schema::{DataType, Schema, TimeUnit};
 use datafusion::common::ScalarValue;
@@ -41,9 +44,9 @@ pub fn translate(expr: &Expr, schema: &Schema) -> Option<LExpr> {
             _ => comparison(left, *op, right, schema),
         },
         Expr::Not(inner) => Some(LExpr::Not(Box::new(translate(inner, schema)?))),
-        Expr::IsNull(inner) => Some(leaf(column(inner, schema)?, Leaf::IsNull)),
+        Expr::IsNull(inner) => Some(leaf(column(inner, schema)?.0, Leaf::IsNull)),
         Expr::IsNotNull(inner) => Some(LExpr::Not(Box::new(leaf(
-            column(inner, schema)?,
+            column(inner, schema)?.0,
             Leaf::IsNull,
         )))),
         Expr::Between(Between {
@@ -51,20 +54,22 @@ pub fn translate(expr: &Expr, schema: &Schema) -> Option<LExpr> {
             negated,
             low,
             high,
-        }) => negate(
-            *negated,
-            leaf(
-                column(expr, schema)?,
-                Leaf::Between(literal(low)?, literal(high)?),
-            ),
-        ),
+        }) => {
+            let (name, t) = column(expr, schema)?;
+            let leaf_ = Leaf::Between(literal(low, t)?, literal(high, t)?);
+            negate(*negated, leaf(name, leaf_))
+        }
         Expr::InList(InList {
             expr,
             list,
             negated,
         }) => {
-            let values = list.iter().map(literal).collect::<Option<Vec<Lit>>>()?;
-            negate(*negated, leaf(column(expr, schema)?, Leaf::In(values)))
+            let (name, t) = column(expr, schema)?;
+            let values = list
+                .iter()
+                .map(|v| literal(v, t))
+                .collect::<Option<Vec<Lit>>>()?;
+            negate(*negated, leaf(name, Leaf::In(values)))
         }
         Expr::Like(Like {
             negated,
@@ -73,19 +78,18 @@ pub fn translate(expr: &Expr, schema: &Schema) -> Option<LExpr> {
             escape_char: None,
             case_insensitive,
         }) => {
-            let Lit::Str(pattern) = literal(pattern)? else {
+            let (name, t) = column(expr, schema)?;
+            if !matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+                return None;
+            }
+            let Lit::Str(pattern) = literal(pattern, t)? else {
                 return None;
             };
-            negate(
-                *negated,
-                leaf(
-                    column(expr, schema)?,
-                    Leaf::Like {
-                        pattern,
-                        case_insensitive: *case_insensitive,
-                    },
-                ),
-            )
+            let like = Leaf::Like {
+                pattern,
+                case_insensitive: *case_insensitive,
+            };
+            negate(*negated, leaf(name, like))
         }
         _ => None,
     }
@@ -94,8 +98,8 @@ pub fn translate(expr: &Expr, schema: &Schema) -> Option<LExpr> {
 /// `left op right` with a column on one side and a literal on the other.
 fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Option<LExpr> {
     let (name, lit, op) = match (column(left, schema), column(right, schema)) {
-        (Some(name), None) => (name, literal(right)?, op),
-        (None, Some(name)) => (name, literal(left)?, op.swap()?),
+        (Some((name, t)), None) => (name, literal(right, t)?, op),
+        (None, Some((name, t))) => (name, literal(left, t)?, op.swap()?),
         _ => return None,
     };
     let (cmp, negated) = match op {
@@ -114,7 +118,7 @@ fn leaf(column: String, leaf: Leaf) -> LExpr {
     LExpr::Leaf {
         column,
         leaf,
-        typing: Typing::Common,
+        typing: Typing::Column,
     }
 }
 
@@ -125,20 +129,24 @@ fn negate(negated: bool, e: LExpr) -> Option<LExpr> {
     })
 }
 
-/// The name of the top-level column `e` is, when `schema` has it.
-fn column(e: &Expr, schema: &Schema) -> Option<String> {
+/// The name and type of the top-level column `e` is, when `schema` has it.
+fn column<'a>(e: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)> {
     let Expr::Column(c) = e else {
         return None;
     };
-    schema.field_with_name(&c.name).ok()?;
-    Some(c.name.clone())
+    let field = schema.field_with_name(&c.name).ok()?;
+    Some((c.name.clone(), field.data_type()))
 }
 
-/// The literal `e` is, when lancet reads it as DataFusion does.
-fn literal(e: &Expr) -> Option<Lit> {
+/// The literal `e` is, when it is of the column's type `t` and lancet reads it as DataFusion
+/// does.
+fn literal(e: &Expr, t: &DataType) -> Option<Lit> {
     let Expr::Literal(value, _) = e else {
         return None;
     };
+    if value.data_type() != *t {
+        return None;
+    }
     if value.is_null() {
         return Some(Lit::Null);
     }
@@ -152,13 +160,19 @@ fn literal(e: &Expr) -> Option<Lit> {
         ScalarValue::UInt8(Some(v)) => int((*v).into()),
         ScalarValue::UInt16(Some(v)) => int((*v).into()),
         ScalarValue::UInt32(Some(v)) => int((*v).into()),
-        ScalarValue::UInt64(Some(v)) => Some(match i64::try_from(*v) {
-            Ok(v) => Lit::Int(v),
-            Err(_) => Lit::UInt(*v),
-        }),
-        ScalarValue::Float32(Some(v)) if v.is_finite() => Some(Lit::Float((*v).into())),
-        ScalarValue::Float64(Some(v)) if v.is_finite() => Some(Lit::Float(*v)),
-        ScalarValue::Decimal128(Some(v), _, scale) => Some(Lit::Decimal(decimal(*v, *scale))),
+        ScalarValue::UInt64(Some(v)) => Some(Lit::UInt(*v)),
+        // a zero of either sign: DataFusion's order and lancet's differ there
+        ScalarValue::Float32(Some(v)) if v.is_finite() && *v != 0.0 => {
+            Some(Lit::Float((*v).into()))
+        }
+        ScalarValue::Float64(Some(v)) if v.is_finite() && *v != 0.0 => Some(Lit::Float(*v)),
+        ScalarValue::Decimal128(Some(v), _, scale) => {
+            let magnitude = Lit::Decimal(decimal(v.unsigned_abs(), *scale));
+            Some(match *v < 0 {
+                true => Lit::Neg(Box::new(magnitude)),
+                false => magnitude,
+            })
+        }
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
         | ScalarValue::Utf8View(Some(s)) => Some(Lit::Str(s.clone())),
@@ -192,21 +206,17 @@ fn typed(value: &ScalarValue, to: DataType) -> Option<Lit> {
 }
 
 /// The decimal `unscaled * 10^-scale` as digits (`5, 2` is `0.05`).
-fn decimal(unscaled: i128, scale: i8) -> String {
-    let sign = if unscaled < 0 { "-" } else { "" };
-    let digits = unscaled.unsigned_abs().to_string();
+fn decimal(unscaled: u128, scale: i8) -> String {
+    let digits = unscaled.to_string();
     match usize::try_from(scale) {
-        Ok(0) => format!("{sign}{digits}"),
+        Ok(0) => digits,
         Ok(scale) => {
             let padded = format!("{digits:0>width$}", width = scale + 1);
             let (whole, frac) = padded.split_at(padded.len() - scale);
-            format!("{sign}{whole}.{frac}")
+            format!("{whole}.{frac}")
         }
         // a negative scale: trailing zeros
-        Err(_) => format!(
-            "{sign}{digits}{}",
-            "0".repeat(usize::from(scale.unsigned_abs()))
-        ),
+        Err(_) => format!("{digits}{}", "0".repeat(usize::from(scale.unsigned_abs()))),
     }
 }
 
@@ -228,7 +238,7 @@ mod tests {
     #[test]
     fn decimals_are_written_with_their_scale() {
         assert_eq!(decimal(5, 2), "0.05");
-        assert_eq!(decimal(-1234, 2), "-12.34");
+        assert_eq!(decimal(1234, 2), "12.34");
         assert_eq!(decimal(7, 0), "7");
         assert_eq!(decimal(7, -2), "700");
     }
@@ -255,6 +265,9 @@ mod tests {
             col("id").eq(col("id")),
             col("missing").eq(lit(1i64)),
             col("id").eq(lit(f64::NAN)),
+            // a literal of another type than the column's: DataFusion compares through a cast
+            col("id").eq(lit(5i32)),
+            col("name").eq(lit(ScalarValue::LargeUtf8(Some("a".into())))),
             col("id").in_list(vec![lit(1i64), col("id")], false),
             col("id")
                 .eq(lit(1i64))

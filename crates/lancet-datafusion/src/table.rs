@@ -119,7 +119,9 @@ async fn fragment_groups(
         .iter()
         .map(|f| (f.id, FragmentSummary::of(f).visible_rows()))
         .collect();
-    let total: u64 = rows.iter().map(|(_, r)| r.unwrap_or(1)).sum();
+    let total = rows
+        .iter()
+        .fold(0u64, |t, (_, r)| t.saturating_add(r.unwrap_or(1)));
     let partitions = partitions.clamp(1, rows.len().max(1)) as u64;
     let per = total.div_ceil(partitions).max(1);
     let mut groups: Vec<FragmentGroup> = Vec::new();
@@ -135,9 +137,9 @@ async fn fragment_groups(
         }
         if let Some(g) = groups.last_mut() {
             g.ids.push(id);
-            g.rows = g.rows.zip(r).map(|(a, b)| a + b);
+            g.rows = g.rows.zip(r).map(|(a, b)| a.saturating_add(b));
         }
-        filled += r.unwrap_or(1);
+        filled = filled.saturating_add(r.unwrap_or(1));
     }
     Ok(groups)
 }

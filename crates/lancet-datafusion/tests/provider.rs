@@ -323,3 +323,97 @@ async fn an_insert_appends_one_version_and_the_table_reads_it() {
         let _ = Array::len(inserted);
     }
 }
+
+/// Columns of other types than Int64, Float64 and Utf8: an unsigned column, a large string,
+/// a decimal with negative values, floats holding both zeros, a date; every form answers as
+/// DataFusion over the same rows (pushed or left to DataFusion, never an error).
+#[tokio::test]
+async fn columns_of_other_types_answer_as_datafusion() {
+    use arrow_array::{Date32Array, Decimal128Array, LargeStringArray, UInt32Array};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("u", DataType::UInt32, true),
+        Field::new("ls", DataType::LargeUtf8, true),
+        Field::new("d", DataType::Decimal128(10, 2), true),
+        Field::new("f", DataType::Float64, true),
+        Field::new("day", DataType::Date32, true),
+    ]));
+    let n = 120u32;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(UInt32Array::from_iter(
+                (0..n).map(|i| (i % 9 != 0).then_some(i * 3)),
+            )),
+            Arc::new(LargeStringArray::from_iter(
+                (0..n).map(|i| (i % 7 != 0).then(|| format!("w{}", i % 13))),
+            )),
+            Arc::new(
+                Decimal128Array::from_iter((0..n).map(|i| Some(i as i128 * 25 - 1500)))
+                    .with_precision_and_scale(10, 2)
+                    .unwrap(),
+            ),
+            Arc::new(Float64Array::from_iter((0..n).map(|i| match i % 4 {
+                0 => Some(0.0),
+                1 => Some(-0.0),
+                2 => None,
+                _ => Some(i as f64 - 60.0),
+            }))),
+            Arc::new(Date32Array::from_iter(
+                (0..n).map(|i| Some(19_000 + i as i32)),
+            )),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("typed");
+    let options = CreateOptions {
+        max_rows_per_file: 50,
+        ..Default::default()
+    };
+    let ds = Dataset::create(
+        uri.to_str().unwrap(),
+        schema.clone(),
+        futures::stream::iter(vec![Ok(batch.clone())]),
+        options,
+    )
+    .await
+    .unwrap()
+    .dataset;
+    let ds = ds.build_btree("u", 16).await.unwrap().dataset;
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    ctx.register_table(
+        "t",
+        Arc::new(LancetTable::new(ds, TableOptions::default()).unwrap()),
+    )
+    .unwrap();
+    let mem = MemTable::try_new(schema, vec![vec![batch]]).unwrap();
+    ctx.register_table("m", Arc::new(mem)).unwrap();
+    for w in [
+        "u = 27",
+        "u > 300 AND u <= 330",
+        "u IN (3, 6, 9, 1000)",
+        "u BETWEEN 10 AND 20",
+        "ls = 'w3'",
+        "ls LIKE 'w1%'",
+        "ls IN ('w2', 'w12')",
+        "d > -1",
+        "d < -10.50",
+        "d BETWEEN -2 AND 2",
+        "d = -0.25",
+        "f = 0.0",
+        "f < 0.0",
+        "f > -0.0",
+        "f >= 3",
+        "day >= date '2022-01-01'",
+        "day BETWEEN date '2022-01-10' AND date '2022-01-20'",
+    ] {
+        for columns in ["u, ls, d, f, day", "count(*)"] {
+            let got = sorted(&ctx, &format!("SELECT {columns} FROM t WHERE {w}")).await;
+            let want = sorted(&ctx, &format!("SELECT {columns} FROM m WHERE {w}")).await;
+            assert_eq!(got, want, "SELECT {columns} WHERE {w}");
+        }
+    }
+    // an unsigned literal on an unsigned column is pushed and answered by the BTree
+    let p = plan(&ctx, "SELECT u FROM t WHERE u = 27").await;
+    assert!(p.contains("index=[u_idx(u)]"), "{p}");
+}

@@ -447,12 +447,10 @@ impl Snapshot {
     /// tree, whose counts are derived from the root without reading further).
     pub fn num_rows(&self) -> Option<u64> {
         match &self.source {
-            FragmentSource::Flat(_) => self
-                .manifest()
-                .fragments
-                .iter()
-                .map(|f| FragmentSummary::of(f).visible_rows())
-                .sum(),
+            // saturating: a hostile manifest's counts never overflow
+            FragmentSource::Flat(_) => self.manifest().fragments.iter().try_fold(0u64, |t, f| {
+                Some(t.saturating_add(FragmentSummary::of(f).visible_rows()?))
+            }),
             FragmentSource::Tree(reader) => Some(reader.totals().visible_rows),
         }
     }

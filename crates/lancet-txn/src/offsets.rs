@@ -68,22 +68,33 @@ pub fn set_updated_offsets(u: &mut Update, offsets: &BTreeMap<u64, RoaringBitmap
 }
 
 /// The offsets a commit of `u` applies: those of a `RewriteColumns` Update, each keyed by a
-/// fragment it rewrites (else an error naming the key); none for another mode.
+/// fragment it rewrites (else an error naming the key, [`check_keys`]); none for another mode.
 pub fn judged(u: &Update) -> Result<BTreeMap<u64, RoaringBitmap>> {
     let offsets = updated_offsets(u)?;
     if u.update_mode() != UpdateMode::RewriteColumns {
         return Ok(BTreeMap::new());
     }
+    check_keys(u, offsets.keys().copied())?;
+    Ok(offsets)
+}
+
+/// Under `RewriteColumns`, every key of an Update's offsets names a fragment it rewrites
+/// (Lance's `validate_operation`, which judges the offsets as given, empty ones included:
+/// a caller holding them before [`set_updated_offsets`] drops the empty ones asks here).
+pub fn check_keys(u: &Update, keys: impl IntoIterator<Item = u64>) -> Result<()> {
+    if u.update_mode() != UpdateMode::RewriteColumns {
+        return Ok(());
+    }
     let rewritten: HashSet<u64> = u.updated_fragments.iter().map(|f| f.id).collect();
-    if let Some(stray) = offsets.keys().find(|id| !rewritten.contains(id)) {
-        return Err(TxnError::operation(
+    match keys.into_iter().find(|id| !rewritten.contains(id)) {
+        Some(stray) => Err(TxnError::operation(
             "Update",
             format!(
                 "updatedFragmentOffsets key {stray} is not in updated_fragments; offsets must reference only fragments being rewritten"
             ),
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(offsets)
 }
 
 #[cfg(test)]

@@ -170,6 +170,12 @@ def test_update_columns_with_offsets_as_pylance(tmp_path):
                 lib.LanceDataset.commit(uri, lib.LanceOperation.Update(
                     updated_fragments=[f], fields_modified=modified, update_mode="rewrite_columns",
                     updated_fragment_offsets={7: offsets}), read_version=ds.version)
+            # an empty bitmap under a stray key too: the offsets are judged as given
+            with pytest.raises(OSError, match="not in updated_fragments"):
+                lib.LanceDataset.commit(uri, lib.LanceOperation.Update(
+                    updated_fragments=[f], fields_modified=modified, update_mode="rewrite_columns",
+                    updated_fragment_offsets={7: lancet._lancet.offsets_bitmap([])}),
+                    read_version=ds.version)
             op = lib.LanceOperation.Update(updated_fragments=[f], fields_modified=modified,
                                            update_mode="rewrite_columns",
                                            updated_fragment_offsets={0: offsets})
