@@ -5,7 +5,7 @@ into its scans (through a BTree where one covers the column), the rest DataFusio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Literal
+from typing import List, Literal
 
 import pyarrow as pa
 
@@ -13,16 +13,13 @@ from . import _lancet
 from ._data import read
 from .errors import InvalidInputError, UnsupportedError
 
-if TYPE_CHECKING:
-    from .dataset import LanceDataset
-
 __all__ = ["SqlQuery", "SqlQueryBuilder"]
 
 
 class SqlQuery:
     """An executable SQL query (:meth:`SqlQueryBuilder.build`)."""
 
-    def __init__(self, dataset: "LanceDataset", sql: str, table_name: str, with_row_id: bool,
+    def __init__(self, dataset: "lancet.dataset.LanceDataset", sql: str, table_name: str, with_row_id: bool,
                  with_row_addr: bool, batch_size, batch_size_bytes):
         self._args = (dataset, sql, table_name, with_row_id, with_row_addr, batch_size, batch_size_bytes)
 
@@ -57,7 +54,7 @@ class SqlQueryBuilder:
     """A SQL query being configured (:meth:`LanceDataset.sql`); the table is ``dataset``
     in the query unless :meth:`table_name` names it otherwise."""
 
-    def __init__(self, dataset: "LanceDataset", sql: str):
+    def __init__(self, dataset: "lancet.dataset.LanceDataset", sql: str):
         self._dataset, self._sql = dataset, sql
         self._table_name = "dataset"
         self._with_row_id = self._with_row_addr = False

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::TableProvider;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -14,30 +14,8 @@ use futures::TryStreamExt;
 use lancet::{CreateOptions, Dataset, Filter, Layout, ScanOptions};
 use lancet_datafusion::{LancetTable, TableOptions};
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("x", DataType::Float64, true),
-        Field::new("s", DataType::Utf8, true),
-    ]))
-}
-
-fn rows(start: i64, n: i64) -> RecordBatch {
-    let ids: Vec<i64> = (start..start + n).collect();
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            Arc::new(Int64Array::from(ids.clone())),
-            Arc::new(Float64Array::from_iter(
-                ids.iter().map(|i| (i % 7 != 3).then_some(*i as f64 / 2.0)),
-            )),
-            Arc::new(StringArray::from_iter(
-                ids.iter().map(|i| (i % 5 != 0).then(|| format!("s{i}"))),
-            )),
-        ],
-    )
-    .unwrap()
-}
+mod common;
+use common::{rows, schema};
 
 /// A table of 300 rows in fragments of 40, a BTree on `id`, some rows deleted.
 async fn table(dir: &std::path::Path, layout: Layout) -> Dataset {

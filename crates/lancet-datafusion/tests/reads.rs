@@ -6,38 +6,14 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use lancet::paths::counting::CountingStore;
 use lancet::paths::DatasetStore;
 use lancet::{Caches, CreateOptions, Dataset, Filter, Layout};
 use lancet_datafusion::{LancetTable, TableOptions};
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("x", DataType::Float64, true),
-        Field::new("s", DataType::Utf8, true),
-    ]))
-}
-
-fn rows(n: i64) -> RecordBatch {
-    let ids: Vec<i64> = (0..n).collect();
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            Arc::new(Int64Array::from(ids.clone())),
-            Arc::new(Float64Array::from_iter_values(
-                ids.iter().map(|i| *i as f64),
-            )),
-            Arc::new(StringArray::from_iter(
-                ids.iter().map(|i| Some(format!("s{i}"))),
-            )),
-        ],
-    )
-    .unwrap()
-}
+mod common;
+use common::{rows, schema};
 
 #[tokio::test]
 async fn a_query_reads_each_object_once() {
@@ -52,7 +28,7 @@ async fn a_query_reads_each_object_once() {
         let ds = Dataset::create(
             &uri,
             schema(),
-            futures::stream::iter([Ok(rows(1000))]),
+            futures::stream::iter([Ok(rows(0, 1000))]),
             options,
         )
         .await

@@ -19,8 +19,10 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Result, TxnError};
 
-/// The offsets per fragment id `u` records (field 10, else field 9), empty entries dropped;
-/// bytes that are no portable RoaringBitmap are an error naming the fragment.
+/// The offsets per fragment id `u` records (field 10, else field 9), entries of no bytes (or
+/// an empty list) dropped, as Lance 14.0.2 reads them: an empty bitmap under a key is kept,
+/// so its key is judged; bytes that are no portable RoaringBitmap are an error naming the
+/// fragment.
 pub fn updated_offsets(u: &Update) -> Result<BTreeMap<u64, RoaringBitmap>> {
     if !u.updated_fragment_offset_bitmaps.is_empty() {
         let mut out = BTreeMap::new();
@@ -30,7 +32,7 @@ pub fn updated_offsets(u: &Update) -> Result<BTreeMap<u64, RoaringBitmap>> {
             }
             out.insert(*id, decode_bitmap(*id, bytes)?);
         }
-        return Ok(out.into_iter().filter(|(_, b)| !b.is_empty()).collect());
+        return Ok(out);
     }
     Ok(u.updated_fragment_offsets
         .iter()
@@ -128,6 +130,7 @@ mod tests {
         let mut u = update(UpdateMode::RewriteColumns, &[0, 1]);
         let offsets = BTreeMap::from([(0, bitmap(&[1, 2])), (1, RoaringBitmap::new())]);
         set_updated_offsets(&mut u, &offsets);
+        // the writer leaves the empty one out (Lance's writer does)
         assert_eq!(u.updated_fragment_offset_bitmaps.len(), 1);
         assert!(u.updated_fragment_offsets.is_empty());
         assert_eq!(
@@ -163,6 +166,16 @@ mod tests {
         );
         u.update_mode = UpdateMode::RewriteRows as i32;
         assert!(judged(&u).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_recorded_empty_bitmap_under_a_stray_key_is_refused() {
+        let mut u = update(UpdateMode::RewriteColumns, &[0]);
+        let mut empty = Vec::new();
+        RoaringBitmap::new().serialize_into(&mut empty).unwrap();
+        u.updated_fragment_offset_bitmaps = BTreeMap::from([(7, empty), (0, Vec::new())]);
+        let e = judged(&u).unwrap_err();
+        assert!(e.to_string().contains("key 7"), "{e}");
     }
 
     #[test]
