@@ -332,6 +332,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A picture of one version as a self-contained HTML page (no server, no network):
+    /// fragment sizes and deleted shares against compaction's plan, index and FRI coverage,
+    /// the fragment tree's shape, the version history and row-id segments.
+    Report {
+        /// Dataset URI or local path.
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        /// Write the page to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<std::path::PathBuf>,
+    },
     /// Stable row ids: every live row's id and address, lookups, segment encodings.
     Rowid {
         /// Dataset URI or local path.

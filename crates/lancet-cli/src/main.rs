@@ -12,6 +12,7 @@ mod fri;
 mod index;
 mod inspect;
 mod io;
+mod report;
 mod restore;
 mod rowid;
 #[cfg(feature = "sql")]
@@ -102,6 +103,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
         | Command::Take { .. }
         | Command::Changes { .. }
         | Command::Inspect { .. }
+        | Command::Report { .. }
         | Command::Rowid { .. }) => done(reads(c).await),
         c => done(maintain(c).await),
     }
@@ -294,6 +296,14 @@ async fn reads(command: Command) -> Result<(), CliError> {
         Command::Inspect { dataset, at, json } => {
             let (dataset, version) = at.resolve(&dataset).await?;
             inspect::run(&dataset, version, json).await
+        }
+        Command::Report {
+            dataset,
+            at,
+            output,
+        } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            report::run(&dataset, version, output.as_deref()).await
         }
         Command::Rowid {
             dataset,

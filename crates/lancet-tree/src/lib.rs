@@ -55,7 +55,7 @@ pub use objects::{
     DecodedLeaf, DecodedNode, NoCache, NodeCache, ObjectFetcher, ObjectKey, StoreFetcher,
     TreeObject,
 };
-pub use reader::{OpenContext, RootInfo, TreeReader, TreeStats, Walk};
+pub use reader::{NodeShape, OpenContext, RootInfo, TreeReader, TreeStats, Walk};
 pub use records::{Checked, Deltas, Totals, Violation};
 pub use routing::{KeyRange, KEY_END, MAX_HEIGHT};
 pub use snapshot::{check_raw_arms, is_tree_manifest};

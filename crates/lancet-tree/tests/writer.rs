@@ -188,6 +188,40 @@ async fn removed_ranges_leave_the_tree() {
     let reader = open(&store, &manifest).await.unwrap();
     let stats = reader.verify().await.unwrap();
     assert_eq!(stats.totals.fragments, live);
+    // the walk's node shapes add up to its counts
+    let (leaves, interiors): (Vec<&lancet_tree::NodeShape>, Vec<_>) =
+        stats.nodes.iter().partition(|n| n.leaf);
+    assert_eq!(leaves.len() as u64, stats.leaves);
+    assert_eq!(interiors.len() as u64, stats.interiors);
+    // a leaf counts what it stores; removals still buffered above it are not applied yet
+    let stored: u64 = leaves.iter().map(|n| n.entries).sum();
+    let pending =
+        stats.root_buffer + stats.mutations_since_root + stats.interior_buffers.iter().sum::<u64>();
+    assert!(
+        stored >= live && stored <= live + pending,
+        "{stored} stored, {pending} pending"
+    );
+    assert_eq!(
+        leaves.iter().map(|n| n.bytes).sum::<u64>(),
+        stats.leaf_bytes
+    );
+    assert_eq!(
+        interiors.iter().map(|n| n.bytes).sum::<u64>(),
+        stats.interior_bytes
+    );
+    assert!(leaves
+        .iter()
+        .all(|n| n.level == stats.height && n.buffered == 0));
+    let buffered: Vec<u64> = (1..stats.height)
+        .map(|level| {
+            interiors
+                .iter()
+                .filter(|n| n.level == level)
+                .map(|n| n.buffered)
+                .sum()
+        })
+        .collect();
+    assert_eq!(buffered, stats.interior_buffers);
     // 40 live fragments fill 5 leaves; leaves are not merged, so allow them half full (8 here;
     // 35 when emptied ranges were kept)
     assert!(

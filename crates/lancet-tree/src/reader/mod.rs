@@ -135,6 +135,24 @@ pub struct TreeStats {
     pub totals: Totals,
     /// Objects of other datasets reached through `base_id`.
     pub foreign_objects: u64,
+    /// Every interior and leaf the walk reached, depth-first, left to right.
+    pub nodes: Vec<NodeShape>,
+}
+
+/// One interior or leaf of a walked tree: where it sits and how full it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeShape {
+    /// Edges from the root (1: a child of the root).
+    pub level: u32,
+    pub leaf: bool,
+    /// The object's stored size.
+    pub bytes: u64,
+    /// Children of an interior; the fragments a leaf stores (its summary: mutations still
+    /// buffered above it are not applied).
+    pub entries: u64,
+    /// Mutations an interior buffers, and their encoded bytes (0 for a leaf).
+    pub buffered: u64,
+    pub buffer_bytes: u64,
 }
 
 mod checks;

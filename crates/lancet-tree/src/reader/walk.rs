@@ -65,6 +65,13 @@ impl TreeReader {
                         .max_watermark
                         .map_or(child.watermark, |m| m.max(child.watermark)),
                 );
+                stats.nodes.push(NodeShape {
+                    level: level as u32,
+                    leaf: true,
+                    bytes: child.object_size,
+                    entries: child.summary.fragments,
+                    ..NodeShape::default()
+                });
                 tasks.push(LeafTask {
                     child: Some(child),
                     pending,
@@ -83,6 +90,14 @@ impl TreeReader {
             let children = self.check_node(&child, &name, node, &mut unique)?;
             stats.interiors += 1;
             stats.interior_bytes += child.object_size;
+            stats.nodes.push(NodeShape {
+                level: level as u32,
+                leaf: false,
+                bytes: child.object_size,
+                entries: children.len() as u64,
+                buffered: node.buffer.len() as u64,
+                buffer_bytes: node.buffer.iter().map(|m| m.encoded_len() as u64).sum(),
+            });
             if stats.interior_buffers.len() < level {
                 stats.interior_buffers.resize(level, 0);
             }
