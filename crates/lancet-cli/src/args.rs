@@ -21,6 +21,14 @@ pub struct Cli {
     /// span timings, -vvv everything. `RUST_LOG` (tracing's filter syntax) overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Hold every storage request back this long first, as a slow object store would: `50ms`,
+    /// or a range `20ms-80ms` each request draws from (benchmarks of cold commands).
+    #[arg(long, global = true, value_name = "LATENCY")]
+    pub store_latency: Option<String>,
+    /// At exit, print what the command asked of storage as one JSON line on stderr: requests
+    /// by kind, bytes each way, the longest chain of sequential requests, the wall time.
+    #[arg(long, global = true)]
+    pub store_stats: bool,
     #[command(subcommand)]
     pub command: Command,
 }

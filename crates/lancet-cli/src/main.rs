@@ -12,6 +12,7 @@ mod fri;
 mod index;
 mod inspect;
 mod io;
+mod measure;
 mod report;
 mod restore;
 mod rowid;
@@ -420,8 +421,22 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let measure = match (&cli.store_latency, cli.store_stats) {
+        (None, false) => None,
+        (latency, _) => match latency.as_deref().map(measure::parse_latency).transpose() {
+            Ok(latency) => Some(measure::Measure::install(latency)),
+            Err(e) => {
+                eprintln!("lancet: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+    };
+    let stats = cli.store_stats;
     let outcome =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+    if let (Some(m), true) = (&measure, stats) {
+        eprintln!("{}", m.report());
+    }
     match outcome {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {

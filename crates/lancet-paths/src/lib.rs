@@ -37,6 +37,7 @@ mod error;
 #[cfg(feature = "testing")]
 pub mod fault;
 pub mod files;
+pub mod latency;
 pub mod layout;
 pub use lancet_proto::flags;
 pub mod manifest;
@@ -54,6 +55,6 @@ pub use error::{PathsError, Result};
 pub use files::ObjectLocation;
 pub use manifest::{DecodedManifest, ManifestFile, NamingScheme, VersionEntry};
 pub use object_uuid::ObjectUuid;
-pub use store::DatasetStore;
+pub use store::{set_store_layer, DatasetStore, StoreLayer};
 pub use transaction::StoredTransaction;
 pub use tree_paths::{validate_tree_path, TreeObjectKind};

@@ -38,6 +38,26 @@ pub fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
         .clone()
 }
 
+/// What wraps every object store a [`DatasetStore`] is made over.
+pub type StoreLayer = Box<dyn Fn(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send + Sync>;
+
+static LAYER: std::sync::OnceLock<StoreLayer> = std::sync::OnceLock::new();
+
+/// Wraps every object store this process makes a [`DatasetStore`] over from now on (each
+/// dataset, base, branch and memory store) in `layer`: how a command is measured as if its
+/// storage were slow (`lancet --store-latency`, [`crate::latency::LatencyStore`]). Once per
+/// process; a second layer is refused (`false`) rather than stacked.
+pub fn set_store_layer(layer: StoreLayer) -> bool {
+    LAYER.set(layer).is_ok()
+}
+
+fn layered(store: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
+    match LAYER.get() {
+        Some(layer) => layer(store),
+        None => store,
+    }
+}
+
 /// A dataset root (or any base directory) on an object store.
 #[derive(Debug, Clone)]
 pub struct DatasetStore {
@@ -165,7 +185,7 @@ impl DatasetStore {
     /// Wraps an existing store; `root` is the dataset's prefix in it.
     pub fn from_store(store: Arc<dyn ObjectStore>, root: Path, uri: &str) -> Self {
         Self {
-            store,
+            store: layered(store),
             root,
             uri: uri.trim_end_matches('/').to_string(),
             local_root: None,
