@@ -249,17 +249,7 @@ impl PyDataset {
     fn count_rows(&self, py: Python<'_>, filter: Option<&str>) -> PyResult<u64> {
         let filter = self::filter(filter)?;
         let ds = self.ds.clone();
-        block_on(py, async move {
-            // without a filter, the counts the manifest (or the tree's totals) records; a
-            // legacy manifest that leaves some unknown is counted row by row
-            let filter = match (filter, ds.num_rows()) {
-                (None, Some(n)) => return Ok(n),
-                (Some(f), _) => f,
-                (None, None) => Filter::parse("TRUE")?,
-            };
-            Ok(ds.search(&filter).await?.row_ids.len())
-        })
-        .py_err()
+        block_on(py, async move { ds.count_rows(filter.as_ref()).await }).py_err()
     }
 
     /// `filter` answered through indexes where they cover: rows matched, index pages read,

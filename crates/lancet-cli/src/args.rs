@@ -234,6 +234,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Count a version's rows (pylance's `count_rows`): without a filter from the recorded
+    /// counts alone (the manifest, or a tree's root), with one as `scan --filter` answers it.
+    Count {
+        dataset: String,
+        #[command(flatten)]
+        at: At,
+        #[arg(long)]
+        filter: Option<String>,
+        /// Print `{"rows": N, "version": V}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a table's rows (fragment order, then offset), optionally filtered and projected.
     Scan {
         dataset: String,

@@ -440,6 +440,28 @@ pub async fn take(
     writer.finish()
 }
 
+/// `lancet count`: the rows a filter matches, or every visible row (pylance's `count_rows`);
+/// with `--json`, `{"rows": N, "version": V}`.
+pub async fn count(
+    uri: &str,
+    version: Option<u64>,
+    filter: Option<&str>,
+    json: bool,
+) -> Result<(), CliError> {
+    let ds = open_at(uri, version).await?;
+    let filter = filter.map(Filter::parse).transpose()?;
+    let rows = ds.count_rows(filter.as_ref()).await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"rows": rows, "version": ds.version()})
+        );
+    } else {
+        println!("{rows}");
+    }
+    Ok(())
+}
+
 /// `lancet changes`: inserted and updated rows, then deleted row ids, each led by `_change`.
 pub async fn changes(
     uri: &str,

@@ -102,6 +102,7 @@ async fn run(cli: Cli) -> Result<std::process::ExitCode, CliError> {
         }
         c @ (Command::Scan { .. }
         | Command::Take { .. }
+        | Command::Count { .. }
         | Command::Changes { .. }
         | Command::Inspect { .. }
         | Command::Report { .. }
@@ -263,6 +264,15 @@ async fn reads(command: Command) -> Result<(), CliError> {
                 path: output.as_deref(),
             };
             data::scan(&dataset, scan, out).await
+        }
+        Command::Count {
+            dataset,
+            at,
+            filter,
+            json,
+        } => {
+            let (dataset, version) = at.resolve(&dataset).await?;
+            data::count(&dataset, version, filter.as_deref(), json).await
         }
         Command::Take {
             dataset,

@@ -405,3 +405,28 @@ fn eight_processes_merge_insert_one_table() {
         );
     }
 }
+
+/// `lancet count` answers as a scan does, from the recorded counts without a filter, at any
+/// version; a bad filter is one line and counts nothing.
+#[test]
+fn count_matches_what_a_scan_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let t = t.to_str().unwrap();
+    let rows = write(dir.path(), "rows.csv", &csv_rows(0, 500));
+    ok(&["create", t, "--from", &rows, "--max-rows-per-file", "100"]);
+    ok(&["delete", t, "--filter", "id % 4 = 0"]);
+    for (filter, expected) in [(None, 375), (Some("id < 100"), 75), (Some("id < 0"), 0)] {
+        let mut args = vec!["count", t, "--json"];
+        if let Some(f) = filter {
+            args.extend(["--filter", f]);
+            let scanned = ok(&["scan", t, "--filter", f, "--format", "jsonl"]);
+            assert_eq!(jsonl(&scanned).len(), expected);
+        }
+        let counted: Value = serde_json::from_str(&ok(&args)).unwrap();
+        assert_eq!(counted, serde_json::json!({"rows": expected, "version": 2}));
+    }
+    assert_eq!(ok(&["count", t, "--version", "1"]).trim(), "500");
+    refused(&["count", t, "--filter", "nope = 1"]);
+    refused(&["count", t, "--version", "9"]);
+}

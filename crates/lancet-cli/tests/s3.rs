@@ -7,12 +7,12 @@
 mod common;
 #[path = "interop/fragments.rs"]
 mod fragments;
+#[path = "moto/mod.rs"]
+mod moto;
 #[path = "race/merge.rs"]
 mod race;
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lancet::paths::manifest::{write_manifest, ManifestContent};
@@ -22,22 +22,7 @@ use lancet::tree::{Action, TreeWriterConfig};
 use lancet::{Caches, Dataset};
 use serde_json::{json, Value};
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-fn python() -> String {
-    let out = Command::new("bash")
-        .arg(interop_dir().join("venv.sh"))
-        .output()
-        .expect("running tests/interop/venv.sh");
-    assert!(
-        out.status.success(),
-        "venv.sh failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use moto::{interop_dir, python, start_moto};
 
 fn peer(py: &str, args: &[&str]) -> Value {
     let out = Command::new(py)
@@ -51,53 +36,6 @@ fn peer(py: &str, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// moto's server on a free loopback port, stopped on drop.
-struct Moto {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_moto(py: &str) -> Moto {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(py)
-        .args([
-            "-m",
-            "moto.server",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting moto's server");
-    let moto = Moto {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "moto did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    moto
 }
 
 fn fragment(id: u64) -> DataFragment {

@@ -138,6 +138,12 @@ impl Dataset {
     pub async fn search(&self, filter: &Filter) -> Result<SearchResult> {
         Box::pin(search::search(&self.snap, filter)).await
     }
+
+    /// Rows `filter` matches, or every visible row (from the recorded counts, nothing else
+    /// read), as pylance's `count_rows`.
+    pub async fn count_rows(&self, filter: Option<&Filter>) -> Result<u64> {
+        Box::pin(search::count_rows(&self.snap, filter)).await
+    }
 }
 
 /// Write.
