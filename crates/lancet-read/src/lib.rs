@@ -26,6 +26,7 @@
 
 pub mod cache;
 pub mod changes;
+pub mod count;
 pub mod error;
 pub mod fri;
 pub mod history;

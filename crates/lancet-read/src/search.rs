@@ -97,22 +97,6 @@ pub async fn search(snap: &Snapshot, filter: &Filter) -> Result<SearchResult> {
     search_with(snap, filter, &SearchOptions::default()).await
 }
 
-/// The rows of this version `filter` (or, without one, nothing) leaves, as pylance's
-/// `count_rows`: without a filter, the counts the manifest or the tree's totals record (no
-/// leaf or data file read); a legacy manifest that leaves some unknown is counted row by row.
-pub async fn count_rows(snap: &Snapshot, filter: Option<&Filter>) -> Result<u64> {
-    let everything;
-    let filter = match (filter, snap.num_rows()) {
-        (None, Some(n)) => return Ok(n),
-        (Some(f), _) => f,
-        (None, None) => {
-            everything = Filter::parse("TRUE")?;
-            &everything
-        }
-    };
-    Ok(search(snap, filter).await?.row_ids.len())
-}
-
 /// `Dataset::search` with options.
 pub async fn search_with(
     snap: &Snapshot,

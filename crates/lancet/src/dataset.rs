@@ -47,19 +47,15 @@ use lancet_read::snapshot::Snapshot;
 use lancet_read::take;
 use lancet_read::verify::VerifyReport;
 use lancet_read::version_ref::VersionRef;
-use lancet_read::{changes, scan, search, verify};
+use lancet_read::{changes, count, scan, search, verify};
 use lancet_txn::build::Change;
 
 /// Open and read.
 impl Dataset {
     /// Opens the latest version of the table at `uri` with default caches.
     pub async fn open(uri: &str) -> Result<Self> {
-        Self::open_with(
-            DatasetStore::open(uri)?,
-            None,
-            Caches::new(Default::default()),
-        )
-        .await
+        // no reference to resolve: nothing read before the version itself
+        Self::open_ref(uri, &VersionRef::default()).await
     }
 
     /// Opens the version `at` names of the table at `uri`: a version number, a tag (of the
@@ -142,7 +138,7 @@ impl Dataset {
     /// Rows `filter` matches, or every visible row (from the recorded counts, nothing else
     /// read), as pylance's `count_rows`.
     pub async fn count_rows(&self, filter: Option<&Filter>) -> Result<u64> {
-        Box::pin(search::count_rows(&self.snap, filter)).await
+        Box::pin(count::count_rows(&self.snap, filter)).await
     }
 }
 

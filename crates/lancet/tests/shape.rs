@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 const MAX_FILE_LINES: usize = 500;
 const MAX_FUNCTION_LINES: usize = 80;
-const MAX_DATASET_METHODS: usize = 35;
+// 36 since `count_rows` (session 33): pylance's count rule lives once, in lancet-read, and
+// the command line and the Python package reach it through the handle
+const MAX_DATASET_METHODS: usize = 36;
 const MAX_FACADE_CODE_LINES: usize = 5_000;
 
 /// The facade's sources.
