@@ -72,8 +72,23 @@ impl std::fmt::Debug for BTreeIndex {
     }
 }
 
+/// `page_data.lance` checked against the lookup: its schema, and the rows the lookup's pages
+/// hold.
+fn check_data(lookup: &PageLookup, path: &Path, file: LanceFile) -> Result<(LanceFile, u64)> {
+    file.check_schema(&page_data_schema(lookup.value_type()))?;
+    let rows = file.num_rows();
+    lookup
+        .check_data_rows(rows)
+        .map_err(|rule| BTreeError::Corrupt {
+            at: lancet_proto::ObjectRef::new(path.to_string()),
+            rule,
+        })?;
+    Ok((file, rows))
+}
+
 impl BTreeIndex {
-    /// Opens the segment in `dir`: reads and validates `page_lookup.lance` only. `sizes` are
+    /// Opens the segment in `dir`: reads and validates `page_lookup.lance` (on an object store
+    /// also the tail of `page_data.lance`, at the same time). `sizes` are
     /// the recorded file sizes (from `IndexMetadata.files`), when known.
     pub async fn open(
         fs: &FileStore,
@@ -82,7 +97,20 @@ impl BTreeIndex {
         sizes: &HashMap<String, u64>,
     ) -> Result<Self> {
         let lookup_path = dir.clone().join(PAGE_LOOKUP_FILE);
-        let file = LanceFile::open(fs, &lookup_path, sizes.get(PAGE_LOOKUP_FILE).copied()).await?;
+        let data_path = dir.clone().join(PAGE_DATA_FILE);
+        let data_size = sizes.get(PAGE_DATA_FILE).copied();
+        // On an object store the page data's tail comes with the lookup, in one round trip
+        // instead of two: a search that finds a page reads it next. A failure here is left
+        // for the read that needs the page data to meet again.
+        let open_lookup = LanceFile::open(fs, &lookup_path, sizes.get(PAGE_LOOKUP_FILE).copied());
+        let (file, data_file) = match fs.is_remote() {
+            true => {
+                let (file, data) =
+                    futures::join!(open_lookup, LanceFile::open(fs, &data_path, data_size));
+                (file?, data.ok())
+            }
+            false => (open_lookup.await?, None),
+        };
         let value_type = file
             .schema()
             .field_with_name("min")
@@ -101,13 +129,20 @@ impl BTreeIndex {
         file.check_schema(&page_lookup_schema(&value_type))?;
         let batch = file.read_all().await?;
         let lookup = PageLookup::from_batch(lookup_path.as_ref(), &batch, file.metadata())?;
+        let data = OnceCell::new();
+        if let Some(opened) = data_file {
+            // checked as `data` checks a file it opens; refused, it is opened again there
+            if let Ok(checked) = check_data(&lookup, &data_path, opened) {
+                let _ = data.set(checked);
+            }
+        }
         Ok(Self {
             key: Arc::from(dir.as_ref()),
             fs: fs.clone(),
-            data_path: dir.clone().join(PAGE_DATA_FILE),
-            data_size: sizes.get(PAGE_DATA_FILE).copied(),
+            data_path,
+            data_size,
             lookup,
-            data: OnceCell::new(),
+            data,
             cache,
             load: Mutex::new(()),
             pages_read: AtomicU64::new(0),
@@ -127,15 +162,7 @@ impl BTreeIndex {
         self.data
             .get_or_try_init(|| async {
                 let file = LanceFile::open(&self.fs, &self.data_path, self.data_size).await?;
-                file.check_schema(&page_data_schema(self.lookup.value_type()))?;
-                let rows = file.num_rows();
-                self.lookup
-                    .check_data_rows(rows)
-                    .map_err(|rule| BTreeError::Corrupt {
-                        at: lancet_proto::ObjectRef::new(self.data_path.to_string()),
-                        rule,
-                    })?;
-                Ok::<_, BTreeError>((file, rows))
+                check_data(&self.lookup, &self.data_path, file)
             })
             .await
     }

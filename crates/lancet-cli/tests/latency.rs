@@ -116,6 +116,55 @@ fn each_request_of_the_chain_costs_the_injected_latency() {
     }
 }
 
+/// A walk of the whole tree fetches each level's interiors at once and its leaves in rounds
+/// of 32: the chain grows with the tree's height and leaves / 32, not with its objects.
+#[test]
+fn a_tree_is_walked_a_level_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let t = t.to_str().unwrap();
+    let path = dir.path().join("rows.csv");
+    let rows: String = (0..400).map(|i| format!("{i},{}\n", i % 7)).collect();
+    std::fs::write(&path, format!("id,v\n{rows}")).unwrap();
+    ok(
+        &[
+            "create",
+            t,
+            "--from",
+            path.to_str().unwrap(),
+            "--max-rows-per-file",
+            "2",
+        ],
+        NO_ENV,
+    );
+    // 200 fragments, 2 per leaf: 100 leaves under 2 interiors under the root
+    ok(&["tree", "convert", t, "--leaf-records", "2"], NO_ENV);
+    let shown = ok(
+        &[
+            "--store-latency",
+            "10ms",
+            "--store-stats",
+            "tree",
+            "show",
+            t,
+            "--json",
+        ],
+        NO_ENV,
+    );
+    let tree: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        (tree["height"].as_u64(), tree["leaves"].as_u64()),
+        (Some(2), Some(100))
+    );
+    let s = stats(&shown);
+    // each object once: the listing, the manifest, 2 interiors, 100 leaves
+    assert_eq!(s["requests"].as_u64(), Some(104), "{s}");
+    // listing, manifest, the interiors' level, then the leaves 32 at a time: 4 rounds, or 5
+    // as a sliding window (a leaf starts as soon as the first of its window is taken)
+    let chain = s["longest_chain"].as_u64().unwrap();
+    assert!(chain <= 2 + 1 + 100_u64.div_ceil(32) + 1, "chain {chain}: {s}");
+}
+
 /// The delay proxy, stopped on drop.
 struct Proxy {
     child: Child,
@@ -218,6 +267,29 @@ fn the_delay_proxy_adds_the_same_round_trip_for_lancet_and_pylance() {
         own["wall_ms"].as_f64().unwrap() >= chain * DELAY_MS as f64,
         "{own}"
     );
+    // listing, manifest, the index's lookup with its page data's tail, the page's column
+    // metadata, the page, the data file: six round trips one after another
+    assert!(chain <= 6.0, "{own}");
+
+    // rows of several fragments found through the index are read at once, not one by one
+    proxy.ask("reset");
+    let out = ok(
+        &[
+            "--store-stats",
+            "scan",
+            uri,
+            "--filter",
+            "id < 190",
+            "--columns",
+            "id",
+        ],
+        &env,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 190);
+    let wire = proxy.ask("stats");
+    // ten data files, besides the listing, the manifest and the index
+    assert!(wire["requests"].as_u64().unwrap() >= 12, "{wire}");
+    assert!(wire["longest_chain"].as_u64().unwrap() <= 6, "{wire}");
 
     // pylance through the same proxy pays the same round trip per request of its chain
     proxy.ask("reset");

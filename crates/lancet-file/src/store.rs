@@ -15,6 +15,8 @@ pub struct FileStore {
     pub(crate) raw: Arc<dyn object_store::ObjectStore>,
     /// The tails of the files opened through this store: every read passes through it.
     pub(crate) tails: Arc<crate::tail::TailCache>,
+    /// Whether each read costs a round trip to an object store (not a local disk or memory).
+    remote: bool,
 }
 
 impl FileStore {
@@ -32,11 +34,8 @@ impl FileStore {
         // `file-object-store`: a local disk reached through `store` (lance-io's `file` scheme
         // opens and writes files itself, around the store); sized as lance-io sizes `file`
         let local = matches!(url.scheme(), "file" | "file-object-store");
-        let parallelism = if local || url.scheme() == "memory" {
-            8
-        } else {
-            64
-        };
+        let url_is_memory = url.scheme() == "memory";
+        let parallelism = if local || url_is_memory { 8 } else { 64 };
         let block_size = local.then_some(4 * 1024);
         let tails = Arc::new(crate::tail::TailCache::new(store));
         let raw: Arc<dyn object_store::ObjectStore> = tails.clone();
@@ -57,7 +56,14 @@ impl FileStore {
             scheduler,
             raw,
             tails,
+            remote: !(local || url_is_memory),
         })
+    }
+
+    /// Whether each read costs a round trip to an object store: readers then fetch what they
+    /// will need together rather than one after the other.
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 }
 

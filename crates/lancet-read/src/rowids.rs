@@ -180,7 +180,7 @@ pub async fn deletion_vectors(snap: &Snapshot) -> Result<Vec<Option<Arc<RoaringB
                 cached_deletion_vector(snap, f).await
             }
         })
-        .buffered(DELETION_READ_CONCURRENCY)
+        .buffered(snap.fanout(DELETION_READ_CONCURRENCY))
         .try_collect()
         .await
 }

@@ -27,6 +27,8 @@ use crate::snapshot::Snapshot;
 
 /// Batches read ahead of the consumer.
 const SCAN_READ_AHEAD: usize = 2;
+/// Rows a scan on an object store may hold in reads ahead of the one it yields.
+const SCAN_AHEAD_ROWS: u64 = 1 << 20;
 
 /// What `Dataset::scan` returns.
 #[derive(Debug, Clone, Default)]
@@ -234,6 +236,7 @@ fn read_all(
     options: &ScanOptions,
     shown_deleted: ShownDeleted,
 ) -> impl Stream<Item = Result<RecordBatch>> + Send + 'static {
+    let ahead = read_ahead(snap, &reads);
     let ds = snap.clone();
     let projection = Arc::new(projection);
     let row_columns: Arc<[RowColumn]> = options.row_columns().into();
@@ -255,9 +258,26 @@ fn read_all(
                 })
             }
         })
-        .buffered(SCAN_READ_AHEAD)
+        .buffered(ahead)
         .map_ok(|batches: Vec<RecordBatch>| futures::stream::iter(batches.into_iter().map(Ok)))
         .try_flatten()
+}
+
+/// Reads in flight at once: [`SCAN_READ_AHEAD`] on a local disk; on an object store as many
+/// as the store's fan-out while the rows held ahead stay within [`SCAN_AHEAD_ROWS`] (small
+/// chunks, as an index's answer reads, cost one round of round trips, not one each).
+fn read_ahead(snap: &Snapshot, reads: &[Read]) -> usize {
+    let rows: u64 = reads
+        .iter()
+        .map(|r| match r {
+            Read::Chunk(c) | Read::Fragment(c) => c.rows.len(),
+        })
+        .sum();
+    let per_read = (rows / reads.len().max(1) as u64).max(1);
+    let by_rows = usize::try_from(SCAN_AHEAD_ROWS / per_read).unwrap_or(usize::MAX);
+    snap.fanout(SCAN_READ_AHEAD)
+        .min(by_rows)
+        .max(SCAN_READ_AHEAD)
 }
 
 /// The rows of `chunk`, `projection`'s columns (then `row_columns`) in `schema`; offsets in

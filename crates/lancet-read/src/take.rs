@@ -95,7 +95,7 @@ pub async fn take_addresses(
         read_fragment_rows(snap, projection, schema_ref, row_columns, id, offsets)
     });
     let read: Vec<(u32, Vec<u32>, RecordBatch)> = futures::stream::iter(reads)
-        .buffered(TAKE_CONCURRENCY)
+        .buffered(snap.fanout(TAKE_CONCURRENCY))
         .try_collect()
         .await?;
     let mut parts = Vec::with_capacity(read.len());

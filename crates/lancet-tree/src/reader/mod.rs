@@ -48,8 +48,11 @@ use crate::routing::{route, ChildRef, KeyRange};
 use crate::sequences::SequenceSet as HashSet;
 use crate::snapshot::{check_manifest, check_next_sequences, RootSource};
 
-/// Leaves fetched ahead of the one being streamed during a walk.
-const WALK_PREFETCH: usize = 4;
+/// Leaves fetched ahead of the one being streamed during a walk: on an object store, leaves
+/// cost round trips in rounds of this many.
+const WALK_PREFETCH: usize = 32;
+/// Interiors of one level fetched at once during a walk.
+const LEVEL_FETCHES: usize = 64;
 
 /// A mutation and the object that holds it (for error messages).
 #[derive(Debug, Clone)]
@@ -135,7 +138,7 @@ pub struct TreeStats {
     pub totals: Totals,
     /// Objects of other datasets reached through `base_id`.
     pub foreign_objects: u64,
-    /// Every interior and leaf the walk reached, depth-first, left to right.
+    /// Every interior and leaf the walk reached, level by level, left to right.
     pub nodes: Vec<NodeShape>,
 }
 

@@ -37,80 +37,60 @@ impl TreeReader {
                 pending: inner.top.clone(),
             });
         }
-        // Depth-first, left to right: a stack of (child, pending mutations for its range, level).
-        let mut stack: Vec<(ChildRef, Vec<Sourced>, usize)> =
-            partition(&inner.children, inner.top.clone())
-                .into_iter()
-                .map(|(c, p)| (c, p, 1))
-                .rev()
+        // Level by level, left to right: each level's interiors are fetched at once (one
+        // round trip per level on a slow store), then checked in order. Every leaf sits at the
+        // same depth, so the leaves come out in id order.
+        let mut level_children: Vec<(ChildRef, Vec<Sourced>)> =
+            partition(&inner.children, inner.top.clone());
+        let mut level = 1usize;
+        while !level_children.is_empty() {
+            // owned references and reader: a stream of borrows is not provably `Send`
+            let interiors: Vec<ChildRef> = (level_children.iter())
+                .filter(|(c, _)| c.kind != TreeObjectKind::Leaf)
+                .map(|(c, _)| c.clone())
                 .collect();
-        while let Some((child, mut pending, level)) = stack.pop() {
-            objects.push(child.location.clone());
-            if child.location.base.base_id.is_some() {
-                stats.foreign_objects += 1;
-            }
-            if child.kind == TreeObjectKind::Leaf {
-                stats.leaves += 1;
-                stats.leaf_bytes += child.object_size;
-                if child.watermark == 0 {
-                    stats.zero_watermarks += 1;
+            let loaded: Vec<Arc<TreeObject>> = stream::iter(interiors)
+                .map(|child| {
+                    let reader = self.clone();
+                    async move { reader.load(&child).await }
+                })
+                .buffered(LEVEL_FETCHES)
+                .try_collect()
+                .await?;
+            let mut loaded = loaded.into_iter();
+            let mut next = Vec::new();
+            for (child, mut pending) in level_children {
+                objects.push(child.location.clone());
+                if child.location.base.base_id.is_some() {
+                    stats.foreign_objects += 1;
                 }
-                stats.min_watermark = Some(
-                    stats
-                        .min_watermark
-                        .map_or(child.watermark, |m| m.min(child.watermark)),
-                );
-                stats.max_watermark = Some(
-                    stats
-                        .max_watermark
-                        .map_or(child.watermark, |m| m.max(child.watermark)),
-                );
-                stats.nodes.push(NodeShape {
-                    level: level as u32,
-                    leaf: true,
-                    bytes: child.object_size,
-                    entries: child.summary.fragments,
-                    ..NodeShape::default()
-                });
-                tasks.push(LeafTask {
-                    child: Some(child),
-                    pending,
-                });
-                continue;
+                if child.kind == TreeObjectKind::Leaf {
+                    stats.leaf(&child, level);
+                    tasks.push(LeafTask {
+                        child: Some(child),
+                        pending,
+                    });
+                    continue;
+                }
+                let object = loaded.next();
+                let Some(TreeObject::Node(node)) = object.as_deref() else {
+                    return Err(TreeError::corrupt(
+                        &*self.name(&child),
+                        Rule::ChildKind,
+                        "a .node reference decoded as a leaf",
+                    ));
+                };
+                let name = self.name(&child);
+                let children = self.check_node(&child, &name, node, &mut unique)?;
+                stats.interior(&child, level, node);
+                pending.extend(node.buffer.iter().map(|m| Sourced {
+                    object: name.clone(),
+                    mutation: m.clone(),
+                }));
+                next.extend(partition(&children, pending));
             }
-            let object = self.load(&child).await?;
-            let TreeObject::Node(node) = object.as_ref() else {
-                return Err(TreeError::corrupt(
-                    &*self.name(&child),
-                    Rule::ChildKind,
-                    "a .node reference decoded as a leaf",
-                ));
-            };
-            let name = self.name(&child);
-            let children = self.check_node(&child, &name, node, &mut unique)?;
-            stats.interiors += 1;
-            stats.interior_bytes += child.object_size;
-            stats.nodes.push(NodeShape {
-                level: level as u32,
-                leaf: false,
-                bytes: child.object_size,
-                entries: children.len() as u64,
-                buffered: node.buffer.len() as u64,
-                buffer_bytes: node.buffer.iter().map(|m| m.encoded_len() as u64).sum(),
-            });
-            if stats.interior_buffers.len() < level {
-                stats.interior_buffers.resize(level, 0);
-            }
-            if let Some(b) = stats.interior_buffers.get_mut(level - 1) {
-                *b += node.buffer.len() as u64;
-            }
-            pending.extend(node.buffer.iter().map(|m| Sourced {
-                object: name.clone(),
-                mutation: m.clone(),
-            }));
-            for (c, p) in partition(&children, pending).into_iter().rev() {
-                stack.push((c, p, level + 1));
-            }
+            level_children = next;
+            level += 1;
         }
         Ok(Walk {
             reader: self.clone(),
@@ -206,6 +186,50 @@ impl TreeReader {
     }
 }
 
+impl TreeStats {
+    fn leaf(&mut self, child: &ChildRef, level: usize) {
+        self.leaves += 1;
+        self.leaf_bytes += child.object_size;
+        if child.watermark == 0 {
+            self.zero_watermarks += 1;
+        }
+        self.min_watermark = Some(
+            self.min_watermark
+                .map_or(child.watermark, |m| m.min(child.watermark)),
+        );
+        self.max_watermark = Some(
+            self.max_watermark
+                .map_or(child.watermark, |m| m.max(child.watermark)),
+        );
+        self.nodes.push(NodeShape {
+            level: level as u32,
+            leaf: true,
+            bytes: child.object_size,
+            entries: child.summary.fragments,
+            ..NodeShape::default()
+        });
+    }
+
+    fn interior(&mut self, child: &ChildRef, level: usize, node: &DecodedNode) {
+        self.interiors += 1;
+        self.interior_bytes += child.object_size;
+        if self.interior_buffers.len() < level {
+            self.interior_buffers.resize(level, 0);
+        }
+        if let Some(b) = self.interior_buffers.get_mut(level - 1) {
+            *b += node.buffer.len() as u64;
+        }
+        self.nodes.push(NodeShape {
+            level: level as u32,
+            leaf: false,
+            bytes: child.object_size,
+            entries: node.children.len() as u64,
+            buffered: node.buffer.len() as u64,
+            buffer_bytes: node.buffer.iter().map(|m| m.encoded_len() as u64).sum(),
+        });
+    }
+}
+
 /// Splits `pending` among `children` by routing each target. Every target lies in the
 /// parent's range (checked with its buffer), so each lands in exactly one child.
 fn partition(children: &[ChildRef], pending: Vec<Sourced>) -> Vec<(ChildRef, Vec<Sourced>)> {
@@ -242,7 +266,7 @@ impl Walk {
     }
 
     /// Every tree object the version reaches, with the dataset each resolves to: the external
-    /// root (if any), then every interior and leaf, depth-first. Cleanup keeps these.
+    /// root (if any), then every interior and leaf, level by level. Cleanup keeps these.
     pub fn objects(&self) -> &[ObjectLocation] {
         &self.objects
     }
