@@ -162,7 +162,10 @@ fn a_tree_is_walked_a_level_at_a_time() {
     // listing, manifest, the interiors' level, then the leaves 32 at a time: 4 rounds, or 5
     // as a sliding window (a leaf starts as soon as the first of its window is taken)
     let chain = s["longest_chain"].as_u64().unwrap();
-    assert!(chain <= 2 + 1 + 100_u64.div_ceil(32) + 1, "chain {chain}: {s}");
+    assert!(
+        chain <= 2 + 1 + 100_u64.div_ceil(32) + 1,
+        "chain {chain}: {s}"
+    );
 }
 
 /// The delay proxy, stopped on drop.
@@ -291,6 +294,26 @@ fn the_delay_proxy_adds_the_same_round_trip_for_lancet_and_pylance() {
     assert!(wire["requests"].as_u64().unwrap() >= 12, "{wire}");
     assert!(wire["longest_chain"].as_u64().unwrap() <= 6, "{wire}");
 
+    // on a tree, the BTree opens while the leaves resolve: no round trip more than flat
+    ok(&["tree", "convert", uri], &env);
+    proxy.ask("reset");
+    let out = ok(
+        &[
+            "--store-stats",
+            "scan",
+            uri,
+            "--filter",
+            "id = 7",
+            "--columns",
+            "id",
+        ],
+        &env,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r#"{"id":7}"#);
+    let wire = proxy.ask("stats");
+    eprintln!("tree point query: {wire}");
+    assert!(wire["longest_chain"].as_u64().unwrap() <= 6, "{wire}");
+
     // pylance through the same proxy pays the same round trip per request of its chain
     proxy.ask("reset");
     let script = format!(
@@ -298,7 +321,7 @@ fn the_delay_proxy_adds_the_same_round_trip_for_lancet_and_pylance() {
          so = {{'aws_endpoint': '{endpoint}', 'allow_http': 'true', 'aws_access_key_id': 'testing',\n\
                'aws_secret_access_key': 'testing', 'aws_region': 'us-east-1'}}\n\
          t = time.perf_counter()\n\
-         rows = lance.dataset('{uri}', storage_options=so).to_table(filter='id = 7').to_pylist()\n\
+         rows = lance.dataset('{uri}', version=2, storage_options=so).to_table(filter='id = 7').to_pylist()\n\
          print(time.perf_counter() - t, rows)"
     );
     let run = Command::new(&py).args(["-c", &script]).output().unwrap();

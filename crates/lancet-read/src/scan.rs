@@ -139,11 +139,9 @@ pub async fn scan(
     }
     let projection = paths::projection(snap, options.columns.as_deref())?;
     let schema = projection.schema(&options.row_columns());
-    let fragments = match &options.fragments {
-        None => snap.fragments().await?,
-        Some(ids) => snap.fragments_with_ids(ids).await?,
-    };
-    let fragments = snap.with_known_rows(fragments).await?;
+    let fragments = snap
+        .with_known_rows(fragments_and_indexes(snap, &options).await?)
+        .await?;
     if options.include_deleted && !options.with_row_id {
         return Err(Error::InvalidArgument {
             what: "a scan of deleted rows".into(),
@@ -193,6 +191,38 @@ pub async fn scan(
     }
     let stream = read_all(snap, reads, projection, schema, &options, shown_deleted);
     Ok(stream.boxed())
+}
+
+/// The fragments the scan reads. On a tree in an object store, the BTrees on the filter's
+/// columns are opened while the tree resolves (the index's first round trips overlap the
+/// leaves'); an index that fails to open fails again, and is reported, when searched.
+async fn fragments_and_indexes(
+    snap: &Snapshot,
+    options: &ScanOptions,
+) -> Result<Arc<[DataFragment]>> {
+    let fragments = async {
+        match &options.fragments {
+            None => snap.fragments().await,
+            Some(ids) => snap.fragments_with_ids(ids).await,
+        }
+    };
+    let filter = options.filter.as_ref();
+    let Some(filter) = filter.filter(|_| snap.tree().is_some() && snap.file_store().is_remote())
+    else {
+        return fragments.await;
+    };
+    let fields = &snap.manifest().fields;
+    let names: Vec<String> = (filter.columns().into_iter())
+        .filter_map(|c| paths::resolve(fields, c))
+        .filter_map(|p| crate::indexes::btree_on_field(snap, p.id))
+        .collect();
+    let opens = futures::future::join_all(
+        names
+            .iter()
+            .map(|name| crate::indexes::btree_segments(snap, name)),
+    );
+    let (fragments, _) = futures::join!(fragments, opens);
+    fragments
 }
 
 /// The live rows `filter` matches among `fragments`, by fragment; what answering read
