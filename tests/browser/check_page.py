@@ -16,6 +16,7 @@ import argparse
 import base64
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -75,7 +76,11 @@ class Driver:
                 }
             }
         }
-        self.session = self.call("POST", "/session", caps)["sessionId"]
+        created = self.call("POST", "/session", caps)
+        if "sessionId" not in created:
+            self.proc.terminate()
+            raise RuntimeError(f"chromedriver made no session: {created}")
+        self.session = created["sessionId"]
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -100,6 +105,7 @@ class Driver:
         finally:
             self.proc.terminate()
             self.proc.wait(timeout=30)
+            shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def png_pixels(data):

@@ -9,7 +9,7 @@ if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
 fi
 sudo=""
 if [ "$(id -u)" != 0 ]; then
-  sudo="sudo"
+  sudo="sudo -n"
 fi
 # one installer at a time: test binaries may ask concurrently
 exec 9>"${TMPDIR:-/tmp}/lancet-chromium-install.lock"

@@ -33,10 +33,13 @@ METHODS = (b"GET ", b"PUT ", b"HEAD ", b"POST ", b"DELETE ", b"PATCH ", b"OPTION
 class Counters:
     def __init__(self):
         self.lock = threading.Lock()
+        # a reset starts a new epoch: answers to requests counted before it are not counted
+        self.epoch = 0
         self.reset()
 
     def reset(self):
         with self.lock:
+            self.epoch += 1
             self.requests = 0
             self.bytes_up = 0
             self.bytes_down = 0
@@ -44,15 +47,18 @@ class Counters:
             self.answered_depth = 0
 
     def start(self):
+        """A request starts: (its epoch, its depth)."""
         with self.lock:
             self.requests += 1
             depth = self.answered_depth + 1
             self.longest_chain = max(self.longest_chain, depth)
-            return depth
+            return self.epoch, depth
 
-    def answered(self, depth):
+    def answered(self, started):
+        epoch, depth = started
         with self.lock:
-            self.answered_depth = max(self.answered_depth, depth)
+            if epoch == self.epoch:
+                self.answered_depth = max(self.answered_depth, depth)
 
     def snapshot(self):
         with self.lock:
@@ -91,7 +97,7 @@ class DelayProxy:
 
         sender = asyncio.ensure_future(line())
         try:
-            while True:
+            while not sender.done():
                 data = await reader.read(65536)
                 if not data:
                     break
@@ -104,7 +110,10 @@ class DelayProxy:
         except ConnectionError:
             pass
         await queue.put((0, None))
-        await sender
+        try:
+            await sender
+        except ConnectionError:
+            pass
 
     async def _pump_down(self, reader, writer, conn):
         try:
@@ -129,7 +138,7 @@ class DelayProxy:
         except OSError:
             client_writer.close()
             return
-        conn = {"idle": True, "depth": 0}
+        conn = {"idle": True, "depth": (0, 0)}
         await asyncio.gather(
             self._pump_up(client_reader, server_writer, conn),
             self._pump_down(server_reader, client_writer, conn),
