@@ -104,6 +104,18 @@ impl RequestLog {
         depth
     }
 
+    /// A request counted outside any chain.
+    fn count(&self, kind: Kind) {
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.requests += 1;
+        match kind {
+            Kind::Get => s.gets += 1,
+            Kind::Put => s.puts += 1,
+            Kind::List => s.lists += 1,
+            Kind::Other => s.others += 1,
+        }
+    }
+
     fn finish(&self, depth: u64) {
         self.finished_depth.fetch_max(depth, Ordering::SeqCst);
     }
@@ -160,7 +172,10 @@ impl LatencyStore {
     /// One round trip: wait, run `request`, and log it.
     async fn round_trip<T>(&self, kind: Kind, request: impl std::future::Future<Output = T>) -> T {
         let depth = self.log.start(kind);
-        tokio::time::sleep(self.draw()).await;
+        let wait = self.draw();
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         let out = request.await;
         self.log.finish(depth);
         out
@@ -213,25 +228,28 @@ impl ObjectStore for LatencyStore {
     }
 
     async fn get_ranges(&self, l: &Path, r: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let got = self
-            .round_trip(Kind::Get, self.inner.get_ranges(l, r))
-            .await?;
-        self.log.bytes(got.iter().map(|b| b.len() as u64).sum(), 0);
-        Ok(got)
+        // as S3 answers it: ranges less than the coalescing gap apart in one request, each
+        // request a round trip of its own (the inner store's own batching is not used)
+        object_store::coalesce_ranges(
+            r,
+            |range| async move {
+                let options = GetOptions::default().with_range(Some(range));
+                self.get_opts(l, options).await?.bytes().await
+            },
+            object_store::OBJECT_STORE_COALESCE_DEFAULT,
+        )
+        .await
     }
 
     fn delete_stream(
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
-        // deletes are cleanup's, measured elsewhere: counted, not delayed
+        // deletes are cleanup's, measured elsewhere: counted, neither delayed nor chained
         let log = self.log.clone();
         self.inner
             .delete_stream(locations)
-            .inspect(move |_| {
-                let depth = log.start(Kind::Other);
-                log.finish(depth);
-            })
+            .inspect(move |_| log.count(Kind::Other))
             .boxed()
     }
 
@@ -246,8 +264,9 @@ impl ObjectStore for LatencyStore {
             let log = log.clone();
             async move {
                 let depth = charge.then(|| log.start(Kind::List));
-                if charge {
-                    tokio::time::sleep(draw(latency, &mut rng)).await;
+                let wait = draw(latency, &mut rng);
+                if charge && !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
                 }
                 let page = pages.next().await;
                 if let Some(depth) = depth {
@@ -349,6 +368,37 @@ mod tests {
             .unwrap();
         assert!(none.is_empty());
         assert_eq!(s.log().stats().lists, 4);
+    }
+
+    #[tokio::test]
+    async fn ranges_cost_what_s3_requests_they_make() {
+        let inner = Arc::new(InMemory::new());
+        let big = Path::from("big");
+        inner
+            .put(&big, PutPayload::from(vec![1u8; 3 << 20]))
+            .await
+            .unwrap();
+        let s = LatencyStore::new(inner, Latency::Fixed(L), 1);
+        // near each other: one request; 2 MiB apart: two, at the same time
+        let got = s.get_ranges(&big, &[0..10, 100..110]).await.unwrap();
+        assert_eq!(got.iter().map(|b| b.len()).collect::<Vec<_>>(), [10, 10]);
+        assert_eq!(s.log().stats().gets, 1);
+        let got = s
+            .get_ranges(&big, &[0..10, (2 << 20)..(2 << 20) + 5])
+            .await
+            .unwrap();
+        assert_eq!(got.iter().map(|b| b.len()).collect::<Vec<_>>(), [10, 5]);
+        let stats = s.log().stats();
+        assert_eq!((stats.gets, stats.longest_chain), (3, 2));
+        assert_eq!(stats.bytes_read, 110 + 15);
+        // deletes are counted, never chained
+        let deleted: Vec<_> = s
+            .delete_stream(futures::stream::iter([Ok(big.clone())]).boxed())
+            .collect()
+            .await;
+        assert!(deleted.iter().all(|d| d.is_ok()));
+        let stats = s.log().stats();
+        assert_eq!((stats.others, stats.longest_chain), (1, 2));
     }
 
     #[tokio::test]

@@ -65,7 +65,8 @@ pub struct DatasetStore {
     root: Path,
     uri: String,
     local_root: Option<std::path::PathBuf>,
-    /// The local file system confined to `local_root` (the same object as `store`).
+    /// The local file system confined to `local_root` (what `store` is, or wraps when a
+    /// process-wide layer is set: [`set_store_layer`]).
     confined: Option<Arc<Confined>>,
 }
 

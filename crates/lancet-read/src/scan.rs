@@ -27,8 +27,10 @@ use crate::snapshot::Snapshot;
 
 /// Batches read ahead of the consumer.
 const SCAN_READ_AHEAD: usize = 2;
-/// Rows a scan on an object store may hold in reads ahead of the one it yields.
-const SCAN_AHEAD_ROWS: u64 = 1 << 20;
+/// Rows a scan on an object store may hold in reads ahead of the one it yields (counted by
+/// its largest read: whole fragments read two ahead, as on a disk; an index's few rows per
+/// fragment, 64).
+const SCAN_AHEAD_ROWS: u64 = 1 << 18;
 
 /// What `Dataset::scan` returns.
 #[derive(Debug, Clone, Default)]
@@ -297,13 +299,13 @@ fn read_all(
 /// as the store's fan-out while the rows held ahead stay within [`SCAN_AHEAD_ROWS`] (small
 /// chunks, as an index's answer reads, cost one round of round trips, not one each).
 fn read_ahead(snap: &Snapshot, reads: &[Read]) -> usize {
-    let rows: u64 = reads
-        .iter()
+    let per_read = (reads.iter())
         .map(|r| match r {
             Read::Chunk(c) | Read::Fragment(c) => c.rows.len(),
         })
-        .sum();
-    let per_read = (rows / reads.len().max(1) as u64).max(1);
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let by_rows = usize::try_from(SCAN_AHEAD_ROWS / per_read).unwrap_or(usize::MAX);
     snap.fanout(SCAN_READ_AHEAD)
         .min(by_rows)

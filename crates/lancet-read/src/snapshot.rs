@@ -425,8 +425,7 @@ impl Snapshot {
     /// How many independent objects to fetch at once: `local` on a local disk or in memory,
     /// where a read costs no round trip; more on an object store, where each costs one.
     pub fn fanout(&self, local: usize) -> usize {
-        let remote = !(self.store.local_root().is_some() || self.uri().starts_with("memory://"));
-        if remote {
+        if self.file_store().is_remote() {
             local.max(64)
         } else {
             local

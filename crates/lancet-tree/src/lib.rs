@@ -20,7 +20,7 @@
 //!
 //! Hand-written rather than a crate: the routing checks are a sorted child list with a binary
 //! search (what `rangemap` would give, but every range must also be checked against its
-//! parent's, which a map cannot express), and the walk is a plain depth-first stack.
+//! parent's, which a map cannot express), and the walk is a plain loop over levels.
 
 // Stored bytes are hostile: no unwrap, expect or unchecked index outside tests (a local
 // `allow` states the invariant that bounds it).

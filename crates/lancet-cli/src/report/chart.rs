@@ -63,7 +63,7 @@ impl Bars<'_> {
             .unwrap_or(0)
             .div_ceil(step)
             .max(1)
-            * step;
+            .saturating_mul(step);
         let scale = PLOT_HEIGHT / top as f64;
         let slot = (WIDTH - LEFT - 8.0) / self.bins.len().max(1) as f64;
         let bar = (slot * 0.8).max(1.0);
@@ -211,6 +211,32 @@ mod tests {
         assert_eq!(tick_step(48), 10);
         assert_eq!(tick_step(1_000_000), 200_000);
         assert_eq!(tick_step(u64::MAX) % 10, 0);
+    }
+
+    #[test]
+    fn hostile_totals_draw_without_overflow() {
+        let chart = Bars {
+            id: "c",
+            bins: vec!["a".into(), "b".into()],
+            series: vec![
+                Series {
+                    name: "x".into(),
+                    color: "#000",
+                    values: vec![u64::MAX, 1],
+                },
+                Series {
+                    name: "y".into(),
+                    color: "#111",
+                    values: vec![u64::MAX, 0],
+                },
+            ],
+            x_title: "x",
+            y_title: "y",
+            unit: count,
+        }
+        .render()
+        .into_string();
+        assert!(chart.contains("18,446,744,073,709,551,615 x"));
     }
 
     #[test]

@@ -114,11 +114,9 @@ fn fragment(f: &DataFragment) -> Fragment {
         id: f.id,
         physical_rows: summary.physical_rows,
         deleted_rows: summary.num_deleted_rows,
-        bytes: f
-            .files
-            .iter()
+        bytes: (f.files.iter())
             .map(|d| (d.file_size_bytes > 0).then_some(d.file_size_bytes))
-            .sum(),
+            .try_fold(0u64, |sum, b| Some(sum.saturating_add(b?))),
     }
 }
 

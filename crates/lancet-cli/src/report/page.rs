@@ -54,8 +54,9 @@ pub fn render(f: &Facts) -> String {
 }
 
 fn summary(f: &Facts) -> Markup {
-    let deleted: u64 = f.fragments.iter().filter_map(|x| x.deleted_rows).sum();
-    let data: u64 = f.fragments.iter().filter_map(|x| x.bytes).sum();
+    let sum = |v: &mut dyn Iterator<Item = u64>| v.fold(0u64, u64::saturating_add);
+    let deleted = sum(&mut f.fragments.iter().filter_map(|x| x.deleted_rows));
+    let data = sum(&mut f.fragments.iter().filter_map(|x| x.bytes));
     html! {
         table {
             tr { th { "visible rows" } td.n { (f.rows.map_or("unknown".into(), count)) } }
@@ -148,7 +149,9 @@ fn fragments(f: &Facts) -> Markup {
     // 0%, then ten bins of 10%, then unknown
     let share_bin = |x: &Fragment| match (x.physical_rows, x.deleted_rows) {
         (_, Some(0)) => 0,
-        (Some(p), Some(d)) if p > 0 => 1 + ((d.min(p) * 10).saturating_sub(1) / p) as usize,
+        (Some(p), Some(d)) if p > 0 => {
+            1 + ((d.min(p).saturating_mul(10)).saturating_sub(1) / p) as usize
+        }
         _ => 11,
     };
     let mut share_labels: Vec<String> = vec!["none".into()];
@@ -317,9 +320,8 @@ fn tree(f: &Facts) -> Markup {
 }
 
 fn node_tip(part: &[NodeShape]) -> String {
-    let total: u64 = part.iter().map(|n| n.bytes).sum();
-    let entries: u64 = part.iter().map(|n| n.entries).sum();
-    let buffered: u64 = part.iter().map(|n| n.buffered).sum();
+    let sum = |f: fn(&NodeShape) -> u64| part.iter().map(f).fold(0u64, u64::saturating_add);
+    let (total, entries, buffered) = (sum(|n| n.bytes), sum(|n| n.entries), sum(|n| n.buffered));
     match part {
         [n] if n.leaf => format!("a leaf: {entries} fragments, {}", bytes(total)),
         [_] => format!(
@@ -364,7 +366,7 @@ fn versions(f: &Facts) -> Markup {
         y_title: "bytes written",
         unit: bytes,
     };
-    let manifests: u64 = f.versions.iter().map(|v| v.manifest_bytes).sum();
+    let manifests = (f.versions.iter().map(|v| v.manifest_bytes)).fold(0u64, u64::saturating_add);
     html! {
         h2 { "Versions" }
         p { (f.versions.len()) " versions listed up to this one, their manifests " (bytes(manifests))
@@ -390,6 +392,10 @@ fn versions(f: &Facts) -> Markup {
 
 /// A commit time as `2026-12-07 05:17:09 UTC`.
 fn when(seconds: i64) -> String {
+    // RFC 3339 stops at year 9999: a later (hostile) stamp is shown as its seconds
+    if seconds >= 253_402_300_800 {
+        return format!("{seconds} s after 1970");
+    }
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds.max(0) as u64);
     humantime::format_rfc3339_seconds(t)
         .to_string()
@@ -472,6 +478,14 @@ mod tests {
         assert_eq!(log_label(10), "512–1023");
         assert_eq!(log_label(11), "1K–2K");
         assert!(log_label(64).starts_with("8589934592G–"));
+    }
+
+    #[test]
+    fn any_stored_time_prints() {
+        assert_eq!(when(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(when(-5), "1970-01-01 00:00:00 UTC");
+        assert!(when(i64::MAX).ends_with("s after 1970"));
+        assert_eq!(when(253_402_300_799), "9999-12-31 23:59:59 UTC");
     }
 
     #[test]

@@ -13,9 +13,9 @@
 //! nothing), each step checking its stored deltas. Sequence uniqueness is checked across every
 //! buffer decoded for the operation. At most `height + 1` objects are read (plus the root).
 //!
-//! Walking ([`TreeReader::walk`]) loads every interior depth first, hands each leaf the
-//! mutations its ancestors buffer for its range, and streams the leaves' merged records in id
-//! order, a few leaves fetched ahead. Every object is checked as on the routing path, every
+//! Walking ([`TreeReader::walk`]) loads every interior a level at a time (each level's fetched
+//! at once), hands each leaf the mutations its ancestors buffer for its range, and streams the
+//! leaves' merged records in id order, 32 leaves fetched ahead. Every object is checked as on the routing path, every
 //! mutation is applied to a known prior (so every delta is checked), sequences are unique
 //! across the whole tree, and the records streamed must add up to the derived totals
 //! (decision 18). [`TreeReader::verify`] is a walk that keeps only the statistics.

@@ -44,20 +44,7 @@ impl TreeReader {
             partition(&inner.children, inner.top.clone());
         let mut level = 1usize;
         while !level_children.is_empty() {
-            // owned references and reader: a stream of borrows is not provably `Send`
-            let interiors: Vec<ChildRef> = (level_children.iter())
-                .filter(|(c, _)| c.kind != TreeObjectKind::Leaf)
-                .map(|(c, _)| c.clone())
-                .collect();
-            let loaded: Vec<Arc<TreeObject>> = stream::iter(interiors)
-                .map(|child| {
-                    let reader = self.clone();
-                    async move { reader.load(&child).await }
-                })
-                .buffered(LEVEL_FETCHES)
-                .try_collect()
-                .await?;
-            let mut loaded = loaded.into_iter();
+            let mut loaded = self.load_interiors(&level_children).await?.into_iter();
             let mut next = Vec::new();
             for (child, mut pending) in level_children {
                 objects.push(child.location.clone());
@@ -98,6 +85,26 @@ impl TreeReader {
             stats,
             objects,
         })
+    }
+
+    /// The interiors among `children`, fetched at once (up to [`LEVEL_FETCHES`]), in order.
+    async fn load_interiors(
+        &self,
+        children: &[(ChildRef, Vec<Sourced>)],
+    ) -> Result<Vec<Arc<TreeObject>>> {
+        // owned references and reader: a stream of borrows is not provably `Send`
+        let interiors: Vec<ChildRef> = (children.iter())
+            .filter(|(c, _)| c.kind != TreeObjectKind::Leaf)
+            .map(|(c, _)| c.clone())
+            .collect();
+        stream::iter(interiors)
+            .map(|child| {
+                let reader = self.clone();
+                async move { reader.load(&child).await }
+            })
+            .buffered(LEVEL_FETCHES)
+            .try_collect()
+            .await
     }
 
     /// Every fragment in id order, collected (a [`TreeReader::walk`] streamed to the end).
