@@ -282,6 +282,35 @@ fn strip_ansi(line: &str) -> String {
     out
 }
 
+/// A long history is read a few versions at a time: on a slow store the report's chain of
+/// round trips stays short however many versions it shows.
+#[test]
+fn a_long_history_is_read_in_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let t = t.to_str().unwrap();
+    ok(&["create", t, "--from", &csv(dir.path(), "rows.csv", 0..10)]);
+    for k in 1..40 {
+        let name = format!("more{k}.csv");
+        ok(&[
+            "append",
+            t,
+            "--from",
+            &csv(dir.path(), &name, k * 10..k * 10 + 10),
+        ]);
+    }
+    let out = lancet(&["--store-latency", "5ms", "--store-stats", "report", t]);
+    assert!(out.status.success());
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(html.contains("40 versions listed"));
+    assert!(html.contains("<td>Append</td>"));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let stats: Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
+    // 39 old manifests and their transactions, 16 at a time: not 78 one after another
+    let chain = stats["longest_chain"].as_u64().unwrap();
+    assert!(chain <= 20, "{stats}");
+}
+
 fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();

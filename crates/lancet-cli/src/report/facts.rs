@@ -14,6 +14,8 @@ use crate::error::CliError;
 
 /// Versions whose manifests the history reads (older ones show only their manifest size).
 pub const HISTORY: usize = 60;
+/// Versions whose manifests and transactions are read at once.
+const HISTORY_READS: usize = 16;
 
 pub struct Facts {
     pub uri: String,
@@ -199,35 +201,41 @@ async fn transitions(ds: &Dataset) -> Result<Option<Vec<Transition>>, CliError> 
 }
 
 /// Every listed version with its manifest size; the last [`HISTORY`] (up to this one) with
-/// their time, operation and the data bytes their transaction adds. A version cleaned up
-/// between the listing and its read is left out.
+/// their time, operation and the data bytes their transaction adds, in version order. A
+/// version cleaned up between the listing and its read is left out.
 async fn history(ds: &Dataset) -> Result<Vec<VersionFact>, CliError> {
+    use futures::{StreamExt, TryStreamExt};
     let listed = lancet::paths::manifest::list_versions(ds.storage().store()).await?;
     let listed: Vec<_> = listed
         .into_iter()
         .filter(|e| e.version <= ds.version())
         .collect();
     let detailed_from = listed.len().saturating_sub(HISTORY);
-    let mut out = Vec::with_capacity(listed.len());
-    for (i, entry) in listed.into_iter().enumerate() {
-        let detail = if i < detailed_from {
-            None
-        } else if entry.version == ds.version() {
-            Some(detail(ds).await?)
-        } else {
-            match ds.checkout(entry.version).await {
-                Ok(at) => Some(detail(&at).await?),
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e.into()),
-            }
-        };
-        out.push(VersionFact {
-            version: entry.version,
-            manifest_bytes: entry.size,
-            detail,
-        });
-    }
-    Ok(out)
+    // the detailed versions read HISTORY_READS at a time: on an object store a history is a
+    // few rounds of round trips, not two per version one after another
+    let facts: Vec<Option<VersionFact>> = futures::stream::iter(listed.into_iter().enumerate())
+        .map(|(i, entry)| async move {
+            let detail = if i < detailed_from {
+                None
+            } else if entry.version == ds.version() {
+                Some(detail(ds).await?)
+            } else {
+                match ds.checkout(entry.version).await {
+                    Ok(at) => Some(detail(&at).await?),
+                    Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(CliError::from(e)),
+                }
+            };
+            Ok(Some(VersionFact {
+                version: entry.version,
+                manifest_bytes: entry.size,
+                detail,
+            }))
+        })
+        .buffered(HISTORY_READS)
+        .try_collect()
+        .await?;
+    Ok(facts.into_iter().flatten().collect())
 }
 
 async fn detail(at: &Dataset) -> Result<VersionDetail, CliError> {
